@@ -1,0 +1,71 @@
+// The Kernel descriptor: everything the harness needs to know about one GEMM variant, with no CUDA
+// type leaking out (streams and handles travel as void*). A variant is one file plus one line:
+// the .cu file defines `const Kernel& <name>()` in namespace gemmlab::kernels, and one line
+// `GEMMLAB_KERNEL(<name>)` in its family's kernel_list.inc registers it.
+//
+// Contract of launch(): C = A * B (no alpha/beta) for A (M, K), B (K, N), C (M, N).
+//  * A and B are device pointers in `input` format, laid out as layout_a / layout_b say
+//    (row_major A: A(i,k) at A[i*K + k]; col_major A: at A[k*M + i]; likewise B with (K, N)).
+//  * C is a device pointer, row-major (M, N) in `output` format, leading dimension N.
+//  * It enqueues on args.stream and returns; it throws std::runtime_error on a launch error
+//    (use GEMMLAB_CUDA_CHECK / GEMMLAB_LAUNCH_CHECK from kernels/common/cuda_check.cuh).
+//  * The harness has already checked M, N, K against the multiples and supports() below.
+#pragma once
+#include <cstddef>
+#include <string>
+#include "reference/error_stats.hpp"
+#include "reference/formats.hpp"
+
+namespace gemmlab {
+
+enum class Layout { row_major, col_major };
+
+// Where the running sum lives (one word per concept, used in code, CLI and CSV):
+//  fma        CUDA-core fp32 FMA chain                  in_mma     D = A*B + D inside mma.sync/wmma
+//  external   T = A*B + 0 then acc += T in fp32 regs    promoted   in the mma for N elements of K,
+//  in_wgmma   D = A*B + D inside wgmma                             then added into fp32 registers
+//  library    a library call (cuBLAS) whose internals are not known
+enum class Accumulation { fma, in_mma, external, promoted, in_wgmma, library };
+const char* to_string(Accumulation a);
+const char* to_string(Layout l);
+
+struct GemmArgs {
+  int M = 0, N = 0, K = 0;
+  const void* A = nullptr;
+  const void* B = nullptr;
+  void* C = nullptr;
+  void* stream = nullptr;         // cudaStream_t
+  void* cublas = nullptr;         // cublasHandle_t owned by the harness (nullptr if none)
+  void* cublaslt = nullptr;       // cublasLtHandle_t owned by the harness
+  void* workspace = nullptr;      // device scratch of Kernel::workspace_bytes
+  std::size_t workspace_bytes = 0;
+};
+
+struct Kernel {
+  const char* name;               // == file stem (+ variant suffix) == registry id == CSV `kernel`
+  const char* family;             // simt, cublas, mma, wmma, hopper
+  const char* description;        // one line: what this variant does
+  Format input;                   // format of A and B in memory
+  Format compute;                 // format the multiplier sees (fp32 under TF32 mode: tf32)
+  Format accumulator;             // format of the running sum
+  Format output;                  // format of C
+  Accumulation accumulation;
+  int promotion_interval_k;       // for promoted: elements of K accumulated in the mma before each
+                                  // promotion; 0 otherwise
+  AccRounding acc_rounding;       // how the accumulation rounds (bounds; see error_stats.hpp)
+  Layout layout_a, layout_b;
+  int m_multiple, n_multiple, k_multiple;  // required multiples of M, N, K (1 = any)
+  int min_cc;                     // minimum compute capability, e.g. 80 for sm_80
+  bool requires_sm90a;            // uses wgmma / setmaxnreg: needs an sm_90a build and a cc 9.0 GPU
+  std::size_t workspace_bytes;    // device scratch the launcher needs (0 = none)
+  void (*launch)(const GemmArgs&);
+  // Extra size rules beyond the multiples (nullptr = none): returns nullptr if (M, N, K) is fine,
+  // else a static message saying what the kernel needs.
+  const char* (*supports)(int M, int N, int K) = nullptr;
+  double acc_unit_roundoff = 0;   // 0 = from `accumulator`; set where the hardware keeps fewer bits
+};
+
+// The BoundModel (error_stats.hpp) this kernel is judged by at depth K.
+BoundModel bound_model(const Kernel& k, int K);
+
+}  // namespace gemmlab

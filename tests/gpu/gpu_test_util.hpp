@@ -1,0 +1,54 @@
+// Helpers for GPU tests: skip with the reason when there is no GPU (never pass vacuously), and check
+// one kernel on one problem against the exact reference with its analytic bound.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "experiments/gpu_runner.hpp"
+#include "kernels/registry.hpp"
+#include "reference/distributions.hpp"
+#include "reference/error_stats.hpp"
+#include "reference/exact_gemm.hpp"
+
+#define GEMMLAB_REQUIRE_GPU()                                                          \
+  do {                                                                                 \
+    const auto& gemmlab_dev_ = ::gemmlab::query_device();                              \
+    if (!gemmlab_dev_.present) GTEST_SKIP() << "no CUDA GPU: " << gemmlab_dev_.why_absent; \
+  } while (0)
+
+// Skips (with the reason) if the kernel cannot run on this GPU/build.
+#define GEMMLAB_REQUIRE_KERNEL(kernel)                                                 \
+  do {                                                                                 \
+    GEMMLAB_REQUIRE_GPU();                                                             \
+    std::string gemmlab_why_ = ::gemmlab::hardware_support(kernel, ::gemmlab::query_device()); \
+    if (!gemmlab_why_.empty()) GTEST_SKIP() << (kernel).name << ": " << gemmlab_why_;  \
+  } while (0)
+
+namespace gemmlab::testing {
+
+struct Checked {
+  KernelRun run;
+  GemmReference ref;
+  ErrorStats stats;
+};
+
+// Generates A, B from `dist` and `seed` in the kernel's input format, runs the kernel once (no
+// timing repetitions), computes the exact reference and the statistics against the kernel's bound.
+inline Checked run_and_check(const Kernel& k, int M, int N, int K, const std::string& dist,
+                             std::uint64_t seed = 1) {
+  Distribution d = parse_distribution(dist);
+  Matrix A = generate(d, Operand::A, M, K, k.input, seed);
+  Matrix B = generate(d, Operand::B, K, N, k.input, seed);
+  TimingOptions opt;
+  opt.warmup = 0;
+  opt.reps = 1;
+  opt.flush_l2 = false;
+  Checked out;
+  out.run = run_kernel(k, A, B, opt);
+  out.ref = exact_gemm(A, B, k.output);
+  out.stats = compute_error_stats(out.run.c, out.ref, bound_model(k, K));
+  return out;
+}
+
+}  // namespace gemmlab::testing
