@@ -1,0 +1,115 @@
+// hgemm_mma_02_ldmatrix: step 2 of the mma.sync series. As step 1b (8 warps, (64, 64) block tile,
+// (32, 16) warp tiles) with BK = 32 and the memory path fixed:
+//  * global -> shared: one 128-bit, coalesced load per thread per operand tile (4 threads per row);
+//  * shared layout XOR-permuted: 16-byte chunk c of row r lives at chunk c ^ ((r / 2) % 4), so the
+//    128-bit stores and every 8-row ldmatrix phase hit 8 distinct 16-byte bank groups (no conflicts);
+//  * fragments by ldmatrix.x4 (A, (16, 16)) and ldmatrix.x2 (B, (16, 8)); A's fragment is loaded
+//    again for every B tile (step 2b loads it once per k-step).
+// A row-major (M, K); B col-major, i.e. B^T (N, K) row-major: both tiles k-major, no .trans.
+//
+// Numerics: as hgemm_mma_01_naive (16 exact products per k-step, k-steps in increasing k):
+//  in_mma D = A*B + D in the tensor core; external T = A*B + 0, then acc += T with __fadd_rn.
+//  AccRounding::truncate for both (each k-step's block sum truncates even in external mode).
+#include <cstdint>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/mma_ptx.cuh"
+#include "kernels/kernel.hpp"
+
+namespace gemmlab::kernels {
+namespace {
+
+constexpr int BM = 64, BN = 64, BK = 32, THREADS = 256;
+constexpr int WARPS_N = 4, WM = 32, WN = 16;
+constexpr int MT = WM / 16, NT = WN / 8;  // 2 x 2 mma tiles per warp
+constexpr int ROW_CHUNKS = BK / 8;        // 4 chunks of 16 B per smem row
+static_assert(THREADS == 32 * (BM / WM) * (BN / WN), "one warp per (32, 16) tile of C");
+static_assert(BM * ROW_CHUNKS == THREADS && BN * ROW_CHUNKS == THREADS, "one 16-byte chunk per thread per tile");
+
+// Offset in halves of chunk `ch` of row `r` in a (rows, 32) k-major tile (64-byte rows).
+__device__ __forceinline__ int swz(int r, int ch) { return r * BK + ((ch ^ ((r >> 1) & 3)) << 3); }
+
+template <bool EXTERNAL>
+__global__ void __launch_bounds__(THREADS)
+    hgemm_mma_ldmatrix(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
+                       float* __restrict__ C) {
+  __shared__ __align__(128) uint16_t As[BM * BK];  // (BM, BK) tile of A, swizzled
+  __shared__ __align__(128) uint16_t Bs[BN * BK];  // (BN, BK) tile of B^T, swizzled
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+  const int lr = tid / ROW_CHUNKS, lc = tid % ROW_CHUNKS;  // this thread's chunk of each tile
+  const uint4* gA = reinterpret_cast<const uint4*>(A + (size_t)(row0 + lr) * K + lc * 8);
+  const uint4* gB = reinterpret_cast<const uint4*>(Bt + (size_t)(col0 + lr) * K + lc * 8);
+  uint4* sA = reinterpret_cast<uint4*>(As + swz(lr, lc));
+  uint4* sB = reinterpret_cast<uint4*>(Bs + swz(lr, lc));
+  // ldmatrix rows of this lane: A x4 row lane % 16, chunk +lane / 16; B x2 row lane % 8,
+  // chunk +(lane / 8) % 2 (lanes 16..31 repeat 0..15: ignored by .x2 but valid).
+  const int a_row = wm * WM + (lane & 15), a_ch = lane >> 4;
+  const int b_row = wn * WN + (lane & 7), b_ch = (lane >> 3) & 1;
+
+  float acc[MT][NT][4] = {};
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    *sA = gA[k0 / 8];
+    *sB = gB[k0 / 8];
+    __syncthreads();
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks)
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          uint32_t a[4], b[2];
+          ptx::ldmatrix_x4(a, ptx::smem_u32(As + swz(a_row + i * 16, ks * 2 + a_ch)));
+          ptx::ldmatrix_x2(b, ptx::smem_u32(Bs + swz(b_row + j * 8, ks * 2 + b_ch)));
+          ptx::mma_accumulate<EXTERNAL>(acc[i][j], a, b);
+        }
+    __syncthreads();
+  }
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int r = row0 + wm * WM + i * 16 + g, c = col0 + wn * WN + j * 8 + 2 * t;
+      *reinterpret_cast<float2*>(&C[(size_t)r * N + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(&C[(size_t)(r + 8) * N + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
+    }
+}
+
+template <bool EXTERNAL>
+void launch(const GemmArgs& a) {
+  dim3 grid(a.N / BN, a.M / BM);
+  hgemm_mma_ldmatrix<EXTERNAL><<<grid, THREADS, 0, as_stream(a.stream)>>>(
+      a.M, a.N, a.K, static_cast<const uint16_t*>(a.A), static_cast<const uint16_t*>(a.B), static_cast<float*>(a.C));
+  GEMMLAB_LAUNCH_CHECK("hgemm_mma_02_ldmatrix");
+}
+
+constexpr Kernel base(const char* name, const char* desc, Accumulation mode, void (*fn)(const GemmArgs&)) {
+  return Kernel{
+      .name = name, .family = "mma", .description = desc,
+      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = mode, .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
+      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
+      .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
+      .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,
+      .launch = fn,
+  };
+}
+
+}  // namespace
+
+const Kernel& hgemm_mma_02_ldmatrix_in_mma() {
+  static const Kernel k = base("hgemm_mma_02_ldmatrix_in_mma",
+                               "mma.sync, 128-bit loads, XOR-swizzled smem, ldmatrix, D = A*B + D",
+                               Accumulation::in_mma, launch<false>);
+  return k;
+}
+const Kernel& hgemm_mma_02_ldmatrix_external() {
+  static const Kernel k = base("hgemm_mma_02_ldmatrix_external",
+                               "mma.sync, 128-bit loads, XOR-swizzled smem, ldmatrix, T = A*B + 0 then acc += T",
+                               Accumulation::external, launch<true>);
+  return k;
+}
+
+}  // namespace gemmlab::kernels
