@@ -48,4 +48,13 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
 // Sampled SM clock in MHz (nvidia-smi), -1 if unknown.
 int current_sm_clock_mhz();
 
+struct SoftwareVersions {
+  std::string driver;        // NVIDIA driver, from nvidia-smi ("unknown" if absent)
+  int cuda_driver_api = 0;   // cudaDriverGetVersion, e.g. 13000
+  int cuda_runtime = 0;      // cudaRuntimeGetVersion
+  std::string cublas;        // "major.minor.patch"
+  int max_sm_clock_mhz = -1;
+};
+SoftwareVersions software_versions();
+
 }  // namespace gemmlab

@@ -1,1 +1,50 @@
-# CLI tests: filled in by tests/cli.cmake
+# Command-line behaviour on bad input (no GPU needed): a clear message, a non-zero exit, and no
+# result file left behind. Then the plot script on a small CSV.
+set(_cli ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_expect.sh)
+set(_out ${CMAKE_CURRENT_BINARY_DIR}/cli_out)
+file(MAKE_DIRECTORY ${_out})
+set(_data ${CMAKE_CURRENT_SOURCE_DIR}/tests/data)
+function(gemmlab_cli_test name rc pattern absent)
+  add_test(NAME cli.${name} COMMAND ${_cli} ${rc} ${pattern} ${absent} ${ARGN})
+  set_tests_properties(cli.${name} PROPERTIES LABELS cli SKIP_RETURN_CODE 77)
+endfunction()
+
+gemmlab_cli_test(unknown_kernel 2 "unknown kernel 'no_such_kernel'" ${_out}/a.csv
+  -- $<TARGET_FILE:gemmlab> run -k no_such_kernel -s 64 -o ${_out}/a.csv)
+gemmlab_cli_test(unknown_distribution 2 "distribution" ${_out}/b.csv
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -d gaussian_7 -s 64 -o ${_out}/b.csv)
+gemmlab_cli_test(bad_size 2 "size '12x' is not understood" ${_out}/c.csv
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 12x -o ${_out}/c.csv)
+gemmlab_cli_test(suite_unknown_key 2 "'sizez' is not a suite key" ${_out}/d.csv
+  -- $<TARGET_FILE:gemmlab> run --suite ${_data}/bad_suite_key.toml -o ${_out}/d.csv)
+gemmlab_cli_test(suite_bad_syntax 2 "not valid TOML.*line" ${_out}/e.csv
+  -- $<TARGET_FILE:gemmlab> run --suite ${_data}/bad_suite_syntax.toml -o ${_out}/e.csv)
+gemmlab_cli_test(suite_bad_type 2 "'sizes' entries must be" ${_out}/f.csv
+  -- $<TARGET_FILE:gemmlab> run --suite ${_data}/bad_suite_type.toml -o ${_out}/f.csv)
+gemmlab_cli_test(suite_missing 2 "suite 'no_such_suite' not found" -
+  -- $<TARGET_FILE:gemmlab> run --suite no_such_suite)
+gemmlab_cli_test(unwritable_output 2 "output folder '/nonexistent/dir' does not exist" -
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o /nonexistent/dir/x.csv)
+gemmlab_cli_test(output_not_csv 2 "--out must name a .csv file" ${_out}/g.txt
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/g.txt)
+gemmlab_cli_test(bad_reference_mode 2 "reference 'fast' is not known" ${_out}/h.csv
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --reference fast -o ${_out}/h.csv)
+gemmlab_cli_test(no_gpu 2 "needs a CUDA GPU" ${_out}/i.csv --skip-if-gpu
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/i.csv)
+add_test(NAME cli.list COMMAND $<TARGET_FILE:gemmlab> list)
+set_tests_properties(cli.list PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "sgemm_01_naive.*cublas_gemmex_fp16_f32")
+
+# Plots read only CSV: render each figure script from a small CSV checked into tests/data.
+set(GEMMLAB_PYTHON "" CACHE STRING "Python with matplotlib for the plot tests (default: .venv/bin/python, else python3)")
+if(NOT GEMMLAB_PYTHON)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/.venv/bin/python)
+    set(GEMMLAB_PYTHON ${CMAKE_CURRENT_SOURCE_DIR}/.venv/bin/python)
+  else()
+    set(GEMMLAB_PYTHON python3)
+  endif()
+endif()
+add_test(NAME plots.bias_spread
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/bias_spread.py ${_data}/sample_run.csv ${_out}/bias_spread.png)
+set_tests_properties(plots.bias_spread PROPERTIES LABELS plots)

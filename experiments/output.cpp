@@ -1,0 +1,103 @@
+#include "experiments/output.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "experiments/plan.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gemmlab {
+
+void check_writable(const std::string& path) {
+  fs::path p(path);
+  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw UsageError("output folder '" + dir.string() + "' does not exist: create it or choose another --out");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw UsageError("output folder '" + dir.string() + "' is not writable: choose another --out");
+  if (fs::is_directory(p, ec)) throw UsageError("output path '" + path + "' is a folder: give a file name ending in .csv");
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {
+  check_writable(path_);
+  out_.open(partial_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw UsageError("cannot create '" + partial_ + "': check permissions and free space");
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) {
+    out_.close();
+    std::remove(partial_.c_str());
+  }
+}
+
+void AtomicFile::commit() {
+  out_.flush();
+  if (!out_) throw std::runtime_error("write to '" + partial_ + "' failed (disk full?)");
+  out_.close();
+  if (std::rename(partial_.c_str(), path_.c_str()) != 0)
+    throw std::runtime_error("cannot rename '" + partial_ + "' to '" + path_ + "'");
+  committed_ = true;
+}
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string fmt_double(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int prec = 6; prec <= 17; ++prec) {  // shortest form that round-trips
+    std::snprintf(buf, sizeof buf, "%.*g", prec, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  return buf;
+}
+
+CsvWriter::CsvWriter(const std::string& path, std::vector<std::string> columns) : file_(path), ncols_(columns.size()) {
+  row(columns);
+}
+
+void CsvWriter::row(const std::vector<std::string>& fields) {
+  if (fields.size() != ncols_)
+    throw std::logic_error("CSV row has " + std::to_string(fields.size()) + " fields, header has " +
+                           std::to_string(ncols_));
+  auto& o = file_.stream();
+  for (std::size_t i = 0; i < fields.size(); ++i) o << (i ? "," : "") << csv_escape(fields[i]);
+  o << '\n';
+}
+
+void write_npy(const std::string& path, const std::vector<double>& v, int rows, int cols) {
+  if (static_cast<std::size_t>(rows) * cols != v.size()) throw std::logic_error("write_npy: shape does not match data");
+  AtomicFile f(path);
+  std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                       std::to_string(cols) + "), }";
+  // magic(6) + version(2) + header_len(2) + header, padded with spaces to a multiple of 64, ending in \n
+  std::size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  auto& o = f.stream();
+  o.write("\x93NUMPY\x01\x00", 8);
+  const unsigned short len = static_cast<unsigned short>(header.size());
+  const char lenb[2] = {static_cast<char>(len & 0xFF), static_cast<char>(len >> 8)};
+  o.write(lenb, 2);
+  o.write(header.data(), static_cast<std::streamsize>(header.size()));
+  o.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(double)));
+  f.commit();
+}
+
+}  // namespace gemmlab

@@ -1,0 +1,49 @@
+// Result files written whole or not at all: each is written to "<path>.partial" and renamed onto
+// its final name only by commit(), so an interrupted or failed run never leaves a half-written
+// CSV, .npy or metadata file under the name a reader looks for.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace gemmlab {
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);  // throws UsageError if the folder is missing or not writable
+  ~AtomicFile();                          // removes the partial file unless committed
+  std::ofstream& stream() { return out_; }
+  void commit();                          // flush, close, rename; throws on I/O failure
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, partial_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+// Checks (without leaving anything behind) that a file can be created in the folder of `path`.
+// Throws UsageError naming the folder and what to do.
+void check_writable(const std::string& path);
+
+// Tidy CSV: a fixed header, one row per observation. Fields are quoted only when needed.
+class CsvWriter {
+ public:
+  CsvWriter(const std::string& path, std::vector<std::string> columns);
+  void row(const std::vector<std::string>& fields);  // must have as many fields as columns
+  void commit() { file_.commit(); }
+
+ private:
+  AtomicFile file_;
+  std::size_t ncols_;
+};
+
+std::string csv_escape(const std::string& s);
+// Shortest text that reads back as the same double ("nan", "inf", "-inf" for non-finite).
+std::string fmt_double(double x);
+
+// A (rows, cols) float64 C-order array in NumPy's .npy format (version 1.0), written atomically.
+void write_npy(const std::string& path, const std::vector<double>& v, int rows, int cols);
+
+}  // namespace gemmlab

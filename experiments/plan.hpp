@@ -1,0 +1,48 @@
+// What a `gemmlab run` will do, from command-line flags or a suite file (TOML). Plain C++: parsed
+// and checked without a GPU. Kernel names are resolved against the registry by the caller.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace gemmlab {
+
+// A mistake in what the user asked for: the message says what was wrong and what to do.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Size {
+  int M = 0, N = 0, K = 0;
+  std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
+};
+
+struct RunPlan {
+  std::string name = "run";                        // suite name, used in the default output name
+  std::vector<std::string> kernels = {"all"};      // names, "all", or "family:<family>"
+  std::vector<std::string> distributions = {"all"};
+  std::vector<Size> sizes = {{4096, 4096, 4096}};
+  std::vector<std::uint64_t> seeds = {1};
+  int reps = 20;
+  int warmup = 3;
+  std::string reference = "auto";                 // auto (exact + MPFR spot checks) | exact | mpfr
+  int spot_checks = 16;                            // MPFR-checked entries per reference in auto mode
+};
+
+// "4096" -> 4096^3; "MxNxK" -> (M, N, K). Throws UsageError.
+Size parse_size(const std::string& s);
+
+// Reads a suite file; unknown keys, wrong types and bad values are UsageErrors naming the file,
+// the key and what is expected. Keys: name, description, kernels, distributions, sizes ([[M,N,K],..]
+// or [N,..]), seeds, reps, warmup, reference, spot_checks.
+RunPlan load_suite(const std::string& path);
+
+// Finds a suite by path, or by name in ./experiments/suites and the source tree's. Throws UsageError.
+std::string find_suite(const std::string& name_or_path);
+std::vector<std::string> list_suites();
+
+// Checks the numbers in a plan (positive sizes, reps >= 1, reference mode known). Throws UsageError.
+void validate_numbers(const RunPlan& p);
+
+}  // namespace gemmlab

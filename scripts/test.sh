@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds every kernel, runs all tests.
+# CPU tests always run; GPU tests skip themselves (with the reason) when there is no GPU.
+# Without a GPU, kernels are compiled for one architecture (sm_90a) to keep the build short;
+# set GEMMLAB_CUDA_ARCHS to choose others (e.g. "80;89;90a").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export PATH=/usr/local/cuda/bin:$PATH
+archs=${GEMMLAB_CUDA_ARCHS:-}
+if [ -z "$archs" ]; then
+  if nvidia-smi -L >/dev/null 2>&1; then archs=native-gemmlab; else archs=90a; fi
+fi
+build=${GEMMLAB_BUILD_DIR:-build}
+args=(-S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release)
+[ "$archs" != native-gemmlab ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs")
+cmake "${args[@]}" >/dev/null
+jobs=$(nproc)
+cmake --build "$build" -j "$jobs"
+cd "$build"
+ctest --output-on-failure -j "$jobs" --timeout 900

@@ -1,0 +1,176 @@
+// The plain-C++ parts of the CLI: sizes, suite files, atomic CSV and .npy output.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <cstring>
+#include <unistd.h>
+
+#include "experiments/output.hpp"
+#include "experiments/plan.hpp"
+
+namespace fs = std::filesystem;
+using namespace gemmlab;
+
+namespace {
+
+fs::path temp_dir() {
+  fs::path d = fs::temp_directory_path() / ("gemmlab_test_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string write(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(Plan, ParsesSizes) {
+  Size a = parse_size("4096");
+  EXPECT_EQ(a.M, 4096);
+  EXPECT_EQ(a.N, 4096);
+  EXPECT_EQ(a.K, 4096);
+  Size b = parse_size("100x36x520");
+  EXPECT_EQ(b.M, 100);
+  EXPECT_EQ(b.N, 36);
+  EXPECT_EQ(b.K, 520);
+  EXPECT_EQ(b.str(), "100x36x520");
+  for (const char* bad : {"", "12x", "x1x2", "1x2", "-4", "0", "1x0x3", "abc", "1.5"})
+    EXPECT_THROW(parse_size(bad), UsageError) << bad;
+}
+
+TEST(Plan, LoadsAValidSuite) {
+  auto d = temp_dir();
+  auto p = write(d / "s.toml",
+                 "name = \"mine\"\nkernels = [\"sgemm_01_naive\", \"family:cublas\"]\ndistributions = [\"normal_0_1\"]\n"
+                 "sizes = [[64, 32, 16], 128]\nseeds = [3, 4]\nreps = 7\nwarmup = 0\nreference = \"mpfr\"\n");
+  RunPlan plan = load_suite(p);
+  EXPECT_EQ(plan.name, "mine");
+  ASSERT_EQ(plan.kernels.size(), 2u);
+  EXPECT_EQ(plan.kernels[1], "family:cublas");
+  ASSERT_EQ(plan.sizes.size(), 2u);
+  EXPECT_EQ(plan.sizes[0].str(), "64x32x16");
+  EXPECT_EQ(plan.sizes[1].str(), "128x128x128");
+  EXPECT_EQ(plan.seeds, (std::vector<std::uint64_t>{3, 4}));
+  EXPECT_EQ(plan.reps, 7);
+  EXPECT_EQ(plan.warmup, 0);
+  EXPECT_EQ(plan.reference, "mpfr");
+}
+
+TEST(Plan, RejectsMalformedSuitesWithTheReason) {
+  auto d = temp_dir();
+  struct Case {
+    const char* text;
+    const char* says;
+  } cases[] = {
+      {"kernels = [\"a\"\n", "not valid TOML"},
+      {"kernal = [\"a\"]\n", "'kernal' is not a suite key"},
+      {"kernels = \"a\"\n", "'kernels' must be an array"},
+      {"kernels = []\n", "'kernels' must not be empty"},
+      {"sizes = [[1, 2]]\n", "'sizes' entries must be"},
+      {"sizes = [[1, 2, 0]]\n", "'sizes' must be between 1"},
+      {"reps = 0\n", "'reps' must be between 1"},
+      {"reps = 2.5\n", "'reps' must be an integer"},
+      {"seeds = [-1]\n", "'seeds' must be between 0"},
+      {"reference = \"fast\"\n", "reference 'fast' is not known"},
+      {"name = \"a b\"\n", "'name' must be"},
+  };
+  for (const auto& c : cases) {
+    auto p = write(d / "bad.toml", c.text);
+    try {
+      load_suite(p);
+      ADD_FAILURE() << "accepted: " << c.text;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what() << " | wanted: " << c.says;
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "message must name the file";
+    }
+  }
+}
+
+TEST(Plan, FindsShippedSuitesAndRejectsUnknownOnes) {
+  EXPECT_NO_THROW(find_suite("default"));
+  EXPECT_NO_THROW(load_suite(find_suite("default")));
+  EXPECT_NO_THROW(load_suite(find_suite("smoke")));
+  EXPECT_THROW(find_suite("no_such_suite_anywhere"), UsageError);
+}
+
+TEST(Output, CsvQuotesOnlyWhenNeededAndCommitsAtomically) {
+  auto d = temp_dir();
+  fs::path p = d / "r.csv";
+  {
+    CsvWriter w(p.string(), {"a", "b", "c"});
+    w.row({"1", "x,y", "say \"hi\""});
+    EXPECT_FALSE(fs::exists(p)) << "nothing under the final name before commit";
+    EXPECT_TRUE(fs::exists(p.string() + ".partial"));
+    w.commit();
+  }
+  EXPECT_EQ(slurp(p), "a,b,c\n1,\"x,y\",\"say \"\"hi\"\"\"\n");
+  EXPECT_FALSE(fs::exists(p.string() + ".partial"));
+}
+
+TEST(Output, AbandonedCsvLeavesNothing) {
+  auto d = temp_dir();
+  fs::path p = d / "abandoned.csv";
+  {
+    CsvWriter w(p.string(), {"a"});
+    w.row({"1"});
+  }  // destroyed without commit, as when a run fails
+  EXPECT_FALSE(fs::exists(p));
+  EXPECT_FALSE(fs::exists(p.string() + ".partial"));
+}
+
+TEST(Output, RowWidthMustMatchHeader) {
+  auto d = temp_dir();
+  CsvWriter w((d / "w.csv").string(), {"a", "b"});
+  EXPECT_THROW(w.row({"1"}), std::logic_error);
+}
+
+TEST(Output, UnwritableFolderIsAUsageError) {
+  EXPECT_THROW(check_writable("/nonexistent/folder/x.csv"), UsageError);
+  EXPECT_THROW(CsvWriter("/nonexistent/folder/x.csv", {"a"}), UsageError);
+}
+
+TEST(Output, DoublesRoundTrip) {
+  for (double x : {0.1, 1.0 / 3.0, -2.5e-300, 4.9e-324, 1e308, 123456789.0, -0.0, 5e-8})
+    EXPECT_EQ(std::strtod(fmt_double(x).c_str(), nullptr), x) << fmt_double(x);
+  EXPECT_EQ(fmt_double(0.5), "0.5");
+  EXPECT_EQ(fmt_double(NAN), "nan");
+  EXPECT_EQ(fmt_double(-INFINITY), "-inf");
+}
+
+TEST(Output, NpyHeaderAndDataAreWhatNumpyReads) {
+  auto d = temp_dir();
+  fs::path p = d / "m.npy";
+  std::vector<double> v = {1.0, -2.0, 0.5, 3.25, 1e-300, -0.0};
+  write_npy(p.string(), v, 2, 3);
+  std::string s = slurp(p);
+  ASSERT_GE(s.size(), 10u);
+  EXPECT_EQ(s.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const std::size_t hlen = static_cast<unsigned char>(s[8]) | (static_cast<unsigned char>(s[9]) << 8);
+  EXPECT_EQ((10 + hlen) % 64, 0u) << "header must align the data to 64 bytes";
+  const std::string header = s.substr(10, hlen);
+  EXPECT_NE(header.find("'descr': '<f8'"), std::string::npos);
+  EXPECT_NE(header.find("'fortran_order': False"), std::string::npos);
+  EXPECT_NE(header.find("'shape': (2, 3)"), std::string::npos);
+  EXPECT_EQ(header.back(), '\n');
+  ASSERT_EQ(s.size(), 10 + hlen + v.size() * 8);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    double x;
+    std::memcpy(&x, s.data() + 10 + hlen + 8 * i, 8);
+    EXPECT_EQ(std::signbit(x), std::signbit(v[i]));
+    EXPECT_EQ(x, v[i]);
+  }
+  EXPECT_THROW(write_npy((d / "bad.npy").string(), v, 4, 4), std::logic_error);
+}
+
+}  // namespace
