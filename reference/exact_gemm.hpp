@@ -31,6 +31,16 @@ struct GemmReference {
 // threads = 0: std::thread::hardware_concurrency().
 GemmReference exact_gemm(const Matrix& A, const Matrix& B, Format out, int threads = 0);
 
+// Which exact engine exact_gemm uses. automatic: fixed_int128 when the inputs fit it (see
+// fits_fixed_int128), otherwise kulisch. Forcing fixed_int128 on inputs that do not fit throws
+// std::invalid_argument. Both engines give identical results; forcing one is for tests and timing.
+enum class ExactEngine { automatic, fixed_int128, kulisch };
+GemmReference exact_gemm(const Matrix& A, const Matrix& B, Format out, int threads, ExactEngine engine);
+
+// True when every A entry is an int64 times 2^ea, every B entry an int64 times 2^eb, and
+// bits(max|ia|) + bits(max|ib|) + ceil(log2 K) + 1 <= 126, so sums of K products fit an int128.
+bool fits_fixed_int128(const Matrix& A, const Matrix& B);
+
 // Exact value of one entry, for spot checks: sum_k A(i,k) B(k,j), rounded to binary64 RNE.
 double exact_dot(const Matrix& A, const Matrix& B, int i, int j);
 

@@ -1,0 +1,102 @@
+// Private helpers of the exact reference engines (exact_gemm.cpp, mpfr_gemm.cpp, their tests):
+// exact decomposition of doubles into odd integer significands, the inputs' exponent range,
+// correct rounding of a big integer to binary64, the |A||B| product, and a small thread pool loop.
+// Not part of the public interface.
+#pragma once
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "reference/matrix.hpp"
+
+namespace gemmlab::detail {
+
+// A finite non-zero double x is exactly sign * m * 2^lsb with m odd, m < 2^53.
+// top = lsb + bit_width(m): |x| < 2^top.
+struct Decomposed {
+  std::uint64_t m = 0;
+  int lsb = 0;
+  bool neg = false;
+};
+
+inline Decomposed decompose(double x) {
+  const std::uint64_t bits = std::bit_cast<std::uint64_t>(x);
+  const int biased = static_cast<int>((bits >> 52) & 0x7FF);
+  std::uint64_t m = bits & ((1ull << 52) - 1);
+  int e;
+  if (biased == 0) {
+    e = -1074;  // subnormal double
+  } else {
+    m |= 1ull << 52;
+    e = biased - 1075;
+  }
+  Decomposed d;
+  d.neg = (bits >> 63) != 0;
+  if (m == 0) return d;
+  const int tz = std::countr_zero(m);
+  d.m = m >> tz;
+  d.lsb = e + tz;
+  return d;
+}
+
+// Exponent range of the finite non-zero values of a matrix: every such value is a multiple of
+// 2^lsb_min and smaller than 2^top_max in magnitude.
+struct ExponentRange {
+  bool any_nonzero = false;
+  bool any_nonfinite = false;
+  int lsb_min = INT_MAX;
+  int top_max = INT_MIN;
+  int bits() const { return any_nonzero ? top_max - lsb_min : 0; }
+};
+
+inline ExponentRange scan_range(const Matrix& X) {
+  ExponentRange r;
+  for (double x : X.v) {
+    if (!std::isfinite(x)) {
+      r.any_nonfinite = true;
+      continue;
+    }
+    if (x == 0.0) continue;
+    const Decomposed d = decompose(x);
+    r.any_nonzero = true;
+    r.lsb_min = std::min(r.lsb_min, d.lsb);
+    r.top_max = std::max(r.top_max, d.lsb + static_cast<int>(std::bit_width(d.m)));
+  }
+  return r;
+}
+
+inline int ceil_log2(long n) {
+  int b = 0;
+  while ((1L << b) < n) ++b;
+  return b;
+}
+
+// Round sign * mag * 2^e0 (mag: little-endian 64-bit limbs) to binary64 with gradual underflow.
+// odd = false: round-to-nearest-even, overflow to infinity.
+// odd = true: round-to-odd (truncate, then set the last bit if anything was dropped), overflow to
+// the largest finite double. An exact zero gives +0.
+double round_bigint(const std::uint64_t* mag, int limbs, long e0, bool neg, bool odd);
+
+// Result of a dot product that involves an infinity or NaN, following IEEE/MPFR: NaN if any product
+// is NaN (0 * inf, NaN input) or infinities of both signs occur, else the infinity.
+double nonfinite_dot(const Matrix& A, const Matrix& B, int i, int j);
+
+// (|A||B|) in binary64 through Eigen, (M, N) row-major, split over threads in fixed row blocks so
+// the result does not depend on the thread count.
+std::vector<double> abs_product(const Matrix& A, const Matrix& B, int threads);
+
+// Runs fn(task) for task in [0, tasks) on `threads` std::threads (0: hardware concurrency),
+// handing tasks out dynamically. Exceptions in fn are rethrown in the caller.
+void parallel_for(long tasks, int threads, const std::function<void(long)>& fn);
+
+int resolve_threads(int threads);
+
+// Throws std::invalid_argument unless A is (M, K) and B is (K, N).
+void check_shapes(const Matrix& A, const Matrix& B, const char* who);
+
+}  // namespace gemmlab::detail
