@@ -16,6 +16,29 @@
 // The parser accepts these names and the aliases "uniform01", "uniform_pm1", "normal", "logunif",
 // "cancel", "exactint" (default parameters), and rejects anything else with a message that lists
 // the valid names.
+//
+// Parameters are integers. Defaults (the aliases, and default_distributions()): logunif_-8_8,
+// cancel_-10, exactint_8. Details (reference/distributions.cpp):
+//   uniform_-1_1         2u - 1 with u a 53-bit uniform: multiples of 2^-52.
+//   normal_0_1           Box-Muller with hand-written ln and cos (bit-reproducible, |z| < 8.6).
+//   logunif_L_H          L < H; binade b uniform in {L, ..., H-1}, magnitude 2^b 2^f with f
+//                        uniform in [0,1) (so log2|x| is uniform on [L, H)), sign +-1 with
+//                        probability 1/2. Range vs format: H must be <= emax of the input format
+//                        (every value stays finite after rounding; otherwise generate() throws,
+//                        see unusable_reason); magnitudes below the format's smallest subnormal
+//                        round to +-0 (allowed: that is how subnormal/underflow inputs are made).
+//   cancel_E             E <= -1. Base values U[-1,1). With h = K/2: A(i, h+k) = A(i, k) and
+//                        B(h+k, j) = -RN_fmt(B(k, j) (1 + 2^E d)), d uniform in [-1, 1) per (k, j),
+//                        so C(i,j) = sum_{k<h} A(i,k) (B(k,j) + B(h+k,j)) and
+//                        |C(i,j)| <= (2^E + 2u_in) sum_{k<h} |A(i,k) B(k,j)|, which is about
+//                        (2^E + 2u_in) |A||B|(i,j) / 2; for random data C is about
+//                        2^E |A||B| / sqrt(K), reached from partial sums about |A||B| / 2. For odd K
+//                        the last column of A and the last row of B are zero. The perturbation
+//                        must survive rounding to the input format: E >= 1 - p_in (fp16 and wider
+//                        take the default -10; bf16 needs E >= -7, e4m3 E >= -3, e5m2 E >= -2;
+//                        otherwise generate() throws).
+//   exactint_R           R >= 1; uniform integers in [-R, R]; every one must be representable in
+//                        the input format: R <= 2^p_in (e4m3: 16, e5m2: 8, bf16: 256).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -51,5 +74,13 @@ Matrix generate(const Distribution& d, Operand which, int rows, int cols, Format
 // For exactint: whether the exact product is representable in `out` for this K (K R^2 <= 2^p and
 // every input integer fits the input format). Empty string when fine, else the reason.
 std::string exact_in(const Distribution& d, Format in, Format out, int K);
+// (Pass as `out` the narrowest format that holds partial sums or the result: the accumulator's
+// if it is narrower than the output's; pass as `in` the compute format if the multiplier sees a
+// narrower one, e.g. tf32 for fp32 inputs under TF32 mode. For any other kind: the reason it is not
+// an exact distribution.)
+
+// Whether the distribution can be generated in input format `in` (logunif: H <= emax; cancel:
+// E >= 1 - p; exactint: R <= 2^p). Empty string when fine, else the reason (what generate() throws).
+std::string unusable_reason(const Distribution& d, Format in);
 
 }  // namespace gemmlab

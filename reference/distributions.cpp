@@ -1,0 +1,244 @@
+// Controlled input distributions (see distributions.hpp for the names and their parameters).
+//
+// Every entry is a pure function of (seed, operand, distribution, i, j) through the Philox
+// counter-based generator of rng.hpp: one 128-bit block per entry, counter (i, j, stream), key
+// seed. Values are made in binary64 and rounded once to the input format with round_to, so the
+// reference sees exactly what the kernel sees. Threads split rows; the split never changes a value.
+#include "reference/distributions.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include "reference/rng.hpp"
+
+namespace gemmlab {
+namespace {
+
+constexpr const char* kValidForms =
+    "valid distributions: uniform_0_1, uniform_-1_1, normal_0_1, logunif_L_H (integers L < H, "
+    "e.g. logunif_-8_8), cancel_E (integer E <= -1, e.g. cancel_-10), exactint_R (integer R >= 1, "
+    "e.g. exactint_8), or the aliases uniform01, uniform_pm1, normal, logunif (= logunif_-8_8), "
+    "cancel (= cancel_-10), exactint (= exactint_8)";
+
+constexpr int kDefaultLogL = -8, kDefaultLogH = 8;
+constexpr int kDefaultCancelE = -10;
+constexpr int kDefaultExactR = 8;
+
+Distribution make(DistKind k, double p1 = 0, double p2 = 0) {
+  Distribution d;
+  d.kind = k;
+  d.p1 = p1;
+  d.p2 = p2;
+  return d;
+}
+
+[[noreturn]] void reject(std::string_view name, const std::string& why) {
+  throw std::invalid_argument("bad distribution '" + std::string(name) + "': " + why + "; " +
+                              kValidForms);
+}
+
+// A whole-token decimal integer (optional leading '-'), or nullopt.
+std::optional<long long> parse_int(std::string_view s) {
+  long long v = 0;
+  if (s.empty() || s.front() == '+') return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::string int_str(double v) { return std::to_string(static_cast<long long>(v)); }
+
+// Philox stream id: distribution kind and operand (and nothing else, so a distribution's A and
+// B never share values, and two kinds never share a stream).
+std::uint32_t stream_of(DistKind k, Operand op) {
+  return (static_cast<std::uint32_t>(k) << 8) | static_cast<std::uint32_t>(op);
+}
+
+double uniform_pm1(std::uint64_t x) { return 2.0 * rng::uniform53(x) - 1.0; }
+
+}  // namespace
+
+std::string Distribution::name() const {
+  switch (kind) {
+    case DistKind::uniform01: return "uniform_0_1";
+    case DistKind::uniform_pm1: return "uniform_-1_1";
+    case DistKind::normal: return "normal_0_1";
+    case DistKind::logunif: return "logunif_" + int_str(p1) + "_" + int_str(p2);
+    case DistKind::cancel: return "cancel_" + int_str(p1);
+    case DistKind::exactint: return "exactint_" + int_str(p1);
+  }
+  return "unknown";
+}
+
+Distribution parse_distribution(std::string_view name) {
+  if (name == "uniform_0_1" || name == "uniform01") return make(DistKind::uniform01);
+  if (name == "uniform_-1_1" || name == "uniform_pm1") return make(DistKind::uniform_pm1);
+  if (name == "normal_0_1" || name == "normal") return make(DistKind::normal);
+  if (name == "logunif") return make(DistKind::logunif, kDefaultLogL, kDefaultLogH);
+  if (name == "cancel") return make(DistKind::cancel, kDefaultCancelE);
+  if (name == "exactint") return make(DistKind::exactint, kDefaultExactR);
+
+  auto starts = [&](std::string_view p) { return name.substr(0, p.size()) == p; };
+  if (starts("logunif_")) {
+    std::string_view rest = name.substr(8);
+    const auto us = rest.find('_');
+    if (us == std::string_view::npos) reject(name, "logunif needs two integers, logunif_L_H");
+    const auto L = parse_int(rest.substr(0, us)), H = parse_int(rest.substr(us + 1));
+    if (!L || !H) reject(name, "L and H of logunif_L_H must be integers");
+    if (*L >= *H) reject(name, "logunif_L_H needs L < H");
+    if (*L < -1000 || *H > 1000) reject(name, "logunif_L_H needs -1000 <= L < H <= 1000");
+    return make(DistKind::logunif, static_cast<double>(*L), static_cast<double>(*H));
+  }
+  if (starts("cancel_")) {
+    const auto E = parse_int(name.substr(7));
+    if (!E) reject(name, "E of cancel_E must be an integer");
+    if (*E > -1 || *E < -52) reject(name, "cancel_E needs -52 <= E <= -1");
+    return make(DistKind::cancel, static_cast<double>(*E));
+  }
+  if (starts("exactint_")) {
+    const auto R = parse_int(name.substr(9));
+    if (!R) reject(name, "R of exactint_R must be an integer");
+    if (*R < 1 || *R > (1ll << 30)) reject(name, "exactint_R needs 1 <= R <= 2^30");
+    return make(DistKind::exactint, static_cast<double>(*R));
+  }
+  throw std::invalid_argument("unknown distribution '" + std::string(name) + "'; " + kValidForms);
+}
+
+const std::vector<Distribution>& default_distributions() {
+  static const std::vector<Distribution> all = {
+      make(DistKind::uniform01),
+      make(DistKind::uniform_pm1),
+      make(DistKind::normal),
+      make(DistKind::logunif, kDefaultLogL, kDefaultLogH),
+      make(DistKind::cancel, kDefaultCancelE),
+      make(DistKind::exactint, kDefaultExactR),
+  };
+  return all;
+}
+
+std::string unusable_reason(const Distribution& d, Format in) {
+  const FormatInfo& fi = info(in);
+  const std::string fname = fi.name;
+  switch (d.kind) {
+    case DistKind::logunif:
+      if (d.p2 > fi.emax)
+        return d.name() + ": magnitudes reach 2^" + int_str(d.p2) + " but " + fname +
+               "'s largest binade is 2^" + std::to_string(fi.emax) +
+               " (values could round past its largest finite number); use H <= " +
+               std::to_string(fi.emax);
+      return {};
+    case DistKind::cancel:
+      if (d.p1 < 1 - fi.precision)
+        return d.name() + ": a relative perturbation 2^" + int_str(d.p1) + " is lost when rounding to " +
+               fname + " (precision " + std::to_string(fi.precision) + " bits), so C would be 0; use E >= " +
+               std::to_string(1 - fi.precision);
+      return {};
+    case DistKind::exactint:
+      if (d.p1 > std::ldexp(1.0, fi.precision))
+        return d.name() + ": not every integer in [-R, R] is representable in " + fname +
+               " (exact up to 2^" + std::to_string(fi.precision) + " = " +
+               int_str(std::ldexp(1.0, fi.precision)) + "); use R <= " +
+               int_str(std::ldexp(1.0, fi.precision));
+      return {};
+    default:
+      return {};
+  }
+}
+
+std::string exact_in(const Distribution& d, Format in, Format out, int K) {
+  if (d.kind != DistKind::exactint)
+    return d.name() + " is not an exactly representable distribution (only exactint_R is)";
+  if (std::string why = unusable_reason(d, in); !why.empty()) return why;
+  const FormatInfo& fo = info(out);
+  const auto R = static_cast<unsigned __int128>(d.p1);
+  const unsigned __int128 worst = static_cast<unsigned __int128>(std::max(K, 0)) * R * R;
+  const unsigned __int128 limit = static_cast<unsigned __int128>(1) << fo.precision;
+  if (worst > limit)
+    return d.name() + " with K = " + std::to_string(K) + ": partial sums reach K R^2 = " +
+           std::to_string(static_cast<long double>(worst)) + " > 2^" + std::to_string(fo.precision) +
+           ", beyond the integers " + fo.name + " holds exactly; use K R^2 <= 2^" +
+           std::to_string(fo.precision);
+  return {};
+}
+
+Matrix generate(const Distribution& d, Operand which, int rows, int cols, Format fmt,
+                std::uint64_t seed, int threads) {
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument("generate: negative shape (" + std::to_string(rows) + ", " +
+                                std::to_string(cols) + ")");
+  if (std::string why = unusable_reason(d, fmt); !why.empty()) throw std::invalid_argument(why);
+
+  Matrix m(rows, cols);
+  const std::uint32_t stream = stream_of(d.kind, which);
+  const int L = static_cast<int>(d.p1), span = static_cast<int>(d.p2 - d.p1);
+  const double pert = std::ldexp(1.0, static_cast<int>(d.p1));  // cancel: 2^E
+  const auto R = static_cast<std::uint64_t>(d.p1);
+  // cancel: K is cols of A (M, K) or rows of B (K, N); h = K/2.
+  const int K = which == Operand::A ? cols : rows;
+  const int h = K / 2;
+
+  auto block = [&](int i, int j) {
+    return rng::bits(seed, stream, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
+  };
+  auto value = [&](int i, int j) -> double {
+    switch (d.kind) {
+      case DistKind::uniform01: return rng::uniform53(rng::word64(block(i, j), 0));
+      case DistKind::uniform_pm1: return uniform_pm1(rng::word64(block(i, j), 0));
+      case DistKind::normal: {
+        const rng::Block b = block(i, j);
+        return rng::normal(rng::word64(b, 0), rng::word64(b, 1));
+      }
+      case DistKind::logunif: {
+        const rng::Block b = block(i, j);
+        const std::uint64_t x1 = rng::word64(b, 1);
+        const int binade = L + static_cast<int>(rng::below(rng::word64(b, 0), span));
+        const double mag = std::ldexp(rng::exp2_frac(rng::uniform53(x1)), binade);
+        return (x1 & 1) ? -mag : mag;  // low bit: unused by uniform53
+      }
+      case DistKind::exactint:
+        return static_cast<double>(static_cast<std::int64_t>(rng::below(rng::word64(block(i, j), 0), 2 * R + 1)) -
+                                   static_cast<std::int64_t>(R));
+      case DistKind::cancel: {
+        // Base entries live at (row, k) of A and (k, col) of B with k < h.
+        if (which == Operand::A) {
+          if (j >= 2 * h) return 0.0;
+          return uniform_pm1(rng::word64(block(i, j < h ? j : j - h), 0));
+        }
+        if (i >= 2 * h) return 0.0;
+        const rng::Block b = block(i < h ? i : i - h, j);
+        const double base = round_to(fmt, uniform_pm1(rng::word64(b, 0)));
+        if (i < h) return base;
+        const double delta = uniform_pm1(rng::word64(b, 1));
+        return -round_to(fmt, base * (1.0 + pert * delta));
+      }
+    }
+    return 0.0;
+  };
+  auto fill_rows = [&](int r0, int r1) {
+    for (int i = r0; i < r1; ++i)
+      for (int j = 0; j < cols; ++j) m(i, j) = round_to(fmt, value(i, j));
+  };
+
+  int nt = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (nt < 1) nt = 1;
+  if (static_cast<long long>(rows) * cols < (1 << 16)) nt = 1;
+  nt = std::min(nt, std::max(rows, 1));
+  if (nt == 1) {
+    fill_rows(0, rows);
+    return m;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(nt);
+  for (int t = 0; t < nt; ++t) {
+    const int r0 = static_cast<int>(static_cast<long long>(rows) * t / nt);
+    const int r1 = static_cast<int>(static_cast<long long>(rows) * (t + 1) / nt);
+    pool.emplace_back(fill_rows, r0, r1);
+  }
+  for (auto& th : pool) th.join();
+  return m;
+}
+
+}  // namespace gemmlab

@@ -1,0 +1,159 @@
+// Counter-based random numbers for gemmlab's input distributions.
+//
+// Philox-4x32-10 (Salmon, Moraes, Dror, Shaw, "Parallel random numbers: as easy as 1, 2, 3",
+// SC'11; the Random123 reference, checked against its known-answer vectors in
+// tests/cpu/test_distributions.cpp). A value is a pure function of (key, counter): gemmlab keys
+// with the seed and counts with (row, column, stream), so entry (i, j) of an operand depends only on
+// (seed, operand, distribution, i, j): the same on every platform, for every thread count, and for
+// every matrix shape that contains (i, j).
+//
+// Everything here uses only integer arithmetic and the IEEE basic operations (+ - * / sqrt, which
+// are correctly rounded), never libm's log/cos/exp (their last bit differs between libraries) and
+// never std::normal_distribution (implementation-defined). The reference library is built without
+// FMA contraction (-march=x86-64-v2 has no FMA), so every double below is bit-reproducible.
+#pragma once
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+namespace gemmlab::rng {
+
+struct Block {
+  std::uint32_t w[4];
+};
+
+inline void mulhilo32(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
+  const std::uint64_t p = static_cast<std::uint64_t>(a) * b;
+  hi = static_cast<std::uint32_t>(p >> 32);
+  lo = static_cast<std::uint32_t>(p);
+}
+
+// Philox-4x32 with 10 rounds: counter (c0..c3), key (k0, k1).
+inline Block philox4x32_10(Block c, std::uint32_t k0, std::uint32_t k1) {
+  constexpr std::uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u;
+  constexpr std::uint32_t W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += W0;
+      k1 += W1;
+    }
+    std::uint32_t hi0, lo0, hi1, lo1;
+    mulhilo32(M0, c.w[0], hi0, lo0);
+    mulhilo32(M1, c.w[2], hi1, lo1);
+    c = Block{{hi1 ^ c.w[1] ^ k0, lo1, hi0 ^ c.w[3] ^ k1, lo0}};
+  }
+  return c;
+}
+
+// 128 random bits for entry (i, j) of one stream. `stream` separates operands and distributions
+// (see distributions.cpp); the 64-bit seed is the key.
+inline Block bits(std::uint64_t seed, std::uint32_t stream, std::uint32_t i, std::uint32_t j) {
+  return philox4x32_10(Block{{i, j, stream, 0x67656d6du /* "gemm" */}},
+                       static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+}
+
+inline std::uint64_t word64(const Block& b, int half) {
+  return (static_cast<std::uint64_t>(b.w[2 * half]) << 32) | b.w[2 * half + 1];
+}
+
+// Uniform in [0, 1) with 53 random bits: a multiple of 2^-53.
+inline double uniform53(std::uint64_t x) { return static_cast<double>(x >> 11) * 0x1p-53; }
+// Uniform in (0, 1]: a multiple of 2^-53, never zero (for logarithms).
+inline double uniform53_open0(std::uint64_t x) {
+  return static_cast<double>((x >> 11) + 1) * 0x1p-53;
+}
+// Uniform integer in [0, n) by Lemire's multiply-high (bias below n 2^-64: immaterial).
+inline std::uint64_t below(std::uint64_t x, std::uint64_t n) {
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(x) * n) >> 64);
+}
+
+// ---- Deterministic elementary functions (basic operations only) ------------------------------
+
+constexpr double kLn2 = 0x1.62e42fefa39efp-1;  // ln 2 rounded to binary64
+
+// Series coefficients, rounded once at compile time (IEEE division, the same everywhere), so the
+// loops below multiply instead of divide.
+template <class F>
+constexpr auto coeff_table(F f) {
+  struct T {
+    double v[48];
+    constexpr double operator[](int i) const { return v[i]; }
+  } t{};
+  for (int i = 1; i < 48; ++i) t.v[i] = f(i);
+  return t;
+}
+inline constexpr auto kInv = coeff_table([](int k) { return 1.0 / k; });
+inline constexpr auto kInvCos = coeff_table([](int n) { return 1.0 / ((2.0 * n - 1.0) * (2.0 * n)); });
+inline constexpr auto kInvSin = coeff_table([](int n) { return 1.0 / ((2.0 * n) * (2.0 * n + 1.0)); });
+
+// ln(x) for x > 0 finite: x = m 2^e with m in [sqrt(1/2), sqrt(2)), ln m = 2 atanh(s),
+// s = (m-1)/(m+1), |s| < 0.172; the odd series to s^41 leaves a truncation error below 1e-33.
+// Accurate to a few ulps.
+inline double ln(double x) {
+  std::uint64_t b = std::bit_cast<std::uint64_t>(x);
+  int e = static_cast<int>((b >> 52) & 0x7ff);
+  if (e == 0) {  // subnormal: scale into the normal range first
+    x *= 0x1p54;
+    b = std::bit_cast<std::uint64_t>(x);
+    e = static_cast<int>((b >> 52) & 0x7ff) - 54;
+  }
+  e -= 1023;
+  b = (b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;  // m in [1, 2)
+  double m = std::bit_cast<double>(b);
+  if (m > 0x1.6a09e667f3bcdp+0) {  // > sqrt(2): halve (exact)
+    m *= 0.5;
+    e += 1;
+  }
+  const double s = (m - 1.0) / (m + 1.0);
+  const double s2 = s * s;
+  double series = 0.0;
+  for (int k = 41; k >= 3; k -= 2) series = (series + kInv[k]) * s2;
+  const double lnm = 2.0 * s + 2.0 * s * series;
+  return static_cast<double>(e) * kLn2 + lnm;
+}
+
+// cos(2 pi t) for t in [0, 1): t*4 is split exactly into a quadrant q and f in [0, 1); the
+// quadrant rotation is exact, leaving cos or sin of f pi/2 in [0, pi/2), by Taylor series to
+// degree 22/23 (truncation error below 1e-18).
+inline double cos_2pi(double t) {
+  constexpr double half_pi = 0x1.921fb54442d18p+0;
+  const double t4 = t * 4.0;  // exact
+  const int q = static_cast<int>(t4);
+  const double a = (t4 - q) * half_pi;  // t4 - q is exact
+  const double a2 = a * a;
+  // cos a and sin a by Horner on the Taylor coefficients.
+  double c = 0.0, s = 0.0;
+  {
+    double term_c = 1.0;  // built from the top: sum_{n=0}^{11} (-1)^n a^{2n}/(2n)!
+    for (int n = 11; n >= 1; --n) term_c = 1.0 - a2 * kInvCos[n] * term_c;
+    c = term_c;
+    double term_s = 1.0;
+    for (int n = 11; n >= 1; --n) term_s = 1.0 - a2 * kInvSin[n] * term_s;
+    s = a * term_s;
+  }
+  switch (q & 3) {
+    case 0: return c;    // cos(a)
+    case 1: return -s;   // cos(a + pi/2)
+    case 2: return -c;   // cos(a + pi)
+    default: return s;   // cos(a + 3pi/2)
+  }
+}
+
+// 2^f for f in [0, 1): exp(f ln 2) by Taylor series to degree 24 (argument below 0.7, truncation
+// error below 1e-26).
+inline double exp2_frac(double f) {
+  const double x = f * kLn2;
+  double r = 1.0;
+  for (int n = 24; n >= 1; --n) r = 1.0 + x * kInv[n] * r;
+  return r;
+}
+
+// Standard normal from two uniforms by Box-Muller (cosine branch): sqrt(-2 ln u1) cos(2 pi u2),
+// u1 in (0, 1], u2 in [0, 1). |z| <= sqrt(2 * 53 ln 2) = 8.57.
+inline double normal(std::uint64_t x1, std::uint64_t x2) {
+  const double u1 = uniform53_open0(x1);
+  const double u2 = uniform53(x2);
+  return std::sqrt(-2.0 * ln(u1)) * cos_2pi(u2);
+}
+
+}  // namespace gemmlab::rng

@@ -1,0 +1,297 @@
+// Error statistics on hand-made results whose every statistic is known by hand, and the analytic
+// bound factors against hand values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "reference/error_stats.hpp"
+
+using namespace gemmlab;
+
+namespace {
+
+GemmReference make_ref(int M, int N, std::vector<double> c, std::vector<double> c_out,
+                       std::vector<double> abs_ab, Format out = Format::fp32) {
+  GemmReference r;
+  r.M = M;
+  r.N = N;
+  r.K = 4;
+  r.c = std::move(c);
+  r.c_out = std::move(c_out);
+  r.abs_ab = std::move(abs_ab);
+  r.out = out;
+  r.engine = "hand";
+  return r;
+}
+
+BoundModel fp32_model(int K, AccRounding rounding = AccRounding::nearest) {
+  BoundModel m;
+  m.K = K;
+  m.rounding = rounding;
+  return m;
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+// ---- bound factors -----------------------------------------------------------------------------
+
+TEST(ErrorStatsBound, GammaForFp32Nearest) {
+  const double ku = 4096 * 0x1p-24;
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(fp32_model(4096)), ku / (1 - ku));
+  EXPECT_DOUBLE_EQ(sqrtk_u(fp32_model(4096)), 64 * 0x1p-24);
+}
+
+TEST(ErrorStatsBound, TruncationDoublesTheUnitRoundoff) {
+  const double ku = 4096 * 0x1p-23;
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(fp32_model(4096, AccRounding::truncate)), ku / (1 - ku));
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(fp32_model(4096, AccRounding::unknown)), ku / (1 - ku));
+  EXPECT_DOUBLE_EQ(sqrtk_u(fp32_model(4096, AccRounding::truncate)), 64 * 0x1p-23);
+}
+
+TEST(ErrorStatsBound, Tf32ComputeOnFp32InputsAddsTheInputRounding) {
+  BoundModel m = fp32_model(4096);
+  m.compute = Format::tf32;
+  const double ku = 4096 * 0x1p-24, g = ku / (1 - ku);
+  // (1 + d)(1 + g) - 1 with d = (1 + 2^-11)^2 - 1, expanded so double keeps every digit.
+  const double d = 2 * 0x1p-11 + 0x1p-22;
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(m), d + g + d * g);
+  // fp16 inputs and fp16 compute: products exact, no d_prod.
+  BoundModel h = fp32_model(4096);
+  h.input = h.compute = Format::fp16;
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(h), g);
+}
+
+TEST(ErrorStatsBound, NarrowOutputAddsItsUnitRoundoff) {
+  BoundModel m = fp32_model(4096);
+  m.input = m.compute = Format::fp16;
+  m.output = Format::fp16;
+  const double ku = 4096 * 0x1p-24, g = ku / (1 - ku);
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(m), g + 0x1p-11 + g * 0x1p-11);  // (1 + g)(1 + 2^-11) - 1
+  // fp16 accumulator and fp16 output: the output rounding is the accumulator's, no extra term.
+  m.accumulator = Format::fp16;
+  const double ku16 = 64 * 0x1p-11;
+  m.K = 64;
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(m), ku16 / (1 - ku16));
+}
+
+TEST(ErrorStatsBound, AccumulatorUnitRoundoffOverride) {
+  BoundModel m = fp32_model(32, AccRounding::truncate);
+  m.input = m.compute = Format::e4m3;
+  m.acc_unit_roundoff = 0x1p-13;
+  const double ku = 32 * 0x1p-12;
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(m), ku / (1 - ku));
+  EXPECT_DOUBLE_EQ(sqrtk_u(m), std::sqrt(32.0) * 0x1p-12);
+}
+
+TEST(ErrorStatsBound, NoBoundWhenKuReachesOne) {
+  EXPECT_EQ(gamma_bound_factor(fp32_model(1 << 24)), kInf);
+  EXPECT_LT(gamma_bound_factor(fp32_model((1 << 24) - 1)), kInf);
+  EXPECT_EQ(gamma_bound_factor(fp32_model(1 << 23, AccRounding::truncate)), kInf);
+  BoundModel h = fp32_model(2048);
+  h.input = h.compute = h.accumulator = h.output = Format::fp16;
+  EXPECT_EQ(gamma_bound_factor(h), kInf);
+}
+
+// ---- statistics on hand-made results --------------------------------------------------------------
+
+// c = {1, 2, 4, 8, 16}, r = {-2, -1, 0, 1, 3} 2^-20, so C^ = c (1 + r), all exact in fp32.
+// mean 0.2 2^-20; deviations -2.2 -1.2 -0.2 0.8 2.8, sum of squares 14.8, sample variance 3.7;
+// median 0; p01 at position 0.04: -2 + 0.04 = -1.96; p99 at 3.96: 1 + 0.96 * 2 = 2.92;
+// |C^ - C| = {2, 2, 0, 8, 48} 2^-20: normwise sqrt(4+4+0+64+2304) / sqrt(1+4+16+64+256) 2^-20;
+// abs_ab = {2, 2, 4, 8, 32}: componentwise max {1, 1, 0, 1, 1.5} 2^-20 = 1.5 2^-20;
+// c_out equals C^ at entries 0 and 2: 2/5 correctly rounded.
+TEST(ErrorStats, HandComputedStatistics) {
+  const double s = 0x1p-20;
+  const std::vector<double> c = {1, 2, 4, 8, 16};
+  const std::vector<double> r = {-2, -1, 0, 1, 3};
+  std::vector<double> computed(5);
+  for (int i = 0; i < 5; ++i) computed[i] = c[i] * (1 + r[i] * s);
+  std::vector<double> c_out = c;
+  c_out[0] = computed[0];
+  const GemmReference ref = make_ref(1, 5, c, c_out, {2, 2, 4, 8, 32});
+  const ErrorStats st = compute_error_stats(computed, ref, fp32_model(4));
+
+  EXPECT_EQ(st.entries, 5);
+  EXPECT_EQ(st.rel_count, 5);
+  EXPECT_EQ(st.zero_reference, 0);
+  EXPECT_EQ(st.nonfinite, 0);
+  EXPECT_DOUBLE_EQ(st.rel_mean, 0.2 * s);
+  EXPECT_DOUBLE_EQ(st.rel_std, std::sqrt(3.7) * s);
+  EXPECT_DOUBLE_EQ(st.rel_mean_ci95, 1.96 * std::sqrt(3.7) / std::sqrt(5.0) * s);
+  EXPECT_EQ(st.rel_median, 0.0);
+  EXPECT_DOUBLE_EQ(st.rel_p01, -1.96 * s);
+  EXPECT_DOUBLE_EQ(st.rel_p99, 2.92 * s);
+  EXPECT_EQ(st.rel_max_abs, 3 * s);
+  EXPECT_EQ(st.u_out, 0x1p-24);
+  EXPECT_DOUBLE_EQ(st.rel_mean_u, 0.2 * 16);
+  EXPECT_DOUBLE_EQ(st.rel_std_u, std::sqrt(3.7) * 16);
+  EXPECT_EQ(st.rel_median_u, 0.0);
+  EXPECT_DOUBLE_EQ(st.rel_p01_u, -1.96 * 16);
+  EXPECT_DOUBLE_EQ(st.rel_p99_u, 2.92 * 16);
+  EXPECT_EQ(st.rel_max_abs_u, 48.0);
+  EXPECT_DOUBLE_EQ(st.normwise, std::sqrt(2376.0 / 341.0) * s);
+  EXPECT_EQ(st.componentwise, 1.5 * s);
+  EXPECT_DOUBLE_EQ(st.frac_correctly_rounded, 0.4);
+  const double g = 4 * 0x1p-24 / (1 - 4 * 0x1p-24);
+  EXPECT_DOUBLE_EQ(st.gamma_bound, g);
+  EXPECT_DOUBLE_EQ(st.cw_over_gamma, 1.5 * s / g);
+  EXPECT_DOUBLE_EQ(st.sqrtk_u, 2 * 0x1p-24);
+  EXPECT_DOUBLE_EQ(st.cw_over_sqrtk_u, 1.5 * s / (2 * 0x1p-24));
+  EXPECT_FALSE(st.within_bound) << "1.5 2^-20 exceeds gamma_4 = 2^-22";
+
+  // With K = 2^20 (gamma about 2^-4) the same errors are within the bound.
+  const ErrorStats wide = compute_error_stats(computed, ref, fp32_model(1 << 20));
+  EXPECT_TRUE(wide.within_bound);
+}
+
+TEST(ErrorStats, EvenCountMedianInterpolates) {
+  const std::vector<double> c = {1, 1, 1, 1};
+  const std::vector<double> computed = {1 + 0x1p-20, 1 - 0x1p-20, 1 + 0x1p-19, 1};  // r: 1, -1, 2, 0
+  const ErrorStats st = compute_error_stats(computed, make_ref(2, 2, c, c, {1, 1, 1, 1}), fp32_model(4));
+  EXPECT_EQ(st.rel_median, 0.5 * 0x1p-20);            // between 0 and 1
+  EXPECT_DOUBLE_EQ(st.rel_p01, (-1 + 0.03) * 0x1p-20);  // position 0.03
+  EXPECT_DOUBLE_EQ(st.rel_p99, (1 + 0.97) * 0x1p-20);   // position 2.97
+  EXPECT_EQ(st.frac_correctly_rounded, 0.25);
+}
+
+TEST(ErrorStats, RelativeErrorSignFollowsTheComputedValueForNegativeReferences) {
+  // (C^ - C) / |C|: C = -2, C^ = -2 (1 + 2^-20) is further from zero, so its r is negative.
+  const std::vector<double> c = {-2};
+  const std::vector<double> computed = {-2 * (1 + 0x1p-20)};
+  const ErrorStats st = compute_error_stats(computed, make_ref(1, 1, c, c, {2}), fp32_model(1));
+  EXPECT_EQ(st.rel_mean, -0x1p-20);
+  EXPECT_EQ(st.rel_std, 0.0);
+  EXPECT_EQ(st.rel_mean_ci95, 0.0);
+}
+
+TEST(ErrorStats, ZeroReferenceEntriesAreCountedSeparately) {
+  // Entry 0: C = 0, C^ = 0. Entry 1: C = 0, C^ = 2^-100 (abs_ab 1). Entry 2: C = 1 exact.
+  const std::vector<double> c = {0, 0, 1};
+  const std::vector<double> computed = {0, 0x1p-100, 1};
+  const ErrorStats st = compute_error_stats(computed, make_ref(1, 3, c, c, {1, 1, 1}), fp32_model(4));
+  EXPECT_EQ(st.zero_reference, 2);
+  EXPECT_EQ(st.zero_ref_nonzero, 1);
+  EXPECT_EQ(st.rel_count, 1);
+  EXPECT_EQ(st.rel_mean, 0.0);
+  EXPECT_EQ(st.rel_max_abs, 0.0);
+  EXPECT_EQ(st.componentwise, 0x1p-100);
+  EXPECT_DOUBLE_EQ(st.normwise, 0x1p-100);
+  EXPECT_DOUBLE_EQ(st.frac_correctly_rounded, 2.0 / 3);
+  EXPECT_TRUE(st.within_bound);
+}
+
+TEST(ErrorStats, ZeroAbsABWithAnErrorIsAnInfiniteComponentwiseError) {
+  // |A||B| = 0 means every product is zero: any nonzero C^ is an unbounded error.
+  const std::vector<double> c = {0, 1};
+  const ErrorStats bad = compute_error_stats({0x1p-149, 1}, make_ref(1, 2, c, c, {0, 1}), fp32_model(4));
+  EXPECT_EQ(bad.componentwise, kInf);
+  EXPECT_EQ(bad.cw_over_gamma, kInf);
+  EXPECT_FALSE(bad.within_bound);
+  const ErrorStats good = compute_error_stats({0, 1}, make_ref(1, 2, c, c, {0, 1}), fp32_model(4));
+  EXPECT_EQ(good.componentwise, 0.0);
+  EXPECT_TRUE(good.within_bound);
+  EXPECT_EQ(good.frac_correctly_rounded, 1.0);
+}
+
+TEST(ErrorStats, NonFiniteOutputIsCountedExcludedAndFails) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> c = {1, 2, 4, 0};
+  const std::vector<double> computed = {nan, kInf, 4 * (1 + 0x1p-22), nan};
+  const ErrorStats st = compute_error_stats(computed, make_ref(2, 2, c, c, {1, 2, 4, 1}), fp32_model(1 << 20));
+  EXPECT_EQ(st.nonfinite, 3);
+  EXPECT_EQ(st.rel_count, 1);
+  EXPECT_EQ(st.zero_reference, 1);
+  EXPECT_EQ(st.zero_ref_nonzero, 1);  // NaN is not zero
+  EXPECT_EQ(st.rel_mean, 0x1p-22);
+  EXPECT_EQ(st.rel_max_abs, 0x1p-22);
+  EXPECT_DOUBLE_EQ(st.normwise, 0x1p-22);   // over the finite entries only: 4 2^-22 / 4
+  EXPECT_EQ(st.componentwise, 0x1p-22);     // finite and tiny ...
+  EXPECT_FALSE(st.within_bound);            // ... yet the NaN fails the run
+  EXPECT_EQ(st.frac_correctly_rounded, 0.0);
+  EXPECT_FALSE(std::isnan(st.rel_mean) || std::isnan(st.normwise) || std::isnan(st.componentwise));
+}
+
+TEST(ErrorStats, EmptyRelativeSetGivesZerosNotNaN) {
+  const std::vector<double> c = {0, 0};
+  const ErrorStats st = compute_error_stats({0, 0}, make_ref(1, 2, c, c, {1, 1}), fp32_model(4));
+  EXPECT_EQ(st.rel_count, 0);
+  EXPECT_EQ(st.rel_mean, 0.0);
+  EXPECT_EQ(st.rel_std, 0.0);
+  EXPECT_EQ(st.rel_median, 0.0);
+  EXPECT_EQ(st.normwise, 0.0);
+  EXPECT_TRUE(st.within_bound);
+}
+
+TEST(ErrorStats, MismatchedSizesAreRejected) {
+  const std::vector<double> c = {1, 2};
+  EXPECT_THROW(compute_error_stats({1}, make_ref(1, 2, c, c, {1, 1}), fp32_model(4)), std::invalid_argument);
+  EXPECT_THROW(compute_error_stats({1, 2}, make_ref(1, 2, c, {1}, {1, 1}), fp32_model(4)), std::invalid_argument);
+}
+
+TEST(ErrorStats, OutputUnitRoundoffFollowsTheReferenceFormat) {
+  const std::vector<double> c = {1};
+  const ErrorStats st = compute_error_stats({1 + 0x1p-10}, make_ref(1, 1, c, c, {1}, Format::fp16), fp32_model(4));
+  EXPECT_EQ(st.u_out, 0x1p-11);
+  EXPECT_EQ(st.rel_mean_u, 2.0);
+}
+
+// 16M entries with r = r0 +- 2^-40 alternating, r0 = fl(1 + 1e-3) - 1 (about 1e-3): the exact
+// mean is r0 and the exact sample std 2^-40 sqrt(n / (n-1)). The naive one-pass formula
+// E[r^2] - E[r]^2 in double loses every digit of the variance (its rounding errors, about
+// 1e-22, dwarf the true variance 2^-80 = 8e-25); Welford in long double keeps them.
+TEST(ErrorStats, WelfordKeepsDigitsOver16MEntriesWithALargeOffset) {
+  const std::size_t n = std::size_t{1} << 24;
+  const int M = 4096, N = 4096;
+  const double base = 1 + 1e-3, r0 = base - 1, d = 0x1p-40;
+  GemmReference ref;
+  ref.M = M;
+  ref.N = N;
+  ref.K = 1;
+  ref.out = Format::fp64;
+  ref.c.assign(n, 1.0);
+  ref.c_out.assign(n, 1.0);
+  ref.abs_ab.assign(n, 1.0);
+  std::vector<double> computed(n);
+  for (std::size_t i = 0; i < n; ++i) computed[i] = base + ((i & 1) ? d : -d);
+
+  BoundModel m;
+  m.K = 1;
+  m.input = m.compute = m.accumulator = m.output = Format::fp64;
+  const ErrorStats st = compute_error_stats(computed, ref, m, 0);
+  const double exact_std = d * std::sqrt(static_cast<double>(n) / (n - 1));
+  EXPECT_EQ(st.rel_count, static_cast<std::int64_t>(n));
+  EXPECT_NEAR(st.rel_mean, r0, 1e-3 * d);
+  EXPECT_NEAR(st.rel_std, exact_std, 1e-6 * exact_std);
+  EXPECT_EQ(st.rel_median, r0);
+  EXPECT_EQ(st.rel_p01, r0 - d);
+  EXPECT_EQ(st.rel_p99, r0 + d);
+  EXPECT_EQ(st.rel_max_abs, r0 + d);
+  // normwise: sqrt(sum r^2 / n) = sqrt(r0^2 + d^2).
+  EXPECT_NEAR(st.normwise, std::sqrt(r0 * r0 + d * d), 1e-14 * r0);
+
+  // The naive formula fails on the same data (shows the test can tell the difference).
+  double s1 = 0, s2 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double r = computed[i] - 1;
+    s1 += r;
+    s2 += r * r;
+  }
+  const double naive_var = s2 / n - (s1 / n) * (s1 / n);
+  const double naive_std = naive_var > 0 ? std::sqrt(naive_var * n / (n - 1)) : 0;
+  EXPECT_GT(std::fabs(naive_std - exact_std), 0.5 * exact_std) << "naive summation kept the digits?";
+
+  // Every thread count gives the same bits (fixed chunking, merged in order).
+  const ErrorStats one = compute_error_stats(computed, ref, m, 1);
+  const ErrorStats three = compute_error_stats(computed, ref, m, 3);
+  for (const ErrorStats* o : {&one, &three}) {
+    EXPECT_EQ(o->rel_mean, st.rel_mean);
+    EXPECT_EQ(o->rel_std, st.rel_std);
+    EXPECT_EQ(o->normwise, st.normwise);
+    EXPECT_EQ(o->rel_median, st.rel_median);
+  }
+}
