@@ -1,0 +1,97 @@
+// sgemm_07_bank_linear: Boehm's kernel 7, resolving shared-memory bank conflicts by linearizing B's
+// tile. In sgemm_06 the 16 threads of a warp-half read B(k, 8*tcol .. 8*tcol+7): a stride of 8 words
+// between threads, so their reads collide in the same banks. Here the (BK, BN) tile of B is stored
+// as (BK, TN, BN/TN): B(k, TN*c + j) at Bs[k][j][c], so for each j the threads of a warp read
+// consecutive words (lane tcol reads Bs[k][j][tcol]): conflict-free, at the price of scalar loads.
+// Everything else is sgemm_06 (128x128 block tile, BK = 8, 8x8 per thread, float4 global access).
+//
+// Numerics: identical to sgemm_01_naive: each accumulator starts at +0 and gets one __fmaf_rn per k
+// in increasing k. Bit-identical to naive (tested). Sizes: M, N multiples of 128, K of 8 (declared).
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/kernel.hpp"
+
+namespace gemmlab::kernels {
+namespace {
+
+constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
+constexpr int THREADS = (BM / TM) * (BN / TN);  // 256
+static_assert(THREADS * 4 == BM * BK, "one float4 of the (BM, BK) tile of A per thread");
+static_assert(THREADS * 4 == BK * BN, "one float4 of the (BK, BN) tile of B per thread");
+static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read/written as float4");
+
+__global__ void __launch_bounds__(THREADS)
+    sgemm_bank_linear(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+                      float* __restrict__ C) {
+  __shared__ __align__(16) float As[BK][BM];           // (BK, BM) tile of A, transposed
+  __shared__ __align__(16) float Bs[BK][TN][BN / TN];  // (BK, BN) tile of B, linearized: B(k, TN*c+j) at [k][j][c]
+  const int tcol = threadIdx.x % (BN / TN), trow = threadIdx.x / (BN / TN);
+  const int a_r = threadIdx.x / (BK / 4), a_c4 = threadIdx.x % (BK / 4);
+  const int b_r = threadIdx.x / (BN / 4), b_c4 = threadIdx.x % (BN / 4);
+  A += (size_t)blockIdx.y * BM * K;
+  B += (size_t)blockIdx.x * BN;
+  C += (size_t)blockIdx.y * BM * N + (size_t)blockIdx.x * BN;
+
+  float acc[TM][TN] = {};
+  float regM[TM], regN[TN];
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    const float4 a4 = *reinterpret_cast<const float4*>(&A[(size_t)a_r * K + k0 + 4 * a_c4]);
+    As[4 * a_c4 + 0][a_r] = a4.x;
+    As[4 * a_c4 + 1][a_r] = a4.y;
+    As[4 * a_c4 + 2][a_r] = a4.z;
+    As[4 * a_c4 + 3][a_r] = a4.w;
+    const float4 b4 = *reinterpret_cast<const float4*>(&B[(size_t)(k0 + b_r) * N + 4 * b_c4]);
+    const float bv[4] = {b4.x, b4.y, b4.z, b4.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int n = 4 * b_c4 + q;  // column of the B tile
+      Bs[b_r][n % TN][n / TN] = bv[q];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < BK; ++k) {
+#pragma unroll
+      for (int i = 0; i < TM; i += 4)
+        *reinterpret_cast<float4*>(&regM[i]) = *reinterpret_cast<const float4*>(&As[k][trow * TM + i]);
+#pragma unroll
+      for (int j = 0; j < TN; ++j) regN[j] = Bs[k][j][tcol];
+#pragma unroll
+      for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = __fmaf_rn(regM[i], regN[j], acc[i][j]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; j += 4)
+      *reinterpret_cast<float4*>(&C[(size_t)(trow * TM + i) * N + tcol * TN + j]) =
+          make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+}
+
+void launch(const GemmArgs& a) {
+  dim3 grid(a.N / BN, a.M / BM);
+  sgemm_bank_linear<<<grid, THREADS, 0, as_stream(a.stream)>>>(a.M, a.N, a.K, static_cast<const float*>(a.A),
+                                                              static_cast<const float*>(a.B),
+                                                              static_cast<float*>(a.C));
+  GEMMLAB_LAUNCH_CHECK("sgemm_07_bank_linear");
+}
+
+}  // namespace
+
+const Kernel& sgemm_07_bank_linear() {
+  static const Kernel k{
+      .name = "sgemm_07_bank_linear",
+      .family = "simt",
+      .description = "sgemm_06 with B's shared tile linearized (BK, TN, BN/TN) so warp reads are conflict-free, fp32 FMA in k order",
+      .input = Format::fp32, .compute = Format::fp32, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = Accumulation::fma, .promotion_interval_k = 0, .acc_rounding = AccRounding::nearest,
+      .layout_a = Layout::row_major, .layout_b = Layout::row_major,
+      .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
+      .min_cc = 50, .requires_sm90a = false, .workspace_bytes = 0,
+      .launch = launch,
+  };
+  return k;
+}
+
+}  // namespace gemmlab::kernels

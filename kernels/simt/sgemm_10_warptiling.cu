@@ -1,0 +1,30 @@
+// sgemm_10_warptiling: Boehm's kernel 10, warptiling (template and design notes in
+// sgemm_10_warptiling.cuh). Block tile (BM, BN) = (128, 128), BK = 16, 128 threads = 4 warps each
+// owning a (64, 64) warp tile walked as 1 x 4 sub-tiles of (64, 16), each lane an (8, 4) block of
+// every sub-tile: 8 x 16 = 128 accumulators per lane (Boehm's A6000 shape; the tuner times others).
+//
+// Numerics: identical to sgemm_01_naive: each accumulator starts at +0 and gets one __fmaf_rn per k
+// in increasing k. Bit-identical to naive (tested). Sizes: M, N multiples of 128, K of 16 (declared).
+#include "kernels/simt/sgemm_10_warptiling.cuh"
+
+namespace gemmlab::kernels {
+namespace {
+constexpr int BM = 128, BN = 128, BK = 16, WM = 64, WN = 64, WNITER = 4, TM = 8, TN = 4, NT = 128;
+}  // namespace
+
+const Kernel& sgemm_10_warptiling() {
+  static const Kernel k{
+      .name = "sgemm_10_warptiling",
+      .family = "simt",
+      .description = "block, warp and thread tiles (128x128 / 64x64 / 8x4 x 1x4), float4 everywhere, fp32 FMA in k order",
+      .input = Format::fp32, .compute = Format::fp32, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = Accumulation::fma, .promotion_interval_k = 0, .acc_rounding = AccRounding::nearest,
+      .layout_a = Layout::row_major, .layout_b = Layout::row_major,
+      .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
+      .min_cc = 50, .requires_sm90a = false, .workspace_bytes = 0,
+      .launch = sgemm10::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>,
+  };
+  return k;
+}
+
+}  // namespace gemmlab::kernels
