@@ -1,0 +1,591 @@
+// Probe set and parameter inference for the tensor-core model; see tc_infer.hpp.
+#include "reference/tc_infer.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace gemmlab::tc {
+
+namespace {
+
+std::string num(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  if (x == 0) return std::signbit(x) ? "-0" : "0";
+  // m * 2^e with m an odd integer: exact and short
+  int e = std::ilogb(x) - 60;
+  double m = std::ldexp(x, -e);
+  long long mi = (long long)m;
+  while (mi % 2 == 0) {
+    mi /= 2;
+    ++e;
+  }
+  std::ostringstream s;
+  if (e == 0) s << mi;
+  else if (mi == 1) s << "2^" << e;
+  else if (mi == -1) s << "-2^" << e;
+  else s << mi << "*2^" << e;
+  return s.str();
+}
+
+// Probe set builder: every value is checked to be representable; a probe that cannot be built in
+// this instruction's formats is skipped.
+struct Builder {
+  const InstructionInfo& ins;
+  std::vector<Probe> out;
+  std::set<std::string> ids;
+
+  bool add(const std::string& id, const std::string& feature, const std::vector<std::pair<double, double>>& ab,
+           const std::vector<int>& pos, double c) {
+    Probe p{id, feature, std::vector<double>(ins.k, 0.0), std::vector<double>(ins.k, 0.0), c};
+    if (!representable(ins.output, c)) return false;
+    for (size_t t = 0; t < ab.size(); ++t) {
+      if (pos[t] >= ins.k) return false;
+      if (!representable(ins.input, ab[t].first) || !representable(ins.input, ab[t].second)) return false;
+      p.a[pos[t]] = ab[t].first;
+      p.b[pos[t]] = ab[t].second;
+    }
+    if (!ids.insert(id).second) return false;
+    out.push_back(std::move(p));
+    return true;
+  }
+  // Split a product value t into a*b with both representable (b a power of two), normal if possible.
+  bool split(double t, std::pair<double, double>& ab) const {
+    if (t == 0) {
+      ab = {0.0, 0.0};
+      return true;
+    }
+    for (int s = 0; s <= 300; ++s)
+      for (int j : {s, -s}) {
+        double b = std::ldexp(1.0, j), a = std::ldexp(t, -j);
+        FormatFacts f = facts(ins.input);
+        bool normal = std::fabs(a) >= std::ldexp(1.0, f.emin) && std::fabs(b) >= std::ldexp(1.0, f.emin);
+        if (normal && representable(ins.input, a) && representable(ins.input, b)) {
+          ab = {a, b};
+          return true;
+        }
+      }
+    return false;
+  }
+  bool add_terms(const std::string& id, const std::string& feature, const std::vector<double>& terms,
+                 const std::vector<int>& pos, double c) {
+    std::vector<std::pair<double, double>> ab(terms.size());
+    for (size_t t = 0; t < terms.size(); ++t)
+      if (!split(terms[t], ab[t])) return false;
+    return add(id, feature, ab, pos, c);
+  }
+};
+
+std::string xs(int e) { return "X=2^" + std::to_string(e); }
+
+}  // namespace
+
+std::string hex_bits(std::uint64_t bits, Format f) {
+  char buf[32];
+  int digits = (facts(f).storage_bits + 3) / 4;
+  std::snprintf(buf, sizeof buf, "0x%0*llx", digits, (unsigned long long)bits);
+  return buf;
+}
+
+std::string describe_inputs(const Probe& p) {
+  std::ostringstream s;
+  bool first = true;
+  for (size_t i = 0; i < p.a.size(); ++i) {
+    if (p.a[i] == 0 && p.b[i] == 0 && !std::signbit(p.a[i])) continue;
+    if (p.a[i] == 0 && !std::isnan(p.b[i]) && !std::isinf(p.b[i]) && p.b[i] == 0) continue;
+    s << (first ? "" : "; ") << "a" << i << "*b" << i << "=" << num(p.a[i]) << "*" << num(p.b[i]);
+    first = false;
+  }
+  s << (first ? "" : "; ") << "c=" << num(p.c);
+  return s.str();
+}
+
+std::vector<Probe> make_probes(const InstructionInfo& ins) {
+  Builder B{ins, {}, {}};
+  const FormatFacts fi = facts(ins.input), fo = facts(ins.output);
+  const int pin = fi.precision, pout = fo.precision;
+  const int K = ins.k;
+  // Scales of the big terms: products of fp8 span few binades, so several are tried.
+  const std::vector<int> scales = {0, 8, -8, 16};
+
+  // Exact products: (1 - 2^-p)^2 = 1 - 2^-(p-1) + 2^-2p needs 2p bits.
+  {
+    double x = 1 - std::ldexp(1.0, -pin);
+    B.add("exact_products/square", "exact_products", {{x, x}}, {0}, 0.0);
+    B.add("exact_products/square_minus_1", "exact_products", {{x, x}}, {0}, -1.0);
+    B.add("exact_products/square_minus_1_b", "exact_products", {{x, x}, {-1.0, 1.0}}, {0, 1}, 0.0);
+    double y = 1 + std::ldexp(1.0, 1 - pin);
+    B.add("exact_products/mixed", "exact_products", {{x, y}, {-1.0, 1.0}}, {0, 1}, 0.0);
+  }
+  // Alignment: X - X + s*f*X*2^-j. The pair cancels exactly; what is left is the small term as the
+  // alignment to X's exponent kept it (F fraction bits, shifted-out bits rounded some way).
+  for (int e : scales)
+    for (int j = 1; j <= 64; ++j)
+      for (double f : {1.0, 0.75, 0.625})
+        for (int sg : {1, -1}) {
+          double X = std::ldexp(1.0, e);
+          std::string id = "alignment/j=" + std::to_string(j) + "/f=" + num(f) + (sg > 0 ? "/pos/" : "/neg/") + xs(e);
+          B.add_terms(id, "alignment", {X, -X, sg * f * X * std::ldexp(1.0, -j)}, {0, 1, 2}, 0.0);
+        }
+  // The same with C as the big term: C joins the alignment or not.
+  for (int e : scales)
+    for (int j = 1; j <= 64; ++j)
+      for (int sg : {1, -1}) {
+        double X = std::ldexp(1.0, e);
+        std::string id = "c_alignment/j=" + std::to_string(j) + (sg > 0 ? "/pos/" : "/neg/") + xs(e);
+        B.add_terms(id, "c_in_alignment", {-X, sg * 0.75 * X * std::ldexp(1.0, -j)}, {0, 1}, X);
+      }
+  // A small C under a cancelling pair: lost iff C is aligned with the pair.
+  for (int e : scales)
+    for (int j = 1; j <= 64; ++j)
+      for (double f : {1.0, 0.75})
+        for (int sg : {1, -1}) {
+          double X = std::ldexp(1.0, e);
+          std::string id = "c_small/j=" + std::to_string(j) + "/f=" + num(f) + (sg > 0 ? "/pos/" : "/neg/") + xs(e);
+          B.add_terms(id, "c_in_alignment", {X, -X}, {0, 1}, sg * f * X * std::ldexp(1.0, -j));
+        }
+  // Alignment exponent: 1.5*1.5 = 2.25 has exponent sum 0 but value exponent 1.
+  for (int e : scales)
+    for (int j = 1; j <= 64; ++j) {
+      double X = std::ldexp(1.0, e), h = std::ldexp(1.5, e / 2);
+      std::pair<double, double> small;
+      if (!B.split(std::ldexp(1.0, -j) * X * 2.25, small)) continue;
+      std::string id = "align_reference/j=" + std::to_string(j) + "/" + xs(e);
+      B.add(id, "align_reference", {{h, 1.5}, {-h, 1.5}, small}, {0, 1, 2}, 0.0);
+    }
+  // Block size: a cancelling pair at (p, p+1) and a tiny term at t. The tiny term survives exactly
+  // iff it is not in the same block as the pair (the pair would fix the alignment exponent).
+  for (int e : scales) {
+    double X = std::ldexp(1.0, e);
+    for (int G : {60, 40, 30, 20}) {
+      double tiny = X * std::ldexp(1.0, -G);
+      std::pair<double, double> tp;
+      if (!B.split(tiny, tp)) continue;
+      for (int p = 0; p + 1 < K; p += 2)
+        for (int t = 0; t < K; ++t) {
+          if (t == p || t == p + 1) continue;
+          std::string id = "block_size/pair=" + std::to_string(p) + "/tiny=" + std::to_string(t) + "/" + xs(e);
+          std::pair<double, double> x1, x2;
+          if (!B.split(X, x1) || !B.split(-X, x2)) continue;
+          B.add(id, "block_size", {x1, x2, tp}, {p, p + 1, t}, 0.0);
+        }
+      // C as the big term: C - X at position p.
+      for (int p = 0; p < K; ++p) {
+        std::pair<double, double> x2;
+        if (!B.split(-X, x2)) continue;
+        int t = p == 0 ? 1 : 0;
+        B.add("block_size/c_pair=" + std::to_string(p) + "/tiny=" + std::to_string(t) + "/" + xs(e), "block_size",
+              {x2, tp}, {p, t}, X);
+      }
+      break;  // the largest G that fits is enough
+    }
+  }
+  // Output rounding (and carries): a sum with more bits than the output holds.
+  for (int e : scales)
+    for (int j = pout - 3; j <= pout + 4; ++j)
+      for (double f : {1.0, 1.5, 1.25, 1.75, 0.75})
+        for (int sg : {1, -1}) {
+          double X = std::ldexp(1.0, e), small = sg * f * X * std::ldexp(1.0, -j);
+          std::string tail = "/j=" + std::to_string(j) + "/f=" + num(f) + (sg > 0 ? "/pos/" : "/neg/") + xs(e);
+          B.add_terms("output_rounding/two" + tail, "output_rounding", {X, small}, {0, 1}, 0.0);
+          B.add_terms("output_rounding/carry" + tail, "output_rounding", {1.5 * X, 1.5 * X, small}, {0, 1, 2}, 0.0);
+          B.add_terms("output_rounding/c" + tail, "output_rounding", {small}, {0}, X);
+          B.add_terms("output_rounding/c_neg" + tail, "output_rounding", {-X, small}, {0, 1}, 2 * X);
+        }
+  // Subnormals: inputs, products, C and outputs.
+  {
+    double smin_in = std::ldexp(1.0, fi.emin - (pin - 1)), nmin_in = std::ldexp(1.0, fi.emin);
+    double smin_out = std::ldexp(1.0, fo.emin - (pout - 1)), nmin_out = std::ldexp(1.0, fo.emin);
+    for (int j = 0; j <= 40; ++j) {
+      double b = std::ldexp(1.0, j);
+      B.add("subnormal/input_times_2^" + std::to_string(j), "subnormal_inputs", {{smin_in, b}}, {0}, 0.0);
+      B.add("subnormal/input_3_times_2^" + std::to_string(j), "subnormal_inputs", {{3 * smin_in, b}}, {0}, 0.0);
+    }
+    B.add("subnormal/input_pair", "subnormal_inputs", {{smin_in, smin_in}}, {0}, 0.0);
+    B.add("subnormal/c_min", "subnormal_output", {}, {}, smin_out);
+    B.add("subnormal/c_min_neg", "subnormal_output", {}, {}, -smin_out);
+    B.add("subnormal/c_3min", "subnormal_output", {}, {}, 3 * smin_out);
+    B.add("subnormal/c_half_normal", "subnormal_output", {}, {}, nmin_out / 2);
+    B.add("subnormal/c_min_plus_product", "subnormal_output", {{1.0, 1.0}, {-1.0, 1.0}}, {0, 1}, smin_out);
+    for (int j = 1; j <= 30; ++j) {
+      // products just below the output's normal range
+      double t = nmin_out * std::ldexp(1.0, -j);
+      B.add_terms("subnormal/product_2^-" + std::to_string(j) + "_of_normal_min", "subnormal_output", {t}, {0}, 0.0);
+      std::pair<double, double> ab{nmin_in, t / nmin_in};
+      B.add("subnormal/product_normal_min_times_2^-" + std::to_string(j), "subnormal_output", {ab}, {0}, 0.0);
+      B.add_terms("subnormal/result_normal_min_minus_2^-" + std::to_string(j), "subnormal_output",
+                  {nmin_out, -t}, {0, 1}, 0.0);
+    }
+  }
+  // NaN and infinity.
+  {
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    if (fi.has_infinity) {
+      B.add("nan_inf/inf_times_1", "nan_inf", {{inf, 1.0}}, {0}, 0.0);
+      B.add("nan_inf/inf_times_0", "nan_inf", {{inf, 0.0}}, {0}, 0.0);
+      B.add("nan_inf/inf_minus_inf", "nan_inf", {{inf, 1.0}, {-inf, 1.0}}, {0, 1}, 0.0);
+    }
+    B.add("nan_inf/nan_times_1", "nan_inf", {{nan, 1.0}}, {0}, 0.0);
+    B.add("nan_inf/c_inf", "nan_inf", {{1.0, 1.0}}, {0}, inf);
+    B.add("nan_inf/c_nan", "nan_inf", {{1.0, 1.0}}, {0}, nan);
+    B.add("nan_inf/c_inf_minus_product_inf", "nan_inf", fi.has_infinity ? std::vector<std::pair<double, double>>{{-inf, 1.0}}
+                                                                        : std::vector<std::pair<double, double>>{},
+          fi.has_infinity ? std::vector<int>{0} : std::vector<int>{}, inf);
+  }
+  // Random tiles: wide exponents, cancellation, every position used.
+  {
+    std::mt19937_64 rng(kRandomProbeSeed);
+    const int prange = std::min(fi.emax, 12);
+    for (int r = 0; r < 300; ++r) {
+      Probe p{"random/seed=" + std::to_string(kRandomProbeSeed) + "/" + std::to_string(r), "random",
+              std::vector<double>(K), std::vector<double>(K), 0.0};
+      int spread = (r % 3 == 0) ? 2 : (r % 3 == 1 ? prange : 2 * prange);
+      for (int i = 0; i < K; ++i) {
+        for (double* v : {&p.a[i], &p.b[i]}) {
+          std::uint64_t m = rng();
+          double sig = 1 + std::ldexp((double)(m >> (64 - (pin - 1))), -(pin - 1));
+          int e = (int)(rng() % (2 * spread + 1)) - spread;
+          if (e < fi.emin) e = fi.emin;
+          *v = round_to_format(ins.input, ((m & 1) ? -1 : 1) * std::ldexp(sig, e), OutputRounding::nearest_even);
+        }
+      }
+      if (r % 4 == 1 && K >= 2) {  // cancellation: the second half repeats the first with the sign flipped
+        for (int i = K / 2; i < K; ++i) {
+          p.a[i] = -p.a[i - K / 2];
+          p.b[i] = p.b[i - K / 2] * (rng() % 4 == 0 ? 1.0 : 1.0);
+        }
+        p.a[K - 1] = round_to_format(ins.input, p.a[K - 1] * 0.75, OutputRounding::nearest_even);
+      }
+      if (r % 2 == 0) {
+        std::uint64_t m = rng();
+        double sig = 1 + std::ldexp((double)(m >> 40), -24);
+        int e = (int)(rng() % (2 * spread + 1)) - spread;
+        p.c = round_to_format(ins.output, ((m & 1) ? -1 : 1) * std::ldexp(sig, e), OutputRounding::nearest_even);
+      }
+      B.ids.insert(p.id);
+      B.out.push_back(std::move(p));
+    }
+  }
+  return std::move(B.out);
+}
+
+namespace {
+
+bool same_output(Format f, double predicted, std::uint64_t observed_bits) {
+  double obs = decode(f, observed_bits);
+  if (std::isnan(predicted) || std::isnan(obs)) return std::isnan(predicted) && std::isnan(obs);
+  return encode(f, predicted) == observed_bits;
+}
+
+double predict(const TcParams& p, const Probe& pr) {
+  return dot(p, pr.a.data(), pr.b.data(), (int)pr.a.size(), pr.c);
+}
+
+std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
+  std::vector<TcParams> v;
+  const int pout = facts(ins.output).precision;
+  for (int bs = 1; bs <= ins.k; bs *= 2)
+    for (int neab = -16; neab <= 40; ++neab) {
+      if (pout - 1 + neab < 1) continue;
+      for (auto ar : {AlignRounding::toward_zero, AlignRounding::floor, AlignRounding::nearest_even})
+        for (auto orr : {OutputRounding::toward_zero, OutputRounding::nearest_even})
+          for (auto ref : {AlignReference::exponent_sum, AlignReference::value_exponent})
+            for (bool cin : {true, false})
+              for (bool si : {true, false})
+                for (bool so : {true, false}) {
+                  TcParams p;
+                  p.input = ins.input;
+                  p.output = ins.output;
+                  p.block_size = bs;
+                  p.neab = neab;
+                  p.align_rounding = ar;
+                  p.output_rounding = orr;
+                  p.align_reference = ref;
+                  p.c_in_alignment = cin;
+                  p.subnormal_inputs = si;
+                  p.subnormal_output = so;
+                  v.push_back(p);
+                }
+    }
+  return v;
+}
+
+struct FeatureDef {
+  const char* name;
+  std::function<std::string(const TcParams&)> value;
+  std::function<std::vector<TcParams>(const TcParams&, const InstructionInfo&)> alternatives;
+};
+
+std::vector<FeatureDef> feature_defs() {
+  std::vector<FeatureDef> f;
+  f.push_back({"block_size",
+               [](const TcParams& p) { return std::to_string(p.block_size) + " products per fused addition"; },
+               [](const TcParams& p, const InstructionInfo& ins) {
+                 std::vector<TcParams> v;
+                 for (int b = 1; b <= ins.k; b *= 2)
+                   if (b != p.block_size) {
+                     TcParams q = p;
+                     q.block_size = b;
+                     v.push_back(q);
+                   }
+                 return v;
+               }});
+  f.push_back({"extra_alignment_bits",
+               [](const TcParams& p) {
+                 return "neab=" + std::to_string(p.neab) + " (" + std::to_string(p.fraction_bits()) +
+                        " fraction bits kept below the block's largest exponent)";
+               },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams a = p, b = p;
+                 a.neab -= 1;
+                 b.neab += 1;
+                 return std::vector<TcParams>{a, b};
+               }});
+  f.push_back({"align_rounding",
+               [](const TcParams& p) { return std::string(to_string(p.align_rounding)) + " (bits shifted out in alignment)"; },
+               [](const TcParams& p, const InstructionInfo&) {
+                 std::vector<TcParams> v;
+                 for (auto r : {AlignRounding::toward_zero, AlignRounding::floor, AlignRounding::nearest_even})
+                   if (r != p.align_rounding) {
+                     TcParams q = p;
+                     q.align_rounding = r;
+                     v.push_back(q);
+                   }
+                 return v;
+               }});
+  f.push_back({"negative_truncation",
+               [](const TcParams& p) {
+                 switch (p.align_rounding) {
+                   case AlignRounding::toward_zero: return std::string("magnitude (sign-magnitude: toward zero)");
+                   case AlignRounding::floor: return std::string("two's complement (toward -infinity)");
+                   default: return std::string("not truncated (rounded to nearest)");
+                 }
+               },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 if (p.align_rounding == AlignRounding::toward_zero) q.align_rounding = AlignRounding::floor;
+                 else if (p.align_rounding == AlignRounding::floor) q.align_rounding = AlignRounding::toward_zero;
+                 else return std::vector<TcParams>{};
+                 return std::vector<TcParams>{q};
+               }});
+  f.push_back({"output_rounding",
+               [](const TcParams& p) { return std::string(to_string(p.output_rounding)); },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 q.output_rounding = p.output_rounding == OutputRounding::toward_zero ? OutputRounding::nearest_even
+                                                                                     : OutputRounding::toward_zero;
+                 return std::vector<TcParams>{q};
+               }});
+  f.push_back({"align_reference",
+               [](const TcParams& p) { return std::string(to_string(p.align_reference)) + " (exponent a product is aligned by)"; },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 q.align_reference = p.align_reference == AlignReference::exponent_sum ? AlignReference::value_exponent
+                                                                                      : AlignReference::exponent_sum;
+                 return std::vector<TcParams>{q};
+               }});
+  f.push_back({"c_in_alignment",
+               [](const TcParams& p) {
+                 return std::string(p.c_in_alignment ? "yes: C is aligned and truncated with the products"
+                                                     : "no: C is added exactly");
+               },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 q.c_in_alignment = !p.c_in_alignment;
+                 return std::vector<TcParams>{q};
+               }});
+  f.push_back({"subnormal_inputs",
+               [](const TcParams& p) { return std::string(p.subnormal_inputs ? "kept" : "flushed to zero"); },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 q.subnormal_inputs = !p.subnormal_inputs;
+                 return std::vector<TcParams>{q};
+               }});
+  f.push_back({"subnormal_output",
+               [](const TcParams& p) { return std::string(p.subnormal_output ? "kept (C and results)" : "flushed to zero"); },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 q.subnormal_output = !p.subnormal_output;
+                 return std::vector<TcParams>{q};
+               }});
+  return f;
+}
+
+}  // namespace
+
+bool reproduces(const TcParams& p, const ProbeOutcome& o) {
+  return same_output(p.output, predict(p, o.probe), o.output_bits);
+}
+
+Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& outcomes) {
+  Inference r;
+  std::vector<TcParams> grid = candidate_grid(ins);
+  r.candidates_tried = (long long)grid.size();
+  // Order probes so that the most discriminating fail first (random tiles, then targeted ones).
+  std::vector<int> order;
+  for (int i = 0; i < (int)outcomes.size(); ++i)
+    if (outcomes[i].probe.feature == "random") order.push_back(i);
+  for (int i = 0; i < (int)outcomes.size(); ++i)
+    if (outcomes[i].probe.feature != "random") order.push_back(i);
+
+  // Pass 1: candidates that reproduce every probe. Most candidates fail on one of a few probes:
+  // the probe that rejected the last candidate moves to the front (order affects speed only).
+  int best = 0;
+  std::vector<TcParams> best_set;
+  {
+    std::vector<int> fast = order;
+    for (const TcParams& p : grid) {
+      bool ok = true;
+      for (size_t t = 0; t < fast.size(); ++t)
+        if (!reproduces(p, outcomes[fast[t]])) {
+          std::rotate(fast.begin(), fast.begin() + t, fast.begin() + t + 1);
+          ok = false;
+          break;
+        }
+      if (ok) best_set.push_back(p);
+    }
+  }
+  // Pass 2 (the hardware does something the model does not): fewest unexplained probes, in
+  // parallel over slices of the grid.
+  if (best_set.empty()) {
+    unsigned nt = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    std::vector<int> slice_best(nt, std::numeric_limits<int>::max());
+    std::vector<std::vector<TcParams>> slice_set(nt);
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < nt; ++w)
+      threads.emplace_back([&, w] {
+        std::vector<int> fast = order;
+        int& b = slice_best[w];
+        for (size_t g = w; g < grid.size(); g += nt) {
+          const TcParams& p = grid[g];
+          int miss = 0;
+          for (size_t t = 0; t < fast.size(); ++t)
+            if (!reproduces(p, outcomes[fast[t]]) && ++miss > b) {
+              std::rotate(fast.begin(), fast.begin() + t, fast.begin() + t + 1);
+              break;
+            }
+          if (miss < b) {
+            b = miss;
+            slice_set[w].clear();
+          }
+          if (miss == b) slice_set[w].push_back(p);
+        }
+      });
+    for (auto& t : threads) t.join();
+    best = *std::min_element(slice_best.begin(), slice_best.end());
+    for (const TcParams& p : grid)  // canonical (grid) order among the winners
+      for (unsigned w = 0; w < nt; ++w)
+        if (slice_best[w] == best && std::find(slice_set[w].begin(), slice_set[w].end(), p) != slice_set[w].end())
+          best_set.push_back(p);
+  }
+  r.params = best_set.front();
+  r.mismatching_probes = best;
+  r.best_candidates = (int)best_set.size();
+
+  auto evidence_for = [&](const std::vector<TcParams>& alts, std::string& why) -> const ProbeOutcome* {
+    // the first probe that the chosen params reproduce and an alternative does not
+    for (const TcParams& alt : alts)
+      for (int i : order) {
+        const ProbeOutcome& o = outcomes[i];
+        if (o.probe.feature == "random") continue;
+        if (reproduces(r.params, o) && !reproduces(alt, o)) {
+          double pa = predict(alt, o.probe);
+          why = "; rules out " + alt.describe() + " (it predicts " + num(pa) + " = " +
+                hex_bits(std::isnan(pa) ? encode(ins.output, pa) : encode(ins.output, pa), ins.output) + ")";
+          return &o;
+        }
+      }
+    for (const TcParams& alt : alts)
+      for (int i : order) {
+        const ProbeOutcome& o = outcomes[i];
+        if (reproduces(r.params, o) && !reproduces(alt, o)) {
+          why = "; rules out " + alt.describe();
+          return &o;
+        }
+      }
+    return nullptr;
+  };
+
+  auto obs_of = [&](const ProbeOutcome& o) {
+    return hex_bits(o.output_bits, ins.output) + " = " + num(decode(ins.output, o.output_bits));
+  };
+
+  // Exact products: the probes' exact answers.
+  for (const ProbeOutcome& o : outcomes)
+    if (o.probe.feature == "exact_products") {
+      double exact = 0;
+      // exact in double: k * 22-bit products with small spread
+      for (size_t i = 0; i < o.probe.a.size(); ++i) exact += o.probe.a[i] * o.probe.b[i];
+      exact += o.probe.c;
+      double obs = decode(ins.output, o.output_bits);
+      bool ok = obs == exact;
+      r.findings.push_back({"exact_products",
+                            std::string(ok ? "yes" : "no") + ": " + o.probe.id + " exact " + num(exact) + ", observed " + num(obs),
+                            describe_inputs(o.probe), obs_of(o)});
+      if (ok) break;
+    }
+
+  for (const FeatureDef& fd : feature_defs()) {
+    std::set<std::string> vals;
+    for (const TcParams& p : best_set) vals.insert(fd.value(p));
+    std::string observed = fd.value(r.params);
+    if (vals.size() > 1) {
+      r.ambiguous.push_back(fd.name);
+      observed = "ambiguous:";
+      for (const std::string& v : vals) observed += " [" + v + "]";
+    }
+    std::string why;
+    const ProbeOutcome* ev = evidence_for(fd.alternatives(r.params, ins), why);
+    if (ev) r.findings.push_back({fd.name, observed, describe_inputs(ev->probe), obs_of(*ev)});
+    else r.findings.push_back({fd.name, observed + " (no probe distinguishes it)", "", ""});
+    if (ev) r.findings.back().observed += " [evidence " + ev->probe.id + why + "]";
+  }
+
+  r.findings.push_back({"normalisation",
+                        r.mismatching_probes == 0
+                            ? "once per block, after the exact sum of the aligned terms (carries kept): all " +
+                                  std::to_string(outcomes.size()) + " probes consistent"
+                            : "model with one normalisation per block leaves " + std::to_string(r.mismatching_probes) +
+                                  " probes unexplained",
+                        "", ""});
+  r.findings.push_back({"accumulator_bits",
+                        std::to_string(r.params.fraction_bits() + 1) + " significant bits per aligned term at the block's largest exponent, plus carry bits",
+                        "", ""});
+  r.findings.push_back(
+      {"monotonicity",
+       r.params.align_rounding == AlignRounding::nearest_even
+           ? "not established (derived from the model)"
+           : "not monotone (derived from the model): raising the largest term's exponent shifts every other term's bits out",
+       "", ""});
+  // NaN / inf: observed directly.
+  for (const ProbeOutcome& o : outcomes)
+    if (o.probe.feature == "nan_inf")
+      r.findings.push_back({"nan_inf", o.probe.id + ": " + num(decode(ins.output, o.output_bits)) +
+                                           (reproduces(r.params, o) ? " (IEEE)" : " (not IEEE)"),
+                            describe_inputs(o.probe), obs_of(o)});
+  // Model fit: every unexplained probe, for the record.
+  int shown = 0;
+  for (int i : order) {
+    const ProbeOutcome& o = outcomes[i];
+    if (reproduces(r.params, o) || shown >= 20) continue;
+    ++shown;
+    double pr = predict(r.params, o.probe);
+    r.findings.push_back({"model_mismatch", o.probe.id + ": model predicts " + num(pr) + " = " + hex_bits(encode(ins.output, pr), ins.output),
+                          describe_inputs(o.probe), obs_of(o)});
+  }
+  r.findings.push_back({"model_fit",
+                        std::to_string(outcomes.size() - r.mismatching_probes) + "/" + std::to_string(outcomes.size()) +
+                            " probes reproduced by " + r.params.describe() + "; " + std::to_string(r.best_candidates) +
+                            " of " + std::to_string(r.candidates_tried) + " candidates tie",
+                        "", ""});
+  return r;
+}
+
+}  // namespace gemmlab::tc

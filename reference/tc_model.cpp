@@ -1,0 +1,409 @@
+// Bit-exact tensor-core model; see tc_model.hpp for the numerics.
+#include "reference/tc_model.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace gemmlab::tc {
+
+namespace {
+
+using i128 = __int128;
+using u128 = unsigned __int128;
+
+int bit_length(u128 v) {
+  int n = 0;
+  while (v) {
+    ++n;
+    v >>= 1;
+  }
+  return n;
+}
+
+u128 uabs(i128 v) { return v < 0 ? (u128)(-v) : (u128)v; }
+
+// An exact dyadic number sign * mag * 2^exp.
+struct Exact {
+  i128 v = 0;  // signed significand
+  int e = 0;   // exponent of its least significant bit
+};
+
+// Decompose a finite double x (exactly representable in a format of precision p and minimum
+// normal exponent emin) as m * 2^lsb with m an integer of at most p bits, and the exponent the
+// format gives it (emin for subnormals).
+struct Decomposed {
+  bool neg;
+  std::uint64_t m;
+  int lsb;
+  int exponent;  // format exponent: floor(log2|x|) for normals, emin for subnormals
+};
+
+Decomposed decompose(double x, int p, int emin) {
+  Decomposed d{std::signbit(x), 0, 0, 0};
+  double ax = std::fabs(x);
+  int e = std::ilogb(ax);
+  if (e < emin) e = emin;
+  d.exponent = e;
+  d.lsb = e - (p - 1);
+  double m = std::ldexp(ax, -d.lsb);
+  d.m = (std::uint64_t)m;
+  if ((double)d.m != m) throw std::logic_error("tc_model: value not representable in the format's precision");
+  return d;
+}
+
+// Right-shift a signed value by s > 0 bits with the alignment rounding mode.
+i128 shift_right(i128 v, int s, AlignRounding mode) {
+  bool neg = v < 0;
+  u128 mag = uabs(v);
+  u128 t, rem;
+  if (s >= 127) {
+    t = 0;
+    rem = mag;
+  } else {
+    t = mag >> s;
+    rem = mag - (t << s);
+  }
+  switch (mode) {
+    case AlignRounding::toward_zero:
+      break;
+    case AlignRounding::floor:
+      if (neg && rem != 0) t += 1;
+      break;
+    case AlignRounding::nearest_even:
+      if (s < 127 && rem != 0) {
+        u128 half = (u128)1 << (s - 1);
+        if (rem > half || (rem == half && (t & 1))) t += 1;
+      }
+      break;
+  }
+  return neg ? -(i128)t : (i128)t;
+}
+
+// Exact sum of two dyadic numbers of at most ~60 significant bits each (the model's sums). When
+// the exponent gap is too wide for the 126-bit window, the bits of the lower number below the
+// window are folded into a sticky bit at the window's last place: with >= 60 bits of window below
+// the higher number, no rounding to <= 53 bits can tell the difference.
+Exact add(Exact a, Exact b) {
+  if (a.v == 0) return b;
+  if (b.v == 0) return a;
+  if (a.e < b.e) std::swap(a, b);  // a has the higher lsb
+  int gap = a.e - b.e;
+  int room = 122 - bit_length(uabs(a.v));
+  if (gap > room) {
+    int d = gap - room;
+    bool neg = b.v < 0;
+    u128 mag = uabs(b.v);
+    u128 t = d >= 127 ? 0 : mag >> d;
+    bool sticky = d >= 127 ? mag != 0 : (mag - (t << d)) != 0;
+    t = (t << 1) | (sticky ? 1 : 0);  // one extra place, so the sticky sits below every kept bit
+    b = {neg ? -(i128)t : (i128)t, b.e + d - 1};
+    gap = room + 1;
+  }
+  return {(a.v << gap) + b.v, b.e};
+}
+
+}  // namespace
+
+const char* to_string(AlignRounding r) {
+  switch (r) {
+    case AlignRounding::toward_zero: return "toward_zero";
+    case AlignRounding::floor: return "floor";
+    case AlignRounding::nearest_even: return "nearest_even";
+  }
+  return "?";
+}
+const char* to_string(OutputRounding r) {
+  return r == OutputRounding::toward_zero ? "toward_zero" : "nearest_even";
+}
+const char* to_string(AlignReference r) {
+  return r == AlignReference::exponent_sum ? "exponent_sum" : "value_exponent";
+}
+
+FormatFacts facts(Format f) {
+  switch (f) {
+    case Format::fp64: return {53, -1022, 1023, true, std::numeric_limits<double>::max(), 64};
+    case Format::fp32: return {24, -126, 127, true, (double)std::numeric_limits<float>::max(), 32};
+    case Format::tf32: return {11, -126, 127, true, std::ldexp(2047.0, 117), 32};
+    case Format::fp16: return {11, -14, 15, true, 65504.0, 16};
+    case Format::bf16: return {8, -126, 127, true, std::ldexp(255.0, 120), 16};
+    case Format::e4m3: return {4, -6, 8, false, 448.0, 8};
+    case Format::e5m2: return {3, -14, 15, true, 57344.0, 8};
+  }
+  throw std::logic_error("tc_model: unknown format");
+}
+
+int TcParams::fraction_bits() const { return facts(output).precision - 1 + neab; }
+
+std::string TcParams::describe() const {
+  std::ostringstream s;
+  s << "block=" << block_size << " neab=" << neab << " (F=" << fraction_bits() << ")"
+    << " align=" << to_string(align_rounding) << " out=" << to_string(output_rounding)
+    << " ref=" << to_string(align_reference) << " c_in_alignment=" << (c_in_alignment ? "yes" : "no")
+    << " subnormal_in=" << (subnormal_inputs ? "kept" : "flushed")
+    << " subnormal_out=" << (subnormal_output ? "kept" : "flushed");
+  return s.str();
+}
+
+namespace {
+
+// Round an exact number into format f.
+double round_exact(Format f, Exact x, OutputRounding mode, bool subnormals) {
+  if (x.v == 0) return 0.0;
+  FormatFacts ff = facts(f);
+  bool neg = x.v < 0;
+  u128 mag = uabs(x.v);
+  int nb = bit_length(mag);
+  int E = x.e + nb - 1;  // exponent of the exact value
+  int lsb = std::max(E - (ff.precision - 1), ff.emin - (ff.precision - 1));
+  int s = lsb - x.e;
+  u128 t = mag;
+  if (s > 0) {
+    u128 rem;
+    if (s >= 127) {
+      t = 0;
+      rem = mag;
+    } else {
+      t = mag >> s;
+      rem = mag - (t << s);
+    }
+    if (mode == OutputRounding::nearest_even && rem != 0 && s < 127) {
+      u128 half = (u128)1 << (s - 1);
+      if (rem > half || (rem == half && (t & 1))) t += 1;
+    }
+  } else {
+    lsb = x.e;
+  }
+  double r = std::ldexp((double)t, lsb);  // t has at most p+1 bits: exact
+  if (r > ff.max_finite) {
+    if (mode == OutputRounding::toward_zero || !ff.has_infinity) r = ff.max_finite;
+    else r = std::numeric_limits<double>::infinity();
+  }
+  if (!subnormals && r < std::ldexp(1.0, ff.emin)) r = 0.0;
+  return neg ? -r : r;
+}
+
+Exact exact_of(double x) {
+  if (x == 0) return {};
+  Decomposed d = decompose(x, 53, -1074);
+  return {d.neg ? -(i128)d.m : (i128)d.m, d.lsb};
+}
+
+}  // namespace
+
+double round_to_format(Format f, double x, OutputRounding mode, bool subnormals) {
+  if (std::isnan(x) || std::isinf(x)) {
+    if (std::isinf(x) && !facts(f).has_infinity) return std::copysign(facts(f).max_finite, x);
+    return x;
+  }
+  if (x == 0) return x;
+  return round_exact(f, exact_of(x), mode, subnormals);
+}
+
+bool representable(Format f, double x) {
+  if (std::isnan(x)) return true;
+  if (std::isinf(x)) return facts(f).has_infinity;
+  return round_to_format(f, x, OutputRounding::nearest_even) == x;
+}
+
+std::uint64_t encode(Format f, double x) {
+  FormatFacts ff = facts(f);
+  if (f == Format::fp64) {
+    std::uint64_t b;
+    std::memcpy(&b, &x, 8);
+    return b;
+  }
+  if (f == Format::fp32 || f == Format::tf32) {
+    float v = (float)x;
+    std::uint32_t b;
+    std::memcpy(&b, &v, 4);
+    if (std::isnan(x)) b = 0x7fc00000u;
+    return b;
+  }
+  int mbits = ff.precision - 1;
+  int ebits = ff.storage_bits - 1 - mbits;
+  int bias = (1 << (ebits - 1)) - 1;
+  std::uint64_t sign = std::signbit(x) ? 1ull << (ff.storage_bits - 1) : 0;
+  if (std::isnan(x)) {
+    if (f == Format::e4m3) return 0x7f;
+    return ((1ull << ebits) - 1) << mbits | (1ull << (mbits - 1));
+  }
+  if (std::isinf(x)) return sign | (((1ull << ebits) - 1) << mbits);
+  double ax = std::fabs(x);
+  if (ax == 0) return sign;
+  int e = std::ilogb(ax);
+  if (e < ff.emin) {  // subnormal
+    std::uint64_t m = (std::uint64_t)std::ldexp(ax, -(ff.emin - mbits));
+    return sign | m;
+  }
+  std::uint64_t m = (std::uint64_t)std::ldexp(ax, -(e - mbits)) - (1ull << mbits);
+  return sign | ((std::uint64_t)(e + bias) << mbits) | m;
+}
+
+double decode(Format f, std::uint64_t bits) {
+  FormatFacts ff = facts(f);
+  if (f == Format::fp64) {
+    double x;
+    std::memcpy(&x, &bits, 8);
+    return x;
+  }
+  if (f == Format::fp32 || f == Format::tf32) {
+    std::uint32_t b = (std::uint32_t)bits;
+    float v;
+    std::memcpy(&v, &b, 4);
+    return v;
+  }
+  int mbits = ff.precision - 1;
+  int ebits = ff.storage_bits - 1 - mbits;
+  int bias = (1 << (ebits - 1)) - 1;
+  bool neg = (bits >> (ff.storage_bits - 1)) & 1;
+  int ef = (int)((bits >> mbits) & ((1u << ebits) - 1));
+  std::uint64_t m = bits & ((1ull << mbits) - 1);
+  double r;
+  if (f == Format::e4m3 && ef == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
+  if (f != Format::e4m3 && ef == (1 << ebits) - 1)
+    r = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else if (ef == 0)
+    r = std::ldexp((double)m, ff.emin - mbits);
+  else
+    r = std::ldexp((double)(m + (1ull << mbits)), ef - bias - mbits);
+  return neg ? -r : r;
+}
+
+namespace {
+
+struct Term {
+  Exact value;
+  int ref;  // alignment exponent
+};
+
+// One fused block: c + sum of `n` products.
+double block(const TcParams& p, const double* a, const double* b, int n, double c) {
+  FormatFacts fi = facts(p.input), fo = facts(p.output);
+  const int F = p.fraction_bits();
+  Term terms[64];
+  int nt = 0;
+  for (int i = 0; i < n; ++i) {
+    double x = a[i], y = b[i];
+    if (!p.subnormal_inputs) {
+      if (std::fabs(x) < std::ldexp(1.0, fi.emin)) x = 0;
+      if (std::fabs(y) < std::ldexp(1.0, fi.emin)) y = 0;
+    }
+    if (x == 0 || y == 0) continue;
+    Decomposed dx = decompose(x, fi.precision, fi.emin), dy = decompose(y, fi.precision, fi.emin);
+    i128 m = (i128)dx.m * (i128)dy.m;
+    Exact v{(dx.neg != dy.neg) ? -m : m, dx.lsb + dy.lsb};
+    int ref = p.align_reference == AlignReference::exponent_sum ? dx.exponent + dy.exponent
+                                                                : v.e + bit_length(uabs(v.v)) - 1;
+    terms[nt++] = {v, ref};
+  }
+  if (!p.subnormal_output && std::fabs(c) < std::ldexp(1.0, fo.emin)) c = std::copysign(0.0, c);
+  Exact ce{};
+  int cref = 0;
+  if (c != 0) {
+    Decomposed dc = decompose(c, fo.precision, fo.emin);
+    ce = {dc.neg ? -(i128)dc.m : (i128)dc.m, dc.lsb};
+    cref = p.align_reference == AlignReference::exponent_sum ? dc.exponent : ce.e + bit_length(uabs(ce.v)) - 1;
+  }
+  if (nt == 0) {
+    // Nothing to add: C passes through (re-rounded only by flushing).
+    if (c == 0) {
+      // sign of an all-zero sum: IEEE semantics of c + (+-0 products)
+      double z = c;
+      for (int i = 0; i < n; ++i) z = z + a[i] * b[i] * 0.0;
+      return z == 0 ? z : 0.0;
+    }
+    return round_exact(p.output, ce, p.output_rounding, p.subnormal_output);
+  }
+  int emax = std::numeric_limits<int>::min();
+  for (int i = 0; i < nt; ++i) emax = std::max(emax, terms[i].ref);
+  bool c_joins = p.c_in_alignment && c != 0;
+  if (c_joins) emax = std::max(emax, cref);
+  const int q = emax - F;  // exponent of the quantum of the aligned sum
+  i128 sum = 0;
+  auto aligned = [&](Exact v) -> i128 {
+    int s = v.e - q;
+    if (s >= 0) return v.v << s;
+    return shift_right(v.v, -s, p.align_rounding);
+  };
+  for (int i = 0; i < nt; ++i) sum += aligned(terms[i].value);
+  Exact total{sum, q};
+  if (c_joins) total.v += aligned(ce);
+  else if (c != 0) total = add(total, ce);
+  if (total.v == 0) return 0.0;
+  return round_exact(p.output, total, p.output_rounding, p.subnormal_output);
+}
+
+bool special(double x) { return std::isnan(x) || std::isinf(x); }
+
+}  // namespace
+
+double dot(const TcParams& p, const double* a, const double* b, int k, double c) {
+  bool any_special = special(c);
+  for (int i = 0; i < k && !any_special; ++i) any_special = special(a[i]) || special(b[i]);
+  if (any_special) {
+    // NaN and infinity follow IEEE: any NaN, inf*0 or inf-inf gives NaN; otherwise the infinity.
+    bool nan = std::isnan(c);
+    int pos = std::isinf(c) && c > 0, neg = std::isinf(c) && c < 0;
+    for (int i = 0; i < k; ++i) {
+      double x = a[i], y = b[i];
+      if (std::isnan(x) || std::isnan(y)) nan = true;
+      else if ((std::isinf(x) && y == 0) || (std::isinf(y) && x == 0)) nan = true;
+      else if (std::isinf(x) || std::isinf(y)) ((std::signbit(x) != std::signbit(y)) ? neg : pos) = 1;
+    }
+    if (nan || (pos && neg)) return std::numeric_limits<double>::quiet_NaN();
+    if (pos || neg) return pos ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  }
+  if (p.block_size <= 0 || k % p.block_size != 0) throw std::invalid_argument("tc_model: block size must divide k");
+  if (p.fraction_bits() < 0 || p.fraction_bits() > 96) throw std::invalid_argument("tc_model: F out of range");
+  double acc = c;
+  for (int j = 0; j < k && std::isfinite(acc); j += p.block_size) acc = block(p, a + j, b + j, p.block_size, acc);
+  // an overflowed block result stays infinite: the remaining inputs are finite
+  return acc;
+}
+
+const std::vector<Instruction>& all_instructions() {
+  static const std::vector<Instruction> v = {
+      Instruction::mma_m16n8k16_f16_f32, Instruction::mma_m16n8k16_f16_f16, Instruction::mma_m16n8k16_bf16_f32,
+      Instruction::mma_m16n8k8_tf32_f32, Instruction::mma_m16n8k32_e4m3_f32, Instruction::mma_m16n8k32_e5m2_f32};
+  return v;
+}
+
+const InstructionInfo& info(Instruction i) {
+  static const InstructionInfo table[] = {
+      {Instruction::mma_m16n8k16_f16_f32, "mma_m16n8k16_f16_f32", Format::fp16, Format::fp32, 16, 8, 16, 80},
+      {Instruction::mma_m16n8k16_f16_f16, "mma_m16n8k16_f16_f16", Format::fp16, Format::fp16, 16, 8, 16, 80},
+      {Instruction::mma_m16n8k16_bf16_f32, "mma_m16n8k16_bf16_f32", Format::bf16, Format::fp32, 16, 8, 16, 80},
+      {Instruction::mma_m16n8k8_tf32_f32, "mma_m16n8k8_tf32_f32", Format::tf32, Format::fp32, 16, 8, 8, 80},
+      {Instruction::mma_m16n8k32_e4m3_f32, "mma_m16n8k32_e4m3_f32", Format::e4m3, Format::fp32, 16, 8, 32, 89},
+      {Instruction::mma_m16n8k32_e5m2_f32, "mma_m16n8k32_e5m2_f32", Format::e5m2, Format::fp32, 16, 8, 32, 89},
+  };
+  return table[(int)i];
+}
+
+std::optional<Instruction> parse_instruction(const std::string& name) {
+  for (Instruction i : all_instructions())
+    if (name == info(i).name) return i;
+  return std::nullopt;
+}
+
+std::vector<double> mma_tile(const TcParams& p, const InstructionInfo& ins, const std::vector<double>& A,
+                             const std::vector<double>& B, const std::vector<double>& C) {
+  const int m = ins.m, n = ins.n, k = ins.k;
+  if ((int)A.size() != m * k || (int)B.size() != k * n || (int)C.size() != m * n)
+    throw std::invalid_argument(std::string("mma_tile: tile sizes do not match ") + ins.name);
+  std::vector<double> D(m * n), a(k), b(k);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      for (int t = 0; t < k; ++t) {
+        a[t] = A[i * k + t];
+        b[t] = B[t * n + j];
+      }
+      D[i * n + j] = dot(p, a.data(), b.data(), k, C[i * n + j]);
+    }
+  return D;
+}
+
+}  // namespace gemmlab::tc

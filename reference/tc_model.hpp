@@ -1,0 +1,102 @@
+// A bit-exact CPU model of one tensor-core instruction's dot-product-accumulate
+//   d = c + sum_{i<k} a_i * b_i
+// parametrised after Fasi et al. (2021) and Khattak & Mikaitis (2025): products are exact; the
+// products of one block (and C, if it joins) are aligned to the largest exponent of the block,
+// keeping F = (p_out - 1) + neab fraction bits below it; bits shifted out are rounded as
+// `align_rounding` says; the aligned terms are summed exactly (carries kept); the sum is normalised
+// once and rounded to the output format (`output_rounding`). Blocks of `block_size` products chain:
+// each block's rounded result is the C of the next block.
+//
+// Plain C++ (no CUDA header). Values travel as doubles: every value of every input and output
+// format is exact in a double, and the model never rounds through a double (the aligned sums are
+// exact __int128 fixed-point numbers).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reference/formats.hpp"
+
+namespace gemmlab::tc {
+
+// How the bits shifted out during alignment are rounded (the term keeps its sign).
+//  toward_zero   truncate the magnitude (sign-magnitude datapath)
+//  floor         toward -infinity (two's-complement truncation)
+//  nearest_even  round to nearest, ties to even
+enum class AlignRounding { toward_zero, floor, nearest_even };
+// Rounding of the normalised sum into the output format.
+enum class OutputRounding { toward_zero, nearest_even };
+// The exponent a product is aligned by: the sum of its inputs' exponents (significand of the
+// product in [1, 4), as a multiplier array produces it) or the exponent of its exact value.
+enum class AlignReference { exponent_sum, value_exponent };
+
+const char* to_string(AlignRounding r);
+const char* to_string(OutputRounding r);
+const char* to_string(AlignReference r);
+
+struct TcParams {
+  Format input = Format::fp16;
+  Format output = Format::fp32;
+  int block_size = 16;            // products per fused addition before a rounding
+  int neab = 2;                   // extra alignment bits: F = p_out - 1 + neab fraction bits kept
+  AlignRounding align_rounding = AlignRounding::toward_zero;
+  OutputRounding output_rounding = OutputRounding::toward_zero;
+  AlignReference align_reference = AlignReference::exponent_sum;
+  bool c_in_alignment = true;     // C is aligned (and truncated) with the block's products;
+                                  // false: C is added exactly to the block's aligned sum
+  bool subnormal_inputs = true;   // false: subnormal a_i, b_i are flushed to zero
+  bool subnormal_output = true;   // false: subnormal C is read as zero and subnormal results flush
+
+  int fraction_bits() const;      // F
+  std::string describe() const;   // one line, for tables and test messages
+  bool operator==(const TcParams&) const = default;
+};
+
+// Per-format facts the model needs (precision including the implicit bit, exponent range).
+struct FormatFacts {
+  int precision;
+  int emin;
+  int emax;
+  bool has_infinity;
+  double max_finite;
+  int storage_bits;
+};
+FormatFacts facts(Format f);
+
+// Rounding of a double into a format (exact value in, rounded value out); subnormals kept unless
+// `subnormals` is false (then flushed to signed zero). For input preparation and tests.
+double round_to_format(Format f, double x, OutputRounding mode, bool subnormals = true);
+bool representable(Format f, double x);
+// Bit patterns (fp32 container for tf32). x must be representable; NaN maps to a canonical NaN.
+std::uint64_t encode(Format f, double x);
+double decode(Format f, std::uint64_t bits);
+
+// One instruction: a (k) and b (k) in the input format, c in the output format.
+double dot(const TcParams& p, const double* a, const double* b, int k, double c);
+
+// The instructions gemmlab probes.
+enum class Instruction {
+  mma_m16n8k16_f16_f32,
+  mma_m16n8k16_f16_f16,
+  mma_m16n8k16_bf16_f32,
+  mma_m16n8k8_tf32_f32,
+  mma_m16n8k32_e4m3_f32,
+  mma_m16n8k32_e5m2_f32,
+};
+struct InstructionInfo {
+  Instruction id;
+  const char* name;   // CSV `instruction`
+  Format input, output;
+  int m, n, k;
+  int min_cc;
+};
+const InstructionInfo& info(Instruction i);
+const std::vector<Instruction>& all_instructions();
+std::optional<Instruction> parse_instruction(const std::string& name);
+
+// D = A B + C on one tile: A (m, k) row-major, B (k, n) row-major, C and D (m, n) row-major.
+std::vector<double> mma_tile(const TcParams& p, const InstructionInfo& ins, const std::vector<double>& A,
+                             const std::vector<double>& B, const std::vector<double>& C);
+
+}  // namespace gemmlab::tc
