@@ -39,15 +39,15 @@ Candidate blocktile() {
   return {"sgemm_09", s, BM, BN, BK, TM, TN, kernels::sgemm09::launch<BM, BN, BK, TM, TN>};
 }
 
-template <bool Double, int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT>
+template <bool Double, int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB>
 Candidate warptile() {
   char s[128];
-  std::snprintf(s, sizeof s, "BM=%d BN=%d BK=%d WM=%d WN=%d WNITER=%d TM=%d TN=%d (%d thr)", BM, BN, BK, WM, WN,
-                WNITER, TM, TN, NT);
+  std::snprintf(s, sizeof s, "BM=%d BN=%d BK=%d WM=%d WN=%d WNITER=%d TM=%d TN=%d (%d thr, min %d/SM)", BM, BN, BK,
+                WM, WN, WNITER, TM, TN, NT, MINB);
   if constexpr (Double)
-    return {"sgemm_11", s, BM, BN, BK, 0, 0, kernels::sgemm11::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>};
+    return {"sgemm_11", s, BM, BN, BK, 0, 0, kernels::sgemm11::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>};
   else
-    return {"sgemm_10", s, BM, BN, BK, 0, 0, kernels::sgemm10::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>};
+    return {"sgemm_10", s, BM, BN, BK, 0, 0, kernels::sgemm10::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>};
 }
 
 // The search grid. sgemm_09: block tiles from 64x64 to 256x128, BK 8..32, thread tiles 4..8 wide.
@@ -60,18 +60,26 @@ std::vector<Candidate> candidates() {
       blocktile<128, 128, 16, 8, 8>(),  blocktile<128, 128, 32, 8, 8>(),  blocktile<128, 128, 8, 8, 4>(),
       blocktile<128, 128, 8, 4, 8>(),   blocktile<128, 128, 16, 8, 4>(),  blocktile<128, 256, 8, 8, 8>(),
       blocktile<256, 128, 8, 8, 8>(),   blocktile<128, 256, 16, 8, 8>(),  blocktile<256, 128, 16, 8, 8>(),
-      warptile<false, 128, 128, 16, 64, 64, 4, 8, 4, 128>(),
-      warptile<false, 128, 128, 8, 64, 64, 4, 8, 4, 128>(),
-      warptile<false, 128, 128, 8, 64, 32, 2, 4, 4, 256>(),
-      warptile<false, 128, 128, 16, 64, 32, 2, 4, 4, 256>(),
-      warptile<false, 128, 256, 16, 64, 64, 2, 8, 4, 256>(),
-      warptile<false, 256, 128, 16, 64, 64, 4, 8, 4, 256>(),
-      warptile<false, 128, 128, 16, 32, 64, 2, 4, 8, 256>(),
-      warptile<true, 128, 128, 16, 64, 64, 4, 8, 4, 128>(),
-      warptile<true, 128, 128, 8, 64, 32, 2, 4, 4, 256>(),
-      warptile<true, 128, 128, 16, 64, 32, 2, 4, 4, 256>(),
-      warptile<true, 128, 256, 16, 64, 64, 2, 8, 4, 256>(),
-      warptile<true, 256, 128, 16, 64, 64, 4, 8, 4, 256>(),
+      // sgemm_10: (BM, BN, BK, WM, WN, WNITER, TM, TN, threads, min blocks per SM)
+      warptile<false, 128, 128, 16, 64, 64, 4, 8, 4, 128, 1>(),  // Boehm's A6000 shape
+      warptile<false, 128, 128, 32, 64, 64, 4, 8, 4, 128, 2>(),
+      warptile<false, 128, 128, 16, 64, 32, 2, 4, 4, 256, 2>(),
+      warptile<false, 128, 128, 32, 64, 32, 2, 4, 4, 256, 2>(),
+      warptile<false, 128, 128, 64, 64, 32, 2, 4, 4, 256, 2>(),
+      warptile<false, 128, 128, 16, 64, 32, 2, 8, 4, 256, 2>(),
+      warptile<false, 128, 128, 32, 64, 32, 2, 8, 4, 256, 2>(),
+      warptile<false, 64, 128, 16, 32, 64, 2, 4, 4, 128, 4>(),
+      warptile<false, 64, 128, 32, 32, 64, 2, 4, 4, 128, 4>(),
+      warptile<false, 128, 64, 16, 64, 32, 2, 4, 4, 128, 4>(),
+      warptile<false, 128, 256, 16, 64, 64, 2, 8, 4, 256, 1>(),
+      // sgemm_11
+      warptile<true, 128, 128, 16, 64, 64, 4, 8, 4, 128, 1>(),
+      warptile<true, 128, 128, 8, 64, 32, 2, 4, 4, 256, 2>(),
+      warptile<true, 128, 128, 16, 64, 32, 2, 4, 4, 256, 2>(),
+      warptile<true, 128, 128, 8, 64, 32, 2, 8, 4, 256, 2>(),
+      warptile<true, 64, 128, 16, 32, 64, 2, 4, 4, 128, 4>(),
+      warptile<true, 64, 128, 8, 32, 64, 2, 4, 4, 128, 4>(),
+      warptile<true, 128, 64, 16, 64, 32, 2, 4, 4, 128, 4>(),
   };
 }
 

@@ -67,8 +67,8 @@ __device__ __forceinline__ void warptile_mma(const float* __restrict__ As, const
   }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT>
-__global__ void __launch_bounds__(NT)
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
     sgemm_warptiling(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                      float* __restrict__ C) {
   using S = Shape<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
@@ -118,11 +118,12 @@ __global__ void __launch_bounds__(NT)
         }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT>
+// MINB: blocks per SM the register allocation must allow (__launch_bounds__'s second argument).
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB = 1>
 void launch(const GemmArgs& a) {
   using S = Shape<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
   constexpr int smem = S::stage_floats * 4;
-  auto* fn = sgemm_warptiling<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
+  auto* fn = sgemm_warptiling<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>;
   static const bool attr_set = [&] {  // once per instantiation: allow > 48 KB of dynamic shared memory
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;

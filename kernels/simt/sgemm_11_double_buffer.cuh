@@ -16,8 +16,8 @@ namespace gemmlab::kernels::sgemm11 {
 using sgemm10::Shape;
 using sgemm10::warptile_mma;
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT>
-__global__ void __launch_bounds__(NT)
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
     sgemm_double_buffer(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                         float* __restrict__ C) {
   using S = Shape<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
@@ -90,11 +90,12 @@ __global__ void __launch_bounds__(NT)
         }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT>
+// MINB: blocks per SM the register allocation must allow (__launch_bounds__'s second argument).
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB = 1>
 void launch(const GemmArgs& a) {
   using S = Shape<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
   constexpr int smem = 2 * S::stage_floats * 4;
-  auto* fn = sgemm_double_buffer<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
+  auto* fn = sgemm_double_buffer<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>;
   static const bool attr_set = [&] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
