@@ -6,7 +6,7 @@
 //    in_mma, external, bf16 inputs, and an fp16 accumulator. Promotion is not offered on it: it
 //    needs a second set of 128 accumulator registers per thread, which does not fit in 255.
 // BK = 64 (128-byte smem rows, 16-byte chunk c of row r stored at chunk c ^ (r % 8): ldmatrix and
-// cp.async are free of bank conflicts), 4-stage cp.async.cg pipeline, one barrier per k-tile,
+// cp.async are free of bank conflicts), 4-stage cp.async.cg pipeline, one barrier per k-tile (one k-step early),
 // fragments double-buffered across the four k16 steps of a tile. A row-major (M, K), B col-major
 // (stored as B^T (N, K) row-major) so both tiles are k-major and ldmatrix needs no .trans.
 //
@@ -188,24 +188,36 @@ __global__ void __launch_bounds__(THREADS, 1)
     ptx::cp_async_commit();
   }
 
+  // Main loop. The barrier for k-tile kt+1 sits after the mma of k-step KSTEPS-2 of tile kt, so the
+  // fragments of tile kt+1's first k-step are loaded before tile kt's last mma (no bubble at the
+  // tile boundary), and the copy of tile kt+STAGES-1 (issued at k-step 0) refills the slot of
+  // tile kt-1, which every warp finished reading before that barrier.
   uint32_t af[2][MT][4], bf[2][NT][2];
+  ptx::cp_async_wait<STAGES - 2>();
+  __syncthreads();
+  load_frags(af[0], bf[0], 0, 0);
   for (int kt = 0; kt < KT; ++kt) {
-    ptx::cp_async_wait<STAGES - 2>();  // k-tile kt has landed (for this thread) ...
-    __syncthreads();                   // ... for all threads; and k-tile kt-1's slot is free
-    const int next = kt + STAGES - 1;
-    if (next < KT) {
-      const int slot = next % STAGES;
-      load_tile_async<BM>(sA + slot * S::A_TILE * 2, gA + (size_t)next * BK, K, tid);
-      load_tile_async<BN>(sB + slot * S::B_TILE * 2, gB + (size_t)next * BK, K, tid);
-    }
-    ptx::cp_async_commit();
-
     const int stage = kt % STAGES;
-    load_frags(af[0], bf[0], stage, 0);
 #pragma unroll
     for (int ks = 0; ks < KSTEPS; ++ks) {
-      if (ks + 1 < KSTEPS) load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], stage, ks + 1);
+      if (ks == 0) {
+        const int next = kt + STAGES - 1;
+        if (next < KT) {
+          const int slot = next % STAGES;
+          load_tile_async<BM>(sA + slot * S::A_TILE * 2, gA + (size_t)next * BK, K, tid);
+          load_tile_async<BN>(sB + slot * S::B_TILE * 2, gB + (size_t)next * BK, K, tid);
+        }
+        ptx::cp_async_commit();  // possibly empty: one group per k-tile keeps the count
+      }
+      if (ks + 1 < KSTEPS)
+        load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], stage, ks + 1);
+      else if (kt + 1 < KT)
+        load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], (kt + 1) % STAGES, 0);
       mma_step(af[ks & 1], bf[ks & 1]);
+      if (ks == KSTEPS - 2) {
+        ptx::cp_async_wait<STAGES - 2>();  // k-tile kt+1 has landed (for this thread) ...
+        __syncthreads();                   // ... for all threads
+      }
     }
   }
   ptx::cp_async_wait<0>();
