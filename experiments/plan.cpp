@@ -122,7 +122,11 @@ RunPlan load_suite(const std::string& path) {
     p.reference = *v;
   }
   if (auto n = t.get("description"); n && !n->is_string()) bad(path, "description", "must be a string");
-  validate_numbers(p);
+  try {
+    validate_numbers(p);
+  } catch (const UsageError& e) {
+    throw UsageError("suite file " + path + ": " + e.what());
+  }
   return p;
 }
 

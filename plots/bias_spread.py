@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def load(path, size):
@@ -56,19 +57,22 @@ def main():
     for r in rows:
         y = kernels.index(r["kernel"]) + off[r["distribution"]]
         c = colors[dists.index(r["distribution"]) % len(colors)]
-        mean, ci, std = float(r["rel_mean"]), float(r["rel_mean_ci95"]), float(r["rel_std"])
+        # In units of the output format's unit roundoff u, so fp32 and fp16 outputs compare directly.
+        u = float(r["u_out"])
+        mean, ci, std = float(r["rel_mean"]) / u, float(r["rel_mean_ci95"]) / u, float(r["rel_std"]) / u
         marker = "x" if r["status"] == "failed_bound" else "o"
         ax_b.errorbar(mean, y, xerr=ci, fmt=marker, color=c, ms=4, capsize=2)
         ax_s.plot(std if std > 0 else float("nan"), y, marker, color=c, ms=4)
         for v in (abs(mean), std):
             if v > 0 and math.isfinite(v):
                 smallest.append(v)
-    lin = min(smallest) if smallest else 1e-12
+    lin = 10 ** math.floor(math.log10(min(smallest))) if smallest else 1e-6
     ax_b.set_xscale("symlog", linthresh=lin)
+    ax_b.xaxis.set_major_locator(matplotlib.ticker.SymmetricalLogLocator(linthresh=lin, base=100))
     ax_b.axvline(0, color="0.6", lw=0.8)
-    ax_b.set_xlabel("bias: mean of (Ĉ−C)/|C|  (bars: 95% CI)")
+    ax_b.set_xlabel("bias: mean of (Ĉ−C)/|C| in units of u_out  (bars: 95% CI)")
     ax_s.set_xscale("log")
-    ax_s.set_xlabel("spread: std of (Ĉ−C)/|C|")
+    ax_s.set_xlabel("spread: std of (Ĉ−C)/|C| in units of u_out")
     ax_b.set_yticks(range(len(kernels)))
     ax_b.set_yticklabels(kernels, fontsize=8)
     ax_b.invert_yaxis()
