@@ -12,6 +12,7 @@
 
 #include "experiments/plan.hpp"
 #include "experiments/run.hpp"
+#include "experiments/tune_sgemm.hpp"
 #include "reference/distributions.hpp"
 #include "reference/exact_gemm.hpp"
 #include "reference/mpfr_gemm.hpp"
@@ -103,6 +104,13 @@ int main(int argc, char** argv) {
   bench->add_option("--engine", b_engine, "exact or mpfr");
   bench->add_option("--threads", b_threads, "threads (0: all)");
 
+  auto* tune = app.add_subcommand("tune", "search sgemm_09_autotuned's (BM, BN, BK, TM, TN) on this GPU");
+  std::string t_size = "4096", t_write;
+  int t_reps = 10;
+  tune->add_option("--size", t_size, "N or MxNxK to tune at");
+  tune->add_option("--reps", t_reps, "timed repetitions per candidate");
+  tune->add_option("--write", t_write, "write the winner into this header (kernels/simt/sgemm_09_autotuned_config.hpp)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -113,6 +121,11 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("list")) {
       print_list();
       return 0;
+    }
+    if (app.got_subcommand("tune")) {
+      Size z = parse_size(t_size);
+      if (t_reps < 1) throw UsageError("--reps must be at least 1");
+      return tune_sgemm(z.M, z.N, z.K, t_reps, t_write);
     }
     if (app.got_subcommand("bench-reference")) return bench_reference(b_size, b_dist, b_format, b_engine, b_threads);
     if (app.got_subcommand("run")) {
