@@ -1,0 +1,23 @@
+// `gemmlab probe`: run the tensor-core probes (reference/tc_infer.hpp) through one mma.sync
+// instruction at a time, infer each instruction's model parameters from the outcomes, and write a
+// tidy CSV (instruction, feature, observed, evidence_inputs, evidence_output_bits).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace gemmlab {
+
+// Runs every instruction the GPU supports (the others get a not_supported row), writes the CSV
+// atomically (temporary file, then rename) and, if print_table, a readable table on stdout.
+// Returns 0 on success, non-zero with a message on stderr when no GPU is usable or a write fails.
+int run_probes(const std::string& out_csv_path, bool print_table);
+
+// Validates the inferred model of `instruction` (a name from tc::all_instructions(), e.g.
+// "mma_m16n8k16_f16_f32") against the hardware on n_tiles random tiles drawn from several
+// distributions (uniform, normal, wide exponent ranges, cancellation, subnormals), seeded by `seed`.
+// Returns the number of output entries whose bits differ (0 = bit-exact), or -1 if the instruction
+// is not supported here. `report`, if given, receives a one-line summary with the first mismatch.
+long long validate_model(const std::string& instruction, long long n_tiles, std::uint64_t seed,
+                         std::string* report = nullptr);
+
+}  // namespace gemmlab

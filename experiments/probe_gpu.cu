@@ -1,0 +1,421 @@
+// Tensor-core probes on the GPU: every probe (or random validation tile) is one warp executing ONE
+// mma.sync instruction on a tile read from global memory, so nothing but that instruction's
+// arithmetic touches the result. Tiles travel as bit patterns (uint32 per element, low bits used),
+// so the host decides every input bit and reads back every output bit.
+//
+// Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k*"), lane = 4 g + t:
+//   m16n8k16 f16/bf16  A: reg r, half h -> (g + 8 (r & 1), 2 t + h + 8 (r >> 1));  B: (2 t + h + 8 r, g)
+//   m16n8k8  tf32      A: reg r -> (g + 8 (r & 1), t + 4 (r >> 1));             B: (t + 4 r, g)
+//   m16n8k32 e4m3/e5m2 A: reg r, byte q -> (g + 8 (r & 1), 4 t + q + 16 (r >> 1)); B: (4 t + q + 16 r, g)
+//   C/D f32: element e -> (g + 8 (e >> 1), 2 t + (e & 1));  C/D f16x2: reg r, half h -> (g + 8 r, 2 t + h)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "experiments/probe.hpp"
+#include "kernels/common/cuda_check.cuh"
+#include "reference/tc_infer.hpp"
+#include "reference/tc_model.hpp"
+
+namespace gemmlab {
+
+namespace {
+
+using tc::Instruction;
+
+// (16, K) A, (K, 8) B, (16, 8) C and D per tile, row-major, one uint32 of bits per element.
+template <int K>
+struct TileView {
+  const std::uint32_t* A;
+  const std::uint32_t* B;
+  const std::uint32_t* C;
+  std::uint32_t* D;
+  __device__ TileView(const std::uint32_t* a, const std::uint32_t* b, const std::uint32_t* c, std::uint32_t* d, long long t)
+      : A(a + t * 16 * K), B(b + t * K * 8), C(c + t * 128), D(d + t * 128) {}
+  __device__ std::uint32_t a(int i, int k) const { return A[i * K + k]; }
+  __device__ std::uint32_t b(int k, int j) const { return B[k * 8 + j]; }
+};
+
+__device__ inline std::uint32_t pack2(std::uint32_t lo, std::uint32_t hi) { return (lo & 0xffffu) | (hi << 16); }
+__device__ inline std::uint32_t pack4(std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3) {
+  return (b0 & 0xff) | ((b1 & 0xff) << 8) | ((b2 & 0xff) << 16) | ((b3 & 0xff) << 24);
+}
+
+// which: 0 f16->f32, 1 f16->f16, 2 bf16->f32
+template <int which>
+__global__ void k16_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
+  TileView<16> v(A, B, C, D, blockIdx.x);
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  std::uint32_t a[4], b[2];
+  for (int r = 0; r < 4; ++r) {
+    int row = g + 8 * (r & 1), col = 2 * t + 8 * (r >> 1);
+    a[r] = pack2(v.a(row, col), v.a(row, col + 1));
+  }
+  for (int r = 0; r < 2; ++r) b[r] = pack2(v.b(2 * t + 8 * r, g), v.b(2 * t + 1 + 8 * r, g));
+  if constexpr (which == 1) {
+    std::uint32_t c[2], d[2];
+    for (int r = 0; r < 2; ++r) c[r] = pack2(v.C[(g + 8 * r) * 8 + 2 * t], v.C[(g + 8 * r) * 8 + 2 * t + 1]);
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"
+                 : "=r"(d[0]), "=r"(d[1])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
+    for (int r = 0; r < 2; ++r) {
+      v.D[(g + 8 * r) * 8 + 2 * t] = d[r] & 0xffffu;
+      v.D[(g + 8 * r) * 8 + 2 * t + 1] = d[r] >> 16;
+    }
+  } else {
+    std::uint32_t c[4], d[4];
+    for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
+    if constexpr (which == 0)
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                   : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    else
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                   : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+    for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+  }
+}
+
+__global__ void tf32_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
+  TileView<8> v(A, B, C, D, blockIdx.x);
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  std::uint32_t a[4], b[2], c[4], d[4];
+  for (int r = 0; r < 4; ++r) a[r] = v.a(g + 8 * (r & 1), t + 4 * (r >> 1));
+  for (int r = 0; r < 2; ++r) b[r] = v.b(t + 4 * r, g);
+  for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+  for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+}
+
+// which: 0 e4m3, 1 e5m2 (sm_89 and later; the host never launches it elsewhere)
+template <int which>
+__global__ void fp8_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  TileView<32> v(A, B, C, D, blockIdx.x);
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  std::uint32_t a[4], b[2], c[4], d[4];
+  for (int r = 0; r < 4; ++r) {
+    int row = g + 8 * (r & 1), col = 4 * t + 16 * (r >> 1);
+    a[r] = pack4(v.a(row, col), v.a(row, col + 1), v.a(row, col + 2), v.a(row, col + 3));
+  }
+  for (int r = 0; r < 2; ++r) {
+    int k = 4 * t + 16 * r;
+    b[r] = pack4(v.b(k, g), v.b(k + 1, g), v.b(k + 2, g), v.b(k + 3, g));
+  }
+  for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
+  if constexpr (which == 0)
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
+                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
+  for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+#endif
+}
+
+struct DeviceCaps {
+  bool present = false;
+  std::string name, why;
+  int cc = 0;
+};
+
+DeviceCaps device_caps() {
+  DeviceCaps d;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    d.why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+    return d;
+  }
+  cudaDeviceProp p;
+  GEMMLAB_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  d.present = true;
+  d.name = p.name;
+  d.cc = p.major * 10 + p.minor;
+  return d;
+}
+
+// Runs n tiles (host bit arrays) through the instruction; returns D bits (n, 16, 8).
+std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uint32_t>& A,
+                                     const std::vector<std::uint32_t>& B, const std::vector<std::uint32_t>& C) {
+  const long long n = (long long)C.size() / 128;
+  std::vector<std::uint32_t> D(C.size(), 0xffffffffu);
+  std::uint32_t *dA, *dB, *dC, *dD;
+  GEMMLAB_CUDA_CHECK(cudaMalloc(&dA, A.size() * 4));
+  GEMMLAB_CUDA_CHECK(cudaMalloc(&dB, B.size() * 4));
+  GEMMLAB_CUDA_CHECK(cudaMalloc(&dC, C.size() * 4));
+  GEMMLAB_CUDA_CHECK(cudaMalloc(&dD, D.size() * 4));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size() * 4, cudaMemcpyHostToDevice));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size() * 4, cudaMemcpyHostToDevice));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(dC, C.data(), C.size() * 4, cudaMemcpyHostToDevice));
+  GEMMLAB_CUDA_CHECK(cudaMemset(dD, 0xff, D.size() * 4));  // poison: an unwritten entry reads as NaN
+  dim3 grid((unsigned)n), block(32);
+  switch (ins) {
+    case Instruction::mma_m16n8k16_f16_f32: k16_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k16_f16_f16: k16_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k16_bf16_f32: k16_kernel<2><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k8_tf32_f32: tf32_kernel<<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k32_e4m3_f32: fp8_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k32_e5m2_f32: fp8_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
+  }
+  GEMMLAB_LAUNCH_CHECK(tc::info(ins).name);
+  GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(D.data(), dD, D.size() * 4, cudaMemcpyDeviceToHost));
+  cudaFree(dA);
+  cudaFree(dB);
+  cudaFree(dC);
+  cudaFree(dD);
+  return D;
+}
+
+// One probe = one tile: row 0 of A, column 0 of B, C(0,0); the rest zero.
+std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins) {
+  const tc::InstructionInfo& I = tc::info(ins);
+  std::vector<tc::Probe> probes = tc::make_probes(I);
+  const int K = I.k;
+  const size_t n = probes.size();
+  std::vector<std::uint32_t> A(n * 16 * K, 0), B(n * K * 8, 0), C(n * 128, 0);
+  for (size_t p = 0; p < n; ++p) {
+    for (int k = 0; k < K; ++k) {
+      A[p * 16 * K + k] = (std::uint32_t)tc::encode(I.input, probes[p].a[k]);
+      B[p * K * 8 + k * 8] = (std::uint32_t)tc::encode(I.input, probes[p].b[k]);
+    }
+    C[p * 128] = (std::uint32_t)tc::encode(I.output, probes[p].c);
+  }
+  std::vector<std::uint32_t> D = run_tiles(ins, A, B, C);
+  std::vector<tc::ProbeOutcome> out;
+  for (size_t p = 0; p < n; ++p) out.push_back({probes[p], D[p * 128]});
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// Random tiles for validation, from several distributions (tile index picks one), exact in the
+// input format. splitmix64 per tile, so tiles are independent of batching and threads.
+struct SplitMix {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (next() >> 11) * 0x1.0p-53; }
+};
+
+const char* kDistributions[] = {"uniform01", "uniform11", "normal", "wide_exponent", "cancellation", "subnormal", "integers"};
+
+void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long tile, std::vector<double>& A,
+                 std::vector<double>& B, std::vector<double>& C) {
+  SplitMix r{seed * 0x100000001b3ull + (std::uint64_t)tile};
+  const int K = I.k;
+  const int dist = (int)(tile % 7);
+  tc::FormatFacts fi = tc::facts(I.input), fo = tc::facts(I.output);
+  auto in = [&](double x) {
+    x = std::clamp(x, -fi.max_finite, fi.max_finite);
+    return tc::round_to_format(I.input, x, tc::OutputRounding::nearest_even);
+  };
+  auto gen = [&]() -> double {
+    switch (dist) {
+      case 0: return r.uniform();
+      case 1: return 2 * r.uniform() - 1;
+      case 2: {
+        double u1 = std::max(r.uniform(), 1e-300), u2 = r.uniform();
+        return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+      }
+      case 3: {  // log-uniform over most of the input range, random sign
+        int lo = fi.emin - fi.precision + 1, hi = std::min(fi.emax, 20);
+        int span = std::min(hi - lo, 24);
+        int base = lo + (int)(r.next() % (unsigned)(hi - lo - span + 1));
+        double e = base + r.uniform() * span;
+        return ((r.next() & 1) ? -1 : 1) * std::exp2(e);
+      }
+      case 5: {  // near and below the smallest normal
+        double e = fi.emin - fi.precision + 1 + r.uniform() * (fi.precision + 2);
+        return ((r.next() & 1) ? -1 : 1) * std::exp2(e) * (1 + r.uniform());
+      }
+      case 6: return (double)((int)(r.next() % 9) - 4);
+      default: return 2 * r.uniform() - 1;
+    }
+  };
+  A.resize(16 * K);
+  B.resize(K * 8);
+  C.resize(128);
+  for (auto& x : A) x = in(gen());
+  for (auto& x : B) x = in(gen());
+  if (dist == 4) {  // cancellation: the second half of each row of A negates the first
+    for (int i = 0; i < 16; ++i)
+      for (int k = 0; k < K / 2; ++k) {
+        A[i * K + k] = in(2 * r.uniform() - 1);
+        A[i * K + K / 2 + k] = -A[i * K + k];
+      }
+    for (int k = 0; k < K / 2; ++k)
+      for (int j = 0; j < 8; ++j) {
+        B[k * 8 + j] = in(2 * r.uniform() - 1);
+        B[(k + K / 2) * 8 + j] = (r.next() % 8 == 0) ? in(B[k * 8 + j] * 0.75) : B[k * 8 + j];
+      }
+  }
+  for (auto& x : C) {
+    std::uint64_t m = r.next() % 4;
+    double v = m == 0 ? 0.0 : (dist == 3 || dist == 5 ? gen() : 2 * r.uniform() - 1) * (m == 3 ? 16.0 : 1.0);
+    if (dist == 5 && m == 1) v = std::ldexp((double)(1 + r.next() % 7), fo.emin - fo.precision + 1);
+    x = tc::round_to_format(I.output, std::clamp(v, -fo.max_finite, fo.max_finite), tc::OutputRounding::nearest_even);
+  }
+}
+
+template <class F>
+void parallel_for(long long n, F f) {
+  unsigned nt = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> th;
+  for (unsigned w = 0; w < nt; ++w)
+    th.emplace_back([&, w] {
+      for (long long i = w; i < n; i += nt) f(i);
+    });
+  for (auto& t : th) t.join();
+}
+
+}  // namespace
+
+long long validate_model(const std::string& instruction, long long n_tiles, std::uint64_t seed, std::string* report) {
+  auto ins = tc::parse_instruction(instruction);
+  if (!ins) throw std::runtime_error("validate_model: unknown instruction '" + instruction + "'");
+  const tc::InstructionInfo& I = tc::info(*ins);
+  DeviceCaps dev = device_caps();
+  if (!dev.present || dev.cc < I.min_cc) {
+    if (report) *report = instruction + ": not_supported";
+    return -1;
+  }
+  tc::Inference inf = tc::infer(I, run_probe_set(*ins));
+  const int K = I.k;
+  const long long batch = 1 << 16;
+  long long mismatches = 0, bits = 0, outputs = 0;
+  std::vector<long long> per_dist(7, 0);
+  std::string first;
+  for (long long t0 = 0; t0 < n_tiles; t0 += batch) {
+    const long long n = std::min(batch, n_tiles - t0);
+    std::vector<std::uint32_t> A(n * 16 * K), B(n * K * 8), C(n * 128);
+    parallel_for(n, [&](long long t) {
+      std::vector<double> a, b, c;
+      random_tile(I, seed, t0 + t, a, b, c);
+      for (int i = 0; i < 16 * K; ++i) A[t * 16 * K + i] = (std::uint32_t)tc::encode(I.input, a[i]);
+      for (int i = 0; i < K * 8; ++i) B[t * K * 8 + i] = (std::uint32_t)tc::encode(I.input, b[i]);
+      for (int i = 0; i < 128; ++i) C[t * 128 + i] = (std::uint32_t)tc::encode(I.output, c[i]);
+    });
+    std::vector<std::uint32_t> D = run_tiles(*ins, A, B, C);
+    std::vector<long long> miss(n, 0), mbits(n, 0);
+    std::vector<std::string> ex(n);
+    parallel_for(n, [&](long long t) {
+      std::vector<double> a, b, c;
+      random_tile(I, seed, t0 + t, a, b, c);
+      std::vector<double> d = tc::mma_tile(inf.params, I, a, b, c);
+      for (int e = 0; e < 128; ++e) {
+        std::uint32_t want = (std::uint32_t)tc::encode(I.output, d[e]), got = D[t * 128 + e];
+        bool nan_both = std::isnan(d[e]) && std::isnan(tc::decode(I.output, got));
+        if (want != got && !nan_both) {
+          ++miss[t];
+          mbits[t] += __builtin_popcount(want ^ got);
+          if (ex[t].empty()) {
+            int i = e / 8, j = e % 8;
+            std::ostringstream s;
+            s << "tile " << (t0 + t) << " (" << kDistributions[(t0 + t) % 7] << ") D(" << i << "," << j << "): model "
+              << tc::hex_bits(want, I.output) << " hardware " << tc::hex_bits(got, I.output) << "; row:";
+            for (int k = 0; k < K; ++k) s << " " << a[i * K + k] << "*" << b[k * 8 + j];
+            s << " c=" << c[e];
+            ex[t] = s.str();
+          }
+        }
+      }
+    });
+    for (long long t = 0; t < n; ++t) {
+      mismatches += miss[t];
+      bits += mbits[t];
+      per_dist[(t0 + t) % 7] += miss[t];
+      if (first.empty() && !ex[t].empty()) first = ex[t];
+    }
+    outputs += n * 128;
+  }
+  if (report) {
+    std::ostringstream s;
+    s << instruction << ": " << n_tiles << " tiles (seed " << seed << "), " << outputs << " outputs, " << mismatches
+      << " mismatching outputs, " << bits << " mismatching bits; model " << inf.params.describe() << "; per distribution:";
+    for (int d = 0; d < 7; ++d) s << " " << kDistributions[d] << "=" << per_dist[d];
+    if (!first.empty()) s << "; first mismatch: " << first;
+    *report = s.str();
+  }
+  return mismatches;
+}
+
+int run_probes(const std::string& out_csv_path, bool print_table) {
+  DeviceCaps dev = device_caps();
+  if (!dev.present) {
+    std::cerr << "gemmlab probe: no usable GPU (" << dev.why << "); the probes need one.\n";
+    return 2;
+  }
+  std::ostringstream csv;
+  csv << "instruction,feature,observed,evidence_inputs,evidence_output_bits\n";
+  for (Instruction ins : tc::all_instructions()) {
+    const tc::InstructionInfo& I = tc::info(ins);
+    if (dev.cc < I.min_cc) {
+      csv << I.name << ",status,not_supported (needs compute capability " << I.min_cc << "; " << csv_field(dev.name)
+          << " is " << dev.cc << "),,\n";
+      if (print_table) std::cout << I.name << ": not_supported on " << dev.name << "\n";
+      continue;
+    }
+    std::vector<tc::ProbeOutcome> outcomes = run_probe_set(ins);
+    tc::Inference inf = tc::infer(I, outcomes);
+    if (print_table) std::cout << "\n== " << I.name << " on " << dev.name << " (" << outcomes.size() << " probes)\n";
+    for (const tc::Finding& f : inf.findings) {
+      csv << I.name << "," << csv_field(f.feature) << "," << csv_field(f.observed) << "," << csv_field(f.evidence_inputs)
+          << "," << csv_field(f.evidence_output_bits) << "\n";
+      if (print_table) {
+        std::string obs = f.observed;
+        std::cout << "  " << f.feature << std::string(f.feature.size() < 22 ? 22 - f.feature.size() : 1, ' ') << obs << "\n";
+        if (!f.evidence_inputs.empty())
+          std::cout << std::string(24, ' ') << "evidence: " << f.evidence_inputs << " -> " << f.evidence_output_bits << "\n";
+      }
+    }
+  }
+  std::filesystem::path out(out_csv_path);
+  std::filesystem::path tmp = out;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) {
+      std::cerr << "gemmlab probe: cannot write " << tmp << " (is the folder there and writable?)\n";
+      return 1;
+    }
+    f << csv.str();
+    if (!f.good()) {
+      std::cerr << "gemmlab probe: writing " << tmp << " failed\n";
+      return 1;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) {
+    std::cerr << "gemmlab probe: cannot rename " << tmp << " to " << out << ": " << ec.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gemmlab
