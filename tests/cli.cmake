@@ -48,3 +48,8 @@ add_test(NAME plots.bias_spread
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/bias_spread.py ${_data}/sample_run.csv ${_out}/bias_spread.png)
 set_tests_properties(plots.bias_spread PROPERTIES LABELS plots)
+add_test(NAME plots.series
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/series.py ${_data}/sample_run.csv ${_out}/series.png --family simt)
+set_tests_properties(plots.series PROPERTIES LABELS plots)

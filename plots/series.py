@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""One family's series: speed and error per kernel, from a gemmlab run CSV.
+
+Left: TFLOP/s per kernel (median time, same run), with the chosen cuBLAS baseline as a line and its
+ratio printed on each bar. Right: for one distribution, the bias (mean relative error) as a dot
+and the normwise error as a bar, both in units of the output format's unit roundoff. Reads only
+the CSV; writes one figure.
+
+usage: series.py RUN.csv OUT.png --family simt [--baseline cublas_gemmex_fp32_pedantic]
+                 [--dist uniform_0_1] [--size MxNxK]
+"""
+import argparse
+import csv
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+DEFAULT_BASELINE = {
+    "simt": "cublas_gemmex_fp32_pedantic",
+    "mma": "cublas_gemmex_fp16_f32",
+    "wmma": "cublas_gemmex_fp16_f32",
+    "hopper": "cublas_gemmex_fp16_f32",
+    "cublas": "cublas_gemmex_fp32_pedantic",
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("out")
+    ap.add_argument("--family", required=True)
+    ap.add_argument("--baseline")
+    ap.add_argument("--dist", default="uniform_0_1")
+    ap.add_argument("--size")
+    a = ap.parse_args()
+    baseline = a.baseline or DEFAULT_BASELINE.get(a.family, "cublas_gemmex_fp16_f32")
+    with open(a.csv, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["status"] in ("passed", "failed_bound")]
+    if a.size:
+        rows = [r for r in rows if f'{r["M"]}x{r["N"]}x{r["K"]}' == a.size]
+    elif rows:
+        big = max(rows, key=lambda r: int(r["M"]) * int(r["N"]) * int(r["K"]))
+        a.size = f'{big["M"]}x{big["N"]}x{big["K"]}'
+        rows = [r for r in rows if f'{r["M"]}x{r["N"]}x{r["K"]}' == a.size]
+    rows = [r for r in rows if r["distribution"] == a.dist]
+    fam = [r for r in rows if r["family"] == a.family]
+    base = [r for r in rows if r["kernel"] == baseline]
+    if not fam:
+        sys.exit(f"series.py: no {a.family} rows for {a.dist} at {a.size} in {a.csv}")
+    kernels = list(dict.fromkeys(r["kernel"] for r in fam))
+    by = {r["kernel"]: r for r in fam}
+    base_t = float(base[0]["time_ms_median"]) if base else None
+
+    h = max(3.0, 0.3 * len(kernels) + 1.6)
+    fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(14, h), sharey=True, gridspec_kw={"width_ratios": [1.2, 1]})
+    ys = range(len(kernels))
+    tf = [float(by[k]["tflops"]) for k in kernels]
+    ax_t.barh(ys, tf, color="tab:blue")
+    if base:
+        ax_t.axvline(float(base[0]["tflops"]), color="tab:red", ls="--", lw=1, label=f"{baseline}")
+        for y, k in zip(ys, kernels):
+            ratio = base_t / float(by[k]["time_ms_median"])
+            ax_t.text(tf[y], y, f" {ratio:.2f}×", va="center", fontsize=7)
+        ax_t.legend(fontsize=7, loc="lower right")
+    ax_t.set_xlabel("TFLOP/s (median of the run's repetitions; label: ratio to the baseline's time)")
+    ax_t.set_yticks(list(ys))
+    ax_t.set_yticklabels(kernels, fontsize=7)
+    ax_t.invert_yaxis()
+
+    u = [float(by[k]["u_out"]) for k in kernels]
+    normw = [float(by[k]["normwise"]) / uu for k, uu in zip(kernels, u)]
+    bias = [float(by[k]["rel_mean"]) / uu for k, uu in zip(kernels, u)]
+    ax_e.barh(ys, normw, color="tab:gray", alpha=0.6, label="normwise ‖Ĉ−C‖/‖C‖")
+    ax_e.plot([abs(b) for b in bias], list(ys), "o", color="tab:orange", ms=4, label="|bias| (mean rel. error)")
+    for y, b in zip(ys, bias):
+        ax_e.text(abs(b) if b else 1e-3, y, " −" if b < 0 else (" +" if b > 0 else " 0"), va="center", fontsize=7)
+    ax_e.set_xscale("log")
+    ax_e.set_xlabel(f"error on {a.dist}, in units of u_out (sign of the bias beside the dot)")
+    ax_e.legend(fontsize=7, loc="lower right")
+    for ax in (ax_t, ax_e):
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.suptitle(f"{a.family} series at {a.size}: speed and accuracy (one run)")
+    fig.tight_layout()
+    fig.savefig(a.out, dpi=130)
+
+
+if __name__ == "__main__":
+    main()
