@@ -39,19 +39,21 @@ Candidate blocktile() {
   return {"sgemm_09", s, BM, BN, BK, TM, TN, kernels::sgemm09::launch<BM, BN, BK, TM, TN>};
 }
 
-template <bool Double, int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB>
+template <bool Double, int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB,
+          bool PREFETCH = false>
 Candidate warptile() {
   char s[128];
-  std::snprintf(s, sizeof s, "BM=%d BN=%d BK=%d WM=%d WN=%d WNITER=%d TM=%d TN=%d (%d thr, min %d/SM)", BM, BN, BK,
-                WM, WN, WNITER, TM, TN, NT, MINB);
+  std::snprintf(s, sizeof s, "BM=%d BN=%d BK=%d WM=%d WN=%d WNITER=%d TM=%d TN=%d (%d thr, min %d/SM%s)", BM, BN, BK,
+                WM, WN, WNITER, TM, TN, NT, MINB, PREFETCH ? ", prefetch" : "");
   if constexpr (Double)
     return {"sgemm_11", s, BM, BN, BK, 0, 0, kernels::sgemm11::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>};
   else
-    return {"sgemm_10", s, BM, BN, BK, 0, 0, kernels::sgemm10::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>};
+    return {"sgemm_10", s, BM, BN, BK, 0, 0, kernels::sgemm10::launch<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB, PREFETCH>};
 }
 
 // The search grid. sgemm_09: block tiles from 64x64 to 256x128, BK 8..32, thread tiles 4..8 wide.
-// sgemm_10/11: Boehm's A6000 shape and a few with 256 threads or larger block tiles.
+// sgemm_10/11: Boehm's A6000 shape and a few with 256 threads or larger block tiles; sgemm_10 with and
+// without register prefetch of the next K-step.
 std::vector<Candidate> candidates() {
   return {
       blocktile<64, 64, 8, 8, 8>(),     blocktile<64, 64, 16, 8, 8>(),    blocktile<64, 64, 32, 8, 8>(),
@@ -72,6 +74,12 @@ std::vector<Candidate> candidates() {
       warptile<false, 64, 128, 32, 32, 64, 2, 4, 4, 128, 4>(),
       warptile<false, 128, 64, 16, 64, 32, 2, 4, 4, 128, 4>(),
       warptile<false, 128, 256, 16, 64, 64, 2, 8, 4, 256, 1>(),
+      warptile<false, 128, 128, 8, 64, 32, 2, 4, 4, 256, 2>(),
+      warptile<false, 128, 128, 8, 64, 32, 2, 4, 4, 256, 2, true>(),
+      warptile<false, 128, 128, 8, 64, 32, 2, 8, 4, 256, 2, true>(),
+      warptile<false, 128, 128, 16, 64, 32, 2, 4, 4, 256, 2, true>(),
+      warptile<false, 64, 128, 8, 32, 64, 2, 4, 4, 128, 4, true>(),
+      warptile<false, 128, 128, 16, 64, 64, 4, 8, 4, 128, 1, true>(),
       // sgemm_11
       warptile<true, 128, 128, 16, 64, 64, 4, 8, 4, 128, 1>(),
       warptile<true, 128, 128, 8, 64, 32, 2, 4, 4, 256, 2>(),

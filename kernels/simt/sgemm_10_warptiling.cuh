@@ -67,7 +67,10 @@ __device__ __forceinline__ void warptile_mma(const float* __restrict__ As, const
   }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB>
+// PREFETCH: the next K-step's tiles are loaded from global memory into registers before the compute
+// on the current one (one shared stage, two barriers per K-step), so the load latency hides behind
+// BK steps of FMAs instead of stalling the block; sgemm_11 adds a second shared stage.
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB, bool PREFETCH>
 __global__ void __launch_bounds__(NT, MINB)
     sgemm_warptiling(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                      float* __restrict__ C) {
@@ -84,23 +87,43 @@ __global__ void __launch_bounds__(NT, MINB)
   B += (size_t)blockIdx.x * BN;
   C += (size_t)blockIdx.y * BM * N + (size_t)blockIdx.x * BN;
 
-  float acc[S::wmiter * TM][WNITER * TN] = {};
-  for (int k0 = 0; k0 < K; k0 += BK) {
+  float4 pa[S::a_iters], pb[S::b_iters];  // this thread's float4s of one K-step's A and B tiles
+  auto fetch = [&](int k0) {
 #pragma unroll
     for (int p = 0; p < S::a_iters; ++p) {
       const int idx = tid + p * NT, r = idx / (BK / 4), c = 4 * (idx % (BK / 4));
-      const float4 v = *reinterpret_cast<const float4*>(&A[(size_t)r * K + k0 + c]);
-      As[(c + 0) * S::a_stride + r] = v.x;
-      As[(c + 1) * S::a_stride + r] = v.y;
-      As[(c + 2) * S::a_stride + r] = v.z;
-      As[(c + 3) * S::a_stride + r] = v.w;
+      pa[p] = *reinterpret_cast<const float4*>(&A[(size_t)r * K + k0 + c]);
     }
 #pragma unroll
     for (int p = 0; p < S::b_iters; ++p) {
       const int idx = tid + p * NT, r = idx / (BN / 4), c = 4 * (idx % (BN / 4));
-      *reinterpret_cast<float4*>(&Bs[r * BN + c]) = *reinterpret_cast<const float4*>(&B[(size_t)(k0 + r) * N + c]);
+      pb[p] = *reinterpret_cast<const float4*>(&B[(size_t)(k0 + r) * N + c]);
     }
+  };
+  auto stash = [&] {
+#pragma unroll
+    for (int p = 0; p < S::a_iters; ++p) {
+      const int idx = tid + p * NT, r = idx / (BK / 4), c = 4 * (idx % (BK / 4));
+      As[(c + 0) * S::a_stride + r] = pa[p].x;
+      As[(c + 1) * S::a_stride + r] = pa[p].y;
+      As[(c + 2) * S::a_stride + r] = pa[p].z;
+      As[(c + 3) * S::a_stride + r] = pa[p].w;
+    }
+#pragma unroll
+    for (int p = 0; p < S::b_iters; ++p) {
+      const int idx = tid + p * NT, r = idx / (BN / 4), c = 4 * (idx % (BN / 4));
+      *reinterpret_cast<float4*>(&Bs[r * BN + c]) = pb[p];
+    }
+  };
+
+  float acc[S::wmiter * TM][WNITER * TN] = {};
+  if constexpr (PREFETCH) fetch(0);
+  for (int k0 = 0; k0 < K; k0 += BK) {
+    if constexpr (!PREFETCH) fetch(k0);
+    stash();
     __syncthreads();
+    if constexpr (PREFETCH)
+      if (k0 + BK < K) fetch(k0 + BK);  // in flight during the compute below
     warptile_mma<S, BK, BN, TM, TN, WNITER>(As, Bs, m0, n0, acc);
     __syncthreads();
   }
@@ -119,11 +142,12 @@ __global__ void __launch_bounds__(NT, MINB)
 }
 
 // MINB: blocks per SM the register allocation must allow (__launch_bounds__'s second argument).
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB = 1>
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int MINB = 1,
+          bool PREFETCH = false>
 void launch(const GemmArgs& a) {
   using S = Shape<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
   constexpr int smem = S::stage_floats * 4;
-  auto* fn = sgemm_warptiling<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>;
+  auto* fn = sgemm_warptiling<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB, PREFETCH>;
   static const bool attr_set = [&] {  // once per instantiation: allow > 48 KB of dynamic shared memory
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
