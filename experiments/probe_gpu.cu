@@ -293,6 +293,31 @@ void parallel_for(long long n, F f) {
   for (auto& t : th) t.join();
 }
 
+// Writes a temporary file beside `path`, then renames it: a reader never sees half a CSV.
+bool write_atomically(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) {
+      std::cerr << "gemmlab probe: cannot write " << tmp << " (is the folder there and writable?)\n";
+      return false;
+    }
+    f << text;
+    if (!f.good()) {
+      std::cerr << "gemmlab probe: writing " << tmp << " failed\n";
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::cerr << "gemmlab probe: cannot rename " << tmp << " to " << path << ": " << ec.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 long long validate_model(const std::string& instruction, long long n_tiles, std::uint64_t seed, std::string* report) {
@@ -372,6 +397,8 @@ int run_probes(const std::string& out_csv_path, bool print_table) {
   }
   std::ostringstream csv;
   csv << "instruction,feature,observed,evidence_inputs,evidence_output_bits\n";
+  std::ostringstream raw;  // <out>_outcomes.csv: one row per probe
+  raw << "instruction,probe,feature,inputs,output_bits,model_bits,model_matches\n";
   for (Instruction ins : tc::all_instructions()) {
     const tc::InstructionInfo& I = tc::info(ins);
     if (dev.cc < I.min_cc) {
@@ -382,6 +409,12 @@ int run_probes(const std::string& out_csv_path, bool print_table) {
     }
     std::vector<tc::ProbeOutcome> outcomes = run_probe_set(ins);
     tc::Inference inf = tc::infer(I, outcomes);
+    for (const tc::ProbeOutcome& o : outcomes) {  // every raw outcome, so inference can be redone offline
+      double m = tc::dot(inf.params, o.probe.a.data(), o.probe.b.data(), I.k, o.probe.c);
+      raw << I.name << "," << csv_field(o.probe.id) << "," << csv_field(o.probe.feature) << ","
+          << csv_field(tc::describe_inputs(o.probe)) << "," << tc::hex_bits(o.output_bits, I.output) << ","
+          << tc::hex_bits(tc::encode(I.output, m), I.output) << "," << (tc::reproduces(inf.params, o) ? 1 : 0) << "\n";
+    }
     if (print_table) std::cout << "\n== " << I.name << " on " << dev.name << " (" << outcomes.size() << " probes)\n";
     for (const tc::Finding& f : inf.findings) {
       csv << I.name << "," << csv_field(f.feature) << "," << csv_field(f.observed) << "," << csv_field(f.evidence_inputs)
@@ -395,27 +428,9 @@ int run_probes(const std::string& out_csv_path, bool print_table) {
     }
   }
   std::filesystem::path out(out_csv_path);
-  std::filesystem::path tmp = out;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) {
-      std::cerr << "gemmlab probe: cannot write " << tmp << " (is the folder there and writable?)\n";
-      return 1;
-    }
-    f << csv.str();
-    if (!f.good()) {
-      std::cerr << "gemmlab probe: writing " << tmp << " failed\n";
-      return 1;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) {
-    std::cerr << "gemmlab probe: cannot rename " << tmp << " to " << out << ": " << ec.message() << "\n";
-    return 1;
-  }
-  return 0;
+  std::filesystem::path raw_out = out.parent_path() / (out.stem().string() + "_outcomes.csv");
+  if (!write_atomically(raw_out, raw.str())) return 1;
+  return write_atomically(out, csv.str()) ? 0 : 1;
 }
 
 }  // namespace gemmlab

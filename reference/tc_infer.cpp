@@ -525,9 +525,14 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
       for (size_t i = 0; i < o.probe.a.size(); ++i) exact += o.probe.a[i] * o.probe.b[i];
       exact += o.probe.c;
       double obs = decode(ins.output, o.output_bits);
-      bool ok = obs == exact;
+      // the output format may not hold the exact value (fp16 output): then any faithful rounding of it
+      double rz = round_to_format(ins.output, exact, OutputRounding::toward_zero);
+      double rn = round_to_format(ins.output, exact, OutputRounding::nearest_even);
+      bool ok = obs == exact || (exact != rz && (obs == rz || obs == rn));
       r.findings.push_back({"exact_products",
-                            std::string(ok ? "yes" : "no") + ": " + o.probe.id + " exact " + num(exact) + ", observed " + num(obs),
+                            std::string(ok ? "yes" : "no") + ": " + o.probe.id + " exact " + num(exact) +
+                                (exact != rz ? " (not representable in the output; rounds to " + num(rz) + " or " + num(rn) + ")" : "") +
+                                ", observed " + num(obs),
                             describe_inputs(o.probe), obs_of(o)});
       if (ok) break;
     }

@@ -182,6 +182,9 @@ double round_exact(Format f, Exact x, OutputRounding mode, bool subnormals) {
     else r = std::numeric_limits<double>::infinity();
   }
   if (!subnormals && r < std::ldexp(1.0, ff.emin)) r = 0.0;
+  // A non-zero sum that rounds to zero gives +0 (measured on H200: mma.sync writes 0x00000000, not
+  // the IEEE -0, for a negative sum below the smallest subnormal).
+  if (r == 0) return 0.0;
   return neg ? -r : r;
 }
 

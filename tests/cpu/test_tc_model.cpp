@@ -147,6 +147,16 @@ TEST(TcModelSubnormals, PassThroughAndFlush) {
   EXPECT_EQ(run16(b, {{0, p2(-126), p2(-10)}}, 0.0), 0.0);
 }
 
+TEST(TcModelSubnormals, NegativeUnderflowGivesPlusZero) {
+  // bf16: -2^-126 * 2^-30 = -2^-156 is below fp32's smallest subnormal: RZ gives zero, and the
+  // hardware writes +0 (0x00000000), not -0.
+  TcParams b = fp16_fp32();
+  b.input = Format::bf16;
+  double r = run16(b, {{0, -p2(-126), p2(-30)}}, 0.0);
+  EXPECT_EQ(r, 0.0);
+  EXPECT_FALSE(std::signbit(r));
+}
+
 TEST(TcModelSpecials, NanAndInfinity) {
   auto p = fp16_fp32();
   const double inf = std::numeric_limits<double>::infinity();
