@@ -10,12 +10,15 @@
 #include <iostream>
 #include <string>
 
+#include "experiments/output.hpp"
 #include "experiments/plan.hpp"
 #include "experiments/run.hpp"
 #include "experiments/tune_sgemm.hpp"
+#include "experiments/probe.hpp"
 #include "reference/distributions.hpp"
 #include "reference/exact_gemm.hpp"
 #include "reference/mpfr_gemm.hpp"
+#include "reference/tc_model.hpp"
 
 using namespace gemmlab;
 
@@ -111,6 +114,14 @@ int main(int argc, char** argv) {
   tune->add_option("--reps", t_reps, "timed repetitions per candidate");
   tune->add_option("--write", t_write, "write the winner into this header (kernels/simt/sgemm_09_autotuned_config.hpp)");
 
+  auto* probe = app.add_subcommand("probe", "infer how this GPU's tensor-core instructions round, one instruction at a time");
+  std::string p_out = "results/probes.csv";
+  long long p_validate = 0;
+  std::uint64_t p_seed = 1;
+  probe->add_option("-o,--out", p_out, "findings CSV (raw outcomes go beside it as <out>_outcomes.csv)");
+  probe->add_option("--validate", p_validate, "then compare the inferred model with the hardware on this many random tiles per instruction");
+  probe->add_option("--seed", p_seed, "seed of the validation tiles");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -126,6 +137,19 @@ int main(int argc, char** argv) {
       Size z = parse_size(t_size);
       if (t_reps < 1) throw UsageError("--reps must be at least 1");
       return tune_sgemm(z.M, z.N, z.K, t_reps, t_write);
+    }
+    if (app.got_subcommand("probe")) {
+      if (p_out.size() < 5 || p_out.substr(p_out.size() - 4) != ".csv") throw UsageError("--out must name a .csv file");
+      check_writable(p_out);
+      int rc = run_probes(p_out, true);
+      if (rc != 0 || p_validate <= 0) return rc;
+      for (auto ins : tc::all_instructions()) {
+        const char* name = tc::info(ins).name;
+        std::string report;
+        validate_model(name, p_validate, p_seed, &report);
+        std::printf("validate %-24s %s\n", name, report.c_str());
+      }
+      return 0;
     }
     if (app.got_subcommand("bench-reference")) return bench_reference(b_size, b_dist, b_format, b_engine, b_threads);
     if (app.got_subcommand("run")) {
