@@ -9,6 +9,23 @@
 // cp.async are free of bank conflicts), 4-stage cp.async.cg pipeline, one barrier per k-tile (one k-step early),
 // fragments double-buffered across the four k16 steps of a tile. A row-major (M, K), B col-major
 // (stored as B^T (N, K) row-major) so both tiles are k-major and ldmatrix needs no .trans.
+// External mode of the 64x64 warp tile single-buffers the A fragments (A_SINGLE below): with both
+// fragment sets double-buffered it needed 255 registers and spilled 52 bytes in the loop (0.362x
+// cuBLAS); single-buffered it uses 255 registers with an 8-byte spill (one LDL.64 of a panel
+// pointer per k-tile, in the cp.async branch, not between the mma): 0.437x on an H200.
+//
+// Measured on an H200 at 4096^3 (median of 20, same run as cuBLAS fp16->fp32 at 740 TFLOP/s):
+// 128x256 in_mma 0.618x, external 0.437x (external costs 41% time), bf16 0.623x, f16acc 0.665x.
+// Tried and not kept (within run-to-run noise, 2026-11-21 H200):
+//  * ldmatrix of the next k-step issued before the k-tile's cp.async (ptxas cannot hoist an ldmatrix
+//    over a cp.async that may alias, so it had left the next step's fragments until after all 32 mma
+//    of k-step 0): 0.624x -> 0.618x, kept since it costs nothing and removes an exposed latency;
+//  * persistent grid (one block per SM, the next tile's pipeline fill issued before the current
+//    tile's epilogue): 0.621x in_mma, 0.431x external (and 8 bytes of spill);
+//  * persistent + 16-tile-row rasterization for L2 reuse: 0.624x in_mma, 0.435x external.
+// So neither the pipeline fill/epilogue nor L2 locality is what holds the kernel at ~0.62x; the
+// f16-accumulator variant (half the accumulator registers and C bytes) running 8% faster points at
+// register-file / epilogue pressure of the 128-register fp32 accumulator.
 //
 // Numerics (per output entry, K = 16 k-steps of 16 products each; see kernels/common/mma_ptx.cuh):
 //  * in_mma:   D = A*B + D: the fp32 accumulator goes through the tensor core's aligned,
@@ -74,12 +91,16 @@ __device__ __forceinline__ void load_tile_async(uint32_t smem, const uint16_t* _
     ptx::cp_async_cg16(s0 + i * ROWS_PER_PASS * BK * 2, g0 + (size_t)i * ROWS_PER_PASS * K);
 }
 
+// A_SINGLE: A fragments single-buffered, each m16 fragment reloaded for the next k-step as soon as
+// its last mma is issued (B stays double-buffered): 32 registers fewer, for the external mode of
+// the 64x64 warp tile, which otherwise spills.
 template <int BN, int STAGES, Mode MODE, bool BF16>
 __global__ void __launch_bounds__(THREADS, 1)
     hgemm_pipeline(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
                    void* __restrict__ Cout, int promote_ksteps) {
   using S = Shape<BN, STAGES>;
   constexpr int NT = S::NT, WN = S::WN;
+  constexpr bool A_SINGLE = MODE == Mode::external && BN == 256;
   extern __shared__ __align__(128) uint16_t smem[];
   // smem: STAGES x (BM, BK) tiles of A, then STAGES x (BN, BK) tiles of B^T, all swizzled.
   const uint32_t sA = ptx::smem_u32(smem);
@@ -98,26 +119,6 @@ __global__ void __launch_bounds__(THREADS, 1)
   float acc[MT][NT][4];
   float part[PROMO ? MT : 1][PROMO ? NT : 1][4];
   uint32_t hacc[F16 ? MT : 1][F16 ? NT : 1][2];
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-  if constexpr (PROMO) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) part[i][j][e] = 0.0f;
-  }
-  if constexpr (F16) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j) hacc[i][j][0] = hacc[i][j][1] = 0u;
-  }
 
   // ldmatrix row addresses of this lane (see mma_ptx.cuh for the matrix order):
   // A x4 of an m16k16 tile: rows lane % 16, chunk +lane / 16; B x4 of two n8k16 tiles:
@@ -126,11 +127,11 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int b_row = wn * WN + (lane & 7) + ((lane >> 4) << 3), b_ch = (lane >> 3) & 1;
   const int phase = lane & 7;
 
-  auto load_frags = [&](uint32_t (&af)[MT][4], uint32_t (&bf)[NT][2], int stage, int ks) {
-    const uint32_t a_base = sA + stage * S::A_TILE * 2 + (a_row * BK + (((ks * 2 + a_ch) ^ phase) << 3)) * 2;
+  auto load_a = [&](uint32_t (&a)[4], int stage, int ks, int i) {
+    ptx::ldmatrix_x4(a, sA + stage * S::A_TILE * 2 + ((a_row + i * 16) * BK + (((ks * 2 + a_ch) ^ phase) << 3)) * 2);
+  };
+  auto load_b = [&](uint32_t (&bf)[NT][2], int stage, int ks) {
     const uint32_t b_base = sB + stage * S::B_TILE * 2 + (b_row * BK + (((ks * 2 + b_ch) ^ phase) << 3)) * 2;
-#pragma unroll
-    for (int i = 0; i < MT; ++i) ptx::ldmatrix_x4(af[i], a_base + i * 16 * BK * 2);
 #pragma unroll
     for (int j = 0; j < NT / 2; ++j) {
       uint32_t r[4];
@@ -141,27 +142,29 @@ __global__ void __launch_bounds__(THREADS, 1)
       bf[2 * j + 1][1] = r[3];
     }
   };
+  auto load_frags = [&](uint32_t (&af)[MT][4], uint32_t (&bf)[NT][2], int stage, int ks) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) load_a(af[i], stage, ks, i);
+    load_b(bf, stage, ks);
+  };
 
+  auto mma_one = [&](int i, int j, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    if constexpr (MODE == Mode::in_mma) {
+      ptx::mma_m16n8k16_f32<BF16>(acc[i][j], a, b, acc[i][j]);
+    } else if constexpr (MODE == Mode::external) {
+      const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float t[4];
+      ptx::mma_m16n8k16_f32<BF16>(t, a, b, zero);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = __fadd_rn(acc[i][j][e], t[e]);
+    } else if constexpr (MODE == Mode::promoted) {
+      ptx::mma_m16n8k16_f32<BF16>(part[i][j], a, b, part[i][j]);
+    } else {
+      ptx::mma_m16n8k16_f16_f16(hacc[i][j], a, b, hacc[i][j]);
+    }
+  };
   int since_promotion = 0;
-  auto mma_step = [&](const uint32_t (&af)[MT][4], const uint32_t (&bf)[NT][2]) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        if constexpr (MODE == Mode::in_mma) {
-          ptx::mma_m16n8k16_f32<BF16>(acc[i][j], af[i], bf[j], acc[i][j]);
-        } else if constexpr (MODE == Mode::external) {
-          const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-          float t[4];
-          ptx::mma_m16n8k16_f32<BF16>(t, af[i], bf[j], zero);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[i][j][e] = __fadd_rn(acc[i][j][e], t[e]);
-        } else if constexpr (MODE == Mode::promoted) {
-          ptx::mma_m16n8k16_f32<BF16>(part[i][j], af[i], bf[j], part[i][j]);
-        } else {
-          ptx::mma_m16n8k16_f16_f16(hacc[i][j], af[i], bf[j], hacc[i][j]);
-        }
-      }
+  auto promote = [&]() {
     if constexpr (PROMO) {
       if (++since_promotion == promote_ksteps) {
         since_promotion = 0;
@@ -187,67 +190,98 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     ptx::cp_async_commit();
   }
-
-  // Main loop. The barrier for k-tile kt+1 sits after the mma of k-step KSTEPS-2 of tile kt, so the
-  // fragments of tile kt+1's first k-step are loaded before tile kt's last mma (no bubble at the
-  // tile boundary), and the copy of tile kt+STAGES-1 (issued at k-step 0) refills the slot of
-  // tile kt-1, which every warp finished reading before that barrier.
-  uint32_t af[2][MT][4], bf[2][NT][2];
-  ptx::cp_async_wait<STAGES - 2>();
-  __syncthreads();
-  load_frags(af[0], bf[0], 0, 0);
-  for (int kt = 0; kt < KT; ++kt) {
-    const int stage = kt % STAGES;
-#pragma unroll
-    for (int ks = 0; ks < KSTEPS; ++ks) {
-      if (ks == 0) {
-        const int next = kt + STAGES - 1;
-        if (next < KT) {
-          const int slot = next % STAGES;
-          load_tile_async<BM>(sA + slot * S::A_TILE * 2, gA + (size_t)next * BK, K, tid);
-          load_tile_async<BN>(sB + slot * S::B_TILE * 2, gB + (size_t)next * BK, K, tid);
-        }
-        ptx::cp_async_commit();  // possibly empty: one group per k-tile keeps the count
-      }
-      if (ks + 1 < KSTEPS)
-        load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], stage, ks + 1);
-      else if (kt + 1 < KT)
-        load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], (kt + 1) % STAGES, 0);
-      mma_step(af[ks & 1], bf[ks & 1]);
-      if (ks == KSTEPS - 2) {
-        ptx::cp_async_wait<STAGES - 2>();  // k-tile kt+1 has landed (for this thread) ...
-        __syncthreads();                   // ... for all threads
-      }
-    }
-  }
-  ptx::cp_async_wait<0>();
-
-  if constexpr (PROMO) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = __fadd_rn(acc[i][j][e], part[i][j][e]);
-  }
-
-  // Epilogue: (16, 8) fragment (i, j) holds C(g, 2t..2t+1) and C(g+8, 2t..2t+1).
-  const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int r = row0 + wm * WM + i * 16 + g, c = col0 + wn * WN + j * 8 + 2 * t;
-      if constexpr (F16) {
-        __half* C = static_cast<__half*>(Cout);
-        *reinterpret_cast<uint32_t*>(&C[(size_t)r * N + c]) = hacc[i][j][0];
-        *reinterpret_cast<uint32_t*>(&C[(size_t)(r + 8) * N + c]) = hacc[i][j][1];
-      } else {
-        float* C = static_cast<float*>(Cout);
-        *reinterpret_cast<float2*>(&C[(size_t)r * N + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
-        *reinterpret_cast<float2*>(&C[(size_t)(r + 8) * N + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        acc[i][j][e] = 0.0f;
+        if constexpr (PROMO) part[i][j][e] = 0.0f;
+        if constexpr (F16) hacc[i][j][e & 1] = 0u;
+      }
+  {  // one (BM, BN) tile per block
+
+    // Main loop. The barrier for k-tile kt+1 sits after the mma of k-step KSTEPS-2 of tile kt, so
+    // the fragments of tile kt+1's first k-step are loaded before tile kt's last mma (no bubble at
+    // the tile boundary), and the copy of tile kt+STAGES-1 (issued in k-step 0, after that step's
+    // ldmatrix, which ptxas cannot move past a cp.async that may alias) refills the slot of tile
+    // kt-1, which every warp finished reading before that barrier.
+    uint32_t af[A_SINGLE ? 1 : 2][MT][4], bf[2][NT][2];
+    ptx::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if constexpr (A_SINGLE) {
+#pragma unroll
+      for (int i = 0; i < MT; ++i) load_a(af[0][i], 0, 0, i);
+      load_b(bf[0], 0, 0);
+    } else {
+      load_frags(af[0], bf[0], 0, 0);
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+      const int stage = kt % STAGES;
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        const bool have_next = ks + 1 < KSTEPS || kt + 1 < KT;
+        const int nstage = ks + 1 < KSTEPS ? stage : (kt + 1) % STAGES, nks = (ks + 1) % KSTEPS;
+        if constexpr (A_SINGLE) {
+          if (have_next) load_b(bf[(ks + 1) & 1], nstage, nks);
+#pragma unroll
+          for (int i = 0; i < MT; ++i) {
+#pragma unroll
+            for (int j = 0; j < NT; ++j) mma_one(i, j, af[0][i], bf[ks & 1][j]);
+            if (have_next) load_a(af[0][i], nstage, nks, i);
+          }
+        } else {
+          if (have_next) load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], nstage, nks);
+#pragma unroll
+          for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j) mma_one(i, j, af[ks & 1][i], bf[ks & 1][j]);
+        }
+        promote();
+        if (ks == 0) {
+          const int next = kt + STAGES - 1;
+          if (next < KT) {
+            const int slot = next % STAGES;
+            load_tile_async<BM>(sA + slot * S::A_TILE * 2, gA + (size_t)next * BK, K, tid);
+            load_tile_async<BN>(sB + slot * S::B_TILE * 2, gB + (size_t)next * BK, K, tid);
+          }
+          ptx::cp_async_commit();  // possibly empty: one group per k-tile keeps the count
+        }
+        if (ks == KSTEPS - 2) {
+          ptx::cp_async_wait<STAGES - 2>();  // k-tile kt+1 has landed (for this thread) ...
+          __syncthreads();                   // ... for all threads
+        }
       }
     }
+    if constexpr (PROMO) {
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[i][j][e] = __fadd_rn(acc[i][j][e], part[i][j][e]);
+    }
+
+    // Epilogue: (16, 8) fragment (i, j) holds C(g, 2t..2t+1) and C(g+8, 2t..2t+1).
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int r = row0 + wm * WM + i * 16 + g, c = col0 + wn * WN + j * 8 + 2 * t;
+        if constexpr (F16) {
+          __half* C = static_cast<__half*>(Cout);
+          *reinterpret_cast<uint32_t*>(&C[(size_t)r * N + c]) = hacc[i][j][0];
+          *reinterpret_cast<uint32_t*>(&C[(size_t)(r + 8) * N + c]) = hacc[i][j][1];
+        } else {
+          float* C = static_cast<float*>(Cout);
+          *reinterpret_cast<float2*>(&C[(size_t)r * N + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
+          *reinterpret_cast<float2*>(&C[(size_t)(r + 8) * N + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
+        }
+      }
+  }
+  ptx::cp_async_wait<0>();
 }
 
 template <int BN, int STAGES, Mode MODE, bool BF16, int PROMOTE_KSTEPS = 0>
