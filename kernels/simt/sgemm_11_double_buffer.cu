@@ -3,8 +3,10 @@
 // K-step's global loads in flight in registers during the compute, one barrier per K-step.
 // Block tile (128, 128), BK = 8, 256 threads, (64, 32) warp tiles, 2 x 2 lane tiles of (4, 4), at most
 // 128 registers (two blocks per SM): the fastest sgemm_11 shape in `gemmlab tune` on an H200
-// (2026-11-21), 3.07 ms at 4096^3. With BK = 16 the prefetch registers push it to 153 registers,
-// one block per SM, and 4.4 ms.
+// (2026-11-21): 2.98 ms at 4096^3 = 0.90x cuBLAS fp32 pedantic. With BK = 16 and no register cap
+// the prefetch registers push it to 153 registers, one block per SM, and 4.4 ms. On that H200 it is
+// slower than sgemm_10 with register prefetch (2.81 ms): the second stage saves one barrier per
+// K-step but costs the larger shared footprint and stage-address arithmetic; Boehm saw no gain either.
 //
 // Numerics: identical to sgemm_01_naive: each accumulator starts at +0 and gets one __fmaf_rn per k
 // in increasing k. Bit-identical to naive (tested). Sizes: M, N multiples of 128, K of 8 (declared).
