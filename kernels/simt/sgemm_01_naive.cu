@@ -9,13 +9,14 @@
 namespace gemmlab::kernels {
 namespace {
 
-// Thread (tx, ty) of block (bx, by) computes C(by*32 + ty, bx*32 + tx): consecutive threads of a warp
-// take consecutive columns, so B and C accesses are coalesced (Boehm's kernel 1 had them transposed;
-// the worklog's kernel 2 fixes exactly that, see sgemm_02_coalesce).
+// Thread (tx, ty) of block (bx, by) computes C(bx*32 + tx, by*32 + ty), as in the worklog's first
+// kernel: consecutive threads of a warp take consecutive ROWS, so each warp reads 32 different rows
+// of A and writes C with a stride of N (uncoalesced). sgemm_02_coalesce swaps the mapping; the
+// arithmetic, and so every output bit, is the same.
 __global__ void sgemm_naive(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
                             float* __restrict__ C) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
-  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  const int col = blockIdx.y * blockDim.y + threadIdx.y;
   if (row >= M || col >= N) return;
   float acc = 0.0f;
   for (int k = 0; k < K; ++k) acc = __fmaf_rn(A[(size_t)row * K + k], B[(size_t)k * N + col], acc);
@@ -24,7 +25,7 @@ __global__ void sgemm_naive(int M, int N, int K, const float* __restrict__ A, co
 
 void launch(const GemmArgs& a) {
   dim3 block(32, 32);
-  dim3 grid((a.N + 31) / 32, (a.M + 31) / 32);
+  dim3 grid((a.M + 31) / 32, (a.N + 31) / 32);
   sgemm_naive<<<grid, block, 0, as_stream(a.stream)>>>(a.M, a.N, a.K, static_cast<const float*>(a.A),
                                                       static_cast<const float*>(a.B), static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("sgemm_01_naive");

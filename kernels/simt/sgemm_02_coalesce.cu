@@ -1,8 +1,8 @@
 // sgemm_02_coalesce: Boehm's kernel 2, global-memory coalescing. One thread per output entry, with
 // the 1024 threads of a block laid out so that the 32 lanes of a warp take 32 consecutive columns of
 // one row of C: their loads of B(k, :) and stores of C(i, :) fall in one 128-byte line each, and
-// A(i, k) is one broadcast. (Boehm's kernel 1 mapped threadIdx.x to rows, so a warp strided through
-// memory; gemmlab's sgemm_01_naive already uses a 2D block with the coalesced mapping.)
+// A(i, k) is one broadcast. (Kernel 1, sgemm_01_naive, maps threadIdx.x to rows, so a warp strides
+// through memory.)
 //
 // Numerics: identical to sgemm_01_naive. C(i,j) = fma(A(i,K-1), B(K-1,j), ... fma(A(i,0), B(0,j), +0)):
 // one fp32 FMA (__fmaf_rn) per k, in increasing k, from +0. Outputs are bit-identical to the naive
