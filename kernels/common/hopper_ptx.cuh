@@ -67,6 +67,26 @@ inline CUtensorMap make_kmajor_tensor_map(const void* base, int rows, int k, int
   return map;
 }
 
+// Encodes a 2D tensor map for storing a row-major fp32 matrix (rows, cols) with TMA in boxes of
+// (box_rows, 32 floats = 128 bytes) in the 128-byte swizzle: the staging tile in shared memory holds
+// row r's 16-byte chunk c at chunk c ^ (r % 8), so a warp's fragment writes are free of bank
+// conflicts. Throws std::runtime_error with the driver's status on failure.
+inline CUtensorMap make_f32_store_tensor_map(void* base, int rows, int cols, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {cuuint64_t(cols), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(cols) * 4u};
+  const cuuint32_t box[2] = {32u, cuuint32_t(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  CUresult r = encode_tiled_fn()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, base, dims, strides, box, elem_strides,
+                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                 CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)) +
+                             " for a (" + std::to_string(rows) + ", " + std::to_string(cols) +
+                             ") fp32 output; cols * 4 must be a multiple of 16 bytes and the base 16-byte aligned");
+  return map;
+}
+
 // Number of SMs of the current device (cached per device; the harness uses one device).
 inline int sm_count() {
   static int n = [] {
@@ -184,6 +204,30 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, s
 }
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
+}
+
+// TMA store: the 2D box at (c0 = column, c1 = row) of the tensor map's global tensor is written from
+// shared memory `src` (in the map's swizzle) as part of this thread's current bulk async-group.
+// The generic-proxy writes to `src` must be fenced (fence_proxy_async_smem) and synchronised first.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+               ::"l"(reinterpret_cast<std::uint64_t>(map)), "r"(smem_u32(src)), "r"(c0), "r"(c1)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most N of this thread's bulk async-groups still read their shared-memory source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most N of this thread's bulk async-groups are incomplete (writes done).
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Named barrier over `count` threads (ids 1..15; 0 is __syncthreads).
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
 // TMA multicast: the same 2D box lands at the same shared-memory offset in every CTA of the cluster

@@ -220,5 +220,87 @@ TEST(HopperBench, DISABLED_Fp8Promotion) {
   if (csv) std::fclose(csv);
 }
 
+// Step 6 (hgemm_wgmma_06_*, TMA-store epilogue) on its own, so a device run can check just it:
+// bounds on the three sizes, exact integers, and a small size for compute-sanitizer.
+std::vector<const Kernel*> step6_kernels() {
+  std::vector<const Kernel*> v;
+  for (const Kernel* k : hopper_kernels())
+    if (std::string(k->name).find("hgemm_wgmma_06_") == 0) v.push_back(k);
+  return v;
+}
+
+TEST(HopperStep6, WithinBoundAndExact) {
+  auto ks = step6_kernels();
+  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_06 kernels registered";
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
+    check_within_bound(*k);
+    SCOPED_TRACE(k->name);
+    auto r = testing::run_and_check(*k, 2 * k->m_multiple, k->n_multiple, 4 * k->k_multiple, "exactint_8", 9);
+    EXPECT_EQ(r.run.unwritten, 0);
+    EXPECT_EQ(r.stats.normwise, 0.0);
+    EXPECT_EQ(r.stats.frac_correctly_rounded, 1.0);
+  }
+}
+
+TEST(HopperStep6, SanitizerSmall) {
+  auto ks = step6_kernels();
+  ASSERT_FALSE(ks.empty());
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
+    // 3 x 2 tiles on 6 blocks plus a K of 3 slices; and more tiles than blocks would be at 132 SMs
+    // is covered by the bound test.
+    auto r = testing::run_and_check(*k, 3 * k->m_multiple, 2 * k->n_multiple, 3 * k->k_multiple, "uniform_-1_1", 3);
+    EXPECT_EQ(r.run.unwritten, 0) << k->name;
+    EXPECT_TRUE(r.stats.within_bound) << k->name;
+  }
+}
+
+// Step 6 against cuBLAS and step 4's fastest in one run: 4096^3 and 8192^3, median of
+// GEMMLAB_BENCH_REPS (default 21) repetitions; CSV hopper_step6_bench.csv to $GEMMLAB_BENCH_DIR.
+TEST(HopperBench, DISABLED_Step6VsCublas) {
+  const Kernel* c16 = find_kernel("cublas_gemmex_fp16_f32");
+  const Kernel* cbf = find_kernel("cublas_gemmex_bf16_f32");
+  ASSERT_TRUE(c16 && cbf);
+  GEMMLAB_REQUIRE_KERNEL(*hopper_kernels().front());
+  std::vector<const Kernel*> ks = {c16, cbf};
+  for (const char* n : {"hgemm_wgmma_04_persistent_sm16_fp16_in_wgmma", "hgemm_wgmma_04_persistent_sm16_bf16_in_wgmma"})
+    if (const Kernel* k = find_kernel(n)) ks.push_back(k);
+  for (const Kernel* k : step6_kernels()) ks.push_back(k);
+  const int reps = std::getenv("GEMMLAB_BENCH_REPS") ? std::atoi(std::getenv("GEMMLAB_BENCH_REPS")) : 21;
+  FILE* csv = open_csv("hopper_step6_bench.csv",
+                       "kernel,M,N,K,reps,time_ms,time_ms_min,time_ms_max,tflops,ratio_cublas_fp16,ratio_cublas_same_format,gpu");
+  const std::string gpu = query_device().name;
+  std::printf("\n%-58s %6s %9s %8s %8s %8s\n", "kernel", "size", "time_ms", "TFLOP/s", "x_fp16", "x_same");
+  for (int n : {4096, 8192}) {
+    std::map<Format, std::pair<Matrix, Matrix>> inputs;
+    std::map<std::string, double> t;
+    for (const Kernel* k : ks) {
+      if (!check_size(*k, n, n, n).empty() || !hardware_support(*k, query_device()).empty()) continue;
+      if (!inputs.count(k->input)) {
+        Distribution d = parse_distribution("uniform_-1_1");
+        inputs.emplace(k->input, std::make_pair(generate(d, Operand::A, n, n, k->input, 1),
+                                                generate(d, Operand::B, n, n, k->input, 1)));
+      }
+      auto& ab = inputs.at(k->input);
+      TimingOptions opt;
+      opt.warmup = 5;
+      opt.reps = reps;
+      KernelRun run = run_kernel(*k, ab.first, ab.second, opt);
+      EXPECT_EQ(run.unwritten, 0) << k->name;
+      t[k->name] = run.time_ms_median;
+      const double r16 = t.count(c16->name) ? t[c16->name] / run.time_ms_median : 0;
+      const char* same = k->input == Format::bf16 ? cbf->name : c16->name;
+      const double rs = t.count(same) ? t[same] / run.time_ms_median : 0;
+      std::printf("%-58s %6d %9.4f %8.1f %8.3f %8.3f\n", k->name, n, run.time_ms_median, run.tflops, r16, rs);
+      if (csv)
+        std::fprintf(csv, "%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.3f,%.4f,%.4f,%s\n", k->name, n, n, n, reps,
+                     run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, r16, rs, gpu.c_str());
+      std::fflush(stdout);
+    }
+  }
+  if (csv) std::fclose(csv);
+}
+
 }  // namespace
 }  // namespace gemmlab
