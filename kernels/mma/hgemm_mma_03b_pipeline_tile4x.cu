@@ -14,8 +14,9 @@
 // cuBLAS); single-buffered it uses 255 registers with an 8-byte spill (one LDL.64 of a panel
 // pointer per k-tile, in the cp.async branch, not between the mma): 0.437x on an H200.
 //
-// Measured on an H200 at 4096^3 (median of 20, same run as cuBLAS fp16->fp32 at 740 TFLOP/s):
-// 128x256 in_mma 0.618x, external 0.437x (external costs 41% time), bf16 0.623x, f16acc 0.665x.
+// Measured on an H200 at 4096^3 (median of 20, same run as cuBLAS fp16->fp32 at 740 TFLOP/s), this
+// file as committed: 128x256 in_mma 0.634x (0.2928 ms), external 0.439x (0.4233 ms, +45% time),
+// bf16 in_mma 0.641x, f16acc 0.674x; an earlier run of the same kernels gave 0.618x / 0.437x.
 // Tried and not kept (within run-to-run noise, 2026-11-21 H200):
 //  * ldmatrix of the next k-step issued before the k-tile's cp.async (ptxas cannot hoist an ldmatrix
 //    over a cp.async that may alias, so it had left the next step's fragments until after all 32 mma
