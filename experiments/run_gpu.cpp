@@ -76,7 +76,7 @@ const std::vector<std::string>& csv_columns() {
       "entries", "zero_reference", "zero_ref_nonzero", "nonfinite", "unwritten", "rel_count",
       "rel_mean", "rel_mean_ci95", "rel_std", "rel_median", "rel_p01", "rel_p99", "rel_max_abs",
       "u_out", "rel_mean_u", "rel_std_u", "rel_median_u", "rel_p01_u", "rel_p99_u", "rel_max_abs_u",
-      "normwise", "componentwise", "frac_correctly_rounded", "gamma_bound", "cw_over_gamma", "sqrtk_u",
+      "normwise", "componentwise", "cw_mean", "cw_mean_ci95", "cw_std", "frac_correctly_rounded", "gamma_bound", "cw_over_gamma", "sqrtk_u",
       "cw_over_sqrtk_u", "time_ms_median", "time_ms_min", "time_ms_max", "reps", "tflops", "sm_clock_mhz",
       "status", "note"};
   return cols;
@@ -162,6 +162,9 @@ void put_stats(Row& r, const ErrorStats& s) {
   r.set("rel_max_abs_u", s.rel_max_abs_u);
   r.set("normwise", s.normwise);
   r.set("componentwise", s.componentwise);
+  r.set("cw_mean", s.cw_mean);
+  r.set("cw_mean_ci95", s.cw_mean_ci95);
+  r.set("cw_std", s.cw_std);
   r.set("frac_correctly_rounded", s.frac_correctly_rounded);
   r.set("gamma_bound", s.gamma_bound);
   r.set("cw_over_gamma", s.cw_over_gamma);

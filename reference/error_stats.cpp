@@ -77,6 +77,7 @@ struct ChunkStats {
   double rel_max_abs = 0;
   NeumaierSum err2, ref2;  // sum (C^ - C)^2 and sum C^2
   double componentwise = 0;
+  Welford cw;              // signed (C^ - C) / (|A||B|) over entries with |A||B| > 0
 };
 
 constexpr std::size_t kChunk = std::size_t{1} << 16;
@@ -182,6 +183,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
       const double ab = ref.abs_ab[i];
       if (ab > 0) {
         s.componentwise = std::max(s.componentwise, static_cast<double>(std::fabs(diff) / ab));
+        s.cw.add(diff / ab);
       } else if (diff != 0) {
         s.componentwise = std::numeric_limits<double>::infinity();
       }
@@ -195,7 +197,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
 
   ErrorStats st;
   st.entries = static_cast<std::int64_t>(n);
-  Welford rel;
+  Welford rel, cw;
   NeumaierSum err2, ref2;
   std::int64_t correct = 0;
   std::vector<std::int64_t> offset(nchunks + 1, 0);
@@ -206,6 +208,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     st.nonfinite += s.nonfinite;
     correct += s.correct;
     rel.merge(s.rel);
+    cw.merge(s.cw);
     st.rel_max_abs = std::max(st.rel_max_abs, s.rel_max_abs);
     err2.add(s.err2.s);
     err2.add(s.err2.c);
@@ -237,6 +240,14 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     st.rel_median = quantile(r, 0.5);
     st.rel_p01 = quantile(r, 0.01);
     st.rel_p99 = quantile(r, 0.99);
+  }
+
+  if (cw.n > 0) {
+    st.cw_mean = static_cast<double>(cw.mean);
+    if (cw.n > 1) {
+      st.cw_std = static_cast<double>(std::sqrt(cw.m2 / static_cast<long double>(cw.n - 1)));
+      st.cw_mean_ci95 = 1.96 * st.cw_std / std::sqrt(static_cast<double>(cw.n));
+    }
   }
 
   st.u_out = info(ref.out).unit_roundoff;

@@ -57,6 +57,9 @@ struct ErrorStats {
 
   double normwise = 0;        // ||C^ - C||_F / ||C||_F
   double componentwise = 0;   // max |C^ - C| / (|A||B|) over entries with (|A||B|) > 0
+  // Signed componentwise error e = (C^ - C) / (|A||B|) over entries with |A||B| > 0: its mean is a
+  // bias that stays meaningful for mean-zero data, where |C| << |A||B| makes relative errors explode.
+  double cw_mean = 0, cw_mean_ci95 = 0, cw_std = 0;
   double frac_correctly_rounded = 0;  // fraction of entries with C^ == RN_out(C)
   double gamma_bound = 0;     // gamma_bound_factor(model)
   double cw_over_gamma = 0;   // componentwise / gamma_bound

@@ -136,6 +136,11 @@ TEST(ErrorStats, HandComputedStatistics) {
   EXPECT_EQ(st.rel_max_abs_u, 48.0);
   EXPECT_DOUBLE_EQ(st.normwise, std::sqrt(2376.0 / 341.0) * s);
   EXPECT_EQ(st.componentwise, 1.5 * s);
+  // Signed componentwise e = {-1, -1, 0, 1, 1.5} 2^-20: mean 0.1, deviations -1.1 -1.1 -0.1 0.9 1.4,
+  // sum of squares 5.2, sample variance 1.3.
+  EXPECT_DOUBLE_EQ(st.cw_mean, 0.1 * s);
+  EXPECT_DOUBLE_EQ(st.cw_std, std::sqrt(1.3) * s);
+  EXPECT_DOUBLE_EQ(st.cw_mean_ci95, 1.96 * std::sqrt(1.3) / std::sqrt(5.0) * s);
   EXPECT_DOUBLE_EQ(st.frac_correctly_rounded, 0.4);
   const double g = 4 * 0x1p-24 / (1 - 4 * 0x1p-24);
   EXPECT_DOUBLE_EQ(st.gamma_bound, g);
