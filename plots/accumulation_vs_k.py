@@ -32,8 +32,11 @@ def label(row):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", help="gemmlab CSV (one row per kernel x distribution x size x seed)")
+    ap.add_argument("out_pos", nargs="?", help="figure file (same as --out)")
     ap.add_argument("-o", "--out", default="accumulation_vs_k.png", help="figure file (png, pdf or svg)")
     args = ap.parse_args()
+    if args.out_pos:
+        args.out = args.out_pos
 
     with open(args.csv, newline="") as f:
         reader = csv.DictReader(f)
@@ -44,11 +47,18 @@ def main():
     if not rows:
         sys.exit(f"{args.csv}: no rows with results (status passed or failed_bound)")
     # (kernel, distribution) -> K -> per-seed statistics; several seeds per K are averaged.
+    # For mean-zero data |C| << |A||B| at many entries and relative errors explode there, so those
+    # distributions use the signed componentwise error (C^-C)/(|A||B|) when the CSV has it.
     acc = defaultdict(lambda: defaultdict(list))
     info = {}
+    measure = {}
     for r in rows:
-        acc[(r["kernel"], r["distribution"])][int(r["K"])].append(
-            (float(r["rel_mean"]), float(r["rel_mean_ci95"]), float(r["rel_std"])))
+        d = r["distribution"]
+        cw = "cw_mean" in r and r["cw_mean"] != "" and not d.startswith("uniform_0_1")
+        measure[d] = "componentwise (Ĉ−C)/(|A||B|)" if cw else "relative (Ĉ−C)/|C|"
+        p = "cw" if cw else "rel"
+        acc[(r["kernel"], d)][int(r["K"])].append(
+            (float(r[p + "_mean"]), float(r[p + "_mean_ci95"]), float(r[p + "_std"])))
         info[r["kernel"]] = r
     dists = sorted({d for _, d in acc})
     kernels = sorted(info, key=lambda k: (info[k]["accumulation"], int(info[k]["promotion_interval_k"] or 0), k))
@@ -70,10 +80,10 @@ def main():
             ls = styles.get(info[k]["accumulation"], "-")
             axes[0, c].errorbar(ks, mean, yerr=ci, ls=ls, marker="o", ms=3, color=colours[k], label=name)
             axes[1, c].plot(ks, std, ls=ls, marker="o", ms=3, color=colours[k], label=name)
-        axes[0, c].set_title(f"{dist}: bias (mean signed relative error)")
+        axes[0, c].set_title(f"{dist}: bias (mean of the signed {measure[dist]})", fontsize=9)
         axes[0, c].axhline(0.0, color="k", lw=0.6)
         axes[0, c].set_yscale("symlog", linthresh=1e-8)
-        axes[1, c].set_title(f"{dist}: spread (std of signed relative error)")
+        axes[1, c].set_title(f"{dist}: spread (std of the signed {measure[dist]})", fontsize=9)
         axes[1, c].set_yscale("log")
         all_k = sorted({K for (k, d), ser in acc.items() if d == dist for K in ser})
         for r in range(2):
