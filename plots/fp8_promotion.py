@@ -47,8 +47,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("csv", help="error CSV of the fp8 promotion experiment")
     ap.add_argument("--speed", help="timing CSV (kernel, M, tflops), optional")
+    ap.add_argument("out_pos", nargs="?", help="figure file (same as --out)")
     ap.add_argument("-o", "--out", default="fp8_promotion.png", help="figure file (png, pdf or svg)")
     args = ap.parse_args()
+    if args.out_pos:
+        args.out = args.out_pos
 
     rows = read(args.csv, NEEDED)
     if not rows:

@@ -53,3 +53,12 @@ add_test(NAME plots.series
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/series.py ${_data}/sample_run.csv ${_out}/series.png --family simt)
 set_tests_properties(plots.series PROPERTIES LABELS plots)
+add_test(NAME plots.accumulation_vs_k
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/accumulation_vs_k.py ${_data}/sample_accumulation_vs_k.csv ${_out}/acc.png)
+add_test(NAME plots.fp8_promotion
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/fp8_promotion.py ${_data}/sample_fp8_promotion.csv ${_out}/fp8.png)
+set_tests_properties(plots.accumulation_vs_k plots.fp8_promotion PROPERTIES LABELS plots)
