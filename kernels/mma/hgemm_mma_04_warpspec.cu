@@ -1,0 +1,361 @@
+// hgemm_mma_04_warpspec: step 4 of the mma.sync series, warp specialisation (sm_90a). Step 3b's
+// mma.sync.m16n8k16 + ldmatrix consumer loop, with the global->shared copies taken off the compute
+// warps: warpgroup 0 is the producer (one thread issues TMA, cp.async.bulk.tensor with the 128-byte
+// swizzle, into a STAGES-deep ring of shared-memory slots, each with a `full` mbarrier armed with the
+// expected bytes and an `empty` mbarrier that every consumer warp arrives on once its last ldmatrix
+// of the slot is done); the other warpgroups are consumers that only wait, ldmatrix and mma.
+// setmaxnreg gives the producer's registers to the consumers (24 vs up to 240 per thread).
+// No __syncthreads in the loop: warps drift against each other, held together only by the ring.
+//
+// The instruction budget behind the shapes (per SMSP, i.e. per scheduler; one HMMA.16816 every
+// ~6.3 cycles at the register-only mma.sync ceiling): a (64, 64) warp tile issues per k16 step
+// 32 HMMA + 8 ldmatrix.x4 (128 bytes of shared memory per HMMA, plus 48 bytes of TMA fill per
+// HMMA for a 128x256 block: ~70% of the 128 B/clk shared-memory bandwidth at 0.70x cuBLAS);
+// external mode adds 4 FADD per HMMA, so 2 warps per scheduler need ~5.3 issue slots per HMMA
+// out of ~8 at 0.70x: it only fits if the FADDs of one warp overlap the HMMAs of another.
+//
+// Variants (name = block tile, warp tile, accumulation):
+//  * 128x256_w64x64: 8 consumer warps (2x4) of (64, 64), 4 stages of 48 KB; in_mma with fragments
+//    double-buffered across k-steps (no spill), external single-buffered (double-buffered it
+//    spilled 96 bytes even at 240 registers: ptxas keeps several HMMA results T in flight).
+//  * 128x128_w64x32_promoted_every_128k: 8 consumer warps of (64, 32), 6 stages; a second set of
+//    fp32 registers for the promoted sum does not fit beside a (64, 64) warp tile.
+// SASS (cuobjdump, sm_90a): HMMA.16816.F32 with .reuse of the A fragment, LDSM, SYNCS for the
+// mbarriers, USETMAXREG; no local memory in these three kernels; no C7508.
+//
+// Measured on an H200 at 4096^3 (MmaBench, median of 20, same process as cuBLAS fp16->fp32 at
+// 740 TFLOP/s; two runs, 2026-11-21):
+//    kernel                                  time_ms   TFLOP/s  x cuBLAS   (03b in the same run)
+//    128x256_w64x64_in_mma                   0.2740    501.6    0.678x     (0.634x; run 1: 0.673x)
+//    128x256_w64x64_external                 0.3846    357.3    0.483x     (0.439x; run 1: 0.483x)
+//    128x128_w64x32_promoted_every_128k      0.3771    364.5    0.492x
+// So warp specialisation buys ~7% on in_mma (0.634x -> 0.678x) and ~10% on external, but external
+// still costs +40% (run 1: +39%) against in_mma, as in 03b (+45%): the issue target (in_mma >= 0.70x,
+// external <= +10%) is not met. The extra time of external mode, 0.11 ms, is ~0.8 SM cycles per
+// FADD per SMSP: the 4 FADD per HMMA do not overlap with the HMMA stream at all, even with the
+// copies off the compute warps and no spill. Not a latency problem then (ptxas already places each
+// FADD 3-4 HMMA after the HMMA it reads) but a shared resource of HMMA and FADD on the SMSP
+// (dispatch or register-file read ports: external reads 8 more registers per HMMA).
+// Tried and not kept (same runs):
+//  * 16 consumer warps of (32, 64), 128x256 block (4 warps per scheduler so one warp's FADDs can
+//    overlap another's HMMA; 112 registers each, 4-byte spill): in_mma 0.622x / 0.601x, external
+//    0.421x / 0.405x (+48%): more warps did not hide the FADDs, and 192 B of ldmatrix per HMMA
+//    instead of 128 cost in_mma 8%.
+//  * persistent grid (one block per SM, tiles strided, the producer filling the next tile's ring
+//    while the consumers store: template parameter PERSISTENT): in_mma 0.683x vs 0.678x in the same
+//    run (noise), external 0.480x (+42%), and the tile loop costs 16 bytes of spill in in_mma.
+// A row-major (M, K), B col-major (B^T (N, K) row-major); both tiles k-major, BK = 64 (one
+// 128-byte swizzled row per M / N index: chunk c of row r at chunk c ^ (r % 8), as TMA writes it).
+//
+// Numerics (per output entry, K/16 k-steps of 16 products each, in increasing k; see mma_ptx.cuh):
+//  * in_mma:   D = A*B + D: the fp32 accumulator goes through the tensor core's truncating
+//              aligned 16-term addition at every k-step.
+//  * external: T = A*B + 0 (16 exact products summed and truncated in the tensor core), then
+//              acc = acc + T with __fadd_rn (round to nearest, never contracted).
+//  * promoted_every_128k: in_mma for 8 k-steps into a zeroed partial, then acc = acc + partial
+//              with __fadd_rn.
+// Descriptors say AccRounding::truncate for all modes (as 03b: the bound model's conservative knob).
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/hopper_ptx.cuh"
+#include "kernels/common/mma_ptx.cuh"
+#include "kernels/kernel.hpp"
+
+namespace gemmlab::kernels {
+namespace {
+
+enum class Mode { in_mma, external, promoted };
+
+constexpr int BK = 64;           // halves per 128-byte swizzled smem row
+constexpr int KSTEPS = BK / 16;  // k16 steps per k-tile
+constexpr int PRODUCER_REGS = 24;
+
+template <int BM_, int BN_, int WM_, int WN_, int STAGES_>
+struct Cfg {
+  static constexpr int BM = BM_, BN = BN_, WM = WM_, WN = WN_, STAGES = STAGES_;
+  static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN, CWARPS = WARPS_M * WARPS_N;
+  static constexpr int CWG = CWARPS / 4;              // consumer warpgroups
+  static constexpr int THREADS = 128 * (CWG + 1);     // + the producer warpgroup
+  static constexpr int MT = WM / 16, NT = WN / 8;     // m16 / n8 tiles per warp
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024 /* alignment */ + 256 /* barriers */;
+  // Registers: the block is launched with the __launch_bounds__ cap (65536 / THREADS, down to a
+  // multiple of 8) per thread; setmaxnreg can only redistribute that pool.
+  static constexpr int ENTRY_REGS = (65536 / THREADS) / 8 * 8;
+  static constexpr int CONSUMER_REGS_RAW = (ENTRY_REGS * THREADS - PRODUCER_REGS * 128) / (CWG * 128) / 8 * 8;
+  static constexpr int CONSUMER_REGS = CONSUMER_REGS_RAW > 240 ? 240 : CONSUMER_REGS_RAW;
+  static_assert(CWARPS % 4 == 0, "consumers come in whole warpgroups (setmaxnreg acts per warpgroup)");
+  static_assert(WM % 16 == 0 && WN % 16 == 0, "warp tile: m16 tiles by pairs of n8 tiles");
+  static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
+  static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
+  static_assert(STAGE_BYTES % 1024 == 0, "each tile must start 1024-byte aligned for the 128B swizzle");
+};
+
+// DBUF: fragments of the next k-step loaded before this k-step's mma (double-buffered); otherwise
+// each k-step's fragments are loaded just before use and other warps hide the latency.
+template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT>
+__global__ void __launch_bounds__(C::THREADS, 1)
+    hgemm_mma_warpspec(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                       const __grid_constant__ CUtensorMap mapB, float* __restrict__ Cout) {
+#ifdef GEMMLAB_SM90A_DEVICE
+  using namespace gemmlab::hopper;
+  constexpr int MT = C::MT, NT = C::NT, STAGES = C::STAGES;
+  static_assert(MODE != Mode::promoted || PROMOTE_KSTEPS % KSTEPS == 0, "promotion at k-tile boundaries");
+  constexpr int PROMOTE_KT = MODE == Mode::promoted ? PROMOTE_KSTEPS / KSTEPS : 1;
+
+  extern __shared__ unsigned char smem_raw[];
+  // Slot s: (BM, BK) tile of A then (BN, BK) tile of B^T, k-major, 128B-swizzled, 1024-aligned.
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(smem + STAGES * C::STAGE_BYTES);
+  std::uint64_t* empty = full + STAGES;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int KT = K / BK;
+  // Tiles in row-major order (N fastest). Persistent: one block per SM strides over them, the
+  // producer filling the ring for the next tile while the consumers store this one; otherwise one
+  // tile per block.
+  const int tiles_n = N / C::BN, tiles = (M / C::BM) * tiles_n;
+  const int first_tile = PERSISTENT ? int(blockIdx.x) : int(blockIdx.y) * tiles_n + int(blockIdx.x);
+  const int tile_step = PERSISTENT ? int(gridDim.x) : tiles;
+
+  if (tid == 0) {
+    prefetch_tensor_map(&mapA);
+    prefetch_tensor_map(&mapB);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);           // the producer's arrive.expect_tx, then the TMA bytes
+      mbar_init(&empty[s], C::CWARPS);  // one arrive per consumer warp
+    }
+    mbar_fence_init();
+  }
+  __syncthreads();
+
+  if (warp < 4) {
+    // Producer warpgroup: one thread issues every copy.
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid == 0) {
+      int it = 0;  // position in the ring, counted across tiles
+      for (int tile = first_tile; tile < tiles; tile += tile_step) {
+        const int m0 = (tile / tiles_n) * C::BM, n0 = (tile % tiles_n) * C::BN;
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // every consumer warp is done
+          unsigned char* slot = smem + s * C::STAGE_BYTES;
+          mbar_arrive_expect_tx(&full[s], C::STAGE_BYTES);
+          tma_load_2d(slot, &mapA, &full[s], kt * BK, m0);
+          tma_load_2d(slot + C::A_BYTES, &mapB, &full[s], kt * BK, n0);
+        }
+      }
+    }
+    return;
+  }
+
+  setmaxnreg_inc<C::CONSUMER_REGS>();
+  const int cw = warp - 4;
+  const int wm = cw / C::WARPS_N, wn = cw % C::WARPS_N;
+  const std::uint32_t s_base = smem_u32(smem);
+
+  float acc[MT][NT][4];
+  float part[MODE == Mode::promoted ? MT : 1][MODE == Mode::promoted ? NT : 1][4];
+  int it0 = 0;  // ring position of this tile's first k-tile
+  for (int tile = first_tile; tile < tiles; tile += tile_step, it0 += KT) {
+  const int m0 = (tile / tiles_n) * C::BM, n0 = (tile % tiles_n) * C::BN;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        acc[i][j][e] = 0.0f;
+        if constexpr (MODE == Mode::promoted) part[i][j][e] = 0.0f;
+      }
+
+  // ldmatrix row addresses of this lane (matrix order as in 03b / mma_ptx.cuh): A x4 of an m16k16
+  // tile: rows lane % 16, chunk +lane / 16; B x4 of two n8k16 tiles: rows (lane % 8) + 8 (lane / 16),
+  // chunk +(lane / 8) % 2. Every row has r % 8 == lane % 8, the swizzle phase of the 128B atom.
+  const int phase = lane & 7;
+  const std::uint32_t a_off = (wm * C::WM + (lane & 15)) * 128;
+  const std::uint32_t b_off = C::A_BYTES + (wn * C::WN + (lane & 7) + ((lane >> 4) << 3)) * 128;
+  const int a_ch = lane >> 4, b_ch = (lane >> 3) & 1;
+
+  auto load_a = [&](std::uint32_t (&a)[4], int stage, int ks, int i) {
+    ptx::ldmatrix_x4(a, s_base + stage * C::STAGE_BYTES + a_off + i * 16 * 128 + (((ks * 2 + a_ch) ^ phase) << 4));
+  };
+  auto load_b = [&](std::uint32_t (&bf)[NT][2], int stage, int ks) {
+    const std::uint32_t base = s_base + stage * C::STAGE_BYTES + b_off + (((ks * 2 + b_ch) ^ phase) << 4);
+#pragma unroll
+    for (int j = 0; j < NT / 2; ++j) {
+      std::uint32_t r[4];
+      ptx::ldmatrix_x4(r, base + j * 16 * 128);
+      bf[2 * j][0] = r[0];
+      bf[2 * j][1] = r[1];
+      bf[2 * j + 1][0] = r[2];
+      bf[2 * j + 1][1] = r[3];
+    }
+  };
+  auto load_frags = [&](std::uint32_t (&af)[MT][4], std::uint32_t (&bf)[NT][2], int stage, int ks) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) load_a(af[i], stage, ks, i);
+    load_b(bf, stage, ks);
+  };
+  auto mma_all = [&](const std::uint32_t (&af)[MT][4], const std::uint32_t (&bf)[NT][2]) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        if constexpr (MODE == Mode::in_mma) {
+          ptx::mma_m16n8k16_f32_f16(acc[i][j], af[i], bf[j], acc[i][j]);
+        } else if constexpr (MODE == Mode::external) {
+          ptx::mma_accumulate<true>(acc[i][j], af[i], bf[j]);
+        } else {
+          ptx::mma_m16n8k16_f32_f16(part[i][j], af[i], bf[j], part[i][j]);
+        }
+      }
+  };
+  auto wait_full = [&](int kt) { mbar_wait(&full[(it0 + kt) % STAGES], ((it0 + kt) / STAGES) & 1); };
+  // The slot of k-tile kt is free once every lane's ldmatrix of it has returned (they are
+  // synchronous: the registers are written); one arrive per warp, release-ordered after them.
+  auto release = [&](int kt) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&empty[(it0 + kt) % STAGES]);
+  };
+  auto promote = [&](int kt) {
+    if constexpr (MODE == Mode::promoted) {
+      if (kt % PROMOTE_KT == PROMOTE_KT - 1) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              acc[i][j][e] = __fadd_rn(acc[i][j][e], part[i][j][e]);
+              part[i][j][e] = 0.0f;
+            }
+      }
+    }
+  };
+
+  if constexpr (DBUF) {
+    // Fragments of k-step ks+1 are loaded before the mma of k-step ks; across a k-tile boundary
+    // that means waiting for tile kt+1 before tile kt's last mma, and tile kt's slot is released
+    // as soon as its last fragments (k-step KSTEPS-1, loaded during k-step KSTEPS-2) are in.
+    std::uint32_t af[2][MT][4], bf[2][NT][2];
+    wait_full(0);
+    load_frags(af[0], bf[0], 0, 0);
+    for (int kt = 0; kt < KT; ++kt) {
+      const int stage = (it0 + kt) % STAGES;
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        if (ks + 1 < KSTEPS) {
+          load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], stage, ks + 1);
+          if (ks + 1 == KSTEPS - 1) release(kt);
+        } else if (kt + 1 < KT) {
+          wait_full(kt + 1);
+          load_frags(af[(ks + 1) & 1], bf[(ks + 1) & 1], (it0 + kt + 1) % STAGES, 0);
+        }
+        mma_all(af[ks & 1], bf[ks & 1]);
+      }
+      promote(kt);
+    }
+  } else {
+    std::uint32_t af[MT][4], bf[NT][2];
+    for (int kt = 0; kt < KT; ++kt) {
+      const int stage = (it0 + kt) % STAGES;
+      wait_full(kt);
+#pragma unroll
+      for (int ks = 0; ks < KSTEPS; ++ks) {
+        load_frags(af, bf, stage, ks);
+        if (ks == KSTEPS - 1) release(kt);
+        mma_all(af, bf);
+      }
+      promote(kt);
+    }
+  }
+  if constexpr (MODE == Mode::promoted) {
+    if (KT % PROMOTE_KT != 0) {  // a last, shorter interval
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[i][j][e] = __fadd_rn(acc[i][j][e], part[i][j][e]);
+    }
+  }
+
+  // Epilogue: (16, 8) fragment (i, j) holds C(g, 2t..2t+1) and C(g+8, 2t..2t+1).
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int r = m0 + wm * C::WM + i * 16 + g, c = n0 + wn * C::WN + j * 8 + 2 * t;
+      *reinterpret_cast<float2*>(&Cout[(size_t)r * N + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(&Cout[(size_t)(r + 8) * N + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
+    }
+    if constexpr (!PERSISTENT) break;  // one tile: lets the compiler drop the loop state
+  }  // tile
+#else
+  __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
+#endif
+}
+
+template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT>
+void launch(const GemmArgs& a) {
+  auto* kern = hgemm_mma_warpspec<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT>;
+  static const bool attr_set = [kern] {
+    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
+    return true;
+  }();
+  (void)attr_set;
+  const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 2, C::BM);
+  const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 2, C::BN);
+  const int tiles = (a.M / C::BM) * (a.N / C::BN);
+  const dim3 grid = PERSISTENT ? dim3(std::min(tiles, hopper::sm_count())) : dim3(a.N / C::BN, a.M / C::BM);
+  kern<<<grid, C::THREADS, C::SMEM_BYTES, as_stream(a.stream)>>>(a.M, a.N, a.K, mapA, mapB,
+                                                                 static_cast<float*>(a.C));
+  GEMMLAB_LAUNCH_CHECK("hgemm_mma_04_warpspec");
+}
+
+template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS = 0, bool PERSISTENT = false>
+constexpr Kernel make(const char* name, const char* desc) {
+  return Kernel{
+      .name = name, .family = "mma", .description = desc,
+      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = MODE == Mode::in_mma     ? Accumulation::in_mma
+                      : MODE == Mode::external ? Accumulation::external
+                                               : Accumulation::promoted,
+      .promotion_interval_k = MODE == Mode::promoted ? 16 * PROMOTE_KSTEPS : 0,
+      .acc_rounding = AccRounding::truncate,
+      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
+      .m_multiple = C::BM, .n_multiple = C::BN, .k_multiple = BK,
+      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
+      .launch = launch<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT>,
+  };
+}
+
+using W64x64 = Cfg<128, 256, 64, 64, 4>;  // 8 consumer warps, 4 x 48 KB stages
+using W64x32 = Cfg<128, 128, 64, 32, 6>;  // 8 consumer warps, 6 x 32 KB stages
+
+}  // namespace
+
+#define GEMMLAB_MMA04(id, desc, ...)                    \
+  const Kernel& id() {                                  \
+    static const Kernel k = make<__VA_ARGS__>(#id, desc); \
+    return k;                                           \
+  }
+
+GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x256_w64x64_in_mma,
+              "mma.sync 128x256x64, TMA producer warp + 8 consumer warps of 64x64, 4-stage mbarrier ring, D = A*B + D",
+              W64x64, Mode::in_mma, true)
+GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x256_w64x64_external,
+              "mma.sync 128x256x64, TMA producer + 8 consumer warps of 64x64, T = A*B + 0 then acc += T (fp32, nearest)",
+              W64x64, Mode::external, false)
+GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x128_w64x32_promoted_every_128k,
+              "mma.sync 128x128x64, TMA producer + 8 consumer warps of 64x32, in-mma for 8 k-steps then promoted to fp32",
+              W64x32, Mode::promoted, true, 8)
+
+}  // namespace gemmlab::kernels
