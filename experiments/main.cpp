@@ -14,6 +14,7 @@
 #include "experiments/plan.hpp"
 #include "experiments/run.hpp"
 #include "experiments/tune_sgemm.hpp"
+#include "experiments/order.hpp"
 #include "experiments/probe.hpp"
 #include "reference/distributions.hpp"
 #include "reference/exact_gemm.hpp"
@@ -122,6 +123,15 @@ int main(int argc, char** argv) {
   probe->add_option("--validate", p_validate, "then compare the inferred model with the hardware on this many random tiles per instruction");
   probe->add_option("--seed", p_seed, "seed of the validation tiles");
 
+  auto* order = app.add_subcommand("order", "reveal the tree in which one output entry's K products are summed (FPRev)");
+  std::string o_kernel, o_size = "256", o_out;
+  int o_i = 0, o_j = 0;
+  order->add_option("-k,--kernel", o_kernel, "registered kernel (cuBLAS included)")->required();
+  order->add_option("-s,--size", o_size, "N or MxNxK (K products are revealed; keep K modest, e.g. 256)");
+  order->add_option("-i", o_i, "row of the output entry");
+  order->add_option("-j", o_j, "column of the output entry");
+  order->add_option("-o,--out", o_out, "CSV of the tree's nodes (default results/order-<kernel>-K<K>.csv)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -150,6 +160,15 @@ int main(int argc, char** argv) {
         std::printf("validate %-24s %s\n", name, report.c_str());
       }
       return 0;
+    }
+    if (app.got_subcommand("order")) {
+      Size z = parse_size(o_size);
+      if (o_out.empty()) o_out = "results/order-" + o_kernel + "-K" + std::to_string(z.K) + ".csv";
+      if (o_out.size() < 5 || o_out.substr(o_out.size() - 4) != ".csv") throw UsageError("--out must name a .csv file");
+      check_writable(o_out);
+      if (o_i < 0 || o_i >= z.M || o_j < 0 || o_j >= z.N)
+        throw UsageError("entry (" + std::to_string(o_i) + ", " + std::to_string(o_j) + ") is outside the " + z.str() + " output");
+      return run_order(o_kernel, z.M, z.N, z.K, o_i, o_j, o_out);
     }
     if (app.got_subcommand("bench-reference")) return bench_reference(b_size, b_dist, b_format, b_engine, b_threads);
     if (app.got_subcommand("run")) {

@@ -62,3 +62,11 @@ add_test(NAME plots.fp8_promotion
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/fp8_promotion.py ${_data}/sample_fp8_promotion.csv ${_out}/fp8.png)
 set_tests_properties(plots.accumulation_vs_k plots.fp8_promotion PROPERTIES LABELS plots)
+gemmlab_cli_test(order_unknown_kernel 2 "unknown kernel 'nope'" ${_out}/o.csv
+  -- $<TARGET_FILE:gemmlab> order -k nope -s 64 -o ${_out}/o.csv)
+gemmlab_cli_test(order_entry_outside 2 "outside the 64x64x64 output" ${_out}/o2.csv
+  -- $<TARGET_FILE:gemmlab> order -k sgemm_01_naive -s 64 -i 64 -o ${_out}/o2.csv)
+gemmlab_cli_test(probe_not_csv 2 "--out must name a .csv file" -
+  -- $<TARGET_FILE:gemmlab> probe -o ${_out}/p.txt)
+gemmlab_cli_test(tune_bad_reps 2 "--reps must be at least 1" -
+  -- $<TARGET_FILE:gemmlab> tune --reps 0)
