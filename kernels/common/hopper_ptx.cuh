@@ -273,6 +273,20 @@ __device__ __forceinline__ void mbar_arrive_cluster(std::uint64_t* bar, unsigned
       : "memory");
 }
 
+// Arrive on the mbarrier at the same shared-memory offset as `bar` in CTA `cta` of the cluster, with
+// the default .release.cta semantics (as CUTLASS's ClusterBarrier::arrive does). For releasing a slot
+// that was read only by wgmma (async proxy, already complete at wgmma.wait_group) no cluster-scope
+// ordering of this thread's generic memory operations is needed; .release.cluster (above) is much
+// slower in a k-loop (hgemm_wgmma_07_cluster2's header has the figures).
+__device__ __forceinline__ void mbar_arrive_remote(std::uint64_t* bar, unsigned cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+      ::"r"(smem_u32(bar)), "r"(cta)
+      : "memory");
+}
+
 // setmaxnreg: hand registers from the producer warpgroup to the consumers (needs a register cap at
 // entry: __launch_bounds__(threads, 1)).
 template <int R>

@@ -302,5 +302,40 @@ TEST(HopperBench, DISABLED_Step6VsCublas) {
   if (csv) std::fclose(csv);
 }
 
+// Step 7 (hgemm_wgmma_07_*, clusters of 2 with B multicast) on its own: bounds on the three sizes
+// (the third, 18 x 8 tiles, has more cluster tiles than co-resident clusters), exact integers, and a
+// small size for compute-sanitizer (4 x 2 tiles: two clusters, each with a partner).
+std::vector<const Kernel*> step7_kernels() {
+  std::vector<const Kernel*> v;
+  for (const Kernel* k : hopper_kernels())
+    if (std::string(k->name).find("hgemm_wgmma_07_") == 0) v.push_back(k);
+  return v;
+}
+
+TEST(HopperStep7, WithinBoundAndExact) {
+  auto ks = step7_kernels();
+  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_07 kernels registered";
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
+    check_within_bound(*k);
+    SCOPED_TRACE(k->name);
+    auto r = testing::run_and_check(*k, 2 * k->m_multiple, k->n_multiple, 4 * k->k_multiple, "exactint_8", 9);
+    EXPECT_EQ(r.run.unwritten, 0);
+    EXPECT_EQ(r.stats.normwise, 0.0);
+    EXPECT_EQ(r.stats.frac_correctly_rounded, 1.0);
+  }
+}
+
+TEST(HopperStep7, SanitizerSmall) {
+  auto ks = step7_kernels();
+  ASSERT_FALSE(ks.empty());
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
+    auto r = testing::run_and_check(*k, 2 * k->m_multiple, 2 * k->n_multiple, 3 * k->k_multiple, "uniform_-1_1", 3);
+    EXPECT_EQ(r.run.unwritten, 0) << k->name;
+    EXPECT_TRUE(r.stats.within_bound) << k->name;
+  }
+}
+
 }  // namespace
 }  // namespace gemmlab
