@@ -10,6 +10,7 @@ One line per kernel, coloured by accumulation mode (in_mma, external, promoted e
 """
 import argparse
 import csv
+import math
 import sys
 from collections import defaultdict
 
@@ -82,7 +83,8 @@ def main():
             axes[1, c].plot(ks, std, ls=ls, marker="o", ms=3, color=colours[k], label=name)
         axes[0, c].set_title(f"{dist}: bias (mean of the signed {measure[dist]})", fontsize=9)
         axes[0, c].axhline(0.0, color="k", lw=0.6)
-        axes[0, c].set_yscale("symlog", linthresh=1e-8)
+        small = [abs(x[0]) for (k, d), ser in acc.items() if d == dist for v in ser.values() for x in v if x[0] != 0]
+        axes[0, c].set_yscale("symlog", linthresh=10 ** math.floor(math.log10(min(small))) if small else 1e-8)
         axes[1, c].set_title(f"{dist}: spread (std of the signed {measure[dist]})", fontsize=9)
         axes[1, c].set_yscale("log")
         all_k = sorted({K for (k, d), ser in acc.items() if d == dist for K in ser})
