@@ -44,7 +44,7 @@ def main():
         missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
         if missing:
             sys.exit(f"{args.csv}: missing columns {missing}; expected a gemmlab run CSV")
-        rows = [r for r in reader if r["status"] in ("passed", "failed_bound")]
+        rows = [r for r in reader if r["status"] in ("passed", "failed_bound", "no_bound")]
     if not rows:
         sys.exit(f"{args.csv}: no rows with results (status passed or failed_bound)")
     # (kernel, distribution) -> K -> per-seed statistics; several seeds per K are averaged.

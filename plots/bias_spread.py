@@ -25,7 +25,7 @@ def load(path, size):
     rows = []
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
-            if r["status"] not in ("passed", "failed_bound"):
+            if r["status"] not in ("passed", "failed_bound", "no_bound"):
                 continue
             if size and f'{r["M"]}x{r["N"]}x{r["K"]}' != size:
                 continue

@@ -38,7 +38,7 @@ def main():
     a = ap.parse_args()
     baseline = a.baseline or DEFAULT_BASELINE.get(a.family, "cublas_gemmex_fp16_f32")
     with open(a.csv, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r["status"] in ("passed", "failed_bound")]
+        rows = [r for r in csv.DictReader(f) if r["status"] in ("passed", "failed_bound", "no_bound")]
     if a.size:
         rows = [r for r in rows if f'{r["M"]}x{r["N"]}x{r["K"]}' == a.size]
     elif rows:
