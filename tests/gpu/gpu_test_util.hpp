@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "experiments/gpu_runner.hpp"
@@ -48,6 +49,9 @@ inline Checked run_and_check(const Kernel& k, int M, int N, int K, const std::st
   out.run = run_kernel(k, A, B, opt);
   out.ref = exact_gemm(A, B, k.output);
   out.stats = compute_error_stats(out.run.c, out.ref, bound_model(k, K));
+  // A check against an infinite bound (K u_eff >= 1) could not fail: refuse it.
+  if (!std::isfinite(out.stats.gamma_bound))
+    ADD_FAILURE() << k.name << " at K=" << K << " has no finite gamma_K bound (K u_eff >= 1): choose a smaller K for this test";
   return out;
 }
 
