@@ -1,6 +1,7 @@
 // Tensor-core probes on the GPU: every probe (or random validation tile) is one warp executing ONE
-// mma.sync instruction on a tile read from global memory, so nothing but that instruction's
-// arithmetic touches the result. Tiles travel as bit patterns (uint32 per element, low bits used),
+// mma.sync instruction (or one nvcuda::wmma mma_sync, or one warpgroup executing ONE wgmma.mma_async
+// on sm_90a) on a tile read from global memory, so nothing but that instruction's arithmetic touches
+// the result. Tiles travel as bit patterns (uint32 per element, low bits used),
 // so the host decides every input bit and reads back every output bit.
 //
 // Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k*"), lane = 4 g + t:
@@ -8,7 +9,11 @@
 //   m16n8k8  tf32      A: reg r -> (g + 8 (r & 1), t + 4 (r >> 1));             B: (t + 4 r, g)
 //   m16n8k32 e4m3/e5m2 A: reg r, byte q -> (g + 8 (r & 1), 4 t + q + 16 (r >> 1)); B: (4 t + q + 16 r, g)
 //   C/D f32: element e -> (g + 8 (e >> 1), 2 t + (e & 1));  C/D f16x2: reg r, half h -> (g + 8 r, 2 t + h)
+// wgmma m64n8k{16,8,32}: A (64, K) and B (K, 8) both K-major in shared memory, one 128-byte row per
+// M (N) index in the 128-byte swizzle of kernels/common/hopper_ptx.cuh (K always fills 32 bytes of
+// the row: 16 fp16/bf16, 8 tf32, 32 fp8); D f32 of thread 32 w + l: d[2 h + e] -> (16 w + l/4 + 8 h, 2 (l%4) + e).
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +28,7 @@
 
 #include "experiments/probe.hpp"
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/hopper_ptx.cuh"
 #include "reference/tc_infer.hpp"
 #include "reference/tc_model.hpp"
 
@@ -127,6 +133,86 @@ __global__ void fp8_kernel(const std::uint32_t* A, const std::uint32_t* B, const
 #endif
 }
 
+// nvcuda::wmma 16x16x16 fp16 -> fp32, one warp: A (16, 16) row-major, B (16, 16) row-major, C/D f32.
+__global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  using namespace nvcuda;
+  __shared__ __half sa[256], sb[256];
+  __shared__ float sc[256];
+  const long long t = blockIdx.x;
+  for (int i = threadIdx.x; i < 256; i += 32) {
+    sa[i] = __ushort_as_half((unsigned short)A[t * 256 + i]);
+    sb[i] = __ushort_as_half((unsigned short)B[t * 256 + i]);
+    sc[i] = __uint_as_float(C[t * 256 + i]);
+  }
+  __syncwarp();
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+  wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::load_matrix_sync(fa, sa, 16);
+  wmma::load_matrix_sync(fb, sb, 16);
+  wmma::load_matrix_sync(fc, sc, 16, wmma::mem_row_major);
+  wmma::mma_sync(fc, fa, fb, fc);
+  __syncwarp();
+  wmma::store_matrix_sync(sc, fc, 16, wmma::mem_row_major);
+  __syncwarp();
+  for (int i = threadIdx.x; i < 256; i += 32) D[t * 256 + i] = __float_as_uint(sc[i]);
+#endif
+}
+
+// which: 0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2. One warpgroup (128 threads) per tile, ONE
+// wgmma.mma_async m64n8k{16,16,8,32,32} with D = A B + C (scale_d = 1, C preloaded in the accumulator).
+template <int which>
+__global__ void __launch_bounds__(128) wgmma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C,
+                                                    std::uint32_t* D) {
+#ifdef GEMMLAB_SM90A_DEVICE
+  using namespace hopper;
+  constexpr int eb = which <= 1 ? 2 : which == 2 ? 4 : 1;  // bytes per element
+  constexpr int K = 32 / eb;
+  // (64, 128 B) A then (8, 128 B) B, each starting 1024-byte aligned as the swizzle needs
+  __shared__ __align__(128) unsigned char raw[64 * 128 + 8 * 128 + 1024];
+  unsigned char* sa = raw + ((1024 - (smem_u32(raw) & 1023)) & 1023);
+  unsigned char* sb = sa + 64 * 128;
+  const long long t = blockIdx.x;
+  const int tid = threadIdx.x;
+  for (int i = tid; i < 64 * 128 / 4; i += 128) reinterpret_cast<std::uint32_t*>(sa)[i] = 0;
+  for (int i = tid; i < 8 * 128 / 4; i += 128) reinterpret_cast<std::uint32_t*>(sb)[i] = 0;
+  __syncthreads();
+  // element (r, k) of a K-major operand: byte k * eb of row r, 16-byte chunk (k * eb) / 16 swizzled
+  auto put = [&](unsigned char* base, int r, int k, std::uint32_t bits) {
+    const int byte = k * eb;
+    unsigned char* p = base + sw128_offset(r, byte >> 4) + (byte & 15);
+    if constexpr (eb == 1) *p = (unsigned char)bits;
+    else if constexpr (eb == 2) *reinterpret_cast<unsigned short*>(p) = (unsigned short)bits;
+    else *reinterpret_cast<std::uint32_t*>(p) = bits;
+  };
+  for (int i = tid; i < 64 * K; i += 128) put(sa, i / K, i % K, A[t * 64 * K + i]);        // A (64, K) row-major
+  for (int i = tid; i < K * 8; i += 128) put(sb, i % 8, i / 8, B[t * K * 8 + i]);          // B (K, 8) row-major
+  fence_proxy_async_smem();
+  __syncthreads();
+  const int w = tid / 32, l = tid % 32;
+  float d[4];
+  for (int q = 0; q < 4; ++q) d[q] = __uint_as_float(C[t * 512 + (16 * w + l / 4 + 8 * (q >> 1)) * 8 + 2 * (l % 4) + (q & 1)]);
+  const std::uint64_t da = make_desc_sw128(sa), db = make_desc_sw128(sb);
+  wgmma_fence();
+#define GEMMLAB_WGMMA_N8(SHAPE_TYPES, TAIL)                                                              \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\nwgmma.mma_async.sync.aligned." SHAPE_TYPES         \
+               " {%0, %1, %2, %3}, %4, %5, p, 1, 1" TAIL ";\n}\n"                                        \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                          \
+               : "l"(da), "l"(db), "r"(1))
+  if constexpr (which == 0) GEMMLAB_WGMMA_N8("m64n8k16.f32.f16.f16", ", 0, 0");
+  else if constexpr (which == 1) GEMMLAB_WGMMA_N8("m64n8k16.f32.bf16.bf16", ", 0, 0");
+  else if constexpr (which == 2) GEMMLAB_WGMMA_N8("m64n8k8.f32.tf32.tf32", "");
+  else if constexpr (which == 3) GEMMLAB_WGMMA_N8("m64n8k32.f32.e4m3.e4m3", "");
+  else GEMMLAB_WGMMA_N8("m64n8k32.f32.e5m2.e5m2", "");
+#undef GEMMLAB_WGMMA_N8
+  wgmma_commit();
+  wgmma_wait<0>();
+  fence_regs(d);
+  for (int q = 0; q < 4; ++q) D[t * 512 + (16 * w + l / 4 + 8 * (q >> 1)) * 8 + 2 * (l % 4) + (q & 1)] = __float_as_uint(d[q]);
+#endif
+}
+
 struct DeviceCaps {
   bool present = false;
   std::string name, why;
@@ -149,10 +235,10 @@ DeviceCaps device_caps() {
   return d;
 }
 
-// Runs n tiles (host bit arrays) through the instruction; returns D bits (n, 16, 8).
+// Runs n tiles (host bit arrays) through the instruction; returns D bits (n, m, n).
 std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uint32_t>& A,
                                      const std::vector<std::uint32_t>& B, const std::vector<std::uint32_t>& C) {
-  const long long n = (long long)C.size() / 128;
+  const long long n = (long long)C.size() / (tc::info(ins).m * tc::info(ins).n);
   std::vector<std::uint32_t> D(C.size(), 0xffffffffu);
   std::uint32_t *dA, *dB, *dC, *dD;
   GEMMLAB_CUDA_CHECK(cudaMalloc(&dA, A.size() * 4));
@@ -163,7 +249,7 @@ std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uin
   GEMMLAB_CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size() * 4, cudaMemcpyHostToDevice));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(dC, C.data(), C.size() * 4, cudaMemcpyHostToDevice));
   GEMMLAB_CUDA_CHECK(cudaMemset(dD, 0xff, D.size() * 4));  // poison: an unwritten entry reads as NaN
-  dim3 grid((unsigned)n), block(32);
+  dim3 grid((unsigned)n), block(32), wg(128);
   switch (ins) {
     case Instruction::mma_m16n8k16_f16_f32: k16_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
     case Instruction::mma_m16n8k16_f16_f16: k16_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
@@ -171,6 +257,12 @@ std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uin
     case Instruction::mma_m16n8k8_tf32_f32: tf32_kernel<<<grid, block>>>(dA, dB, dC, dD); break;
     case Instruction::mma_m16n8k32_e4m3_f32: fp8_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
     case Instruction::mma_m16n8k32_e5m2_f32: fp8_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k16_f16_f32: wgmma_kernel<0><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k16_bf16_f32: wgmma_kernel<1><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k8_tf32_f32: wgmma_kernel<2><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k32_e4m3_f32: wgmma_kernel<3><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k32_e5m2_f32: wgmma_kernel<4><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<<<grid, block>>>(dA, dB, dC, dD); break;
   }
   GEMMLAB_LAUNCH_CHECK(tc::info(ins).name);
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -186,19 +278,19 @@ std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uin
 std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins) {
   const tc::InstructionInfo& I = tc::info(ins);
   std::vector<tc::Probe> probes = tc::make_probes(I);
-  const int K = I.k;
+  const size_t K = I.k, M = I.m, N = I.n;
   const size_t n = probes.size();
-  std::vector<std::uint32_t> A(n * 16 * K, 0), B(n * K * 8, 0), C(n * 128, 0);
+  std::vector<std::uint32_t> A(n * M * K, 0), B(n * K * N, 0), C(n * M * N, 0);
   for (size_t p = 0; p < n; ++p) {
-    for (int k = 0; k < K; ++k) {
-      A[p * 16 * K + k] = (std::uint32_t)tc::encode(I.input, probes[p].a[k]);
-      B[p * K * 8 + k * 8] = (std::uint32_t)tc::encode(I.input, probes[p].b[k]);
+    for (size_t k = 0; k < K; ++k) {
+      A[p * M * K + k] = (std::uint32_t)tc::encode(I.input, probes[p].a[k]);
+      B[p * K * N + k * N] = (std::uint32_t)tc::encode(I.input, probes[p].b[k]);
     }
-    C[p * 128] = (std::uint32_t)tc::encode(I.output, probes[p].c);
+    C[p * M * N] = (std::uint32_t)tc::encode(I.output, probes[p].c);
   }
   std::vector<std::uint32_t> D = run_tiles(ins, A, B, C);
   std::vector<tc::ProbeOutcome> out;
-  for (size_t p = 0; p < n; ++p) out.push_back({probes[p], D[p * 128]});
+  for (size_t p = 0; p < n; ++p) out.push_back({probes[p], D[p * M * N]});
   return out;
 }
 
@@ -227,7 +319,7 @@ const char* kDistributions[] = {"uniform01", "uniform11", "normal", "wide_expone
 void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long tile, std::vector<double>& A,
                  std::vector<double>& B, std::vector<double>& C) {
   SplitMix r{seed * 0x100000001b3ull + (std::uint64_t)tile};
-  const int K = I.k;
+  const int K = I.k, M = I.m, N = I.n;
   const int dist = (int)(tile % 7);
   tc::FormatFacts fi = tc::facts(I.input), fo = tc::facts(I.output);
   auto in = [&](double x) {
@@ -257,21 +349,21 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
       default: return 2 * r.uniform() - 1;
     }
   };
-  A.resize(16 * K);
-  B.resize(K * 8);
-  C.resize(128);
+  A.resize(M * K);
+  B.resize(K * N);
+  C.resize(M * N);
   for (auto& x : A) x = in(gen());
   for (auto& x : B) x = in(gen());
   if (dist == 4) {  // cancellation: the second half of each row of A negates the first
-    for (int i = 0; i < 16; ++i)
+    for (int i = 0; i < M; ++i)
       for (int k = 0; k < K / 2; ++k) {
         A[i * K + k] = in(2 * r.uniform() - 1);
         A[i * K + K / 2 + k] = -A[i * K + k];
       }
     for (int k = 0; k < K / 2; ++k)
-      for (int j = 0; j < 8; ++j) {
-        B[k * 8 + j] = in(2 * r.uniform() - 1);
-        B[(k + K / 2) * 8 + j] = (r.next() % 8 == 0) ? in(B[k * 8 + j] * 0.75) : B[k * 8 + j];
+      for (int j = 0; j < N; ++j) {
+        B[k * N + j] = in(2 * r.uniform() - 1);
+        B[(k + K / 2) * N + j] = (r.next() % 8 == 0) ? in(B[k * N + j] * 0.75) : B[k * N + j];
       }
   }
   for (auto& x : C) {
@@ -330,20 +422,20 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
     return -1;
   }
   tc::Inference inf = tc::infer(I, run_probe_set(*ins));
-  const int K = I.k;
+  const int K = I.k, M = I.m, N = I.n, MN = M * N;
   const long long batch = 1 << 16;
   long long mismatches = 0, bits = 0, outputs = 0;
   std::vector<long long> per_dist(7, 0);
   std::string first;
   for (long long t0 = 0; t0 < n_tiles; t0 += batch) {
     const long long n = std::min(batch, n_tiles - t0);
-    std::vector<std::uint32_t> A(n * 16 * K), B(n * K * 8), C(n * 128);
+    std::vector<std::uint32_t> A(n * M * K), B(n * K * N), C(n * MN);
     parallel_for(n, [&](long long t) {
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
-      for (int i = 0; i < 16 * K; ++i) A[t * 16 * K + i] = (std::uint32_t)tc::encode(I.input, a[i]);
-      for (int i = 0; i < K * 8; ++i) B[t * K * 8 + i] = (std::uint32_t)tc::encode(I.input, b[i]);
-      for (int i = 0; i < 128; ++i) C[t * 128 + i] = (std::uint32_t)tc::encode(I.output, c[i]);
+      for (int i = 0; i < M * K; ++i) A[t * M * K + i] = (std::uint32_t)tc::encode(I.input, a[i]);
+      for (int i = 0; i < K * N; ++i) B[t * K * N + i] = (std::uint32_t)tc::encode(I.input, b[i]);
+      for (int i = 0; i < MN; ++i) C[t * MN + i] = (std::uint32_t)tc::encode(I.output, c[i]);
     });
     std::vector<std::uint32_t> D = run_tiles(*ins, A, B, C);
     std::vector<long long> miss(n, 0), mbits(n, 0);
@@ -352,18 +444,18 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
       std::vector<double> d = tc::mma_tile(inf.params, I, a, b, c);
-      for (int e = 0; e < 128; ++e) {
-        std::uint32_t want = (std::uint32_t)tc::encode(I.output, d[e]), got = D[t * 128 + e];
+      for (int e = 0; e < MN; ++e) {
+        std::uint32_t want = (std::uint32_t)tc::encode(I.output, d[e]), got = D[t * MN + e];
         bool nan_both = std::isnan(d[e]) && std::isnan(tc::decode(I.output, got));
         if (want != got && !nan_both) {
           ++miss[t];
           mbits[t] += __builtin_popcount(want ^ got);
           if (ex[t].empty()) {
-            int i = e / 8, j = e % 8;
+            int i = e / N, j = e % N;
             std::ostringstream s;
             s << "tile " << (t0 + t) << " (" << kDistributions[(t0 + t) % 7] << ") D(" << i << "," << j << "): model "
               << tc::hex_bits(want, I.output) << " hardware " << tc::hex_bits(got, I.output) << "; row:";
-            for (int k = 0; k < K; ++k) s << " " << a[i * K + k] << "*" << b[k * 8 + j];
+            for (int k = 0; k < K; ++k) s << " " << a[i * K + k] << "*" << b[k * N + j];
             s << " c=" << c[e];
             ex[t] = s.str();
           }
@@ -376,7 +468,7 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
       per_dist[(t0 + t) % 7] += miss[t];
       if (first.empty() && !ex[t].empty()) first = ex[t];
     }
-    outputs += n * 128;
+    outputs += n * MN;
   }
   if (report) {
     std::ostringstream s;

@@ -370,7 +370,9 @@ double dot(const TcParams& p, const double* a, const double* b, int k, double c)
 const std::vector<Instruction>& all_instructions() {
   static const std::vector<Instruction> v = {
       Instruction::mma_m16n8k16_f16_f32, Instruction::mma_m16n8k16_f16_f16, Instruction::mma_m16n8k16_bf16_f32,
-      Instruction::mma_m16n8k8_tf32_f32, Instruction::mma_m16n8k32_e4m3_f32, Instruction::mma_m16n8k32_e5m2_f32};
+      Instruction::mma_m16n8k8_tf32_f32, Instruction::mma_m16n8k32_e4m3_f32, Instruction::mma_m16n8k32_e5m2_f32,
+      Instruction::wgmma_m64n8k16_f16_f32, Instruction::wgmma_m64n8k16_bf16_f32, Instruction::wgmma_m64n8k8_tf32_f32,
+      Instruction::wgmma_m64n8k32_e4m3_f32, Instruction::wgmma_m64n8k32_e5m2_f32, Instruction::wmma_m16n16k16_f16_f32};
   return v;
 }
 
@@ -382,6 +384,12 @@ const InstructionInfo& info(Instruction i) {
       {Instruction::mma_m16n8k8_tf32_f32, "mma_m16n8k8_tf32_f32", Format::tf32, Format::fp32, 16, 8, 8, 80},
       {Instruction::mma_m16n8k32_e4m3_f32, "mma_m16n8k32_e4m3_f32", Format::e4m3, Format::fp32, 16, 8, 32, 89},
       {Instruction::mma_m16n8k32_e5m2_f32, "mma_m16n8k32_e5m2_f32", Format::e5m2, Format::fp32, 16, 8, 32, 89},
+      {Instruction::wgmma_m64n8k16_f16_f32, "wgmma_m64n8k16_f16_f32", Format::fp16, Format::fp32, 64, 8, 16, 90},
+      {Instruction::wgmma_m64n8k16_bf16_f32, "wgmma_m64n8k16_bf16_f32", Format::bf16, Format::fp32, 64, 8, 16, 90},
+      {Instruction::wgmma_m64n8k8_tf32_f32, "wgmma_m64n8k8_tf32_f32", Format::tf32, Format::fp32, 64, 8, 8, 90},
+      {Instruction::wgmma_m64n8k32_e4m3_f32, "wgmma_m64n8k32_e4m3_f32", Format::e4m3, Format::fp32, 64, 8, 32, 90},
+      {Instruction::wgmma_m64n8k32_e5m2_f32, "wgmma_m64n8k32_e5m2_f32", Format::e5m2, Format::fp32, 64, 8, 32, 90},
+      {Instruction::wmma_m16n16k16_f16_f32, "wmma_m16n16k16_f16_f32", Format::fp16, Format::fp32, 16, 16, 16, 70},
   };
   return table[(int)i];
 }

@@ -83,13 +83,22 @@ enum class Instruction {
   mma_m16n8k8_tf32_f32,
   mma_m16n8k32_e4m3_f32,
   mma_m16n8k32_e5m2_f32,
+  // sm_90a warpgroup instructions, smallest N, fp32 accumulators; operands from shared memory.
+  // One output row is the same k-term dot product as mma.sync's, so the same probes apply.
+  wgmma_m64n8k16_f16_f32,
+  wgmma_m64n8k16_bf16_f32,
+  wgmma_m64n8k8_tf32_f32,
+  wgmma_m64n8k32_e4m3_f32,
+  wgmma_m64n8k32_e5m2_f32,
+  // nvcuda::wmma 16x16x16 fp16 -> fp32 (the API of the published tensor-core tests).
+  wmma_m16n16k16_f16_f32,
 };
 struct InstructionInfo {
   Instruction id;
   const char* name;   // CSV `instruction`
   Format input, output;
   int m, n, k;
-  int min_cc;
+  int min_cc;       // compute capability needed (90: the sm_90a wgmma instructions)
 };
 const InstructionInfo& info(Instruction i);
 const std::vector<Instruction>& all_instructions();

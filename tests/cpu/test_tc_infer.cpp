@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "reference/tc_infer.hpp"
 
@@ -102,4 +103,55 @@ TEST(TcInferRoundTrip, Fp8NarrowAccumulator) {
                     {"output_rounding"});
   const auto& ins2 = info(Instruction::mma_m16n8k32_e5m2_f32);
   expect_round_trip(with(ins2, 16, -9, AlignRounding::floor, OutputRounding::toward_zero), ins2, {"output_rounding"});
+}
+
+// The wgmma and wmma entries: one output of wgmma m64n8k16 (wmma 16x16x16) is the same k-term dot
+// product as one of mma.sync m16n8k16, so they share the probe set; the tile geometry differs.
+TEST(TcInstructions, WgmmaAndWmmaShareTheMmaSyncProbes) {
+  const std::pair<Instruction, Instruction> same[] = {
+      {Instruction::wgmma_m64n8k16_f16_f32, Instruction::mma_m16n8k16_f16_f32},
+      {Instruction::wgmma_m64n8k16_bf16_f32, Instruction::mma_m16n8k16_bf16_f32},
+      {Instruction::wgmma_m64n8k8_tf32_f32, Instruction::mma_m16n8k8_tf32_f32},
+      {Instruction::wgmma_m64n8k32_e4m3_f32, Instruction::mma_m16n8k32_e4m3_f32},
+      {Instruction::wgmma_m64n8k32_e5m2_f32, Instruction::mma_m16n8k32_e5m2_f32},
+      {Instruction::wmma_m16n16k16_f16_f32, Instruction::mma_m16n8k16_f16_f32}};
+  for (auto [w, m] : same) {
+    const InstructionInfo &iw = info(w), &im = info(m);
+    EXPECT_EQ(iw.id, w);
+    EXPECT_EQ(parse_instruction(iw.name), w);
+    EXPECT_EQ(iw.input, im.input) << iw.name;
+    EXPECT_EQ(iw.output, im.output) << iw.name;
+    EXPECT_EQ(iw.k, im.k) << iw.name;
+    auto pw = make_probes(iw), pm = make_probes(im);
+    ASSERT_EQ(pw.size(), pm.size()) << iw.name;
+    for (size_t i = 0; i < pw.size(); ++i) EXPECT_EQ(pw[i].id, pm[i].id) << iw.name;
+  }
+  EXPECT_EQ(info(Instruction::wgmma_m64n8k16_f16_f32).m, 64);
+  EXPECT_EQ(info(Instruction::wgmma_m64n8k16_f16_f32).n, 8);
+  EXPECT_EQ(info(Instruction::wgmma_m64n8k16_f16_f32).min_cc, 90);
+  EXPECT_EQ(info(Instruction::wmma_m16n16k16_f16_f32).n, 16);
+}
+
+// mma_tile on a (64, 16) x (16, 8) wgmma tile: row i, column j is dot(row i of A, column j of B, C(i, j)).
+TEST(TcInstructions, WgmmaTileIsRowByColumnDots) {
+  const InstructionInfo& ins = info(Instruction::wgmma_m64n8k16_f16_f32);
+  TcParams p = with(ins, 16, 2, AlignRounding::toward_zero, OutputRounding::toward_zero);
+  std::vector<double> A(64 * 16), B(16 * 8), C(64 * 8);
+  for (size_t i = 0; i < A.size(); ++i) A[i] = std::ldexp((double)((i * 37) % 23) - 11, -(int)(i % 9));
+  for (size_t i = 0; i < B.size(); ++i) B[i] = std::ldexp((double)((i * 11) % 17) - 8, (int)(i % 5) - 2);
+  for (size_t i = 0; i < C.size(); ++i) C[i] = std::ldexp((double)(i % 7) - 3, -20);
+  std::vector<double> D = mma_tile(p, ins, A, B, C);
+  ASSERT_EQ(D.size(), 512u);
+  for (int i : {0, 17, 63})
+    for (int j : {0, 5, 7}) {
+      double a[16], b[16];
+      for (int t = 0; t < 16; ++t) a[t] = A[i * 16 + t], b[t] = B[t * 8 + j];
+      EXPECT_EQ(D[i * 8 + j], dot(p, a, b, 16, C[i * 8 + j])) << i << "," << j;
+    }
+  // (1 - 2^-11)^2 + 1*2^-24 ... truncated to 25 fraction bits: a hand case in row 63.
+  std::fill(A.begin(), A.end(), 0.0), std::fill(B.begin(), B.end(), 0.0), std::fill(C.begin(), C.end(), 0.0);
+  A[63 * 16 + 0] = 1 - std::ldexp(1, -11), B[0 * 8 + 7] = 1 - std::ldexp(1, -11);
+  D = mma_tile(p, ins, A, B, C);
+  EXPECT_EQ(D[63 * 8 + 7], 1 - std::ldexp(1, -10) + std::ldexp(1, -22));  // exact product, representable
+  EXPECT_THROW(mma_tile(p, info(Instruction::mma_m16n8k16_f16_f32), A, B, C), std::invalid_argument);
 }
