@@ -531,6 +531,18 @@ template <> struct Wgmma<__nv_fp8_e4m3, 256> { static constexpr int k = 32; __de
 template <> struct Wgmma<__nv_fp8_e5m2, 128> { static constexpr int k = 32; __device__ static void run(float (&d)[64], std::uint64_t a, std::uint64_t b, int s) { wgmma_m64n128k32_e5m2(d, a, b, s); } };
 template <> struct Wgmma<__nv_fp8_e5m2, 256> { static constexpr int k = 32; __device__ static void run(float (&d)[128], std::uint64_t a, std::uint64_t b, int s) { wgmma_m64n256k32_e5m2(d, a, b, s); } };
 
+// Global flags between blocks (stream-K fix-up, hgemm_wgmma_08_streamk) --------------------------
+// Release store / acquire load at GPU scope: a block's earlier global writes (ordered before the
+// release by a barrier of its writers) are visible to a block that has acquired the value.
+__device__ __forceinline__ void st_release_gpu_u64(std::uint64_t* p, std::uint64_t v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ std::uint64_t ld_acquire_gpu_u64(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
 #endif  // GEMMLAB_SM90A_DEVICE
 
 }  // namespace gemmlab::hopper

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
@@ -334,6 +335,77 @@ TEST(HopperStep7, SanitizerSmall) {
     auto r = testing::run_and_check(*k, 2 * k->m_multiple, 2 * k->n_multiple, 3 * k->k_multiple, "uniform_-1_1", 3);
     EXPECT_EQ(r.run.unwritten, 0) << k->name;
     EXPECT_TRUE(r.stats.within_bound) << k->name;
+  }
+}
+
+
+// Step 8 (hgemm_wgmma_08_*, stream-K tail) on its own: bounds on the three sizes (the third, 18 x 8
+// multiples = 144 cluster tiles, has a stream-K tail: 2 waves + 12 tiles on 66 clusters),
+// exact integers, a stream-K size for compute-sanitizer, and bit-identical results across launches.
+std::vector<const Kernel*> step8_kernels() {
+  std::vector<const Kernel*> v;
+  for (const Kernel* k : hopper_kernels())
+    if (std::string(k->name).find("hgemm_wgmma_08_") == 0) v.push_back(k);
+  return v;
+}
+
+TEST(HopperStep8, WithinBoundAndExact) {
+  auto ks = step8_kernels();
+  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_08 kernels registered";
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
+    check_within_bound(*k);
+    SCOPED_TRACE(k->name);
+    auto r = testing::run_and_check(*k, 2 * k->m_multiple, k->n_multiple, 4 * k->k_multiple, "exactint_8", 9);
+    EXPECT_EQ(r.run.unwritten, 0);
+    EXPECT_EQ(r.stats.normwise, 0.0);
+    EXPECT_EQ(r.stats.frac_correctly_rounded, 1.0);
+    // Integers through the stream-K fix-up: 18 x 8 multiples, K of 7 slices (chunks of 1-2 slices).
+    auto e = testing::run_and_check(*k, 18 * k->m_multiple, 8 * k->n_multiple, 7 * k->k_multiple, "exactint_8", 10);
+    EXPECT_EQ(e.run.unwritten, 0);
+    EXPECT_EQ(e.stats.normwise, 0.0);
+  }
+}
+
+TEST(HopperStep8, SanitizerSmall) {
+  auto ks = step8_kernels();
+  ASSERT_FALSE(ks.empty());
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
+    // 9 x 8 multiples (72 cluster tiles: one wave + 6 on 66 clusters) with K of 3 slices: tail tiles
+    // split over 3 clusters, so owners add two partials.
+    auto r = testing::run_and_check(*k, 9 * k->m_multiple, 8 * k->n_multiple, 3 * k->k_multiple,
+                                    "uniform_-1_1", 3);
+    EXPECT_EQ(r.run.unwritten, 0) << k->name;
+    EXPECT_TRUE(r.stats.within_bound) << k->name;
+  }
+}
+
+// The stream-K reduction order depends only on the size and the grid: two launches, same bits.
+// 18 x 8 multiples with K = 4096 (64 slices): 12 tail tiles split into chunks of ~12 slices.
+TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
+  auto ks = step8_kernels();
+  ASSERT_FALSE(ks.empty());
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
+    SCOPED_TRACE(k->name);
+    const int M = 18 * k->m_multiple, N = 8 * k->n_multiple, K = 4096;
+    auto first = testing::run_and_check(*k, M, N, K, "uniform_-1_1", 11);
+    EXPECT_EQ(first.run.unwritten, 0);
+    EXPECT_TRUE(first.stats.within_bound);
+    Distribution d = parse_distribution("uniform_-1_1");
+    Matrix A = generate(d, Operand::A, M, K, k->input, 11);
+    Matrix B = generate(d, Operand::B, K, N, k->input, 11);
+    TimingOptions opt;
+    opt.warmup = 2;  // more launches in between: each uses a new flag epoch
+    opt.reps = 1;
+    opt.flush_l2 = false;
+    KernelRun second = run_kernel(*k, A, B, opt);
+    ASSERT_EQ(second.c.size(), first.run.c.size());
+    long long differ = 0;
+    for (std::size_t i = 0; i < second.c.size(); ++i)
+      if (std::memcmp(&second.c[i], &first.run.c[i], sizeof(double)) != 0) ++differ;
+    EXPECT_EQ(differ, 0) << "entries whose bits differ between two launches";
   }
 }
 

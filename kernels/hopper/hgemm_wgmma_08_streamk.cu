@@ -1,0 +1,405 @@
+// hgemm_wgmma_08_streamk: step 8 of the Hopper series, step 7 (clusters of 2 along M with B
+// multicast, persistent warp-specialised producer/consumer, 128x256 tiles, 4-stage TMA ring, TMA-store
+// epilogue) with a stream-K tail: the full waves of cluster tiles run as in step 7, the tiles of the
+// last partial wave are split along K among ALL clusters.
+//
+// Why: at 4096^3 there are 256 cluster tiles (256 x 256) for 66 co-resident clusters: 3 full waves
+// and a tail of 58 (3.88 waves). Step 7 runs the tail as a 4th wave of whole tiles (64 slices of
+// K = 64 each) while 8 clusters idle, so the kernel takes 4 x 64 = 256 slice-times. Here the tail's
+// 58 x 64 = 3712 slices are dealt out as 66 contiguous ranges of 56 or 57 slices (stream-K, Osama et
+// al. 2023, "DP + one-tile SK"): 3 x 64 + 57 = 249 slice-times, -2.7%, less the fix-up (each split
+// tile writes/reads one (128, 256) fp32 partial per block, 128 KB, through L2). At 8192^3: 1024 cluster
+// tiles = 15 waves + 34 (52%); tail 34 x 128 slices over 66 clusters = 66 slices instead of 128,
+// -3.2% of the kernel. Variant `streamk2w` puts one more full wave into the stream-K part (124 cluster
+// tiles at 4096^3, ranges of ~120 slices), which the stream-K paper prefers when the fix-up is slow.
+//
+// Schedule (the same for the producer and the consumers of both blocks of a cluster; both blocks of a
+// cluster work on the same K range of their two vertically adjacent tiles, so B multicast is kept):
+// G clusters, I cluster tiles, S = K / 64 slices per tile. D = I / G - (SK_WAVES - 1) full waves
+// (at least 0) run data-parallel: cluster c takes tiles c, c + G, ... (super_M order). The T = I - D G
+// remaining tiles form T S "tail slices" (tile-major, k-minor); cluster c takes the contiguous range
+// [floor(c T S / G), floor((c + 1) T S / G)). A range is cut at tile boundaries into pieces (tile, k0,
+// k1). A piece with k0 = 0 is the tile's OWNER; a piece with k0 > 0 is a partial. Only a range's first
+// piece can be a partial, so each cluster writes at most one partial: its workspace slot is its own.
+// The owner runs last in its cluster's range; the later chunks of the same tile belong to clusters
+// c+1, c+2, ... and are their FIRST pieces, done at the start of the tail, so the owner rarely waits
+// and there is no cycle (a cluster waits only on higher-numbered clusters, all co-resident).
+//
+// Numerics (changed from step 7 for split tiles only). Products exact (fp16/bf16 in); inside each
+// chunk [k0, k1) the sum is accumulated in the wgmma accumulator (in_wgmma, truncating alignment) as
+// in step 7. A split tile's chunks are then added in chunk order (increasing k) with fp32
+// round-to-nearest adds by the owner: C = ((P_0 + P_1) + P_2) + ..., P_0 being the owner's chunk
+// (k0 = 0). The order depends only on (M, N, K) and the grid G (co-resident clusters on this GPU: 66 on
+// an H200), not on timing, so repeated launches give bit-identical results (tested). Tiles of the
+// full waves are summed exactly as in step 7. The descriptor stays in_wgmma / truncate: the few extra
+// round-to-nearest adds (at most one per chunk boundary) are covered by the in_wgmma bound, which
+// already allows a rounding per k-step.
+// Measured on an H200 (results/hopper/hopper_step8_bench_h200.csv: one run, median of 21, L2 flushed,
+// ratios to cuBLAS cublasGemmEx fp32-out of the same format in the same run; 66 resident clusters):
+//   4096^3  fp16 0.1943 ms 707 TFLOP/s 0.955x (step 7 same run: 0.1860 ms 0.997x)
+//           bf16 0.1888 ms 728 TFLOP/s 0.952x (step 7 same run: 0.1805 ms 0.995x)
+//   8192^3  fp16 1.4212 ms 774 TFLOP/s 1.028x (step 7 same run: 1.4390 ms 1.015x)
+//           bf16 not measured (the run's time limit cut the bench off before it)
+// So the stream-K tail pays at 8192^3 (tail 52% full: +1.3% over step 7) and LOSES 4% at 4096^3
+// (tail 88% full), where it was meant to help: the 2.7% of slice-time it saves there is outweighed.
+// Not diagnosed on the device (no budget left). Suspect: in the data-parallel waves all clusters read
+// the same k-slice at the same moment, so tiles of one tile row (A) or column (B) share it in L2; in the
+// stream-K tail each cluster starts at a different k offset, that sharing is lost and the tail's
+// loads (64 KB per cluster per slice) go further out. The fix-up itself (at most one 128 KB partial
+// written and one read per block) is ~1-2 us. Next steps: a launcher rule that uses the stream-K tail
+// only when the last wave is at most about half full (4096^3 would then run as step 7), or a tail split
+// in equal, k-aligned chunks so that clusters stay in step along k.
+// The bf16 4096^3 row shows a larger relative-error spread (1.07e-2 against 2.97e-3 for cuBLAS and
+// step 7, bias similar, within the bound): the spread is dominated by the few entries with a near-zero
+// reference, where a different summation order changes the relative error most; fp16 at the same size
+// and both formats of streamk2w show spreads equal to or below step 7's.
+// Negative result (same run, registered, then removed; SK_WAVES = 2 below):
+//   streamk2w (last partial wave + one full wave split along K, ranges of ~120 slices at 4096^3):
+//   fp16 0.946x / 1.016x (4096^3 / 8192^3), bf16 0.945x at 4096^3: slower than streamk at both sizes.
+//
+// Workspace: per (cluster, block, consumer warpgroup) a 64 KB fp32 partial slot and a 64-bit flag.
+// The flag is set (st.release.gpu, after a bar.sync of the 128 writers and a __threadfence) to an
+// epoch value (a 32-bit magic in the high half, a per-process launch counter in the low half) that is
+// new for every launch; the owner spins with ld.acquire.gpu until it reads this launch's value. So the
+// workspace needs no zeroing and repeated launches work with no reset (a flag left from an earlier
+// launch never matches; the counter wraps after 2^32 launches).
+#include <cstdio>
+#include <cstdlib>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/hopper_ptx.cuh"
+#include "kernels/kernel.hpp"
+
+namespace gemmlab::kernels {
+namespace {
+
+constexpr int BM = 128;
+constexpr int BN = 256;
+constexpr int STAGES = 4;
+constexpr int CLUSTER = 2;
+constexpr int THREADS = 384;       // producer warpgroup + two consumer warpgroups
+constexpr int CBOX_COLS = 32;      // (64, 32) fp32 staging box = 128-byte rows, the swizzle's width
+constexpr int CBOX_BYTES = 64 * CBOX_COLS * 4;
+constexpr int MAX_CLUSTERS = 72;   // workspace slots; the grid is capped at this (66 on H100/H200)
+constexpr int SLOTS = MAX_CLUSTERS * CLUSTER * 2;           // one per (cluster, block, consumer)
+constexpr std::size_t PARTIAL_FLOATS = 64 * BN;             // a consumer's (64, BN) fp32 fragment
+constexpr std::size_t FLAG_BYTES = 4096;                    // SLOTS 64-bit flags, rounded up
+constexpr std::size_t WORKSPACE_BYTES = FLAG_BYTES + std::size_t(SLOTS) * PARTIAL_FLOATS * 4;
+constexpr std::uint64_t EPOCH_MAGIC = 0x5EC0000Bull << 32;
+static_assert(SLOTS * 8 <= int(FLAG_BYTES), "flags must fit in front of the partial slots");
+
+template <class T>
+struct Shape {
+  static constexpr int BK = 128 / int(sizeof(T));  // one 128-byte swizzled row of K per tile row
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int STAGING_BYTES = 2 /* consumers */ * 2 /* buffers */ * CBOX_BYTES;
+  static constexpr int SMEM_BYTES = RING_BYTES + STAGING_BYTES + 1024 /* alignment */ + 1024 /* barriers */;
+  static_assert(sizeof(T) == 2, "fp16/bf16 only (k16 wgmma)");
+  static_assert(BN % CBOX_COLS == 0, "the epilogue stores whole (64, 32) boxes");
+  static_assert((BN / 2) % 4 == 0, "partials move as float4");
+  static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
+};
+
+// The work of one cluster: data-parallel tiles, then its stream-K range of tail slices.
+struct Schedule {
+  int G, c;            // clusters in the grid, this cluster
+  int items, slices;   // cluster tiles, K slices per tile
+  int dp_waves;        // full waves run whole
+  long long tail_slices;
+  __host__ __device__ long long range_start(int j) const { return (long long)j * tail_slices / G; }
+};
+
+__host__ __device__ inline Schedule make_schedule(int M, int N, int K, int bk, int G, int c, int sk_waves) {
+  Schedule s;
+  s.G = G;
+  s.c = c;
+  s.items = (M / (CLUSTER * BM)) * (N / BN);
+  s.slices = K / bk;
+  const int w = s.items / G - (sk_waves - 1);
+  s.dp_waves = w > 0 ? w : 0;
+  s.tail_slices = (long long)(s.items - s.dp_waves * G) * s.slices;
+  return s;
+}
+
+// Calls f(item, k0, k1) for every piece of cluster s.c, in order.
+template <class F>
+__device__ __forceinline__ void for_each_piece(const Schedule& s, F&& f) {
+  for (int w = 0; w < s.dp_waves; ++w) f(s.c + w * s.G, 0, s.slices);
+  const long long b = s.range_start(s.c), e = s.range_start(s.c + 1);
+  for (long long x = b; x < e;) {
+    const int t = int(x / s.slices), k0 = int(x % s.slices);
+    const long long tile_end = (long long)(t + 1) * s.slices;
+    const int k1 = int((e < tile_end ? e : tile_end) - (long long)t * s.slices);
+    f(s.dp_waves * s.G + t, k0, k1);
+    x = (long long)t * s.slices + k1;
+  }
+}
+
+// Tile `id` of the swizzled order -> (tile row, tile column); as in step 4.
+template <int SUPER_M>
+__device__ __forceinline__ void tile_coords(int id, int tiles_m, int tiles_n, int& row, int& col) {
+  const int first = (id / (SUPER_M * tiles_n)) * SUPER_M;  // first tile row of this group
+  const int h = min(SUPER_M, tiles_m - first);             // group height (smaller for the last one)
+  const int local = id - first * tiles_n;
+  row = first + local % h;
+  col = local / h;
+}
+
+#ifdef GEMMLAB_SM90A_DEVICE
+// Epilogue of one consumer warpgroup: its (64, BN) fragment v -> C rows row0.., columns col0.., in
+// (64, 32) boxes through the two staging buffers `stage` (each CBOX_BYTES, 1024-aligned).
+// Fragment layout (see the wgmma wrappers): v[4j + 2h + e] = D(16w + l/4 + 8h, 8j + 2(l%4) + e).
+template <int R>
+__device__ __forceinline__ void store_tile_tma(const float (&v)[R], unsigned char* stage, const CUtensorMap* mapC,
+                                               int row0, int col0, int bar_id, bool leader) {
+  using namespace gemmlab::hopper;
+  constexpr int BOXES = (R / 4 * 8) / CBOX_COLS;  // BN / 32
+  const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
+#pragma unroll
+  for (int q = 0; q < BOXES; ++q) {
+    unsigned char* buf = stage + (q & 1) * CBOX_BYTES;
+    if (leader) bulk_wait_group_read<1>();  // the box stored from this buffer two boxes ago has been read
+    named_bar_sync(bar_id, 128);
+#pragma unroll
+    for (int jj = 0; jj < 4; ++jj) {  // four 8-column blocks per 32-column box
+      const int j = 4 * q + jj;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 16 * w + l / 4 + 8 * h;
+        const int chunk = 2 * jj + (l % 4) / 2;  // 16-byte chunk of the 128-byte row
+        const std::uint32_t off = std::uint32_t(r) * 128u + (std::uint32_t(chunk ^ (r & 7)) << 4) + (l % 2) * 8u;
+        *reinterpret_cast<float2*>(buf + off) = make_float2(v[4 * j + 2 * h], v[4 * j + 2 * h + 1]);
+      }
+    }
+    fence_proxy_async_smem();  // this thread's writes -> visible to the TMA engine
+    named_bar_sync(bar_id, 128);
+    if (leader) {
+      tma_store_2d(mapC, buf, col0 + q * CBOX_COLS, row0);
+      bulk_commit_group();
+    }
+  }
+}
+#endif
+
+
+// SK_WAVES = 1: only the last partial wave is split along K; 2: that and one full wave before it
+// (streamk2w, a measured negative result: not registered).
+template <class T, int SUPER_M, int SK_WAVES>
+__global__ void __launch_bounds__(THREADS, 1)
+    hgemm_wgmma_08(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                   const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC,
+                   unsigned char* workspace, std::uint64_t epoch) {
+#ifdef GEMMLAB_SM90A_DEVICE
+  using namespace gemmlab::hopper;
+  using S = Shape<T>;
+  constexpr int KW = Wgmma<T, BN>::k;
+  constexpr int STEPS = S::BK / KW;
+
+  extern __shared__ unsigned char smem_raw[];
+  // Slot s: (128, BK) tile of A then (BN, BK) tile of B^T, K-major, 128B-swizzled, 1024-aligned;
+  // then consumer c's two (64, 32) fp32 staging boxes; then the barriers.
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  unsigned char* staging = smem + S::RING_BYTES;
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(staging + S::STAGING_BYTES);
+  std::uint64_t* empty = full + STAGES;
+  std::uint64_t* flags = reinterpret_cast<std::uint64_t*>(workspace);
+  float* partials = reinterpret_cast<float*>(workspace + FLAG_BYTES);
+
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  const unsigned rank = cluster_ctarank();
+  const Schedule sched = make_schedule(M, N, K, S::BK, int(cluster_count_x()), int(cluster_id_x()), SK_WAVES);
+  const int slices = sched.slices;
+
+  if (tid == 0) {
+    prefetch_tensor_map(&mapA);
+    prefetch_tensor_map(&mapB);
+    prefetch_tensor_map(&mapC);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);              // the producer's arrive.expect_tx, then the TMA bytes
+      mbar_init(&empty[s], 2 * CLUSTER);   // one arrive per consumer warpgroup of each block
+    }
+    mbar_fence_init();
+  }
+  cluster_sync();  // the partner's barriers exist before any multicast or remote arrive
+
+  if (wg == 0) {
+    // Producer warpgroup: give registers away, one thread issues every copy.
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      int it = 0;  // slices issued so far, over all pieces: the ring's position and phase
+      for_each_piece(sched, [&](int item, int k0, int k1) {
+        int tr, tc;
+        tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
+        tr = CLUSTER * tr + int(rank);
+        for (int kt = k0; kt < k1; ++kt, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
+          unsigned char* slot = smem + s * S::STAGE_BYTES;
+          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
+          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, tr * BM);
+          // this block's half of the B slice, into both blocks (same offsets)
+          tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
+                                tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
+        }
+      });
+    }
+  } else {
+    // Consumer warpgroups: rows (wg - 1) * 64 .. + 63 of the block tile.
+    setmaxnreg_inc<232>();
+    const int c = wg - 1, ct = tid % 128;
+    const bool leader = ct == 0;
+    unsigned char* my_stage = staging + c * 2 * CBOX_BYTES;
+    float d[BN / 2];  // (64, BN) accumulator fragment
+    int it = 0;       // slices consumed so far, over all pieces
+    // Workspace slot of (cluster j, this block, this consumer).
+    auto slot_of = [&](int j) { return (j * CLUSTER + int(rank)) * 2 + c; };
+    auto release = [&](int s) {  // frees slot s in both blocks of the cluster
+      mbar_arrive(&empty[s]);
+      mbar_arrive_remote(&empty[s], rank ^ 1u);
+    };
+    for_each_piece(sched, [&](int item, int k0, int k1) {
+      int tr, tc;
+      tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
+      tr = CLUSTER * tr + int(rank);
+      for (int kt = k0; kt < k1; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
+        const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < STEPS; ++k)
+          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (kt > k0 || k > 0) ? 1 : 0);
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of the previous slice is done: release its slot
+        if (leader && kt > k0) release((it - 1) % STAGES);
+      }
+      wgmma_wait<0>();
+      fence_regs(d);
+      if (leader) release((it - 1) % STAGES);  // the piece's last slice
+      if (k0 > 0) {
+        // A partial: (64, BN) fp32 fragment to this cluster's slot, float4 q of thread ct at
+        // (q * 128 + ct) * 4 (each warp writes 512 contiguous bytes per q), then the flag.
+        float4* w = reinterpret_cast<float4*>(partials + std::size_t(slot_of(sched.c)) * PARTIAL_FLOATS);
+#pragma unroll
+        for (int q = 0; q < BN / 8; ++q) w[q * 128 + ct] = make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]);
+        named_bar_sync(1 + c, 128);
+        if (leader) {
+          __threadfence();
+          st_release_gpu_u64(&flags[slot_of(sched.c)], epoch);
+        }
+        return;
+      }
+      if (k1 < slices) {
+        // Owner of a split tile: add the later chunks in chunk order (clusters c+1, c+2, ...), fp32
+        // round-to-nearest adds.
+        const int t = item - sched.dp_waves * sched.G;
+        const long long tile_end = (long long)(t + 1) * slices;
+        for (int j = sched.c + 1; j < sched.G && sched.range_start(j) < tile_end; ++j) {
+          if (sched.range_start(j + 1) == sched.range_start(j)) continue;  // an empty range wrote nothing
+          if (leader)
+            while (ld_acquire_gpu_u64(&flags[slot_of(j)]) != epoch) {
+            }
+          named_bar_sync(1 + c, 128);
+          const float4* p = reinterpret_cast<const float4*>(partials + std::size_t(slot_of(j)) * PARTIAL_FLOATS);
+#pragma unroll
+          for (int q = 0; q < BN / 8; ++q) {
+            const float4 v = p[q * 128 + ct];
+            d[4 * q] += v.x;
+            d[4 * q + 1] += v.y;
+            d[4 * q + 2] += v.z;
+            d[4 * q + 3] += v.w;
+          }
+        }
+      }
+      store_tile_tma(d, my_stage, &mapC, tr * BM + c * 64, tc * BN, 1 + c, leader);
+    });
+    if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
+  }
+  cluster_sync();  // no block exits while its partner may still write into it
+#else
+  __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
+#endif
+}
+
+template <class T, int SUPER_M, int SK_WAVES>
+void launch(const GemmArgs& a) {
+  using S = Shape<T>;
+  auto kernel = hgemm_wgmma_08<T, SUPER_M, SK_WAVES>;
+  if (!a.workspace || a.workspace_bytes < WORKSPACE_BYTES)
+    throw std::runtime_error("hgemm_wgmma_08_streamk: the harness passed less workspace than Kernel::workspace_bytes");
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CLUSTER;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(THREADS);
+  cfg.dynamicSmemBytes = S::SMEM_BYTES;
+  cfg.stream = as_stream(a.stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  // Persistent: as many clusters as can be resident at once (the stream-K owners spin on flags of
+  // higher-numbered clusters, so every cluster of the grid MUST be resident), capped by the slots.
+  static const int resident = [&] {
+    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
+    cudaLaunchConfig_t q = cfg;
+    q.gridDim = dim3(CLUSTER * hopper::sm_count());
+    int clusters = 0;
+    GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &q));
+    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
+      std::fprintf(stderr, "hgemm_wgmma_08: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n",
+                   clusters, CLUSTER, S::SMEM_BYTES, hopper::sm_count());
+    if (clusters < 1) clusters = 1;
+    return clusters < MAX_CLUSTERS ? clusters : MAX_CLUSTERS;
+  }();
+  static std::uint32_t launches = 0;  // epoch of the flags: new for every launch in this process
+  const std::uint64_t epoch = EPOCH_MAGIC | ++launches;
+  const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
+  const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);
+  const CUtensorMap mapC = hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64);
+  const int items = (a.M / (CLUSTER * BM)) * (a.N / BN);
+  cfg.gridDim = dim3(CLUSTER * (items < resident ? items : resident));
+  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a.M, a.N, a.K, mapA, mapB, mapC,
+                                        static_cast<unsigned char*>(a.workspace), epoch));
+  GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_08_streamk");
+}
+
+template <class T, int SUPER_M, int SK_WAVES>
+constexpr Kernel make(const char* name, const char* desc, Format in) {
+  return Kernel{
+      .name = name, .family = "hopper", .description = desc,
+      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = Accumulation::in_wgmma,
+      .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
+      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
+      .m_multiple = CLUSTER * BM, .n_multiple = BN, .k_multiple = Shape<T>::BK,
+      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = WORKSPACE_BYTES,
+      .launch = launch<T, SUPER_M, SK_WAVES>,
+      .supports = nullptr,
+      .acc_unit_roundoff = 0.0,
+  };
+}
+
+}  // namespace
+
+#define GEMMLAB_WGMMA08_VARIANT(id, desc, fmt, T, SUPER_M, SK_WAVES)              \
+  const Kernel& id() {                                                          \
+    static const Kernel k = make<T, SUPER_M, SK_WAVES>(#id, desc, Format::fmt);  \
+    return k;                                                                   \
+  }
+
+#define GEMMLAB_WGMMA08_DESC(tail)                                                                              \
+  "step 7 (clusters of 2, B multicast, 128x256, 4 stages, super_M 16, TMA-store epilogue) with a stream-K " tail \
+  "; in_wgmma per K chunk, split tiles' chunks added in k order by fp32 round-to-nearest adds (deterministic)"
+
+GEMMLAB_WGMMA08_VARIANT(hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma, GEMMLAB_WGMMA08_DESC("tail (last partial wave)"),
+                        fp16, __half, 16, 1)
+GEMMLAB_WGMMA08_VARIANT(hgemm_wgmma_08_streamk_sm16_bf16_in_wgmma, GEMMLAB_WGMMA08_DESC("tail (last partial wave)"),
+                        bf16, __nv_bfloat16, 16, 1)
+}  // namespace gemmlab::kernels
