@@ -112,17 +112,18 @@ void write_summary() {
 // Predictions are shared by kernels with the same order (every in_mma fp16 kernel, say).
 const std::vector<double>& prediction(const KernelOrder& o, const std::string& dist, const Matrix& A, const Matrix& B) {
   static std::map<std::string, std::vector<double>> cache;
-  const std::string key = o.describe() + " | " + dist;
+  const std::string key = o.describe() + " | " + dist + " | " + std::to_string(A.rows) + "x" +
+                          std::to_string(B.cols) + "x" + std::to_string(A.cols);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   tc::TcParams p = o.accumulation == emulation::Accumulation::fma ? tc::TcParams{} : published_params(o.instruction);
   return cache.emplace(key, emulation::emulate(o, A, B, p, 0)).first->second;
 }
 
-class PredictionBitExact : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(PredictionBitExact, WholeMatrixMatchesTheHardware) {
-  const Kernel* k = find_kernel(GetParam());
+// Predicts the whole (size, size, size) output of one kernel on each distribution and compares it
+// with the hardware bit for bit.
+void check_whole_matrix(const std::string& name, int size, const std::vector<std::string>& dists) {
+  const Kernel* k = find_kernel(name);
   ASSERT_NE(k, nullptr);
   GEMMLAB_REQUIRE_KERNEL(*k);
   const KernelOrder o = *emulation::order_of(k->name);
@@ -131,12 +132,12 @@ TEST_P(PredictionBitExact, WholeMatrixMatchesTheHardware) {
   ASSERT_EQ(o.output, k->output) << k->name;
   if (o.accumulation == emulation::Accumulation::promoted) ASSERT_EQ(o.promotion_k, k->promotion_interval_k);
   if (o.accumulation != emulation::Accumulation::fma) ASSERT_EQ(tc::info(o.instruction).input, k->input);
-  ASSERT_EQ(check_size(*k, kSize, kSize, kSize), "");
+  ASSERT_EQ(check_size(*k, size, size, size), "");
 
-  for (const std::string& dist : distributions_for(*k)) {
+  for (const std::string& dist : dists) {
     Distribution d = parse_distribution(dist);
-    Matrix A = generate(d, Operand::A, kSize, kSize, k->input, kSeed);
-    Matrix B = generate(d, Operand::B, kSize, kSize, k->input, kSeed);
+    Matrix A = generate(d, Operand::A, size, size, k->input, kSeed);
+    Matrix B = generate(d, Operand::B, size, size, k->input, kSeed);
     TimingOptions opt;
     opt.warmup = 0;
     opt.reps = 1;
@@ -154,13 +155,13 @@ TEST_P(PredictionBitExact, WholeMatrixMatchesTheHardware) {
       if (mismatches++ == 0) first = e;
     }
     std::ostringstream line;
-    line << k->name << " on " << dist << " (seed " << kSeed << ", " << kSize << "^3): " << mismatches << " / "
+    line << k->name << " on " << dist << " (seed " << kSeed << ", " << size << "^3): " << mismatches << " / "
          << pred.size() << " outputs differ from the prediction";
-    std::vector<std::string> row = {k->name, o.describe(), dist, std::to_string(kSeed), std::to_string(kSize),
-                                    std::to_string(kSize), std::to_string(kSize), std::to_string(pred.size()),
+    std::vector<std::string> row = {k->name, o.describe(), dist, std::to_string(kSeed), std::to_string(size),
+                                    std::to_string(size), std::to_string(size), std::to_string(pred.size()),
                                     std::to_string(mismatches), "", "", "", ""};
     if (mismatches) {
-      const int i = static_cast<int>(first / kSize), j = static_cast<int>(first % kSize);
+      const int i = static_cast<int>(first / size), j = static_cast<int>(first % size);
       const std::string pb = hex(to_bits(k->output, pred[first]), k->output),
                         ob = hex(to_bits(k->output, run.c[first]), k->output);
       line << "; first at (" << i << ", " << j << "): predicted " << pb << " (" << fmt_double(pred[first])
@@ -176,6 +177,37 @@ TEST_P(PredictionBitExact, WholeMatrixMatchesTheHardware) {
     EXPECT_EQ(mismatches, 0) << line.str() << "\n  order: " << o.describe();
   }
   write_summary();
+}
+
+class PredictionBitExact : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PredictionBitExact, WholeMatrixMatchesTheHardware) {
+  const Kernel* k = find_kernel(GetParam());
+  ASSERT_NE(k, nullptr);
+  check_whole_matrix(GetParam(), kSize, distributions_for(*k));
+}
+
+// The "4096^3 once as an experiment": run with --gtest_also_run_disabled_tests;
+// GEMMLAB_PREDICT_KERNELS (comma-separated, default the fastest in_mma and external mma.sync
+// kernels), GEMMLAB_PREDICT_SIZE (default 4096), GEMMLAB_PREDICT_DISTS (default uniform_0_1), and
+// GEMMLAB_PREDICTION_CSV for the summary.
+TEST(PredictionExperiment, DISABLED_LargeWholeMatrix) {
+  auto env = [](const char* n, const char* d) {
+    const char* v = std::getenv(n);
+    return std::string(v && *v ? v : d);
+  };
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    for (std::string item; std::getline(ss, item, ',');)
+      if (!item.empty()) out.push_back(item);
+    return out;
+  };
+  const int size = std::stoi(env("GEMMLAB_PREDICT_SIZE", "4096"));
+  for (const std::string& name : split(env("GEMMLAB_PREDICT_KERNELS",
+                                           "hgemm_mma_04_warpspec_128x256_w64x64_in_mma,"
+                                           "hgemm_mma_04_warpspec_128x256_w64x64_external")))
+    check_whole_matrix(name, size, split(env("GEMMLAB_PREDICT_DISTS", "uniform_0_1")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PredictionBitExact, ::testing::ValuesIn(predictable_kernels()),
