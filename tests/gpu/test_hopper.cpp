@@ -223,17 +223,16 @@ TEST(HopperBench, DISABLED_Fp8Promotion) {
 
 // Step 6 (hgemm_wgmma_06_*, TMA-store epilogue) on its own, so a device run can check just it:
 // bounds on the three sizes, exact integers, and a small size for compute-sanitizer.
-std::vector<const Kernel*> step6_kernels() {
+// The kernels of one step (name prefix "hgemm_wgmma_0N_"), so a device run can check just that step.
+std::vector<const Kernel*> step_kernels(const char* prefix) {
   std::vector<const Kernel*> v;
   for (const Kernel* k : hopper_kernels())
-    if (std::string(k->name).find("hgemm_wgmma_06_") == 0) v.push_back(k);
+    if (std::string(k->name).find(prefix) == 0) v.push_back(k);
   return v;
 }
 
-TEST(HopperStep6, WithinBoundAndExact) {
-  auto ks = step6_kernels();
-  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_06 kernels registered";
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+// Bounds on the three sizes of check_within_bound, then exact integers on 2 x 1 tiles.
+void check_step_bounds_and_exact(const std::vector<const Kernel*>& ks) {
   for (const Kernel* k : ks) {
     check_within_bound(*k);
     SCOPED_TRACE(k->name);
@@ -244,17 +243,30 @@ TEST(HopperStep6, WithinBoundAndExact) {
   }
 }
 
-TEST(HopperStep6, SanitizerSmall) {
-  auto ks = step6_kernels();
-  ASSERT_FALSE(ks.empty());
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+// A small size (in tile multiples) for compute-sanitizer: every entry written, within the bound.
+void check_step_small(const std::vector<const Kernel*>& ks, int tiles_m, int tiles_n, int slices_k) {
   for (const Kernel* k : ks) {
-    // 3 x 2 tiles on 6 blocks plus a K of 3 slices; and more tiles than blocks would be at 132 SMs
-    // is covered by the bound test.
-    auto r = testing::run_and_check(*k, 3 * k->m_multiple, 2 * k->n_multiple, 3 * k->k_multiple, "uniform_-1_1", 3);
+    auto r = testing::run_and_check(*k, tiles_m * k->m_multiple, tiles_n * k->n_multiple, slices_k * k->k_multiple,
+                                    "uniform_-1_1", 3);
     EXPECT_EQ(r.run.unwritten, 0) << k->name;
     EXPECT_TRUE(r.stats.within_bound) << k->name;
   }
+}
+
+
+TEST(HopperStep6, WithinBoundAndExact) {
+  auto ks = step_kernels("hgemm_wgmma_06_");
+  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_06 kernels registered";
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  check_step_bounds_and_exact(ks);
+}
+
+TEST(HopperStep6, SanitizerSmall) {
+  auto ks = step_kernels("hgemm_wgmma_06_");
+  ASSERT_FALSE(ks.empty());
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  // 3 x 2 tiles on 6 blocks plus a K of 3 slices; more tiles than blocks is covered by the bound test.
+  check_step_small(ks, 3, 2, 3);
 }
 
 // Step 6 against cuBLAS and step 4's fastest in one run: 4096^3 and 8192^3, median of
@@ -267,7 +279,7 @@ TEST(HopperBench, DISABLED_Step6VsCublas) {
   std::vector<const Kernel*> ks = {c16, cbf};
   for (const char* n : {"hgemm_wgmma_04_persistent_sm16_fp16_in_wgmma", "hgemm_wgmma_04_persistent_sm16_bf16_in_wgmma"})
     if (const Kernel* k = find_kernel(n)) ks.push_back(k);
-  for (const Kernel* k : step6_kernels()) ks.push_back(k);
+  for (const Kernel* k : step_kernels("hgemm_wgmma_06_")) ks.push_back(k);
   const int reps = std::getenv("GEMMLAB_BENCH_REPS") ? std::atoi(std::getenv("GEMMLAB_BENCH_REPS")) : 21;
   FILE* csv = open_csv("hopper_step6_bench.csv",
                        "kernel,M,N,K,reps,time_ms,time_ms_min,time_ms_max,tflops,ratio_cublas_fp16,ratio_cublas_same_format,gpu");
@@ -306,60 +318,32 @@ TEST(HopperBench, DISABLED_Step6VsCublas) {
 // Step 7 (hgemm_wgmma_07_*, clusters of 2 with B multicast) on its own: bounds on the three sizes
 // (the third, 18 x 8 tiles, has more cluster tiles than co-resident clusters), exact integers, and a
 // small size for compute-sanitizer (4 x 2 tiles: two clusters, each with a partner).
-std::vector<const Kernel*> step7_kernels() {
-  std::vector<const Kernel*> v;
-  for (const Kernel* k : hopper_kernels())
-    if (std::string(k->name).find("hgemm_wgmma_07_") == 0) v.push_back(k);
-  return v;
-}
 
 TEST(HopperStep7, WithinBoundAndExact) {
-  auto ks = step7_kernels();
+  auto ks = step_kernels("hgemm_wgmma_07_");
   ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_07 kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
-  for (const Kernel* k : ks) {
-    check_within_bound(*k);
-    SCOPED_TRACE(k->name);
-    auto r = testing::run_and_check(*k, 2 * k->m_multiple, k->n_multiple, 4 * k->k_multiple, "exactint_8", 9);
-    EXPECT_EQ(r.run.unwritten, 0);
-    EXPECT_EQ(r.stats.normwise, 0.0);
-    EXPECT_EQ(r.stats.frac_correctly_rounded, 1.0);
-  }
+  check_step_bounds_and_exact(ks);
 }
 
 TEST(HopperStep7, SanitizerSmall) {
-  auto ks = step7_kernels();
+  auto ks = step_kernels("hgemm_wgmma_07_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
-  for (const Kernel* k : ks) {
-    auto r = testing::run_and_check(*k, 2 * k->m_multiple, 2 * k->n_multiple, 3 * k->k_multiple, "uniform_-1_1", 3);
-    EXPECT_EQ(r.run.unwritten, 0) << k->name;
-    EXPECT_TRUE(r.stats.within_bound) << k->name;
-  }
+  check_step_small(ks, 2, 2, 3);
 }
-
 
 // Step 8 (hgemm_wgmma_08_*, stream-K tail) on its own: bounds on the three sizes (the third, 18 x 8
 // multiples = 144 cluster tiles, has a stream-K tail: 2 waves + 12 tiles on 66 clusters),
 // exact integers, a stream-K size for compute-sanitizer, and bit-identical results across launches.
-std::vector<const Kernel*> step8_kernels() {
-  std::vector<const Kernel*> v;
-  for (const Kernel* k : hopper_kernels())
-    if (std::string(k->name).find("hgemm_wgmma_08_") == 0) v.push_back(k);
-  return v;
-}
 
 TEST(HopperStep8, WithinBoundAndExact) {
-  auto ks = step8_kernels();
+  auto ks = step_kernels("hgemm_wgmma_08_");
   ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_08 kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  check_step_bounds_and_exact(ks);
   for (const Kernel* k : ks) {
-    check_within_bound(*k);
     SCOPED_TRACE(k->name);
-    auto r = testing::run_and_check(*k, 2 * k->m_multiple, k->n_multiple, 4 * k->k_multiple, "exactint_8", 9);
-    EXPECT_EQ(r.run.unwritten, 0);
-    EXPECT_EQ(r.stats.normwise, 0.0);
-    EXPECT_EQ(r.stats.frac_correctly_rounded, 1.0);
     // Integers through the stream-K fix-up: 18 x 8 multiples, K of 7 slices (chunks of 1-2 slices).
     auto e = testing::run_and_check(*k, 18 * k->m_multiple, 8 * k->n_multiple, 7 * k->k_multiple, "exactint_8", 10);
     EXPECT_EQ(e.run.unwritten, 0);
@@ -368,23 +352,18 @@ TEST(HopperStep8, WithinBoundAndExact) {
 }
 
 TEST(HopperStep8, SanitizerSmall) {
-  auto ks = step8_kernels();
+  auto ks = step_kernels("hgemm_wgmma_08_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
-  for (const Kernel* k : ks) {
-    // 9 x 8 multiples (72 cluster tiles: one wave + 6 on 66 clusters) with K of 3 slices: tail tiles
-    // split over 3 clusters, so owners add two partials.
-    auto r = testing::run_and_check(*k, 9 * k->m_multiple, 8 * k->n_multiple, 3 * k->k_multiple,
-                                    "uniform_-1_1", 3);
-    EXPECT_EQ(r.run.unwritten, 0) << k->name;
-    EXPECT_TRUE(r.stats.within_bound) << k->name;
-  }
+  // 9 x 8 multiples (72 cluster tiles: one wave + 6 on 66 clusters) with K of 3 slices: tail tiles
+  // split over 3 clusters, so owners add two partials.
+  check_step_small(ks, 9, 8, 3);
 }
 
 // The stream-K reduction order depends only on the size and the grid: two launches, same bits.
 // 18 x 8 multiples with K = 4096 (64 slices): 12 tail tiles split into chunks of ~12 slices.
 TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
-  auto ks = step8_kernels();
+  auto ks = step_kernels("hgemm_wgmma_08_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
   for (const Kernel* k : ks) {
