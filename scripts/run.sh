@@ -9,7 +9,17 @@ export PATH=/usr/local/cuda/bin:$PATH
 build=${GEMMLAB_BUILD_DIR:-build-run}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$(nproc)" --target gemmlab
+# The default suite unless the arguments name another one (scripts/run.sh --suite smoke).
+suite=default
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  [ "${args[i]}" = --suite ] && [ $((i + 1)) -lt ${#args[@]} ] && suite=${args[i + 1]}
+done
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-csv=results/default-$stamp.csv
-"$build"/gemmlab run --suite default --out "$csv" "$@"
+csv=results/$(basename "$suite" .toml)-$stamp.csv
+if [ "$suite" = default ]; then
+  "$build"/gemmlab run --suite default --out "$csv" "$@"
+else
+  "$build"/gemmlab run --out "$csv" "$@"
+fi
 scripts/plots.sh "$csv"
