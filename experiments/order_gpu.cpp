@@ -26,7 +26,7 @@ int ceil_log2(int n) {
 }
 
 int min_subnormal_exponent(Format f) {
-  tc::FormatFacts ff = tc::facts(f);
+  const FormatInfo& ff = gemmlab::info(f);
   return ff.emin - (ff.precision - 1);
 }
 
@@ -56,14 +56,14 @@ Masks choose_masks(const Kernel& k, int K) {
   const Format in[2] = {k.input, k.compute};
   int e_in_max = 1 << 20, e_in_min_norm = -(1 << 20), e_in_min_sub = -(1 << 20);
   for (Format f : in) {
-    tc::FormatFacts ff = tc::facts(f);
+    const FormatInfo& ff = gemmlab::info(f);
     e_in_max = std::min(e_in_max, static_cast<int>(std::floor(std::log2(ff.max_finite))));
     e_in_min_norm = std::max(e_in_min_norm, ff.emin);
     e_in_min_sub = std::max(e_in_min_sub, min_subnormal_exponent(f));
   }
   int e_sum_max = 1 << 20, e_sum_min = -(1 << 20), p_sum = 1 << 20;
   for (Format f : {k.accumulator, k.output}) {
-    tc::FormatFacts ff = tc::facts(f);
+    const FormatInfo& ff = gemmlab::info(f);
     e_sum_max = std::min(e_sum_max, static_cast<int>(std::floor(std::log2(ff.max_finite))) - 2);
     e_sum_min = std::max(e_sum_min, min_subnormal_exponent(f));
     p_sum = std::min(p_sum, ff.precision);

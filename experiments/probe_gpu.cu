@@ -283,10 +283,10 @@ std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins) {
   std::vector<std::uint32_t> A(n * M * K, 0), B(n * K * N, 0), C(n * M * N, 0);
   for (size_t p = 0; p < n; ++p) {
     for (size_t k = 0; k < K; ++k) {
-      A[p * M * K + k] = (std::uint32_t)tc::encode(I.input, probes[p].a[k]);
-      B[p * K * N + k * N] = (std::uint32_t)tc::encode(I.input, probes[p].b[k]);
+      A[p * M * K + k] = (std::uint32_t)to_bits(I.input, probes[p].a[k]);
+      B[p * K * N + k * N] = (std::uint32_t)to_bits(I.input, probes[p].b[k]);
     }
-    C[p * M * N] = (std::uint32_t)tc::encode(I.output, probes[p].c);
+    C[p * M * N] = (std::uint32_t)to_bits(I.output, probes[p].c);
   }
   std::vector<std::uint32_t> D = run_tiles(ins, A, B, C);
   std::vector<tc::ProbeOutcome> out;
@@ -321,7 +321,7 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
   SplitMix r{seed * 0x100000001b3ull + (std::uint64_t)tile};
   const int K = I.k, M = I.m, N = I.n;
   const int dist = (int)(tile % 7);
-  tc::FormatFacts fi = tc::facts(I.input), fo = tc::facts(I.output);
+  const FormatInfo &fi = gemmlab::info(I.input), &fo = gemmlab::info(I.output);
   auto in = [&](double x) {
     x = std::clamp(x, -fi.max_finite, fi.max_finite);
     return tc::round_to_format(I.input, x, tc::OutputRounding::nearest_even);
@@ -433,9 +433,9 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
     parallel_for(n, [&](long long t) {
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
-      for (int i = 0; i < M * K; ++i) A[t * M * K + i] = (std::uint32_t)tc::encode(I.input, a[i]);
-      for (int i = 0; i < K * N; ++i) B[t * K * N + i] = (std::uint32_t)tc::encode(I.input, b[i]);
-      for (int i = 0; i < MN; ++i) C[t * MN + i] = (std::uint32_t)tc::encode(I.output, c[i]);
+      for (int i = 0; i < M * K; ++i) A[t * M * K + i] = (std::uint32_t)to_bits(I.input, a[i]);
+      for (int i = 0; i < K * N; ++i) B[t * K * N + i] = (std::uint32_t)to_bits(I.input, b[i]);
+      for (int i = 0; i < MN; ++i) C[t * MN + i] = (std::uint32_t)to_bits(I.output, c[i]);
     });
     std::vector<std::uint32_t> D = run_tiles(*ins, A, B, C);
     std::vector<long long> miss(n, 0), mbits(n, 0);
@@ -445,8 +445,8 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
       random_tile(I, seed, t0 + t, a, b, c);
       std::vector<double> d = tc::mma_tile(inf.params, I, a, b, c);
       for (int e = 0; e < MN; ++e) {
-        std::uint32_t want = (std::uint32_t)tc::encode(I.output, d[e]), got = D[t * MN + e];
-        bool nan_both = std::isnan(d[e]) && std::isnan(tc::decode(I.output, got));
+        std::uint32_t want = (std::uint32_t)to_bits(I.output, d[e]), got = D[t * MN + e];
+        bool nan_both = std::isnan(d[e]) && std::isnan(from_bits(I.output, got));
         if (want != got && !nan_both) {
           ++miss[t];
           mbits[t] += __builtin_popcount(want ^ got);
@@ -505,7 +505,7 @@ int run_probes(const std::string& out_csv_path, bool print_table) {
       double m = tc::dot(inf.params, o.probe.a.data(), o.probe.b.data(), I.k, o.probe.c);
       raw << I.name << "," << csv_field(o.probe.id) << "," << csv_field(o.probe.feature) << ","
           << csv_field(tc::describe_inputs(o.probe)) << "," << tc::hex_bits(o.output_bits, I.output) << ","
-          << tc::hex_bits(tc::encode(I.output, m), I.output) << "," << (tc::reproduces(inf.params, o) ? 1 : 0) << "\n";
+          << tc::hex_bits(to_bits(I.output, m), I.output) << "," << (tc::reproduces(inf.params, o) ? 1 : 0) << "\n";
     }
     if (print_table) std::cout << "\n== " << I.name << " on " << dev.name << " (" << outcomes.size() << " probes)\n";
     for (const tc::Finding& f : inf.findings) {

@@ -65,7 +65,7 @@ struct Builder {
     for (int s = 0; s <= 300; ++s)
       for (int j : {s, -s}) {
         double b = std::ldexp(1.0, j), a = std::ldexp(t, -j);
-        FormatFacts f = facts(ins.input);
+        const FormatInfo& f = gemmlab::info(ins.input);
         bool normal = std::fabs(a) >= std::ldexp(1.0, f.emin) && std::fabs(b) >= std::ldexp(1.0, f.emin);
         if (normal && representable(ins.input, a) && representable(ins.input, b)) {
           ab = {a, b};
@@ -89,7 +89,7 @@ std::string xs(int e) { return "X=2^" + std::to_string(e); }
 
 std::string hex_bits(std::uint64_t bits, Format f) {
   char buf[32];
-  int digits = (facts(f).storage_bits + 3) / 4;
+  int digits = (gemmlab::info(f).storage_bits + 3) / 4;
   std::snprintf(buf, sizeof buf, "0x%0*llx", digits, (unsigned long long)bits);
   return buf;
 }
@@ -109,7 +109,7 @@ std::string describe_inputs(const Probe& p) {
 
 std::vector<Probe> make_probes(const InstructionInfo& ins) {
   Builder B{ins, {}, {}};
-  const FormatFacts fi = facts(ins.input), fo = facts(ins.output);
+  const FormatInfo &fi = gemmlab::info(ins.input), &fo = gemmlab::info(ins.output);
   const int pin = fi.precision, pout = fo.precision;
   const int K = ins.k;
   // Scales of the big terms: products of fp8 span few binades, so several are tried.
@@ -279,9 +279,9 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
 namespace {
 
 bool same_output(Format f, double predicted, std::uint64_t observed_bits) {
-  double obs = decode(f, observed_bits);
+  double obs = from_bits(f, observed_bits);
   if (std::isnan(predicted) || std::isnan(obs)) return std::isnan(predicted) && std::isnan(obs);
-  return encode(f, predicted) == observed_bits;
+  return to_bits(f, predicted) == observed_bits;
 }
 
 double predict(const TcParams& p, const Probe& pr) {
@@ -290,7 +290,7 @@ double predict(const TcParams& p, const Probe& pr) {
 
 std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
   std::vector<TcParams> v;
-  const int pout = facts(ins.output).precision;
+  const int pout = gemmlab::info(ins.output).precision;
   for (int bs = 1; bs <= ins.k; bs *= 2)
     for (int neab = -16; neab <= 40; ++neab) {
       if (pout - 1 + neab < 1) continue;
@@ -498,7 +498,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
         if (reproduces(r.params, o) && !reproduces(alt, o)) {
           double pa = predict(alt, o.probe);
           why = "; rules out " + alt.describe() + " (it predicts " + num(pa) + " = " +
-                hex_bits(std::isnan(pa) ? encode(ins.output, pa) : encode(ins.output, pa), ins.output) + ")";
+                hex_bits(std::isnan(pa) ? to_bits(ins.output, pa) : to_bits(ins.output, pa), ins.output) + ")";
           return &o;
         }
       }
@@ -514,7 +514,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   };
 
   auto obs_of = [&](const ProbeOutcome& o) {
-    return hex_bits(o.output_bits, ins.output) + " = " + num(decode(ins.output, o.output_bits));
+    return hex_bits(o.output_bits, ins.output) + " = " + num(from_bits(ins.output, o.output_bits));
   };
 
   // Exact products: the probes' exact answers.
@@ -524,7 +524,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
       // exact in double: k * 22-bit products with small spread
       for (size_t i = 0; i < o.probe.a.size(); ++i) exact += o.probe.a[i] * o.probe.b[i];
       exact += o.probe.c;
-      double obs = decode(ins.output, o.output_bits);
+      double obs = from_bits(ins.output, o.output_bits);
       // the output format may not hold the exact value (fp16 output): then any faithful rounding of it
       double rz = round_to_format(ins.output, exact, OutputRounding::toward_zero);
       double rn = round_to_format(ins.output, exact, OutputRounding::nearest_even);
@@ -572,7 +572,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   // NaN / inf: observed directly.
   for (const ProbeOutcome& o : outcomes)
     if (o.probe.feature == "nan_inf")
-      r.findings.push_back({"nan_inf", o.probe.id + ": " + num(decode(ins.output, o.output_bits)) +
+      r.findings.push_back({"nan_inf", o.probe.id + ": " + num(from_bits(ins.output, o.output_bits)) +
                                            (reproduces(r.params, o) ? " (IEEE)" : " (not IEEE)"),
                             describe_inputs(o.probe), obs_of(o)});
   // Model fit: every unexplained probe, for the record.
@@ -582,7 +582,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
     if (reproduces(r.params, o) || shown >= 20) continue;
     ++shown;
     double pr = predict(r.params, o.probe);
-    r.findings.push_back({"model_mismatch", o.probe.id + ": model predicts " + num(pr) + " = " + hex_bits(encode(ins.output, pr), ins.output),
+    r.findings.push_back({"model_mismatch", o.probe.id + ": model predicts " + num(pr) + " = " + hex_bits(to_bits(ins.output, pr), ins.output),
                           describe_inputs(o.probe), obs_of(o)});
   }
   r.findings.push_back({"model_fit",

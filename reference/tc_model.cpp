@@ -122,20 +122,7 @@ const char* to_string(AlignReference r) {
   return r == AlignReference::exponent_sum ? "exponent_sum" : "value_exponent";
 }
 
-FormatFacts facts(Format f) {
-  switch (f) {
-    case Format::fp64: return {53, -1022, 1023, true, std::numeric_limits<double>::max(), 64};
-    case Format::fp32: return {24, -126, 127, true, (double)std::numeric_limits<float>::max(), 32};
-    case Format::tf32: return {11, -126, 127, true, std::ldexp(2047.0, 117), 32};
-    case Format::fp16: return {11, -14, 15, true, 65504.0, 16};
-    case Format::bf16: return {8, -126, 127, true, std::ldexp(255.0, 120), 16};
-    case Format::e4m3: return {4, -6, 8, false, 448.0, 8};
-    case Format::e5m2: return {3, -14, 15, true, 57344.0, 8};
-  }
-  throw std::logic_error("tc_model: unknown format");
-}
-
-int TcParams::fraction_bits() const { return facts(output).precision - 1 + neab; }
+int TcParams::fraction_bits() const { return gemmlab::info(output).precision - 1 + neab; }
 
 std::string TcParams::describe() const {
   std::ostringstream s;
@@ -152,7 +139,7 @@ namespace {
 // Round an exact number into format f.
 double round_exact(Format f, Exact x, OutputRounding mode, bool subnormals) {
   if (x.v == 0) return 0.0;
-  FormatFacts ff = facts(f);
+  const FormatInfo& ff = gemmlab::info(f);
   bool neg = x.v < 0;
   u128 mag = uabs(x.v);
   int nb = bit_length(mag);
@@ -198,7 +185,7 @@ Exact exact_of(double x) {
 
 double round_to_format(Format f, double x, OutputRounding mode, bool subnormals) {
   if (std::isnan(x) || std::isinf(x)) {
-    if (std::isinf(x) && !facts(f).has_infinity) return std::copysign(facts(f).max_finite, x);
+    if (std::isinf(x) && !gemmlab::info(f).has_infinity) return std::copysign(gemmlab::info(f).max_finite, x);
     return x;
   }
   if (x == 0) return x;
@@ -207,72 +194,8 @@ double round_to_format(Format f, double x, OutputRounding mode, bool subnormals)
 
 bool representable(Format f, double x) {
   if (std::isnan(x)) return true;
-  if (std::isinf(x)) return facts(f).has_infinity;
+  if (std::isinf(x)) return gemmlab::info(f).has_infinity;
   return round_to_format(f, x, OutputRounding::nearest_even) == x;
-}
-
-std::uint64_t encode(Format f, double x) {
-  FormatFacts ff = facts(f);
-  if (f == Format::fp64) {
-    std::uint64_t b;
-    std::memcpy(&b, &x, 8);
-    return b;
-  }
-  if (f == Format::fp32 || f == Format::tf32) {
-    float v = (float)x;
-    std::uint32_t b;
-    std::memcpy(&b, &v, 4);
-    if (std::isnan(x)) b = 0x7fc00000u;
-    return b;
-  }
-  int mbits = ff.precision - 1;
-  int ebits = ff.storage_bits - 1 - mbits;
-  int bias = (1 << (ebits - 1)) - 1;
-  std::uint64_t sign = std::signbit(x) ? 1ull << (ff.storage_bits - 1) : 0;
-  if (std::isnan(x)) {
-    if (f == Format::e4m3) return 0x7f;
-    return ((1ull << ebits) - 1) << mbits | (1ull << (mbits - 1));
-  }
-  if (std::isinf(x)) return sign | (((1ull << ebits) - 1) << mbits);
-  double ax = std::fabs(x);
-  if (ax == 0) return sign;
-  int e = std::ilogb(ax);
-  if (e < ff.emin) {  // subnormal
-    std::uint64_t m = (std::uint64_t)std::ldexp(ax, -(ff.emin - mbits));
-    return sign | m;
-  }
-  std::uint64_t m = (std::uint64_t)std::ldexp(ax, -(e - mbits)) - (1ull << mbits);
-  return sign | ((std::uint64_t)(e + bias) << mbits) | m;
-}
-
-double decode(Format f, std::uint64_t bits) {
-  FormatFacts ff = facts(f);
-  if (f == Format::fp64) {
-    double x;
-    std::memcpy(&x, &bits, 8);
-    return x;
-  }
-  if (f == Format::fp32 || f == Format::tf32) {
-    std::uint32_t b = (std::uint32_t)bits;
-    float v;
-    std::memcpy(&v, &b, 4);
-    return v;
-  }
-  int mbits = ff.precision - 1;
-  int ebits = ff.storage_bits - 1 - mbits;
-  int bias = (1 << (ebits - 1)) - 1;
-  bool neg = (bits >> (ff.storage_bits - 1)) & 1;
-  int ef = (int)((bits >> mbits) & ((1u << ebits) - 1));
-  std::uint64_t m = bits & ((1ull << mbits) - 1);
-  double r;
-  if (f == Format::e4m3 && ef == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
-  if (f != Format::e4m3 && ef == (1 << ebits) - 1)
-    r = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else if (ef == 0)
-    r = std::ldexp((double)m, ff.emin - mbits);
-  else
-    r = std::ldexp((double)(m + (1ull << mbits)), ef - bias - mbits);
-  return neg ? -r : r;
 }
 
 namespace {
@@ -284,7 +207,7 @@ struct Term {
 
 // One fused block: c + sum of `n` products.
 double block(const TcParams& p, const double* a, const double* b, int n, double c) {
-  FormatFacts fi = facts(p.input), fo = facts(p.output);
+  const FormatInfo &fi = gemmlab::info(p.input), &fo = gemmlab::info(p.output);
   const int F = p.fraction_bits();
   Term terms[64];
   int nt = 0;

@@ -53,24 +53,12 @@ struct TcParams {
   bool operator==(const TcParams&) const = default;
 };
 
-// Per-format facts the model needs (precision including the implicit bit, exponent range).
-struct FormatFacts {
-  int precision;
-  int emin;
-  int emax;
-  bool has_infinity;
-  double max_finite;
-  int storage_bits;
-};
-FormatFacts facts(Format f);
+// Format facts (precision, exponent range, bit patterns) come from reference/formats.hpp.
 
 // Rounding of a double into a format (exact value in, rounded value out); subnormals kept unless
 // `subnormals` is false (then flushed to signed zero). For input preparation and tests.
 double round_to_format(Format f, double x, OutputRounding mode, bool subnormals = true);
 bool representable(Format f, double x);
-// Bit patterns (fp32 container for tf32). x must be representable; NaN maps to a canonical NaN.
-std::uint64_t encode(Format f, double x);
-double decode(Format f, std::uint64_t bits);
 
 // One instruction: a (k) and b (k) in the input format, c in the output format.
 double dot(const TcParams& p, const double* a, const double* b, int k, double c);

@@ -17,7 +17,7 @@ std::vector<ProbeOutcome> synthesise(const TcParams& p, const InstructionInfo& i
   std::vector<ProbeOutcome> out;
   for (const Probe& pr : make_probes(ins)) {
     double d = dot(p, pr.a.data(), pr.b.data(), ins.k, pr.c);
-    out.push_back({pr, encode(ins.output, d)});
+    out.push_back({pr, to_bits(ins.output, d)});
   }
   return out;
 }

@@ -181,15 +181,15 @@ TEST(TcModelFp16Output, RoundsToHalf) {
 
 TEST(TcModelFormats, EncodeDecodeRoundTrip) {
   for (Format f : {Format::fp32, Format::fp16, Format::bf16, Format::e4m3, Format::e5m2}) {
-    for (double x : {1.0, -1.5, 0.0, p2(facts(f).emin), p2(facts(f).emin - facts(f).precision + 1), facts(f).max_finite}) {
+    for (double x : {1.0, -1.5, 0.0, p2(gemmlab::info(f).emin), p2(gemmlab::info(f).emin - gemmlab::info(f).precision + 1), gemmlab::info(f).max_finite}) {
       ASSERT_TRUE(representable(f, x));
-      EXPECT_EQ(decode(f, encode(f, x)), x);
+      EXPECT_EQ(from_bits(f, to_bits(f, x)), x);
     }
   }
-  EXPECT_EQ(encode(Format::fp16, 1.0), 0x3c00u);
-  EXPECT_EQ(encode(Format::bf16, 1.0), 0x3f80u);
-  EXPECT_EQ(encode(Format::e4m3, 448.0), 0x7eu);
-  EXPECT_EQ(encode(Format::e5m2, 57344.0), 0x7bu);
+  EXPECT_EQ(to_bits(Format::fp16, 1.0), 0x3c00u);
+  EXPECT_EQ(to_bits(Format::bf16, 1.0), 0x3f80u);
+  EXPECT_EQ(to_bits(Format::e4m3, 448.0), 0x7eu);
+  EXPECT_EQ(to_bits(Format::e5m2, 57344.0), 0x7bu);
   EXPECT_EQ(round_to_format(Format::fp32, 1 + p2(-24) + p2(-40), OutputRounding::toward_zero), 1.0);
   EXPECT_EQ(round_to_format(Format::fp32, 1 + p2(-24) + p2(-40), OutputRounding::nearest_even), 1 + p2(-23));
 }

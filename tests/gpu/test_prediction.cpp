@@ -88,7 +88,7 @@ std::vector<std::string> predictable_kernels() {
 std::string hex(std::uint64_t bits, Format f) {
   std::ostringstream s;
   s << "0x" << std::hex;
-  s.width((tc::facts(f).storage_bits + 3) / 4);
+  s.width((gemmlab::info(f).storage_bits + 3) / 4);
   s.fill('0');
   s << bits;
   return s.str();
