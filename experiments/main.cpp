@@ -2,7 +2,8 @@
 // record error statistics beside the runtime.
 //
 // Exit codes: 0 success; 1 internal error; 2 bad input (the message says what and what to do);
-// 3 the run finished but some kernel raised an error (its CSV row says which).
+// 3 the run finished but some kernel raised an error (its CSV row says which); 4 `gemmlab order`
+// found outputs that do not form a summation tree.
 #include <CLI/CLI.hpp>
 
 #include <chrono>

@@ -19,9 +19,10 @@ namespace gemmlab {
 // there is one), and writes `out_csv` atomically with columns kernel, K, node, children, size,
 // kind: one row per addition (children are node names: k<index> for products, n<id> for
 // additions; the root is the last row). Returns 0 on success; otherwise prints what went wrong
-// on stderr and returns 2 (bad request: unknown kernel, size the kernel cannot take, entry out of
-// range), 3 (no usable GPU or the kernel is not supported here) or 4 (the outputs do not form a
-// tree, e.g. a non-deterministic order, or a count that is not an integer).
+// on stderr and returns 2 (a request that cannot be served: unknown kernel, size the kernel cannot
+// take, entry out of range, no usable GPU or the kernel not supported here, as for `gemmlab run`)
+// or 4 (the outputs do not form a tree, e.g. a non-deterministic order, or a count that is not an
+// integer).
 int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv);
 
 }  // namespace gemmlab

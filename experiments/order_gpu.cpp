@@ -150,11 +150,11 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
   const DeviceInfo& dev = query_device();
   if (!dev.present) {
     std::cerr << "gemmlab order: no usable GPU: " << dev.why_absent << "\n";
-    return 3;
+    return 2;
   }
   if (std::string why = hardware_support(*k, dev); !why.empty()) {
     std::cerr << "gemmlab order: " << k->name << " cannot run here: " << why << "\n";
-    return 3;
+    return 2;
   }
   Masks masks;
   try {

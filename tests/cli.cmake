@@ -70,3 +70,7 @@ gemmlab_cli_test(probe_not_csv 2 "--out must name a .csv file" -
   -- $<TARGET_FILE:gemmlab> probe -o ${_out}/p.txt)
 gemmlab_cli_test(tune_bad_reps 2 "--reps must be at least 1" -
   -- $<TARGET_FILE:gemmlab> tune --reps 0)
+gemmlab_cli_test(order_no_gpu 2 "no usable GPU" ${_out}/o3.csv --skip-if-gpu
+  -- $<TARGET_FILE:gemmlab> order -k sgemm_01_naive -s 64 -o ${_out}/o3.csv)
+gemmlab_cli_test(probe_no_gpu 2 "no usable GPU" ${_out}/p3.csv --skip-if-gpu
+  -- $<TARGET_FILE:gemmlab> probe -o ${_out}/p3.csv)
