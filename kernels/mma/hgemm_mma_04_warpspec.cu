@@ -44,6 +44,30 @@
 //  * persistent grid (one block per SM, tiles strided, the producer filling the next tile's ring
 //    while the consumers store: template parameter PERSISTENT): in_mma 0.683x vs 0.678x in the same
 //    run (noise), external 0.480x (+42%), and the tile loop costs 16 bytes of spill in in_mma.
+// Session 2 (2026-11-21, H200, same-run ratios to cuBLAS fp16->fp32, median of 21, 4096^3):
+//  * tmastore_128x256_w64x64_in_mma (registered): the in_mma kernel made persistent (PERSISTENT)
+//    with an asynchronous TMA-store epilogue (EPI_TMA: each warp stages its (64, 64) fp32 tile in
+//    (8, 32) boxes, four 1 KB boxes in flight per warp, 32 KB after the ring): 0.684x against
+//    0.667x for the plain kernel (results/hopper/session2_final_bench_h200.csv; 0.686x vs 0.669x in
+//    results/mma/mma04_tmastore_h200.csv, where the TMA store without persistence gave 0.679x).
+//    The fastest mma.sync kernel; still short of the issue's 0.70x. At 8192^3 it is level with
+//    the plain kernel (0.669x vs 0.671x).
+//  * external, persistent with the TMA-store epilogue: 0.452x (688 bytes of spill loads): removed.
+//  * external with B's columns read pairwise swapped so that every FADD acc, acc, T reads its two
+//    sources from registers of different parity (ptxas pairs acc with T's parity because of the
+//    float2 stores; bank = register % 2 on recent GPUs): 340 of 512 FADDs moved to different
+//    banks, time 0.3836 ms vs 0.3831 ms (results/mma/mma04_bankperm_h200.csv): register banks are
+//    not the cost. Removed.
+//  * The ceiling (tests/gpu/test_mma_ceiling.cu, results/mma/mma_ceiling_h200.csv): a register-only
+//    loop of mma.sync with the same (64, 64) warp tiles, 8 warps per SM, no memory at all, runs
+//    in_mma at 610 TFLOP/s and external at 471 TFLOP/s: external costs +29.5% with no loads at
+//    all (+18% with 16 warps of (64, 32), whose in_mma is slower: 551 TFLOP/s). 471 TFLOP/s is
+//    0.62-0.64x of cuBLAS: for external to cost at most 10% against an in_mma kernel at >= 0.70x
+//    it would have to run at 468-487 TFLOP/s (0.70x of cuBLAS at 735-766 TFLOP/s, today's range of
+//    cuBLAS on this GPU, over 1.1), i.e. at 99-103% of what it reaches with NO operand loads,
+//    while the in_mma kernel reaches 82% of its own memory-free ceiling. Not proven impossible,
+//    but out of reach for mma.sync here; the 4 fp32 adds per mma and thread are the cost (Hopper
+//    has no packed fp32 add).
 // A row-major (M, K), B col-major (B^T (N, K) row-major); both tiles k-major, BK = 64 (one
 // 128-byte swizzled row per M / N index: chunk c of row r at chunk c ^ (r % 8), as TMA writes it).
 //
@@ -73,6 +97,8 @@ enum class Mode { in_mma, external, promoted };
 constexpr int BK = 64;           // halves per 128-byte swizzled smem row
 constexpr int KSTEPS = BK / 16;  // k16 steps per k-tile
 constexpr int PRODUCER_REGS = 24;
+constexpr int EPI_BUFS = 4;                       // TMA-store epilogue: 1 KB boxes in flight per warp
+constexpr int EPI_WARP_BYTES = EPI_BUFS * 1024;
 
 template <int BM_, int BN_, int WM_, int WN_, int STAGES_>
 struct Cfg {
@@ -97,10 +123,11 @@ struct Cfg {
 
 // DBUF: fragments of the next k-step loaded before this k-step's mma (double-buffered); otherwise
 // each k-step's fragments are loaded just before use and other warps hide the latency.
-template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT>
+template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT, bool EPI_TMA>
 __global__ void __launch_bounds__(C::THREADS, 1)
     hgemm_mma_warpspec(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
-                       const __grid_constant__ CUtensorMap mapB, float* __restrict__ Cout) {
+                       const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC,
+                       float* __restrict__ Cout) {
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
   constexpr int MT = C::MT, NT = C::NT, STAGES = C::STAGES;
@@ -111,7 +138,9 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   // Slot s: (BM, BK) tile of A then (BN, BK) tile of B^T, k-major, 128B-swizzled, 1024-aligned.
   unsigned char* smem =
       reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
-  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(smem + STAGES * C::STAGE_BYTES);
+  // EPI_TMA: each consumer warp's four 1 KB (8, 32) fp32 staging boxes follow the ring.
+  unsigned char* staging = smem + STAGES * C::STAGE_BYTES;
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(staging + (EPI_TMA ? C::CWARPS * EPI_WARP_BYTES : 0));
   std::uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -286,6 +315,36 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     }
   }
 
+  if constexpr (EPI_TMA) {
+    // Epilogue through shared memory and the TMA engine: (8, 32) boxes (one 128B-swizzle atom),
+    // up to four in flight per warp; the warp waits only until the box written four boxes earlier
+    // has been read out, never for the global writes, and (persistent) goes on to the next tile.
+    // Box (i, h, q): rows m16-tile i, half h (rows g + 8h), columns n8-tiles 4q .. 4q+3.
+    unsigned char* wst = staging + cw * EPI_WARP_BYTES;
+    int box = 0;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int q = 0; q < NT / 4; ++q, ++box) {
+          unsigned char* buf = wst + (box % EPI_BUFS) * 1024;
+          if (lane == 0) bulk_wait_group_read<EPI_BUFS - 1>();
+          __syncwarp();
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) {
+            const int r = lane / 4, chunk = 2 * jj + (lane % 4) / 2;
+            const std::uint32_t off = std::uint32_t(r) * 128u + (std::uint32_t(chunk ^ r) << 4) + (lane % 2) * 8u;
+            *reinterpret_cast<float2*>(buf + off) = make_float2(acc[i][4 * q + jj][2 * h], acc[i][4 * q + jj][2 * h + 1]);
+          }
+          fence_proxy_async_smem();  // this lane's writes -> visible to the TMA engine
+          __syncwarp();
+          if (lane == 0) {
+            tma_store_2d(&mapC, buf, n0 + wn * C::WN + 32 * q, m0 + wm * C::WM + 16 * i + 8 * h);
+            bulk_commit_group();
+          }
+        }
+  } else {
   // Epilogue: (16, 8) fragment (i, j) holds C(g, 2t..2t+1) and C(g+8, 2t..2t+1).
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -296,31 +355,38 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       *reinterpret_cast<float2*>(&Cout[(size_t)r * N + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
       *reinterpret_cast<float2*>(&Cout[(size_t)(r + 8) * N + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
     }
+  }
     if constexpr (!PERSISTENT) break;  // one tile: lets the compiler drop the loop state
   }  // tile
+  if constexpr (EPI_TMA) {
+    if (lane == 0) bulk_wait_group<0>();  // the staging boxes must outlive the last stores
+  }
 #else
   __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
 #endif
 }
 
-template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT>
+template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT, bool EPI_TMA>
 void launch(const GemmArgs& a) {
-  auto* kern = hgemm_mma_warpspec<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT>;
+  auto* kern = hgemm_mma_warpspec<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT, EPI_TMA>;
+  constexpr int SMEM = C::SMEM_BYTES + (EPI_TMA ? C::CWARPS * EPI_WARP_BYTES : 0);
+  static_assert(SMEM <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
   static const bool attr_set = [kern] {
-    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, C::SMEM_BYTES));
+    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     return true;
   }();
   (void)attr_set;
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 2, C::BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 2, C::BN);
+  const CUtensorMap mapC = EPI_TMA ? hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 8) : mapB;  // unused without EPI_TMA
   const int tiles = (a.M / C::BM) * (a.N / C::BN);
   const dim3 grid = PERSISTENT ? dim3(std::min(tiles, hopper::sm_count())) : dim3(a.N / C::BN, a.M / C::BM);
-  kern<<<grid, C::THREADS, C::SMEM_BYTES, as_stream(a.stream)>>>(a.M, a.N, a.K, mapA, mapB,
-                                                                 static_cast<float*>(a.C));
+  kern<<<grid, C::THREADS, SMEM, as_stream(a.stream)>>>(a.M, a.N, a.K, mapA, mapB, mapC,
+                                                        static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_04_warpspec");
 }
 
-template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS = 0, bool PERSISTENT = false>
+template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS = 0, bool PERSISTENT = false, bool EPI_TMA = false>
 constexpr Kernel make(const char* name, const char* desc) {
   return Kernel{
       .name = name, .family = "mma", .description = desc,
@@ -333,7 +399,7 @@ constexpr Kernel make(const char* name, const char* desc) {
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = C::BM, .n_multiple = C::BN, .k_multiple = BK,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
-      .launch = launch<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT>,
+      .launch = launch<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT, EPI_TMA>,
   };
 }
 
@@ -354,6 +420,9 @@ GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x256_w64x64_in_mma,
 GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x256_w64x64_external,
               "mma.sync 128x256x64, TMA producer + 8 consumer warps of 64x64, T = A*B + 0 then acc += T (fp32, nearest)",
               W64x64, Mode::external, false)
+GEMMLAB_MMA04(hgemm_mma_04_warpspec_tmastore_128x256_w64x64_in_mma,
+              "mma.sync 128x256x64, TMA producer + 8 consumer warps of 64x64, persistent, TMA-store epilogue, D = A*B + D",
+              W64x64, Mode::in_mma, true, 0, true, true)
 GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x128_w64x32_promoted_every_128k,
               "mma.sync 128x128x64, TMA producer + 8 consumer warps of 64x32, in-mma for 8 k-steps then promoted to fp32",
               W64x32, Mode::promoted, true, 8)
