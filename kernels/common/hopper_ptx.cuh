@@ -229,6 +229,10 @@ __device__ __forceinline__ void bulk_wait_group() {
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// Arrive on a named barrier without waiting (the producer side of a bar.sync / bar.arrive pair).
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 
 // TMA multicast: the same 2D box lands at the same shared-memory offset in every CTA of the cluster
 // named in cta_mask, and completes as transaction bytes on the mbarrier at the same offset in each.

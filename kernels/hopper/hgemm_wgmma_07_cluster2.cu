@@ -38,6 +38,25 @@
 //   3 stages (178 KB) instead of 4: 0.933x / 0.989x fp16 (same run as the figures above).
 //   step 6 without clusters at super_M 32: 0.188 ms / 1.502 ms fp16 vs step 6 sm16 0.187 / 1.482 ms
 //   (first run): no gain from a taller super_M.
+// Session 2 (2026-11-21, H200, each a registered variant measured in one run beside this kernel and
+// cuBLAS fp16->fp32, median of 21, 4096^3 / 8192^3; CSVs under results/hopper/, then removed):
+//   * no epilogue at all (DIAGNOSTIC, wrong results): 1.067x / 1.043x against 1.001x / 1.011x: the
+//     epilogue costs ~6% at 4096^3 (~2.7 us per (128, 256) tile, 128 KB through 16 KB of staging)
+//     and ~3% at 8192^3 (step7_epilogue_diag_h200.csv). This is what is left to win at 4096^3.
+//   * super_M 8 / 32: 0.987x / 0.989x at 4096^3, 0.997x / 1.002x at 8192^3 (same file): 16 stays.
+//   * per-warp TMA-store epilogue in (16, 32) boxes, __syncwarp instead of the 128-thread named
+//     barriers: 0.997x / 1.009x against 1.001x / 1.011x (step7_epilogue_diag_h200.csv); per-warp
+//     (8, 32) boxes with 4 in flight per warp: 0.995x / 1.010x, and direct st.global from the
+//     fragments: 0.972x / 1.005x, against 0.995x / 1.006x (step7_epilogue_variants_h200.csv). So neither barrier cost nor boxes in flight limit the
+//     epilogue.
+//   * staggered start (cluster groups 2 or 4, each 2000-6000 SM cycles later than the previous, so
+//     the SMs' epilogues fall at different times): 0.971x-0.993x / 1.006x-1.007x against 0.997x /
+//     1.008x (step7_stagger_bench_h200.csv): the epilogue is not a chip-wide write burst either.
+//   * ping-pong consumer warpgroups (a whole (64, 256) tile per warpgroup, so one warpgroup's
+//     epilogue overlaps the other's mainloop): step 9, 0.81x: one warpgroup alone does not keep the
+//     tensor cores busy.
+// cuBLAS's own choice (CUBLASLT_LOG_LEVEL=5, cublaslt_algo_4096_8192_h200.log): algo 66, tile 256x128,
+// cluster 1x2x1 at 4096^3; tile 320x128, cluster 1x2x1 at 8192^3.
 #include <cstdio>
 #include <cstdlib>
 

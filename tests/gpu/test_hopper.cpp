@@ -388,5 +388,47 @@ TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
   }
 }
 
+
+// Step 9 (hgemm_wgmma_09_*, ping-pong consumer warpgroups) on its own: bounds on the three sizes (the
+// third, 18 x 8 multiples = 144 items, gives each warpgroup several items and the last cluster fewer),
+// exact integers, a sanitizer size, and bit-identity with step 7: the same products summed in the same
+// k order in the same wgmma accumulator, so every entry must have the same bits.
+TEST(HopperStep9, WithinBoundAndExact) {
+  auto ks = step_kernels("hgemm_wgmma_09_");
+  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_09 kernels registered";
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  check_step_bounds_and_exact(ks);
+}
+
+TEST(HopperStep9, SanitizerSmall) {
+  auto ks = step_kernels("hgemm_wgmma_09_");
+  ASSERT_FALSE(ks.empty());
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  check_step_small(ks, 4, 2, 3);   // 8 items on 8 clusters: only warpgroup 0 works
+  check_step_small(ks, 40, 4, 3);  // 160 items on 66 clusters: both warpgroups take 1-2 items each
+}
+
+TEST(HopperStep9, BitIdenticalToStep7) {
+  for (const char* fmt : {"fp16", "bf16"}) {
+    const Kernel* k9 = find_kernel(std::string("hgemm_wgmma_09_pingpong_sm16_") + fmt + "_in_wgmma");
+    const Kernel* k7 = find_kernel(std::string("hgemm_wgmma_07_cluster2_sm16_") + fmt + "_in_wgmma");
+    ASSERT_NE(k9, nullptr);
+    ASSERT_NE(k7, nullptr);
+    GEMMLAB_REQUIRE_KERNEL(*k9);
+    SCOPED_TRACE(fmt);
+    const int M = 2048, N = 1536, K = 1024;  // multiples of both kernels' tiles; 96 items for step 9
+    for (const char* dist : {"uniform_0_1", "normal_0_1"}) {
+      auto r9 = testing::run_and_check(*k9, M, N, K, dist, 21);
+      auto r7 = testing::run_and_check(*k7, M, N, K, dist, 21);
+      ASSERT_EQ(r9.run.c.size(), r7.run.c.size());
+      long long differ = 0;
+      for (std::size_t i = 0; i < r9.run.c.size(); ++i)
+        if (std::memcmp(&r9.run.c[i], &r7.run.c[i], sizeof(double)) != 0) ++differ;
+      EXPECT_EQ(differ, 0) << dist << ": entries whose bits differ between step 9 and step 7";
+      EXPECT_EQ(r9.run.unwritten, 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gemmlab
