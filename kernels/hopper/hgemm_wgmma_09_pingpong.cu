@@ -45,17 +45,20 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
+#include "kernels/common/hopper_tile.cuh"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
 namespace {
 
+using hopper::CBOX_BYTES;
+using hopper::CBOX_COLS;
+using hopper::tile_coords;
+
 constexpr int BMW = 64;            // rows of a warpgroup tile in one block
 constexpr int CLUSTER = 2;         // blocks per cluster, along M
 constexpr int BN = 256;
 constexpr int THREADS = 384;       // producer warpgroup + two consumer warpgroups
-constexpr int CBOX_COLS = 32;      // (64, 32) fp32 staging box = 128-byte rows, the swizzle's width
-constexpr int CBOX_BYTES = 64 * CBOX_COLS * 4;
 
 template <class T, int STAGES>
 struct Shape {
@@ -68,52 +71,6 @@ struct Shape {
   static_assert(STAGE_BYTES % 1024 == 0, "slots stay 1024-aligned for the 128B swizzle");
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
 };
-
-// Item `id` of the swizzled order -> (cluster row, tile column); as in step 4.
-template <int SUPER_M>
-__device__ __forceinline__ void tile_coords(int id, int tiles_m, int tiles_n, int& row, int& col) {
-  const int first = (id / (SUPER_M * tiles_n)) * SUPER_M;
-  const int h = min(SUPER_M, tiles_m - first);
-  const int local = id - first * tiles_n;
-  row = first + local % h;
-  col = local / h;
-}
-
-#ifdef GEMMLAB_SM90A_DEVICE
-// Epilogue of one consumer warpgroup, as in step 7: its (64, BN) fragment v -> C rows row0..,
-// columns col0.., in (64, 32) boxes through two 8 KB staging buffers. v[4j + 2h + e] =
-// D(16w + l/4 + 8h, 8j + 2(l%4) + e).
-template <int R>
-__device__ __forceinline__ void store_tile_tma(const float (&v)[R], unsigned char* stage, const CUtensorMap* mapC,
-                                               int row0, int col0, int bar_id, bool leader) {
-  using namespace gemmlab::hopper;
-  constexpr int BOXES = (R / 4 * 8) / CBOX_COLS;
-  const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
-#pragma unroll
-  for (int q = 0; q < BOXES; ++q) {
-    unsigned char* buf = stage + (q & 1) * CBOX_BYTES;
-    if (leader) bulk_wait_group_read<1>();  // the box stored from this buffer two boxes ago has been read
-    named_bar_sync(bar_id, 128);
-#pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      const int j = 4 * q + jj;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = 16 * w + l / 4 + 8 * h;
-        const int chunk = 2 * jj + (l % 4) / 2;
-        const std::uint32_t off = std::uint32_t(r) * 128u + (std::uint32_t(chunk ^ (r & 7)) << 4) + (l % 2) * 8u;
-        *reinterpret_cast<float2*>(buf + off) = make_float2(v[4 * j + 2 * h], v[4 * j + 2 * h + 1]);
-      }
-    }
-    fence_proxy_async_smem();
-    named_bar_sync(bar_id, 128);
-    if (leader) {
-      tma_store_2d(mapC, buf, col0 + q * CBOX_COLS, row0);
-      bulk_commit_group();
-    }
-  }
-}
-#endif
 
 template <class T, int STAGES, int SUPER_M>
 __global__ void __launch_bounds__(THREADS, 1)
