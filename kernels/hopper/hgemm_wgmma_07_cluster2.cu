@@ -55,6 +55,8 @@
 //   * ping-pong consumer warpgroups (a whole (64, 256) tile per warpgroup, so one warpgroup's
 //     epilogue overlaps the other's mainloop): step 9, 0.81x: one warpgroup alone does not keep the
 //     tensor cores busy.
+//   * half of the epilogue stashed in registers and stored during the next tile's mainloop: step 10
+//     (session 3), +0.5-1% over this step, 1.009x / 1.012x: the fastest kernel at 4096^3.
 // cuBLAS's own choice (CUBLASLT_LOG_LEVEL=5, cublaslt_algo_4096_8192_h200.log): algo 66, tile 256x128,
 // cluster 1x2x1 at 4096^3; tile 320x128, cluster 1x2x1 at 8192^3.
 #include <cstdio>

@@ -408,27 +408,63 @@ TEST(HopperStep9, SanitizerSmall) {
   check_step_small(ks, 40, 4, 3);  // 160 items on 66 clusters: both warpgroups take 1-2 items each
 }
 
-TEST(HopperStep9, BitIdenticalToStep7) {
+// Every output entry of `step` has the bits of step 7's (the same products summed in the same k order
+// in the same wgmma accumulator). (4096, 1536, 1024): a multiple of both kernels' tiles, 96 cluster
+// tiles of step 7 on 66 clusters, so some clusters run two tiles one after the other.
+void expect_bit_identical_to_step7(const char* step) {
   for (const char* fmt : {"fp16", "bf16"}) {
-    const Kernel* k9 = find_kernel(std::string("hgemm_wgmma_09_pingpong_sm16_") + fmt + "_in_wgmma");
+    const Kernel* k = find_kernel(std::string(step) + fmt + "_in_wgmma");
     const Kernel* k7 = find_kernel(std::string("hgemm_wgmma_07_cluster2_sm16_") + fmt + "_in_wgmma");
-    ASSERT_NE(k9, nullptr);
+    ASSERT_NE(k, nullptr) << step << fmt;
     ASSERT_NE(k7, nullptr);
-    GEMMLAB_REQUIRE_KERNEL(*k9);
-    SCOPED_TRACE(fmt);
-    const int M = 2048, N = 1536, K = 1024;  // multiples of both kernels' tiles; 96 items for step 9
+    GEMMLAB_REQUIRE_KERNEL(*k);
+    SCOPED_TRACE(k->name);
+    const int M = 4096, N = 1536, K = 1024;
     for (const char* dist : {"uniform_0_1", "normal_0_1"}) {
-      auto r9 = testing::run_and_check(*k9, M, N, K, dist, 21);
-      auto r7 = testing::run_and_check(*k7, M, N, K, dist, 21);
-      ASSERT_EQ(r9.run.c.size(), r7.run.c.size());
+      Distribution d = parse_distribution(dist);
+      Matrix A = generate(d, Operand::A, M, K, k->input, 21);
+      Matrix B = generate(d, Operand::B, K, N, k->input, 21);
+      TimingOptions opt;
+      opt.warmup = 0;
+      opt.reps = 1;
+      KernelRun r = run_kernel(*k, A, B, opt);
+      KernelRun r7 = run_kernel(*k7, A, B, opt);
+      ASSERT_EQ(r.c.size(), r7.c.size());
+      ASSERT_EQ(r.c.size(), std::size_t(M) * N);
       long long differ = 0;
-      for (std::size_t i = 0; i < r9.run.c.size(); ++i)
-        if (std::memcmp(&r9.run.c[i], &r7.run.c[i], sizeof(double)) != 0) ++differ;
-      EXPECT_EQ(differ, 0) << dist << ": entries whose bits differ between step 9 and step 7";
-      EXPECT_EQ(r9.run.unwritten, 0);
+      for (std::size_t i = 0; i < r.c.size(); ++i)
+        if (std::memcmp(&r.c[i], &r7.c[i], sizeof(double)) != 0) ++differ;
+      EXPECT_EQ(differ, 0) << dist << ": entries whose bits differ from step 7";
+      EXPECT_EQ(r.unwritten, 0);
+      EXPECT_EQ(r7.unwritten, 0);
     }
   }
 }
+
+TEST(HopperStep9, BitIdenticalToStep7) { expect_bit_identical_to_step7("hgemm_wgmma_09_pingpong_sm16_"); }
+
+// Step 10 (hgemm_wgmma_10_*, half of each epilogue stored during the next tile's mainloop) on its
+// own: bounds on the three sizes, exact integers, sanitizer sizes (2 x 2 multiples with K of 3
+// slices: the whole stash is flushed after the loop; 40 x 4 multiples with K of 8 slices: 160 cluster
+// tiles on 66 clusters, 2-3 tiles each, stash boxes stored inside the next tile's mainloop after
+// slices 3 and 7 and the rest flushed before its first half), and bit-identity with step 7 at
+// K = 1024 (16 slices: all four stash boxes inside the next mainloop).
+TEST(HopperStep10, WithinBoundAndExact) {
+  auto ks = step_kernels("hgemm_wgmma_10_");
+  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_10 kernels registered";
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  check_step_bounds_and_exact(ks);
+}
+
+TEST(HopperStep10, SanitizerSmall) {
+  auto ks = step_kernels("hgemm_wgmma_10_");
+  ASSERT_FALSE(ks.empty());
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  check_step_small(ks, 2, 2, 3);
+  check_step_small(ks, 40, 4, 8);
+}
+
+TEST(HopperStep10, BitIdenticalToStep7) { expect_bit_identical_to_step7("hgemm_wgmma_10_epioverlap_sm16_"); }
 
 }  // namespace
 }  // namespace gemmlab

@@ -1,0 +1,284 @@
+// hgemm_wgmma_10_epioverlap: step 10 of the Hopper series, step 7 (clusters of two blocks along M with
+// TMA multicast of B, persistent warp-specialised producer/consumer, (128, 256) tiles, 4-stage ring,
+// TMA-store epilogue) with HALF OF EACH TILE'S EPILOGUE OVERLAPPED WITH THE NEXT TILE'S MAINLOOP.
+//
+// Why: step 7 timed without its epilogue ran 6.7% faster at 4096^3 and 4.3% at 8192^3, and none of
+// barrier cost, boxes in flight, direct stores or a chip-wide write burst explained it (step 7's
+// header): 128 KB of fp32 per tile leave each SM at its own store rate (~2.7 us per tile) while the
+// tensor cores wait, because the fp32 accumulators are needed by the next tile's first wgmma and the
+// 16 KB of staging per warpgroup holds only a quarter of a warpgroup's 64 KB. Here each consumer
+// warpgroup, once its tile's last wgmma is done, stores columns 0..127 of its (64, 256) fragment
+// through the staging buffers as before (4 boxes of (64, 32)), COPIES columns 128..255 into 64 spare
+// registers per thread (128 accumulators + 64 stash + addresses fit the 232 registers that
+// setmaxnreg gives a consumer; ptxas: no spill, wgmmas not serialised), and starts the next tile at
+// once; the stashed boxes go out during that tile's mainloop, one after each of its slices 3, 7, 11
+// and 15, between the wgmma wait and the next full-barrier wait, while the tensor cores work. The
+// exposed part of the epilogue halves.
+//
+// Schedule per consumer warpgroup: slices of tile t (wgmma, release) with stash box q of tile t - 1
+// stored after slice 4q + 3 (SPACING = 4: after slices 3, 7, 11, 15); then, at the end of tile t: any
+// stash boxes still pending (K < 16 slices), boxes 0..3 of tile t from the accumulators, the copy,
+// and tile t + 1. After the last tile the stash is flushed. Boxes alternate between the warpgroup's
+// two staging buffers in one sequence (0, 1, 0, 1, ... over boxes 0..3 then stash boxes 0..3), so
+// the wait in store_box_tma (at most one group still reading shared memory) always guards the
+// buffer about to be reused.
+//
+// Numerics: identical to steps 4, 6, 7 and 9 for every output entry (tested bit for bit against step
+// 7): fp16/bf16 products exact, the K/16 k-steps accumulated in increasing k inside the wgmma
+// accumulator (in_wgmma, truncating alignment), fp32 out through the TMA store; the stash is a
+// register copy of the accumulator, bits unchanged. Layouts: A row-major (M, K), B column-major
+// (K, N), both K-major, 128-byte swizzle. Registered in_wgmma only: a promoted_every_N variant needs
+// a second (64, 256) fp32 fragment (128 registers) beside the accumulator, which leaves no room for
+// the 64-register stash (step 4 carries the promoted and fp8 variants).
+//
+// Measured on an H200 (2026-11-21, session 3; one run each, median of 21 or 41, L2 flushed, ratios to
+// cuBLAS cublasGemmEx fp32-out of the same format in the same run; CSVs in results/hopper/):
+//                     4096^3 fp16   bf16      8192^3 fp16   bf16     step 7 fp16 (same run)
+//   series run          1.009x        1.010x           1.012x   1.014x   0.996x / 1.005x
+//                       (0.1771 ms, 776 TFLOP/s; 1.3496 ms, 815 TFLOP/s; session3_series_h200.csv)
+//   step 5 re-run       1.009x                         1.015x                              (step5_fix_h200.csv)
+//   spacing run         1.009x, 1.009x (two benches)   1.013x            0.997x / 1.005x  (step10_spacing_h200.csv)
+// So the fastest kernel of the series at 4096^3 (step 8's stream-K tail is faster at 8192^3:
+// 1.020x / 1.023x, but 0.956x at 4096^3), and at or above cuBLAS at both sizes in every run, by
+// about 1%: a small margin, of the order of cuBLAS's own run-to-run spread (its median moved
+// 0.1781-0.1798 ms at 4096^3 over these runs).
+// What the overlap buys is smaller than the epilogue's share (step 7 without any epilogue: 1.067x /
+// 1.043x): about +0.5-1% over step 7 at both sizes, not the ~3% that half of the epilogue would be.
+// Reading (not profiled): the staging traffic (each fp32 written to shared memory, then read by the TMA engine) uses
+// the shared-memory bandwidth that the wgmmas' operand reads need, so moving it under the mainloop
+// slows the mainloop by nearly what it saves at the boundary.
+// Measured and not kept (registered as experiments in the same runs, then removed):
+//   * stash boxes after every slice (SPACING 1: 1.001x-1.004x / 1.009x-1.018x) or every second slice
+//     (1.004x-1.005x / 1.011x fp16): spacing them 4 slices apart is best (step10_spacing_h200.csv).
+//   * the stash stored by st.global straight from the registers (no shared memory): 0.983x / 1.007x;
+//     both halves by st.global: 0.969x / 1.007x, against 1.003x / 1.018x for the TMA path in the same
+//     run (step10_stg_variants_h200.csv): the uncoalesced 8-byte stores of the fragment layout cost
+//     more than the staging they avoid.
+#include <cstdio>
+#include <cstdlib>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/common/cuda_check.cuh"
+#include "kernels/common/hopper_ptx.cuh"
+#include "kernels/common/hopper_tile.cuh"
+#include "kernels/kernel.hpp"
+
+namespace gemmlab::kernels {
+namespace {
+
+using hopper::CBOX_BYTES;
+using hopper::CBOX_COLS;
+using hopper::tile_coords;
+
+constexpr int BM = 128;
+constexpr int BN = 256;
+constexpr int CLUSTER = 2;         // blocks per cluster, along M
+constexpr int THREADS = 384;       // producer warpgroup + two consumer warpgroups
+constexpr int HALF = BN / 2 / CBOX_COLS;  // 4 boxes of (64, 32) per half of a warpgroup's (64, 256) tile
+constexpr int SPACING = 4;         // a stash box after k-slices 3, 7, 11, 15 of the next tile
+
+template <class T, int STAGES>
+struct Shape {
+  static constexpr int BK = 128 / int(sizeof(T));  // one 128-byte swizzled row of K per tile row
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int RING_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int STAGING_BYTES = 2 /* consumers */ * 2 /* buffers */ * CBOX_BYTES;
+  static constexpr int SMEM_BYTES = RING_BYTES + STAGING_BYTES + 1024 /* alignment */ + 1024 /* barriers */;
+  static_assert(sizeof(T) == 2, "fp16/bf16 only (k16 wgmma)");
+  static_assert(BN == 2 * HALF * CBOX_COLS, "a warpgroup's fragment is two halves of HALF boxes");
+  static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
+};
+
+template <class T, int STAGES, int SUPER_M>
+__global__ void __launch_bounds__(THREADS, 1)
+    hgemm_wgmma_10(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
+                   const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
+#ifdef GEMMLAB_SM90A_DEVICE
+  using namespace gemmlab::hopper;
+  using S = Shape<T, STAGES>;
+  constexpr int KW = Wgmma<T, BN>::k;
+  constexpr int STEPS = S::BK / KW;
+
+  extern __shared__ unsigned char smem_raw[];
+  // Slot s: (128, BK) tile of A then (BN, BK) tile of B^T, K-major, 128B-swizzled, 1024-aligned;
+  // then consumer c's two (64, 32) fp32 staging boxes; then the barriers.
+  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  unsigned char* staging = smem + S::RING_BYTES;
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(staging + S::STAGING_BYTES);
+  std::uint64_t* empty = full + STAGES;
+
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int slices = K / S::BK;
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  const int items = (tiles_m / CLUSTER) * tiles_n;  // (256, 256) cluster tiles
+  const unsigned rank = cluster_ctarank();
+  const int first_item = int(cluster_id_x());
+  const int item_step = int(cluster_count_x());
+
+  if (tid == 0) {
+    prefetch_tensor_map(&mapA);
+    prefetch_tensor_map(&mapB);
+    prefetch_tensor_map(&mapC);
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(&full[s], 1);             // the producer's arrive.expect_tx, then the TMA bytes
+      mbar_init(&empty[s], 2 * CLUSTER);  // one arrive per consumer warpgroup of each block
+    }
+    mbar_fence_init();
+  }
+  cluster_sync();  // the partner's barriers exist before any multicast or remote arrive
+
+  if (wg == 0) {
+    // Producer warpgroup (as step 7): give registers away, one thread issues every copy.
+    setmaxnreg_dec<40>();
+    if (tid == 0) {
+      int it = 0;  // slices issued so far, over all tiles: the ring's position and phase
+      for (int item = first_item; item < items; item += item_step) {
+        int tr, tc;
+        tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
+        tr = CLUSTER * tr + int(rank);
+        for (int kt = 0; kt < slices; ++kt, ++it) {
+          const int s = it % STAGES;
+          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
+          unsigned char* slot = smem + s * S::STAGE_BYTES;
+          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
+          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, tr * BM);
+          // this block's half of the B slice, into both blocks (same offsets)
+          tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
+                                tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
+        }
+      }
+    }
+  } else {
+    // Consumer warpgroups: rows (wg - 1) * 64 .. + 63 of the block tile.
+    setmaxnreg_inc<232>();
+    const int c = wg - 1;
+    const bool leader = tid % 128 == 0;
+    unsigned char* my_stage = staging + c * 2 * CBOX_BYTES;
+    float d[BN / 2];      // (64, BN) accumulator fragment
+    float stash[BN / 4];  // columns BN/2 .. BN - 1 of the previous tile's fragment
+    int pending = 0;      // stash boxes not yet stored: HALF - pending .. HALF - 1
+    int srow = 0, scol = 0;
+    int it = 0;           // slices consumed so far, over all tiles
+    auto release = [&](int s) {  // frees slot s in both blocks of the cluster
+      mbar_arrive(&empty[s]);
+      mbar_arrive_remote(&empty[s], rank ^ 1u);
+    };
+    // Stores the next pending stash box (box q of the stash half lives in staging buffer q & 1).
+    auto store_stash_box = [&]() {
+      const int q = HALF - pending;
+      switch (q) {
+        case 0: store_box_tma<0>(stash, my_stage, &mapC, srow, scol, 1 + c, leader); break;
+        case 1: store_box_tma<1>(stash, my_stage + CBOX_BYTES, &mapC, srow, scol + CBOX_COLS, 1 + c, leader); break;
+        case 2: store_box_tma<2>(stash, my_stage, &mapC, srow, scol + 2 * CBOX_COLS, 1 + c, leader); break;
+        default: store_box_tma<3>(stash, my_stage + CBOX_BYTES, &mapC, srow, scol + 3 * CBOX_COLS, 1 + c, leader); break;
+      }
+      --pending;
+    };
+    for (int item = first_item; item < items; item += item_step) {
+      int tr, tc;
+      tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
+      tr = CLUSTER * tr + int(rank);
+      for (int kt = 0; kt < slices; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(&full[s], (it / STAGES) & 1);
+        const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
+        const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < STEPS; ++k)
+          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (kt > 0 || k > 0) ? 1 : 0);
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of the previous slice is done: release its slot
+        if (leader && kt > 0) release((it - 1) % STAGES);
+        if (pending > 0 && kt % SPACING == SPACING - 1) store_stash_box();  // while this slice's wgmmas run
+      }
+      wgmma_wait<0>();
+      fence_regs(d);
+      if (leader) release((it - 1) % STAGES);  // the tile's last slice
+      while (pending > 0) store_stash_box();   // K shorter than HALF slices
+      const int row = tr * BM + c * 64, col = tc * BN;
+      store_boxes_tma<0, HALF>(d, my_stage, &mapC, row, col, 1 + c, leader);
+#pragma unroll
+      for (int i = 0; i < BN / 4; ++i) stash[i] = d[BN / 4 + i];
+      pending = HALF;
+      srow = row;
+      scol = col + HALF * CBOX_COLS;
+    }
+    while (pending > 0) store_stash_box();
+    if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
+  }
+  cluster_sync();  // no block exits while its partner may still write into it
+#else
+  __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
+#endif
+}
+
+template <class T, int STAGES, int SUPER_M>
+void launch(const GemmArgs& a) {
+  using S = Shape<T, STAGES>;
+  auto kernel = hgemm_wgmma_10<T, STAGES, SUPER_M>;
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CLUSTER;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(THREADS);
+  cfg.dynamicSmemBytes = S::SMEM_BYTES;
+  cfg.stream = as_stream(a.stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  // Persistent: as many clusters as the occupancy API says can be resident at once (step 7).
+  static const int resident = [&] {
+    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
+    cudaLaunchConfig_t q = cfg;
+    q.gridDim = dim3(CLUSTER * hopper::sm_count());
+    int clusters = 0;
+    GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &q));
+    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
+      std::fprintf(stderr, "hgemm_wgmma_10: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n",
+                   clusters, CLUSTER, S::SMEM_BYTES, hopper::sm_count());
+    return clusters > 0 ? clusters : 1;
+  }();
+  const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
+  const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);
+  const CUtensorMap mapC = hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64);
+  const int items = (a.M / (CLUSTER * BM)) * (a.N / BN);
+  cfg.gridDim = dim3(CLUSTER * (items < resident ? items : resident));
+  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a.M, a.N, a.K, mapA, mapB, mapC));
+  GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_10_epioverlap");
+}
+
+template <class T, int STAGES, int SUPER_M>
+constexpr Kernel make(const char* name, const char* desc, Format in) {
+  return Kernel{
+      .name = name, .family = "hopper", .description = desc,
+      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = Accumulation::in_wgmma,
+      .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
+      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
+      .m_multiple = CLUSTER * BM, .n_multiple = BN, .k_multiple = Shape<T, STAGES>::BK,
+      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
+      .launch = launch<T, STAGES, SUPER_M>,
+      .supports = nullptr,
+      .acc_unit_roundoff = 0.0,
+  };
+}
+
+}  // namespace
+
+#define GEMMLAB_WGMMA10_VARIANT(id, desc, fmt, T, STAGES, SUPER_M)                     \
+  const Kernel& id() {                                                                \
+    static const Kernel k = make<T, STAGES, SUPER_M>(#id, desc, Format::fmt);          \
+    return k;                                                                         \
+  }
+
+GEMMLAB_WGMMA10_VARIANT(hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma,
+                        "step 7 with half of each tile's epilogue stashed in registers and stored during the next tile's first slices; clusters of 2 along M, B multicast, 128x256 tile, 4 stages, super_M 16",
+                        fp16, __half, 4, 16)
+GEMMLAB_WGMMA10_VARIANT(hgemm_wgmma_10_epioverlap_sm16_bf16_in_wgmma,
+                        "step 7 with half of each tile's epilogue stashed in registers and stored during the next tile's first slices; clusters of 2 along M, B multicast, 128x256 tile, 4 stages, super_M 16",
+                        bf16, __nv_bfloat16, 4, 16)
+}  // namespace gemmlab::kernels
