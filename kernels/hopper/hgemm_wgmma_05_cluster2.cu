@@ -6,7 +6,11 @@
 // which matters because at ~750 TFLOP/s the (128, 256) tile asks ~11 TB/s of L2. Because a block's
 // multicast writes into its partner's slot too, a slot is free only when the consumers of BOTH blocks
 // have released it: `empty` counts 4 arrivals (2 consumer warpgroups x 2 blocks), each consumer arrives
-// locally and remotely (mapa + mbarrier.arrive.shared::cluster). Blocks meet in a cluster barrier
+// locally and remotely (mapa + mbarrier.arrive.shared::cluster with the default .release.cta
+// semantics). Until session 3 (2026-11-21) both arrives were mbarrier.arrive.release.cluster, a
+// cluster-wide fence on every slice, and this step ran at 0.56x / 0.57x cuBLAS fp16->fp32 at 4096^3 /
+// 8192^3 (results/hopper/session3_series_h200.csv; step 7's header has the diagnosis); the figures
+// with the fast arrive are in results/hopper/step5_fix_h200.csv. Blocks meet in a cluster barrier
 // after initialising their mbarriers and before exiting. Cluster tiles are taken in the super_M
 // order of step 4 (SUPER_M counted in 128-row tile rows: 8 = 4 cluster rows).
 //
@@ -140,15 +144,15 @@ __global__ void __launch_bounds__(THREADS, 1)
         wgmma_commit();
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
         if (leader && kt > 0) {
-          mbar_arrive_cluster(&empty[(it - 1) % STAGES], 0);
-          mbar_arrive_cluster(&empty[(it - 1) % STAGES], 1);
+          mbar_arrive(&empty[(it - 1) % STAGES]);                    // this block's producer
+          mbar_arrive_remote(&empty[(it - 1) % STAGES], rank ^ 1u);  // the partner's (its multicast lands here)
         }
       }
       wgmma_wait<0>();
       fence_regs(d);
       if (leader) {  // the tile's last slice
-        mbar_arrive_cluster(&empty[(it - 1) % STAGES], 0);
-        mbar_arrive_cluster(&empty[(it - 1) % STAGES], 1);
+        mbar_arrive(&empty[(it - 1) % STAGES]);
+        mbar_arrive_remote(&empty[(it - 1) % STAGES], rank ^ 1u);
       }
       float* cp = C + std::size_t(tr * BM + c * 64) * N + std::size_t(tc) * BN;
       if constexpr (PROMOTE == 0) {
