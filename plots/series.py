@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """One family's series: speed and error per kernel, from a gemmlab run CSV.
 
-Left: TFLOP/s per kernel (median time, same run), with the chosen cuBLAS baseline as a line and its
-ratio printed on each bar. Right: for one distribution, the bias (mean relative error) as a dot
+Left: TFLOP/s per kernel (median time, same run), with the cuBLAS baseline as a line and the ratio
+printed on each bar. Without --baseline, each tensor-core kernel is compared with cuBLAS of its own
+input format (cublas_gemmex_<fp16|bf16>_f32) when the CSV has that row, else with the family default. Right: for one distribution, the bias (mean relative error) as a dot
 and the normwise error as a bar, both in units of the output format's unit roundoff. Reads only
 the CSV; writes one figure.
 
@@ -47,25 +48,36 @@ def main():
         rows = [r for r in rows if f'{r["M"]}x{r["N"]}x{r["K"]}' == a.size]
     rows = [r for r in rows if r["distribution"] == a.dist]
     fam = [r for r in rows if r["family"] == a.family]
-    base = [r for r in rows if r["kernel"] == baseline]
     if not fam:
         sys.exit(f"series.py: no {a.family} rows for {a.dist} at {a.size} in {a.csv}")
     kernels = list(dict.fromkeys(r["kernel"] for r in fam))
     by = {r["kernel"]: r for r in fam}
-    base_t = float(base[0]["time_ms_median"]) if base else None
+    times = {r["kernel"]: float(r["time_ms_median"]) for r in rows if r["time_ms_median"]}
+    tflops = {r["kernel"]: float(r["tflops"]) for r in rows if r["tflops"]}
+
+    def baseline_of(k):
+        if a.baseline:
+            return a.baseline
+        own = f'cublas_gemmex_{by[k]["input_format"]}_f32'
+        if a.family in ("mma", "wmma", "hopper") and own in times:
+            return own
+        return baseline
 
     h = max(3.0, 0.3 * len(kernels) + 1.6)
     fig, (ax_t, ax_e) = plt.subplots(1, 2, figsize=(14, h), sharey=True, gridspec_kw={"width_ratios": [1.2, 1]})
     ys = range(len(kernels))
     tf = [float(by[k]["tflops"]) for k in kernels]
     ax_t.barh(ys, tf, color="tab:blue")
-    if base:
-        ax_t.axvline(float(base[0]["tflops"]), color="tab:red", ls="--", lw=1, label=f"{baseline}")
-        for y, k in zip(ys, kernels):
-            ratio = base_t / float(by[k]["time_ms_median"])
-            ax_t.text(tf[y], y, f" {ratio:.2f}×", va="center", fontsize=7)
+    used = list(dict.fromkeys(baseline_of(k) for k in kernels if baseline_of(k) in times))
+    for b, style in zip(used, ["--", ":", "-."]):
+        ax_t.axvline(tflops[b], color="tab:red", ls=style, lw=1, label=b)
+    for y, k in zip(ys, kernels):
+        b = baseline_of(k)
+        if b in times:
+            ax_t.text(tf[y], y, f" {times[b] / times[k]:.2f}×", va="center", fontsize=7)
+    if used:
         ax_t.legend(fontsize=7, loc="lower right")
-    ax_t.set_xlabel("TFLOP/s (median of the run's repetitions; label: ratio to the baseline's time)")
+    ax_t.set_xlabel("TFLOP/s (median of the run's repetitions; label: baseline's time / kernel's time)")
     ax_t.set_yticks(list(ys))
     ax_t.set_yticklabels(kernels, fontsize=7)
     ax_t.invert_yaxis()
