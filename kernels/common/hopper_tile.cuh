@@ -1,12 +1,18 @@
-// Shared pieces of the persistent Hopper kernels (steps 6-9): the super_M tile order and the
-// asynchronous TMA-store epilogue of one consumer warpgroup. Device code needs sm_90a
-// (GEMMLAB_SM90A_DEVICE, from hopper_ptx.cuh); tile_coords is plain arithmetic.
+// Shared pieces of the persistent warp-specialised Hopper kernels (steps 6-10): the super_M tile
+// order, one k-slice of the producer (TMA into the ring, B multicast across a cluster of 2) and of a
+// consumer warpgroup (the slice's wgmmas as one group), the release of a ring slot, the asynchronous
+// TMA-store epilogue of one consumer warpgroup, and the persistent cluster launch. Device code needs
+// sm_90a (GEMMLAB_SM90A_DEVICE, from hopper_ptx.cuh); tile_coords is plain arithmetic.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
+#include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
+#include "kernels/kernel.hpp"
 
 namespace gemmlab::hopper {
 
@@ -25,6 +31,55 @@ __device__ __forceinline__ void tile_coords(int id, int tiles_m, int tiles_n, in
 }
 
 #ifdef GEMMLAB_SM90A_DEVICE
+// Producer: k-slice kt of a block tile into ring position `it` (slot it % STAGES, each STAGE_BYTES:
+// the (BM, BK) slice of A at a_bytes = BM * 128, then the (BN, BK) slice of B^T, both K-major with
+// the 128-byte swizzle). Waits until the consumers freed the slot (from the second lap on), arms the
+// full barrier with the whole stage, then loads A rows a_row.. and B rows (= C columns) b_col..
+// b_col + BN - 1. CLUSTER 2: the two blocks of a cluster share the B slice; each loads its half,
+// BN / 2 rows at offset rank * BN / 2, multicast into both blocks at the same offset, so the full
+// barrier of each block still receives a whole stage.
+template <int STAGES, int STAGE_BYTES, int BN, int CLUSTER>
+__device__ __forceinline__ void load_slice(unsigned char* smem, std::uint64_t* full, std::uint64_t* empty, int it,
+                                           const CUtensorMap* mapA, const CUtensorMap* mapB, int a_bytes, int k0,
+                                           int a_row, int b_col, unsigned rank) {
+  static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of one or two blocks");
+  const int s = it % STAGES;
+  if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
+  unsigned char* slot = smem + s * STAGE_BYTES;
+  mbar_arrive_expect_tx(&full[s], STAGE_BYTES);
+  tma_load_2d(slot, mapA, &full[s], k0, a_row);
+  if constexpr (CLUSTER == 1) {
+    tma_load_2d(slot + a_bytes, mapB, &full[s], k0, b_col);
+  } else {
+    tma_load_2d_multicast(slot + a_bytes + rank * (BN / 2) * 128, mapB, &full[s], k0, b_col + int(rank) * (BN / 2),
+                          std::uint16_t(0x3));
+  }
+}
+
+// Consumer: frees ring slot s for the producer of every block of the cluster (CLUSTER 2: the partner's
+// producer multicasts into this slot too, so its empty barrier counts this warpgroup as well). The
+// remote arrive keeps the default .release.cta semantics: the slot was read only by wgmma, complete
+// at wgmma.wait_group, so no cluster-scope fence is needed (.release.cluster made steps 5 and 6's
+// cluster variant 40% slower: step 7's header).
+template <int CLUSTER>
+__device__ __forceinline__ void release_slot(std::uint64_t* empty, int s, unsigned rank) {
+  mbar_arrive(&empty[s]);
+  if constexpr (CLUSTER == 2) mbar_arrive_remote(&empty[s], rank ^ 1u);
+}
+
+// Consumer: one k-slice of a warpgroup, the (64, BK) rows of A at sA times the (BN, BK) slice of B^T
+// at sB, as BK / k wgmmas m64nBNk in increasing k, committed as one group; accumulate = false starts
+// the fragment afresh (scale-d 0 on the first wgmma).
+template <class T, int BN, int STEPS>
+__device__ __forceinline__ void wgmma_slice(float (&d)[BN / 2], const unsigned char* sA, const unsigned char* sB,
+                                            bool accumulate) {
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < STEPS; ++k)
+    Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (accumulate || k > 0) ? 1 : 0);
+  wgmma_commit();
+}
+
 // One (64, 32) box of a consumer warpgroup's (64, BN) fragment v, columns 32Q .. 32Q + 31 (v[16Q ..
 // 16Q + 15]) -> C rows row0 .., columns col .., through the staging buffer `buf` (CBOX_BYTES,
 // 1024-aligned), handed to the TMA engine as one bulk async-group. Waits first until at most one of
@@ -77,5 +132,66 @@ __device__ __forceinline__ void store_tile_tma(const float (&v)[R], unsigned cha
   store_boxes_tma<0, (R / 4 * 8) / CBOX_COLS>(v, stage, mapC, row0, col0, bar_id, leader);
 }
 #endif
+
+// Descriptor of an fp16/bf16-in, fp32-out wgmma kernel of steps 6-10: A row-major, B column-major,
+// accumulation in the wgmma accumulator (promote = 0: in_wgmma) or promoted into fp32 registers every
+// `promote` elements of K, the tensor core's truncating alignment, sm_90a.
+constexpr Kernel wgmma_f32_kernel(const char* name, const char* desc, Format in, int promote, int m_multiple,
+                                  int n_multiple, int k_multiple, std::size_t workspace_bytes,
+                                  void (*launch)(const GemmArgs&)) {
+  return Kernel{
+      .name = name, .family = "hopper", .description = desc,
+      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = promote == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
+      .promotion_interval_k = promote, .acc_rounding = AccRounding::truncate,
+      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
+      .m_multiple = m_multiple, .n_multiple = n_multiple, .k_multiple = k_multiple,
+      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = workspace_bytes,
+      .launch = launch,
+      .supports = nullptr,
+      .acc_unit_roundoff = 0.0,
+  };
+}
+
+// Persistent launch of KERNEL (one template instance per kernel, so the co-resident count below is
+// cached per kernel): blocks of `threads` with `smem_bytes` of dynamic shared memory, in clusters of
+// CLUSTER blocks along x (1: no cluster attribute). The grid holds as many blocks (clusters) as can
+// be resident at once, at most `items` and at most max_resident: for clusters that is what
+// cudaOccupancyMaxActiveClusters says, not SMs / 2, since a cluster must fit in one GPC and a
+// cluster that is not resident would run only after the others (a second, nearly empty wave).
+// GEMMLAB_HOPPER_VERBOSE=1 prints the count.
+template <auto KERNEL, int CLUSTER, class... Args>
+void launch_persistent(const char* name, int threads, int smem_bytes, int items, int max_resident, void* stream,
+                       Args... args) {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = CLUSTER;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem_bytes;
+  cfg.stream = as_stream(stream);
+  cfg.attrs = attr;
+  cfg.numAttrs = CLUSTER == 1 ? 0 : 1;
+  static const int resident = [&] {
+    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    int n = sm_count();
+    if (CLUSTER > 1) {
+      cudaLaunchConfig_t q = cfg;
+      q.gridDim = dim3(CLUSTER * sm_count());
+      GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, KERNEL, &q));
+    }
+    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
+      std::fprintf(stderr, "%s: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n", name, n, CLUSTER,
+                   smem_bytes, sm_count());
+    return n > 0 ? n : 1;
+  }();
+  int grid = resident < max_resident ? resident : max_resident;
+  if (items < grid) grid = items;
+  cfg.gridDim = dim3(CLUSTER * grid);
+  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, KERNEL, args...));
+  GEMMLAB_LAUNCH_CHECK(name);
+}
 
 }  // namespace gemmlab::hopper

@@ -32,6 +32,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
+#include "kernels/common/hopper_tile.cuh"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
@@ -49,15 +50,9 @@ struct Shape {
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
 };
 
-// Tile `id` of the swizzled order -> (tile row, tile column).
-template <int SUPER_M>
-__device__ __forceinline__ void tile_coords(int id, int tiles_m, int tiles_n, int& row, int& col) {
-  const int first = (id / (SUPER_M * tiles_n)) * SUPER_M;  // first tile row of this group
-  const int h = min(SUPER_M, tiles_m - first);             // group height (smaller for the last one)
-  const int local = id - first * tiles_n;
-  row = first + local % h;
-  col = local / h;
-}
+// The super_M tile order of this step (tile `id` -> (tile row, tile column)) is hopper::tile_coords in
+// kernels/common/hopper_tile.cuh, shared with steps 5-10.
+using hopper::tile_coords;
 
 template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 __global__ void __launch_bounds__(THREADS, 1)

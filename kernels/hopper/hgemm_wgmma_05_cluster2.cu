@@ -22,6 +22,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
+#include "kernels/common/hopper_tile.cuh"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
@@ -39,15 +40,7 @@ struct Shape {
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
 };
 
-// Tile `id` of the swizzled order -> (tile row, tile column).
-template <int SUPER_M>
-__device__ __forceinline__ void tile_coords(int id, int tiles_m, int tiles_n, int& row, int& col) {
-  const int first = (id / (SUPER_M * tiles_n)) * SUPER_M;  // first tile row of this group
-  const int h = min(SUPER_M, tiles_m - first);             // group height (smaller for the last one)
-  const int local = id - first * tiles_n;
-  row = first + local % h;
-  col = local / h;
-}
+using hopper::tile_coords;  // the super_M order of step 4
 
 template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 __global__ void __launch_bounds__(THREADS, 1)

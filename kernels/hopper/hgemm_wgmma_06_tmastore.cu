@@ -34,9 +34,11 @@
 // ~0.5-1% at 8192^3, but does not reach cuBLAS (the issue's target is not met here).
 // Negative results (same run, registered for it, then removed):
 //   super_M 8 instead of 16: 0.987x / 0.985x (fp16, 4096^3 / 8192^3), 0.993x / 0.993x (bf16).
-//   CLUSTER = 2 (B multicast, grid sized by cudaOccupancyMaxActiveClusters, code kept below):
-//     0.59x / 0.62x, as slow as step 5; so step 5's slowness is not clusters left non-resident by a
-//     grid of SMs / 2. Not diagnosed further (suspect: both blocks' consumers gate every slot).
+//   CLUSTER = 2 (B multicast, grid sized by cudaOccupancyMaxActiveClusters): 0.59x / 0.62x, as slow
+//     as step 5 was; diagnosed in step 7 (.release.cluster arrives on every slice), which is this
+//     kernel in clusters of 2 done right. The cluster code path was removed from this file in
+//     session 3 (it was never registered); the shared slice/launch helpers of
+//     kernels/common/hopper_tile.cuh serve both.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -68,10 +70,7 @@ struct Shape {
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
 };
 
-// CLUSTER = 2: clusters of two blocks on vertically adjacent tiles (a (256, BN) cluster tile); each
-// block loads its own A slice and half of the shared B slice, multicast into both blocks, so a slot
-// is free only when the consumers of both blocks have released it (empty counts 4 arrivals).
-template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M, int CLUSTER>
+template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 __global__ void __launch_bounds__(THREADS, 1)
     hgemm_wgmma_tmastore(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                          const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
@@ -94,11 +93,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int tid = threadIdx.x, wg = tid / 128;
   const int slices = K / S::BK;
   const int tiles_m = M / BM, tiles_n = N / BN;
-  // Work items: tiles (CLUSTER 1) or cluster tiles of CLUSTER vertically adjacent tiles.
-  const int items = (tiles_m / CLUSTER) * tiles_n;
-  const unsigned rank = CLUSTER == 1 ? 0u : cluster_ctarank();
-  const int first_item = CLUSTER == 1 ? int(blockIdx.x) : int(cluster_id_x());
-  const int item_step = CLUSTER == 1 ? int(gridDim.x) : int(cluster_count_x());
+  const int tiles = tiles_m * tiles_n;
 
   if (tid == 0) {
     prefetch_tensor_map(&mapA);
@@ -106,35 +101,23 @@ __global__ void __launch_bounds__(THREADS, 1)
     prefetch_tensor_map(&mapC);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);   // the producer's arrive.expect_tx, then the TMA bytes
-      mbar_init(&empty[s], 2 * CLUSTER);  // one arrive per consumer warpgroup of each block
+      mbar_init(&empty[s], 2);  // one arrive per consumer warpgroup
     }
     mbar_fence_init();
   }
-  if constexpr (CLUSTER == 1) __syncthreads();
-  else cluster_sync();  // the partner's barriers exist before any multicast or remote arrive
+  __syncthreads();
 
   if (wg == 0) {
     // Producer warpgroup: give registers away, one thread issues every copy.
     setmaxnreg_dec<40>();
     if (tid == 0) {
       int it = 0;  // slices issued so far, over all tiles: the ring's position and phase
-      for (int item = first_item; item < items; item += item_step) {
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         int tr, tc;
-        tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
-        tr = CLUSTER * tr + int(rank);
-        for (int kt = 0; kt < slices; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
-          unsigned char* slot = smem + s * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
-          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, tr * BM);
-          if constexpr (CLUSTER == 1) {
-            tma_load_2d(slot + S::A_BYTES, &mapB, &full[s], kt * S::BK, tc * BN);
-          } else {  // this block's half of the B slice, into both blocks (same offsets)
-            tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
-                                  tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
-          }
-        }
+        tile_coords<SUPER_M>(tile, tiles_m, tiles_n, tr, tc);
+        for (int kt = 0; kt < slices; ++kt, ++it)
+          load_slice<STAGES, S::STAGE_BYTES, BN, 1>(smem, full, empty, it, &mapA, &mapB, S::A_BYTES, kt * S::BK, tr * BM,
+                                                    tc * BN, 0u);
       }
     }
   } else {
@@ -146,19 +129,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     float d[BN / 2];  // (64, BN) accumulator fragment
     float p[BN / 2];  // promoted fp32 sums (unused for in_wgmma)
     int it = 0;       // slices consumed so far, over all tiles
-    // Frees slot `s` in every block of the cluster.
-    auto release = [&](int s) {
-      if constexpr (CLUSTER == 1) {
-        mbar_arrive(&empty[s]);
-      } else {
-        mbar_arrive_cluster(&empty[s], 0);
-        mbar_arrive_cluster(&empty[s], 1);
-      }
-    };
-    for (int item = first_item; item < items; item += item_step) {
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
       int tr, tc;
-      tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
-      tr = CLUSTER * tr + int(rank);
+      tile_coords<SUPER_M>(tile, tiles_m, tiles_n, tr, tc);
       if constexpr (PROMOTE != 0) {
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) p[i] = 0.0f;
@@ -184,11 +157,11 @@ __global__ void __launch_bounds__(THREADS, 1)
         }
         wgmma_commit();
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
-        if (leader && kt > 0) release((it - 1) % STAGES);
+        if (leader && kt > 0) release_slot<1>(empty, (it - 1) % STAGES, 0u);
       }
       wgmma_wait<0>();
       fence_regs(d);
-      if (leader) release((it - 1) % STAGES);  // the tile's last slice
+      if (leader) release_slot<1>(empty, (it - 1) % STAGES, 0u);  // the tile's last slice
       if constexpr (PROMOTE == 0) {
         store_tile_tma(d, my_stage, &mapC, tr * BM + c * 64, tc * BN, 1 + c, leader);
       } else {
@@ -198,73 +171,36 @@ __global__ void __launch_bounds__(THREADS, 1)
     }
     if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
   }
-  if constexpr (CLUSTER == 2) cluster_sync();  // no block exits while its partner may still write into it
 #else
   __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
 #endif
 }
 
-template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M, int CLUSTER>
+template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 void launch(const GemmArgs& a) {
   using S = Shape<T, BN, STAGES>;
-  auto kernel = hgemm_wgmma_tmastore<T, BN, STAGES, PROMOTE, SUPER_M, CLUSTER>;
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = S::SMEM_BYTES;
-  cfg.stream = as_stream(a.stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = CLUSTER == 1 ? 0 : 1;  // no cluster attribute for single blocks
-  // Persistent: at most as many blocks (clusters) as can be resident at once. For clusters this is
-  // what the occupancy API says, not SMs / 2: a cluster must fit in one GPC, and a cluster that is
-  // not resident would run only after the others finished (a second, nearly empty wave).
-  static const int resident = [&] {
-    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
-    if (CLUSTER == 1) return hopper::sm_count();
-    cudaLaunchConfig_t q = cfg;
-    q.gridDim = dim3(CLUSTER * hopper::sm_count());
-    int clusters = 0;
-    GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &q));
-    return clusters > 0 ? clusters : 1;
-  }();
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
-  const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);
+  const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN);
   const CUtensorMap mapC = hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64);
-  const int items = (a.M / (CLUSTER * BM)) * (a.N / BN);
-  cfg.gridDim = dim3(CLUSTER * (items < resident ? items : resident));
-  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a.M, a.N, a.K, mapA, mapB, mapC));
-  GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_06_tmastore");
+  const int tiles = (a.M / BM) * (a.N / BN);
+  // Persistent: one block per SM (at most one per tile).
+  hopper::launch_persistent<hgemm_wgmma_tmastore<T, BN, STAGES, PROMOTE, SUPER_M>, 1>(
+      "hgemm_wgmma_06_tmastore", THREADS, S::SMEM_BYTES, tiles, tiles, a.stream, a.M, a.N, a.K, mapA, mapB, mapC);
 }
 
-template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M, int CLUSTER>
+template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return Kernel{
-      .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = PROMOTE == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
-      .promotion_interval_k = PROMOTE, .acc_rounding = AccRounding::truncate,
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = CLUSTER * BM, .n_multiple = BN, .k_multiple = Shape<T, BN, STAGES>::BK,
-      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
-      .launch = launch<T, BN, STAGES, PROMOTE, SUPER_M, CLUSTER>,
-      .supports = nullptr,
-      .acc_unit_roundoff = 0.0,
-  };
+  return hopper::wgmma_f32_kernel(name, desc, in, PROMOTE, BM, BN, Shape<T, BN, STAGES>::BK, 0,
+                                  launch<T, BN, STAGES, PROMOTE, SUPER_M>);
 }
 
 }  // namespace
 
-#define GEMMLAB_WGMMA06_VARIANT_C(id, desc, fmt, T, BN, STAGES, PROMOTE, SUPER_M, CLUSTER)           \
-  const Kernel& id() {                                                                            \
-    static const Kernel k = make<T, BN, STAGES, PROMOTE, SUPER_M, CLUSTER>(#id, desc, Format::fmt); \
-    return k;                                                                                     \
+#define GEMMLAB_WGMMA06_VARIANT(id, desc, fmt, T, BN, STAGES, PROMOTE, SUPER_M)                 \
+  const Kernel& id() {                                                                     \
+    static const Kernel k = make<T, BN, STAGES, PROMOTE, SUPER_M>(#id, desc, Format::fmt);   \
+    return k;                                                                              \
   }
-#define GEMMLAB_WGMMA06_VARIANT(id, desc, fmt, T, BN, STAGES, PROMOTE, SUPER_M) \
-  GEMMLAB_WGMMA06_VARIANT_C(id, desc, fmt, T, BN, STAGES, PROMOTE, SUPER_M, 1)
 
 GEMMLAB_WGMMA06_VARIANT(hgemm_wgmma_06_tmastore_sm16_fp16_in_wgmma,
                         "persistent producer/consumer, 128x256 tile, 4 stages, super_M 16, TMA-store epilogue, fp32 acc in wgmma",

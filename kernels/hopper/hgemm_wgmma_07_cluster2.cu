@@ -59,8 +59,6 @@
 //     (session 3), +0.5-1% over this step, 1.009x / 1.012x: the fastest kernel at 4096^3.
 // cuBLAS's own choice (CUBLASLT_LOG_LEVEL=5, cublaslt_algo_4096_8192_h200.log): algo 66, tile 256x128,
 // cluster 1x2x1 at 4096^3; tile 320x128, cluster 1x2x1 at 8192^3.
-#include <cstdio>
-#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -78,9 +76,11 @@ using hopper::CBOX_COLS;
 using hopper::tile_coords;
 
 constexpr int BM = 128;
+constexpr int BN = 256;
+constexpr int CLUSTER = 2;         // blocks per cluster, along M
 constexpr int THREADS = 384;       // producer warpgroup + two consumer warpgroups
 
-template <class T, int BN, int STAGES>
+template <class T, int STAGES>
 struct Shape {
   static constexpr int BK = 128 / int(sizeof(T));  // one 128-byte swizzled row of K per tile row
   static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128, STAGE_BYTES = A_BYTES + B_BYTES;
@@ -88,25 +88,21 @@ struct Shape {
   static constexpr int STAGING_BYTES = 2 /* consumers */ * 2 /* buffers */ * CBOX_BYTES;
   static constexpr int SMEM_BYTES = RING_BYTES + STAGING_BYTES + 1024 /* alignment */ + 1024 /* barriers */;
   static_assert(sizeof(T) == 2, "fp16/bf16 only (k16 wgmma)");
-  static_assert(BN == 128 || BN == 256, "one wgmma covers the whole BN of a consumer");
   static_assert(BN % CBOX_COLS == 0, "the epilogue stores whole (64, 32) boxes");
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
 };
 
-// CLUSTER = 2: clusters of two blocks on vertically adjacent tiles (a (256, BN) cluster tile); each
-// block loads its own A slice and half of the shared B slice, multicast into both blocks, so a slot
-// is free only when the consumers of both blocks have released it (empty counts 4 arrivals).
-template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M, int CLUSTER>
+// Clusters of two blocks on vertically adjacent tiles (a (256, BN) cluster tile); each block loads
+// its own A slice and half of the shared B slice, multicast into both blocks, so a slot is free only
+// when the consumers of both blocks have released it (empty counts 4 arrivals).
+template <class T, int STAGES, int SUPER_M>
 __global__ void __launch_bounds__(THREADS, 1)
     hgemm_wgmma_07(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
-                         const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
+                   const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC) {
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
-  using S = Shape<T, BN, STAGES>;
-  constexpr int KW = Wgmma<T, BN>::k;
-  constexpr int STEPS = S::BK / KW;
-  static_assert(PROMOTE == 0 || PROMOTE % KW == 0, "promotion interval must be a multiple of the wgmma K");
-  constexpr int PSTEPS = PROMOTE == 0 ? 1 : PROMOTE / KW;
+  using S = Shape<T, STAGES>;
+  constexpr int STEPS = S::BK / Wgmma<T, BN>::k;
 
   extern __shared__ unsigned char smem_raw[];
   // Slot s: (128, BK) tile of A then (BN, BK) tile of B^T, K-major, 128B-swizzled, 1024-aligned;
@@ -119,24 +115,22 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int tid = threadIdx.x, wg = tid / 128;
   const int slices = K / S::BK;
   const int tiles_m = M / BM, tiles_n = N / BN;
-  // Work items: tiles (CLUSTER 1) or cluster tiles of CLUSTER vertically adjacent tiles.
-  const int items = (tiles_m / CLUSTER) * tiles_n;
-  const unsigned rank = CLUSTER == 1 ? 0u : cluster_ctarank();
-  const int first_item = CLUSTER == 1 ? int(blockIdx.x) : int(cluster_id_x());
-  const int item_step = CLUSTER == 1 ? int(gridDim.x) : int(cluster_count_x());
+  const int items = (tiles_m / CLUSTER) * tiles_n;  // (256, BN) cluster tiles
+  const unsigned rank = cluster_ctarank();
+  const int first_item = int(cluster_id_x());
+  const int item_step = int(cluster_count_x());
 
   if (tid == 0) {
     prefetch_tensor_map(&mapA);
     prefetch_tensor_map(&mapB);
     prefetch_tensor_map(&mapC);
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(&full[s], 1);   // the producer's arrive.expect_tx, then the TMA bytes
+      mbar_init(&full[s], 1);             // the producer's arrive.expect_tx, then the TMA bytes
       mbar_init(&empty[s], 2 * CLUSTER);  // one arrive per consumer warpgroup of each block
     }
     mbar_fence_init();
   }
-  if constexpr (CLUSTER == 1) __syncthreads();
-  else cluster_sync();  // the partner's barriers exist before any multicast or remote arrive
+  cluster_sync();  // the partner's barriers exist before any multicast or remote arrive
 
   if (wg == 0) {
     // Producer warpgroup: give registers away, one thread issues every copy.
@@ -147,19 +141,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         int tr, tc;
         tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
         tr = CLUSTER * tr + int(rank);
-        for (int kt = 0; kt < slices; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
-          unsigned char* slot = smem + s * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
-          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, tr * BM);
-          if constexpr (CLUSTER == 1) {
-            tma_load_2d(slot + S::A_BYTES, &mapB, &full[s], kt * S::BK, tc * BN);
-          } else {  // this block's half of the B slice, into both blocks (same offsets)
-            tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
-                                  tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
-          }
-        }
+        for (int kt = 0; kt < slices; ++kt, ++it)
+          load_slice<STAGES, S::STAGE_BYTES, BN, CLUSTER>(smem, full, empty, it, &mapA, &mapB, S::A_BYTES, kt * S::BK,
+                                                          tr * BM, tc * BN, rank);
       }
     }
   } else {
@@ -169,134 +153,62 @@ __global__ void __launch_bounds__(THREADS, 1)
     const bool leader = tid % 128 == 0;
     unsigned char* my_stage = staging + c * 2 * CBOX_BYTES;
     float d[BN / 2];  // (64, BN) accumulator fragment
-    float p[BN / 2];  // promoted fp32 sums (unused for in_wgmma)
     int it = 0;       // slices consumed so far, over all tiles
-    // Frees slot `s` in every block of the cluster.
-    auto release = [&](int s) {
-      if constexpr (CLUSTER == 1) {
-        mbar_arrive(&empty[s]);
-      } else {
-        mbar_arrive(&empty[s]);                    // this block's producer
-        mbar_arrive_remote(&empty[s], rank ^ 1u);  // the partner's producer multicasts into this slot too
-      }
-    };
     for (int item = first_item; item < items; item += item_step) {
       int tr, tc;
       tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
       tr = CLUSTER * tr + int(rank);
-      if constexpr (PROMOTE != 0) {
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) p[i] = 0.0f;
-      }
       for (int kt = 0; kt < slices; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
-        const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
-        const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < STEPS; ++k) {
-          const int g = kt * STEPS + k;
-          const int scale_d = PROMOTE == 0 ? (g > 0) : (g % PSTEPS != 0);
-          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), scale_d);
-          if (PROMOTE != 0 && (g + 1) % PSTEPS == 0) {
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_regs(d);
-            promote_add(p, d);
-            wgmma_fence();
-          }
-        }
-        wgmma_commit();
+        const unsigned char* slot = smem + s * S::STAGE_BYTES;
+        wgmma_slice<T, BN, STEPS>(d, slot + c * 64 * 128, slot + S::A_BYTES, kt > 0);
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
-        if (leader && kt > 0) release((it - 1) % STAGES);
+        if (leader && kt > 0) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);
       }
       wgmma_wait<0>();
       fence_regs(d);
-      if (leader) release((it - 1) % STAGES);  // the tile's last slice
-      if constexpr (PROMOTE == 0) {
-        store_tile_tma(d, my_stage, &mapC, tr * BM + c * 64, tc * BN, 1 + c, leader);
-      } else {
-        if ((slices * STEPS) % PSTEPS != 0) promote_add(p, d);
-        store_tile_tma(p, my_stage, &mapC, tr * BM + c * 64, tc * BN, 1 + c, leader);
-      }
+      if (leader) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);  // the tile's last slice
+      store_tile_tma(d, my_stage, &mapC, tr * BM + c * 64, tc * BN, 1 + c, leader);
     }
     if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
   }
-  if constexpr (CLUSTER == 2) cluster_sync();  // no block exits while its partner may still write into it
+  cluster_sync();  // no block exits while its partner may still write into it
 #else
   __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
 #endif
 }
 
-template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M, int CLUSTER>
+template <class T, int STAGES, int SUPER_M>
 void launch(const GemmArgs& a) {
-  using S = Shape<T, BN, STAGES>;
-  auto kernel = hgemm_wgmma_07<T, BN, STAGES, PROMOTE, SUPER_M, CLUSTER>;
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = S::SMEM_BYTES;
-  cfg.stream = as_stream(a.stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = CLUSTER == 1 ? 0 : 1;  // no cluster attribute for single blocks
-  // Persistent: at most as many blocks (clusters) as can be resident at once. For clusters this is
-  // what the occupancy API says, not SMs / 2: a cluster must fit in one GPC, and a cluster that is
-  // not resident would run only after the others finished (a second, nearly empty wave).
-  static const int resident = [&] {
-    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
-    if (CLUSTER == 1) return hopper::sm_count();
-    cudaLaunchConfig_t q = cfg;
-    q.gridDim = dim3(CLUSTER * hopper::sm_count());
-    int clusters = 0;
-    GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &q));
-    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
-      std::fprintf(stderr, "hgemm_wgmma_07: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n",
-                   clusters, CLUSTER, S::SMEM_BYTES, hopper::sm_count());
-    return clusters > 0 ? clusters : 1;
-  }();
+  using S = Shape<T, STAGES>;
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);
   const CUtensorMap mapC = hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64);
   const int items = (a.M / (CLUSTER * BM)) * (a.N / BN);
-  cfg.gridDim = dim3(CLUSTER * (items < resident ? items : resident));
-  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a.M, a.N, a.K, mapA, mapB, mapC));
-  GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_07_cluster2");
+  hopper::launch_persistent<hgemm_wgmma_07<T, STAGES, SUPER_M>, CLUSTER>(
+      "hgemm_wgmma_07_cluster2", THREADS, S::SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, mapC);
 }
 
-template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M, int CLUSTER>
+template <class T, int STAGES, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return Kernel{
-      .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = PROMOTE == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
-      .promotion_interval_k = PROMOTE, .acc_rounding = AccRounding::truncate,
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = CLUSTER * BM, .n_multiple = BN, .k_multiple = Shape<T, BN, STAGES>::BK,
-      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
-      .launch = launch<T, BN, STAGES, PROMOTE, SUPER_M, CLUSTER>,
-      .supports = nullptr,
-      .acc_unit_roundoff = 0.0,
-  };
+  return hopper::wgmma_f32_kernel(name, desc, in, 0, CLUSTER * BM, BN, Shape<T, STAGES>::BK, 0,
+                                  launch<T, STAGES, SUPER_M>);
 }
 
 }  // namespace
 
-#define GEMMLAB_WGMMA07_VARIANT(id, desc, fmt, T, STAGES, SUPER_M, CLUSTER)                       \
-  const Kernel& id() {                                                                           \
-    static const Kernel k = make<T, 256, STAGES, 0, SUPER_M, CLUSTER>(#id, desc, Format::fmt);    \
-    return k;                                                                                    \
+#define GEMMLAB_WGMMA07_VARIANT(id, desc, fmt, T, STAGES, SUPER_M)                     \
+  const Kernel& id() {                                                                \
+    static const Kernel k = make<T, STAGES, SUPER_M>(#id, desc, Format::fmt);          \
+    return k;                                                                         \
   }
 
 GEMMLAB_WGMMA07_VARIANT(hgemm_wgmma_07_cluster2_sm16_fp16_in_wgmma,
                         "clusters of 2 along M, B multicast, persistent producer/consumer, 128x256 tile, 4 stages, super_M 16, TMA-store epilogue",
-                        fp16, __half, 4, 16, 2)
+                        fp16, __half, 4, 16)
 GEMMLAB_WGMMA07_VARIANT(hgemm_wgmma_07_cluster2_sm16_bf16_in_wgmma,
                         "clusters of 2 along M, B multicast, persistent producer/consumer, 128x256 tile, 4 stages, super_M 16, TMA-store epilogue",
-                        bf16, __nv_bfloat16, 4, 16, 2)
+                        bf16, __nv_bfloat16, 4, 16)
 
 }  // namespace gemmlab::kernels

@@ -63,8 +63,6 @@
 // new for every launch; the owner spins with ld.acquire.gpu until it reads this launch's value. So the
 // workspace needs no zeroing and repeated launches work with no reset (a flag left from an earlier
 // launch never matches; the counter wraps after 2^32 launches).
-#include <cstdio>
-#include <cstdlib>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -153,8 +151,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
   using S = Shape<T>;
-  constexpr int KW = Wgmma<T, BN>::k;
-  constexpr int STEPS = S::BK / KW;
+  constexpr int STEPS = S::BK / Wgmma<T, BN>::k;
 
   extern __shared__ unsigned char smem_raw[];
   // Slot s: (128, BK) tile of A then (BN, BK) tile of B^T, K-major, 128B-swizzled, 1024-aligned;
@@ -193,16 +190,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         int tr, tc;
         tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
         tr = CLUSTER * tr + int(rank);
-        for (int kt = k0; kt < k1; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
-          unsigned char* slot = smem + s * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
-          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, tr * BM);
-          // this block's half of the B slice, into both blocks (same offsets)
-          tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
-                                tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
-        }
+        for (int kt = k0; kt < k1; ++kt, ++it)
+          load_slice<STAGES, S::STAGE_BYTES, BN, CLUSTER>(smem, full, empty, it, &mapA, &mapB, S::A_BYTES, kt * S::BK,
+                                                          tr * BM, tc * BN, rank);
       });
     }
   } else {
@@ -215,10 +205,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     int it = 0;       // slices consumed so far, over all pieces
     // Workspace slot of (cluster j, this block, this consumer).
     auto slot_of = [&](int j) { return (j * CLUSTER + int(rank)) * 2 + c; };
-    auto release = [&](int s) {  // frees slot s in both blocks of the cluster
-      mbar_arrive(&empty[s]);
-      mbar_arrive_remote(&empty[s], rank ^ 1u);
-    };
     for_each_piece(sched, [&](int item, int k0, int k1) {
       int tr, tc;
       tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
@@ -226,19 +212,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int kt = k0; kt < k1; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
-        const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
-        const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < STEPS; ++k)
-          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (kt > k0 || k > 0) ? 1 : 0);
-        wgmma_commit();
+        const unsigned char* slot = smem + s * S::STAGE_BYTES;
+        wgmma_slice<T, BN, STEPS>(d, slot + c * 64 * 128, slot + S::A_BYTES, kt > k0);
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
-        if (leader && kt > k0) release((it - 1) % STAGES);
+        if (leader && kt > k0) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);
       }
       wgmma_wait<0>();
       fence_regs(d);
-      if (leader) release((it - 1) % STAGES);  // the piece's last slice
+      if (leader) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);  // the piece's last slice
       if (k0 > 0) {
         // A partial: (64, BN) fp32 fragment to this cluster's slot, float4 q of thread ct at
         // (q * 128 + ct) * 4 (each warp writes 512 contiguous bytes per q), then the flag.
@@ -287,60 +268,25 @@ __global__ void __launch_bounds__(THREADS, 1)
 template <class T, int SUPER_M, int SK_WAVES>
 void launch(const GemmArgs& a) {
   using S = Shape<T>;
-  auto kernel = hgemm_wgmma_08<T, SUPER_M, SK_WAVES>;
   if (!a.workspace || a.workspace_bytes < WORKSPACE_BYTES)
     throw std::runtime_error("hgemm_wgmma_08_streamk: the harness passed less workspace than Kernel::workspace_bytes");
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = S::SMEM_BYTES;
-  cfg.stream = as_stream(a.stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  // Persistent: as many clusters as can be resident at once (the stream-K owners spin on flags of
-  // higher-numbered clusters, so every cluster of the grid MUST be resident), capped by the slots.
-  static const int resident = [&] {
-    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
-    cudaLaunchConfig_t q = cfg;
-    q.gridDim = dim3(CLUSTER * hopper::sm_count());
-    int clusters = 0;
-    GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &q));
-    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
-      std::fprintf(stderr, "hgemm_wgmma_08: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n",
-                   clusters, CLUSTER, S::SMEM_BYTES, hopper::sm_count());
-    if (clusters < 1) clusters = 1;
-    return clusters < MAX_CLUSTERS ? clusters : MAX_CLUSTERS;
-  }();
   static std::uint32_t launches = 0;  // epoch of the flags: new for every launch in this process
   const std::uint64_t epoch = EPOCH_MAGIC | ++launches;
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);
   const CUtensorMap mapC = hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64);
   const int items = (a.M / (CLUSTER * BM)) * (a.N / BN);
-  cfg.gridDim = dim3(CLUSTER * (items < resident ? items : resident));
-  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a.M, a.N, a.K, mapA, mapB, mapC,
-                                        static_cast<unsigned char*>(a.workspace), epoch));
-  GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_08_streamk");
+  // Every cluster of the grid MUST be resident (the stream-K owners spin on flags of higher-numbered
+  // clusters): launch_persistent sizes the grid by the occupancy API, capped by the workspace slots.
+  hopper::launch_persistent<hgemm_wgmma_08<T, SUPER_M, SK_WAVES>, CLUSTER>(
+      "hgemm_wgmma_08_streamk", THREADS, S::SMEM_BYTES, items, MAX_CLUSTERS, a.stream, a.M, a.N, a.K, mapA, mapB, mapC,
+      static_cast<unsigned char*>(a.workspace), epoch);
 }
 
 template <class T, int SUPER_M, int SK_WAVES>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return Kernel{
-      .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = Accumulation::in_wgmma,
-      .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = CLUSTER * BM, .n_multiple = BN, .k_multiple = Shape<T>::BK,
-      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = WORKSPACE_BYTES,
-      .launch = launch<T, SUPER_M, SK_WAVES>,
-      .supports = nullptr,
-      .acc_unit_roundoff = 0.0,
-  };
+  return hopper::wgmma_f32_kernel(name, desc, in, 0, CLUSTER * BM, BN, Shape<T>::BK, WORKSPACE_BYTES,
+                                  launch<T, SUPER_M, SK_WAVES>);
 }
 
 }  // namespace

@@ -37,9 +37,6 @@
 // K/16 k-steps accumulated in increasing k inside the wgmma accumulator (in_wgmma, truncating
 // alignment), fp32 out through the TMA store (bits unchanged). Layouts: A row-major (M, K), B
 // column-major (K, N), both K-major, 128-byte swizzle.
-#include <cstdio>
-#include <cstdlib>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -79,8 +76,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
   using S = Shape<T, STAGES>;
-  constexpr int KW = Wgmma<T, BN>::k;
-  constexpr int STEPS = S::BK / KW;
+  constexpr int STEPS = S::BK / Wgmma<T, BN>::k;
 
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
@@ -116,15 +112,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         int cr, tc;
         tile_coords<SUPER_M>(item, crows, tiles_n, cr, tc);
         const int row = cr * CLUSTER * BMW + int(rank) * BMW;
-        for (int kt = 0; kt < slices; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
-          unsigned char* slot = smem + s * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
-          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, row);
-          tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
-                                tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
-        }
+        for (int kt = 0; kt < slices; ++kt, ++it)
+          load_slice<STAGES, S::STAGE_BYTES, BN, CLUSTER>(smem, full, empty, it, &mapA, &mapB, S::A_BYTES, kt * S::BK,
+                                                          row, tc * BN, rank);
       }
     }
   } else {
@@ -133,10 +123,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     const bool leader = tid % 128 == 0;
     unsigned char* my_stage = staging + c * 2 * CBOX_BYTES;
     float d[BN / 2];  // (64, BN) accumulator fragment
-    auto release = [&](int s) {
-      mbar_arrive(&empty[s]);
-      mbar_arrive_remote(&empty[s], rank ^ 1u);
-    };
     // Turn-taking (named barriers 3 + c, 256 threads): warpgroup c may start waiting on the ring
     // slots of its item n only after the other warpgroup has passed the full-barrier wait of item
     // n - 1's last slice. A slot's full barrier is then at most one phase behind the one waited for,
@@ -154,19 +140,14 @@ __global__ void __launch_bounds__(THREADS, 1)
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
         if (kt == slices - 1 && next_exists) named_bar_arrive(3 + (c ^ 1), 256);
-        const unsigned char* sA = smem + s * S::STAGE_BYTES;
-        const unsigned char* sB = sA + S::A_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < STEPS; ++k)
-          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (kt > 0 || k > 0) ? 1 : 0);
-        wgmma_commit();
+        const unsigned char* slot = smem + s * S::STAGE_BYTES;
+        wgmma_slice<T, BN, STEPS>(d, slot, slot + S::A_BYTES, kt > 0);
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
-        if (leader && kt > 0) release((it - 1) % STAGES);
+        if (leader && kt > 0) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);
       }
       wgmma_wait<0>();
       fence_regs(d);
-      if (leader) release((it - 1) % STAGES);
+      if (leader) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);
       store_tile_tma(d, my_stage, &mapC, row, tc * BN, 1 + c, leader);
     }
     if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
@@ -180,52 +161,18 @@ __global__ void __launch_bounds__(THREADS, 1)
 template <class T, int STAGES, int SUPER_M>
 void launch(const GemmArgs& a) {
   using S = Shape<T, STAGES>;
-  auto kernel = hgemm_wgmma_09<T, STAGES, SUPER_M>;
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = S::SMEM_BYTES;
-  cfg.stream = as_stream(a.stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  static const int resident = [&] {
-    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
-    cudaLaunchConfig_t q = cfg;
-    q.gridDim = dim3(CLUSTER * hopper::sm_count());
-    int clusters = 0;
-    GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &q));
-    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
-      std::fprintf(stderr, "hgemm_wgmma_09: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n",
-                   clusters, CLUSTER, S::SMEM_BYTES, hopper::sm_count());
-    return clusters > 0 ? clusters : 1;
-  }();
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BMW);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);
   const CUtensorMap mapC = hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64);
   const int items = (a.M / (CLUSTER * BMW)) * (a.N / BN);
-  cfg.gridDim = dim3(CLUSTER * (items < resident ? items : resident));
-  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a.M, a.N, a.K, mapA, mapB, mapC));
-  GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_09_pingpong");
+  hopper::launch_persistent<hgemm_wgmma_09<T, STAGES, SUPER_M>, CLUSTER>(
+      "hgemm_wgmma_09_pingpong", THREADS, S::SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, mapC);
 }
 
 template <class T, int STAGES, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return Kernel{
-      .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = Accumulation::in_wgmma,
-      .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = CLUSTER * BMW, .n_multiple = BN, .k_multiple = Shape<T, STAGES>::BK,
-      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
-      .launch = launch<T, STAGES, SUPER_M>,
-      .supports = nullptr,
-      .acc_unit_roundoff = 0.0,
-  };
+  return hopper::wgmma_f32_kernel(name, desc, in, 0, CLUSTER * BMW, BN, Shape<T, STAGES>::BK, 0,
+                                  launch<T, STAGES, SUPER_M>);
 }
 
 }  // namespace

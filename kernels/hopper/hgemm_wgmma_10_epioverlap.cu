@@ -54,9 +54,6 @@
 //     both halves by st.global: 0.969x / 1.007x, against 1.003x / 1.018x for the TMA path in the same
 //     run (step10_stg_variants_h200.csv): the uncoalesced 8-byte stores of the fragment layout cost
 //     more than the staging they avoid.
-#include <cstdio>
-#include <cstdlib>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -98,8 +95,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
   using S = Shape<T, STAGES>;
-  constexpr int KW = Wgmma<T, BN>::k;
-  constexpr int STEPS = S::BK / KW;
+  constexpr int STEPS = S::BK / Wgmma<T, BN>::k;
 
   extern __shared__ unsigned char smem_raw[];
   // Slot s: (128, BK) tile of A then (BN, BK) tile of B^T, K-major, 128B-swizzled, 1024-aligned;
@@ -138,16 +134,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         int tr, tc;
         tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
         tr = CLUSTER * tr + int(rank);
-        for (int kt = 0; kt < slices; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
-          unsigned char* slot = smem + s * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
-          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, tr * BM);
-          // this block's half of the B slice, into both blocks (same offsets)
-          tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
-                                tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
-        }
+        for (int kt = 0; kt < slices; ++kt, ++it)
+          load_slice<STAGES, S::STAGE_BYTES, BN, CLUSTER>(smem, full, empty, it, &mapA, &mapB, S::A_BYTES, kt * S::BK,
+                                                          tr * BM, tc * BN, rank);
       }
     }
   } else {
@@ -161,10 +150,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     int pending = 0;      // stash boxes not yet stored: HALF - pending .. HALF - 1
     int srow = 0, scol = 0;
     int it = 0;           // slices consumed so far, over all tiles
-    auto release = [&](int s) {  // frees slot s in both blocks of the cluster
-      mbar_arrive(&empty[s]);
-      mbar_arrive_remote(&empty[s], rank ^ 1u);
-    };
     // Stores the next pending stash box (box q of the stash half lives in staging buffer q & 1).
     auto store_stash_box = [&]() {
       const int q = HALF - pending;
@@ -183,21 +168,16 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int kt = 0; kt < slices; ++kt, ++it) {
         const int s = it % STAGES;
         mbar_wait(&full[s], (it / STAGES) & 1);
-        const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
-        const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < STEPS; ++k)
-          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (kt > 0 || k > 0) ? 1 : 0);
-        wgmma_commit();
+        const unsigned char* slot = smem + s * S::STAGE_BYTES;
+        wgmma_slice<T, BN, STEPS>(d, slot + c * 64 * 128, slot + S::A_BYTES, kt > 0);
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
-        if (leader && kt > 0) release((it - 1) % STAGES);
+        if (leader && kt > 0) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);
         if (pending > 0 && kt % SPACING == SPACING - 1) store_stash_box();  // while this slice's wgmmas run
       }
       wgmma_wait<0>();
       fence_regs(d);
-      if (leader) release((it - 1) % STAGES);  // the tile's last slice
-      while (pending > 0) store_stash_box();   // K shorter than HALF slices
+      if (leader) release_slot<CLUSTER>(empty, (it - 1) % STAGES, rank);  // the tile's last slice
+      while (pending > 0) store_stash_box();   // K shorter than SPACING * HALF slices
       const int row = tr * BM + c * 64, col = tc * BN;
       store_boxes_tma<0, HALF>(d, my_stage, &mapC, row, col, 1 + c, leader);
 #pragma unroll
@@ -218,53 +198,18 @@ __global__ void __launch_bounds__(THREADS, 1)
 template <class T, int STAGES, int SUPER_M>
 void launch(const GemmArgs& a) {
   using S = Shape<T, STAGES>;
-  auto kernel = hgemm_wgmma_10<T, STAGES, SUPER_M>;
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = S::SMEM_BYTES;
-  cfg.stream = as_stream(a.stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  // Persistent: as many clusters as the occupancy API says can be resident at once (step 7).
-  static const int resident = [&] {
-    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
-    cudaLaunchConfig_t q = cfg;
-    q.gridDim = dim3(CLUSTER * hopper::sm_count());
-    int clusters = 0;
-    GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &q));
-    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
-      std::fprintf(stderr, "hgemm_wgmma_10: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n",
-                   clusters, CLUSTER, S::SMEM_BYTES, hopper::sm_count());
-    return clusters > 0 ? clusters : 1;
-  }();
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);
   const CUtensorMap mapC = hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64);
   const int items = (a.M / (CLUSTER * BM)) * (a.N / BN);
-  cfg.gridDim = dim3(CLUSTER * (items < resident ? items : resident));
-  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, a.M, a.N, a.K, mapA, mapB, mapC));
-  GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_10_epioverlap");
+  hopper::launch_persistent<hgemm_wgmma_10<T, STAGES, SUPER_M>, CLUSTER>(
+      "hgemm_wgmma_10_epioverlap", THREADS, S::SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, mapC);
 }
 
 template <class T, int STAGES, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return Kernel{
-      .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = Accumulation::in_wgmma,
-      .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = CLUSTER * BM, .n_multiple = BN, .k_multiple = Shape<T, STAGES>::BK,
-      .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
-      .launch = launch<T, STAGES, SUPER_M>,
-      .supports = nullptr,
-      .acc_unit_roundoff = 0.0,
-  };
+  return hopper::wgmma_f32_kernel(name, desc, in, 0, CLUSTER * BM, BN, Shape<T, STAGES>::BK, 0,
+                                  launch<T, STAGES, SUPER_M>);
 }
 
 }  // namespace
