@@ -18,6 +18,19 @@
     if (!gemmlab_dev_.present) GTEST_SKIP() << "no CUDA GPU: " << gemmlab_dev_.why_absent; \
   } while (0)
 
+// Skips (with the reason) when this build left the kernel family out (cmake -DGEMMLAB_FAMILIES=...).
+// A family that is built still has to register every kernel a test names: those tests fail.
+#ifndef GEMMLAB_BUILT_FAMILIES
+#define GEMMLAB_BUILT_FAMILIES "simt,cublas,mma,wmma,hopper"
+#endif
+#define GEMMLAB_REQUIRE_FAMILY(family)                                                            \
+  do {                                                                                            \
+    const std::string gemmlab_built_ = std::string(",") + GEMMLAB_BUILT_FAMILIES + ",";           \
+    if (gemmlab_built_.find(std::string(",") + (family) + ",") == std::string::npos)              \
+      GTEST_SKIP() << "kernel family " << (family) << " is not in this build (GEMMLAB_FAMILIES="    \
+                   << GEMMLAB_BUILT_FAMILIES << "); configure with all families to run this test"; \
+  } while (0)
+
 // Skips (with the reason) if the kernel cannot run on this GPU/build.
 #define GEMMLAB_REQUIRE_KERNEL(kernel)                                                 \
   do {                                                                                 \

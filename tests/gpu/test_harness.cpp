@@ -15,6 +15,7 @@ const Kernel& kernel(const char* name) {
 // Small integers: every product and partial sum is exact in fp32, so any correct kernel returns the
 // exact result, whatever its order of summation.
 TEST(GpuHarness, NaiveSgemmExactOnIntegers) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   const Kernel& k = kernel("sgemm_01_naive");
   GEMMLAB_REQUIRE_KERNEL(k);
   auto r = testing::run_and_check(k, 67, 45, 129, "exactint_8", 7);
@@ -25,6 +26,7 @@ TEST(GpuHarness, NaiveSgemmExactOnIntegers) {
 
 // The naive kernel is a sequential fp32 FMA chain: reproduce it on the CPU exactly.
 TEST(GpuHarness, NaiveSgemmMatchesSequentialFmaBitForBit) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   const Kernel& k = kernel("sgemm_01_naive");
   GEMMLAB_REQUIRE_KERNEL(k);
   const int M = 33, N = 65, K = 257;
@@ -46,6 +48,8 @@ TEST(GpuHarness, NaiveSgemmMatchesSequentialFmaBitForBit) {
 }
 
 TEST(GpuHarness, KernelsWithinBoundOnNonSquare) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
+  GEMMLAB_REQUIRE_FAMILY("cublas");
   for (const char* name : {"sgemm_01_naive", "cublas_gemmex_fp32_pedantic", "cublas_gemmex_fp16_f32"}) {
     const Kernel& k = kernel(name);
     GEMMLAB_REQUIRE_KERNEL(k);
@@ -60,6 +64,7 @@ TEST(GpuHarness, KernelsWithinBoundOnNonSquare) {
 }
 
 TEST(GpuHarness, TimingRecordsEveryRepetition) {
+  GEMMLAB_REQUIRE_FAMILY("cublas");
   const Kernel& k = kernel("cublas_gemmex_fp16_f32");
   GEMMLAB_REQUIRE_KERNEL(k);
   Distribution d = parse_distribution("uniform_0_1");

@@ -64,6 +64,7 @@ void check_within_bound(const Kernel& k) {
 }
 
 TEST(HopperKernels, EveryVariantWithinBoundOnSeveralSizes) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = hopper_kernels();
   ASSERT_FALSE(ks.empty()) << "no hopper kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -71,6 +72,7 @@ TEST(HopperKernels, EveryVariantWithinBoundOnSeveralSizes) {
 }
 
 TEST(HopperKernels, CublasLtFp8WithinBound) {
+  GEMMLAB_REQUIRE_FAMILY("cublas");
   auto ks = fp8_baselines();
   ASSERT_EQ(ks.size(), 2u);
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -87,6 +89,7 @@ TEST(HopperKernels, CublasLtFp8WithinBound) {
 // Integers: every product and partial sum is exact (for fp8, the partial sums stay far below 2^13
 // times the smallest term, so even the ~13-bit alignment of fp8 wgmma loses nothing).
 TEST(HopperKernels, ExactOnIntegers) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = hopper_kernels();
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -102,6 +105,7 @@ TEST(HopperKernels, ExactOnIntegers) {
 // Sizes that are not multiples of the tile are refused with a message, never run. CPU-only logic,
 // so it runs without a GPU too.
 TEST(HopperKernels, RejectsSizesOffTheTile) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   for (const Kernel* k : hopper_kernels()) {
     SCOPED_TRACE(k->name);
     const int m = k->m_multiple, n = k->n_multiple, kk = k->k_multiple;
@@ -119,6 +123,7 @@ TEST(HopperKernels, RejectsSizesOffTheTile) {
 
 // A quick pass over one variant of each step at one small size, for compute-sanitizer.
 TEST(HopperSanitizer, OneVariantPerStepSmall) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = hopper_kernels();
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -147,6 +152,7 @@ FILE* open_csv(const char* file, const char* header) {
 // Benchmark: every Hopper variant and the library baselines at 4096^3 and 8192^3, one run, median of
 // 15 repetitions (L2 flushed, C poisoned), ratio to cuBLAS fp16->fp32 and to the same-format baseline.
 TEST(HopperBench, DISABLED_SeriesVsCublas) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   const Kernel* c16 = find_kernel("cublas_gemmex_fp16_f32");
   const Kernel* cbf = find_kernel("cublas_gemmex_bf16_f32");
   ASSERT_TRUE(c16 && cbf);
@@ -194,6 +200,7 @@ TEST(HopperBench, DISABLED_SeriesVsCublas) {
 // The fp8 promotion experiment: error statistics of every fp8 variant against the exact reference as
 // K grows (M = N = 256), beside cuBLASLt with and without fast accumulation.
 TEST(HopperBench, DISABLED_Fp8Promotion) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   GEMMLAB_REQUIRE_KERNEL(*hopper_kernels().front());
   std::vector<const Kernel*> ks = fp8_baselines();
   for (const Kernel* k : hopper_kernels())
@@ -255,6 +262,7 @@ void check_step_small(const std::vector<const Kernel*>& ks, int tiles_m, int til
 
 
 TEST(HopperStep6, WithinBoundAndExact) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_06_");
   ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_06 kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -262,6 +270,7 @@ TEST(HopperStep6, WithinBoundAndExact) {
 }
 
 TEST(HopperStep6, SanitizerSmall) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_06_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -272,6 +281,7 @@ TEST(HopperStep6, SanitizerSmall) {
 // Step 6 against cuBLAS and step 4's fastest in one run: 4096^3 and 8192^3, median of
 // GEMMLAB_BENCH_REPS (default 21) repetitions; CSV hopper_step6_bench.csv to $GEMMLAB_BENCH_DIR.
 TEST(HopperBench, DISABLED_Step6VsCublas) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   const Kernel* c16 = find_kernel("cublas_gemmex_fp16_f32");
   const Kernel* cbf = find_kernel("cublas_gemmex_bf16_f32");
   ASSERT_TRUE(c16 && cbf);
@@ -320,6 +330,7 @@ TEST(HopperBench, DISABLED_Step6VsCublas) {
 // small size for compute-sanitizer (4 x 2 tiles: two clusters, each with a partner).
 
 TEST(HopperStep7, WithinBoundAndExact) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_07_");
   ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_07 kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -327,6 +338,7 @@ TEST(HopperStep7, WithinBoundAndExact) {
 }
 
 TEST(HopperStep7, SanitizerSmall) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_07_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -338,6 +350,7 @@ TEST(HopperStep7, SanitizerSmall) {
 // exact integers, a stream-K size for compute-sanitizer, and bit-identical results across launches.
 
 TEST(HopperStep8, WithinBoundAndExact) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_08_");
   ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_08 kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -352,6 +365,7 @@ TEST(HopperStep8, WithinBoundAndExact) {
 }
 
 TEST(HopperStep8, SanitizerSmall) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_08_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -363,6 +377,7 @@ TEST(HopperStep8, SanitizerSmall) {
 // The stream-K reduction order depends only on the size and the grid: two launches, same bits.
 // 18 x 8 multiples with K = 4096 (64 slices): 12 tail tiles split into chunks of ~12 slices.
 TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_08_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -394,6 +409,7 @@ TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
 // exact integers, a sanitizer size, and bit-identity with step 7: the same products summed in the same
 // k order in the same wgmma accumulator, so every entry must have the same bits.
 TEST(HopperStep9, WithinBoundAndExact) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_09_");
   ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_09 kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -401,6 +417,7 @@ TEST(HopperStep9, WithinBoundAndExact) {
 }
 
 TEST(HopperStep9, SanitizerSmall) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_09_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -441,7 +458,10 @@ void expect_bit_identical_to_step7(const char* step) {
   }
 }
 
-TEST(HopperStep9, BitIdenticalToStep7) { expect_bit_identical_to_step7("hgemm_wgmma_09_pingpong_sm16_"); }
+TEST(HopperStep9, BitIdenticalToStep7) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  expect_bit_identical_to_step7("hgemm_wgmma_09_pingpong_sm16_");
+}
 
 // Step 10 (hgemm_wgmma_10_*, half of each epilogue stored during the next tile's mainloop) on its
 // own: bounds on the three sizes, exact integers, sanitizer sizes (2 x 2 multiples with K of 3
@@ -450,6 +470,7 @@ TEST(HopperStep9, BitIdenticalToStep7) { expect_bit_identical_to_step7("hgemm_wg
 // slices 3 and 7 and the rest flushed before its first half), and bit-identity with step 7 at
 // K = 1024 (16 slices: all four stash boxes inside the next mainloop).
 TEST(HopperStep10, WithinBoundAndExact) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_10_");
   ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_10 kernels registered";
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -457,6 +478,7 @@ TEST(HopperStep10, WithinBoundAndExact) {
 }
 
 TEST(HopperStep10, SanitizerSmall) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
   auto ks = step_kernels("hgemm_wgmma_10_");
   ASSERT_FALSE(ks.empty());
   GEMMLAB_REQUIRE_KERNEL(*ks.front());
@@ -464,7 +486,10 @@ TEST(HopperStep10, SanitizerSmall) {
   check_step_small(ks, 40, 4, 8);
 }
 
-TEST(HopperStep10, BitIdenticalToStep7) { expect_bit_identical_to_step7("hgemm_wgmma_10_epioverlap_sm16_"); }
+TEST(HopperStep10, BitIdenticalToStep7) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  expect_bit_identical_to_step7("hgemm_wgmma_10_epioverlap_sm16_");
+}
 
 }  // namespace
 }  // namespace gemmlab

@@ -33,6 +33,7 @@ const Kernel& kernel(const std::string& name) {
 bool fp16_acc(const Kernel& k) { return k.accumulator == Format::fp16; }
 
 TEST(MmaKernels, FamilyIsRegistered) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
   EXPECT_GE(family("mma").size(), 20u);
   for (const Kernel* k : family("mma")) {
     EXPECT_EQ(std::string(k->name).rfind("hgemm_mma_", 0), 0u) << k->name;
@@ -43,6 +44,7 @@ TEST(MmaKernels, FamilyIsRegistered) {
 
 // Every variant, square and non-square sizes (multiples of its tile), three distributions.
 TEST(MmaKernels, EveryVariantWithinBound) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
   GEMMLAB_REQUIRE_GPU();
   for (const Kernel* k : family("mma")) {
     GEMMLAB_REQUIRE_KERNEL(*k);
@@ -65,6 +67,7 @@ TEST(MmaKernels, EveryVariantWithinBound) {
 // for fp32; <= 4 * 512 = 2048 for fp16), so every correct kernel returns the exact result whatever
 // its summation order and truncation: a wrong index, fragment layout or race shows up at once.
 TEST(MmaKernels, ExactOnIntegers) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
   GEMMLAB_REQUIRE_GPU();
   for (const Kernel* k : family("mma")) {
     GEMMLAB_REQUIRE_KERNEL(*k);
@@ -80,6 +83,7 @@ TEST(MmaKernels, ExactOnIntegers) {
 // tensor core) and T = A*B + 0; acc += T (round to nearest) must give different bits, the in-mma
 // result biased low, and the external one less biased.
 TEST(MmaAccumulation, InMmaDiffersFromExternal) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
   GEMMLAB_REQUIRE_GPU();
   int pairs = 0;
   for (const Kernel* k : family("mma")) {
@@ -106,6 +110,7 @@ TEST(MmaAccumulation, InMmaDiffersFromExternal) {
 
 // Promotion sits between the two: shorter intervals approach external accumulation.
 TEST(MmaAccumulation, PromotionIntervalOrdersTheBias) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
   const Kernel& k = kernel("hgemm_mma_03b_pipeline_tile4x_s4_in_mma");
   GEMMLAB_REQUIRE_KERNEL(k);
   const int M = 128, N = 256, K = 4096;
@@ -118,6 +123,7 @@ TEST(MmaAccumulation, PromotionIntervalOrdersTheBias) {
 }
 
 TEST(MmaKernels, RejectsSizesOffTheTile) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
   for (const Kernel* k : family("mma")) {
     EXPECT_FALSE(check_size(*k, k->m_multiple + 1, k->n_multiple, k->k_multiple).empty()) << k->name;
     EXPECT_FALSE(check_size(*k, k->m_multiple, k->n_multiple + 8, k->k_multiple).empty()) << k->name;
@@ -129,6 +135,7 @@ TEST(MmaKernels, RejectsSizesOffTheTile) {
 // 4096^3 table: every mma and wmma variant and cuBLAS fp16 -> fp32 in the same process. Disabled by
 // default (it times, it does not test). GEMMLAB_BENCH_CSV=<file> also writes the rows as CSV.
 TEST(MmaBench, DISABLED_Table4096) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
   GEMMLAB_REQUIRE_GPU();
   const int S = std::getenv("GEMMLAB_BENCH_SIZE") ? std::atoi(std::getenv("GEMMLAB_BENCH_SIZE")) : 4096;
   Distribution d = parse_distribution("uniform_-1_1");

@@ -60,6 +60,7 @@ TimingOptions one_run() {
 }
 
 TEST(SimtKernels, FamilyIsRegistered) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   const auto ks = simt_kernels();
   ASSERT_EQ(ks.size(), 11u) << "sgemm_01 .. sgemm_11";
   for (const Kernel* k : ks) {
@@ -74,6 +75,7 @@ TEST(SimtKernels, FamilyIsRegistered) {
 // The headline numerics claim: every variant computes exactly the naive kernel's FMA chain, so its
 // output matches bit for bit (sign of zero included) on every size and distribution.
 TEST(SimtKernels, BitIdenticalToNaive) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   GEMMLAB_REQUIRE_KERNEL(kernel("sgemm_01_naive"));
   const Kernel& naive = kernel("sgemm_01_naive");
   for (const Kernel* k : simt_kernels()) {
@@ -104,6 +106,7 @@ TEST(SimtKernels, BitIdenticalToNaive) {
 
 // Against the exact reference: the deterministic bound gamma_K |A||B| with round-to-nearest.
 TEST(SimtKernels, EveryVariantWithinBound) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   GEMMLAB_REQUIRE_GPU();
   for (const Kernel* k : simt_kernels()) {
     GEMMLAB_REQUIRE_KERNEL(*k);
@@ -125,6 +128,7 @@ TEST(SimtKernels, EveryVariantWithinBound) {
 
 // Small integers: every product and partial sum is exact in fp32, so the only correct error is zero.
 TEST(SimtKernels, ExactOnIntegers) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   GEMMLAB_REQUIRE_GPU();
   for (const Kernel* k : simt_kernels()) {
     GEMMLAB_REQUIRE_KERNEL(*k);
@@ -138,6 +142,7 @@ TEST(SimtKernels, ExactOnIntegers) {
 
 // Sizes a kernel cannot take are refused by check_size with a message naming the kernel (no GPU needed).
 TEST(SimtKernels, UnfitSizesRejected) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   for (const Kernel* k : simt_kernels()) {
     const int m = k->m_multiple, n = k->n_multiple, kk = k->k_multiple;
     EXPECT_EQ(check_size(*k, 4 * m, 2 * n, 3 * kk), "") << k->name;
@@ -160,6 +165,7 @@ TEST(SimtKernels, UnfitSizesRejected) {
 // median of GEMMLAB_BENCH_REPS (default 20) repetitions through run_kernel; writes a CSV to
 // GEMMLAB_BENCH_CSV when set. Not a unit test: disabled unless asked for.
 TEST(SimtBench, DISABLED_Simt4096) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   GEMMLAB_REQUIRE_GPU();
   const int n = std::getenv("GEMMLAB_BENCH_SIZE") ? std::atoi(std::getenv("GEMMLAB_BENCH_SIZE")) : 4096;
   const int reps = std::getenv("GEMMLAB_BENCH_REPS") ? std::atoi(std::getenv("GEMMLAB_BENCH_REPS")) : 20;
@@ -211,6 +217,7 @@ TEST(SimtBench, DISABLED_Simt4096) {
 // The tuner (`gemmlab tune`) without the CLI: GEMMLAB_TUNE_SIZE (4096), GEMMLAB_TUNE_REPS (10),
 // GEMMLAB_TUNE_HEADER (where to write the winner; unset: print only).
 TEST(SimtBench, DISABLED_Tune) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
   GEMMLAB_REQUIRE_GPU();
   const int n = std::getenv("GEMMLAB_TUNE_SIZE") ? std::atoi(std::getenv("GEMMLAB_TUNE_SIZE")) : 4096;
   const int reps = std::getenv("GEMMLAB_TUNE_REPS") ? std::atoi(std::getenv("GEMMLAB_TUNE_REPS")) : 10;

@@ -18,6 +18,7 @@ std::vector<const Kernel*> wmma_kernels() {
 }
 
 TEST(WmmaKernels, EveryVariantWithinBound) {
+  GEMMLAB_REQUIRE_FAMILY("wmma");
   GEMMLAB_REQUIRE_GPU();
   ASSERT_GE(wmma_kernels().size(), 4u);
   for (const Kernel* k : wmma_kernels()) {
@@ -40,6 +41,7 @@ TEST(WmmaKernels, EveryVariantWithinBound) {
 // C fragments side by side) would make the normwise error non-zero. Distinct integers per entry,
 // non-square sizes, so a transposition or swap of the two n8 halves cannot go unnoticed.
 TEST(WmmaKernels, ExactOnIntegersChecksFragmentLayout) {
+  GEMMLAB_REQUIRE_FAMILY("wmma");
   GEMMLAB_REQUIRE_GPU();
   for (const Kernel* k : wmma_kernels()) {
     GEMMLAB_REQUIRE_KERNEL(*k);
@@ -51,6 +53,7 @@ TEST(WmmaKernels, ExactOnIntegersChecksFragmentLayout) {
 }
 
 TEST(WmmaAccumulation, InMmaDiffersFromExternal) {
+  GEMMLAB_REQUIRE_FAMILY("wmma");
   GEMMLAB_REQUIRE_GPU();
   for (const char* stem : {"hgemm_wmma_v4", "hgemm_wmma_v5_multistage_s3"}) {
     const Kernel* in = find_kernel(std::string(stem) + "_in_mma");
@@ -68,6 +71,7 @@ TEST(WmmaAccumulation, InMmaDiffersFromExternal) {
 }
 
 TEST(WmmaKernels, RejectsSizesOffTheTile) {
+  GEMMLAB_REQUIRE_FAMILY("wmma");
   for (const Kernel* k : wmma_kernels()) {
     EXPECT_FALSE(check_size(*k, k->m_multiple + 8, k->n_multiple, k->k_multiple).empty()) << k->name;
     EXPECT_FALSE(check_size(*k, k->m_multiple, k->n_multiple + 8, k->k_multiple).empty()) << k->name;
