@@ -34,19 +34,21 @@
 // Measured on an H200 (2026-11-21, session 3; one run each, median of 21 or 41, L2 flushed, ratios to
 // cuBLAS cublasGemmEx fp32-out of the same format in the same run; CSVs in results/hopper/):
 //                     4096^3 fp16   bf16      8192^3 fp16   bf16     step 7 fp16 (same run)
-//   series run          1.009x        1.010x           1.012x   1.014x   0.996x / 1.005x
-//                       (0.1771 ms, 776 TFLOP/s; 1.3496 ms, 815 TFLOP/s; session3_series_h200.csv)
+//   final series run    1.007x        1.012x           1.013x   1.019x   0.995x / 1.006x
+//                       (0.1765 ms, 779 TFLOP/s; 1.3469 ms, 816 TFLOP/s; session3_series_h200.csv,
+//                       after the helper refactor: the same SASS as the runs below)
+//   first series run    1.009x        1.010x           1.012x   1.014x   0.996x / 1.005x  (session3_series_first_h200.csv)
 //   step 5 re-run       1.009x                         1.015x                              (step5_fix_h200.csv)
 //   spacing run         1.009x, 1.009x (two benches)   1.013x            0.997x / 1.005x  (step10_spacing_h200.csv)
 // So the fastest kernel of the series at 4096^3 (step 8's stream-K tail is faster at 8192^3:
 // 1.020x / 1.023x, but 0.956x at 4096^3), and at or above cuBLAS at both sizes in every run, by
 // about 1%: a small margin, of the order of cuBLAS's own run-to-run spread (its median moved
-// 0.1781-0.1798 ms at 4096^3 over these runs).
+// 0.1778-0.1798 ms at 4096^3 over these runs).
 // What the overlap buys is smaller than the epilogue's share (step 7 without any epilogue: 1.067x /
 // 1.043x): about +0.5-1% over step 7 at both sizes, not the ~3% that half of the epilogue would be.
-// Reading (not profiled): the staging traffic (each fp32 written to shared memory, then read by the TMA engine) uses
-// the shared-memory bandwidth that the wgmmas' operand reads need, so moving it under the mainloop
-// slows the mainloop by nearly what it saves at the boundary.
+// Reading (not profiled): the staging traffic (each fp32 written to shared memory, then read by the
+// TMA engine) uses the shared-memory bandwidth that the wgmmas' operand reads need, so moving it
+// under the mainloop slows the mainloop by nearly what it saves at the boundary.
 // Measured and not kept (registered as experiments in the same runs, then removed):
 //   * stash boxes after every slice (SPACING 1: 1.001x-1.004x / 1.009x-1.018x) or every second slice
 //     (1.004x-1.005x / 1.011x fp16): spacing them 4 slices apart is best (step10_spacing_h200.csv).
