@@ -19,6 +19,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kernel.hpp"
+
 namespace gemmlab::ptx {
 
 // All wrappers are volatile asm, so they keep their source order (ptxas still schedules the SASS);
@@ -120,6 +122,39 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Epilogue of a warp's (16 MT, 8 NT) tile of fp32 accumulators, fragment (i, j) in the C/D layout
+// above, to row-major C (leading dimension ldc) at rows row0 + 16 i .., columns col0 + 8 j ..: two
+// 8-byte stores per fragment and lane.
+template <int MT, int NT>
+__device__ __forceinline__ void store_acc_f32(float* C, int ldc, int row0, int col0, int lane,
+                                              const float (&acc)[MT][NT][4]) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int r = row0 + i * 16 + g, c = col0 + j * 8 + 2 * t;
+      *reinterpret_cast<float2*>(&C[(size_t)r * ldc + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(&C[(size_t)(r + 8) * ldc + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
+    }
+}
+
+// Descriptor of an fp16-in, fp32-accumulate, fp32-out mma.sync kernel (steps 1-3 of the series):
+// A row-major, B column-major, accumulation `mode` (in_mma or external), the tensor core's truncating
+// alignment, sm_80 or newer; (m, n, k) multiples = the block tile.
+constexpr Kernel mma_f16_f32_kernel(const char* name, const char* desc, Accumulation mode, int bm, int bn, int bk,
+                                    void (*launch)(const GemmArgs&)) {
+  return Kernel{
+      .name = name, .family = "mma", .description = desc,
+      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
+      .accumulation = mode, .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
+      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
+      .m_multiple = bm, .n_multiple = bn, .k_multiple = bk,
+      .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,
+      .launch = launch,
+  };
 }
 
 }  // namespace gemmlab::ptx

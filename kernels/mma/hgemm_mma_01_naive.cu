@@ -66,15 +66,7 @@ void launch(const GemmArgs& a) {
 }
 
 constexpr Kernel base(const char* name, const char* desc, Accumulation mode, void (*fn)(const GemmArgs&)) {
-  return Kernel{
-      .name = name, .family = "mma", .description = desc,
-      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = mode, .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
-      .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,
-      .launch = fn,
-  };
+  return ptx::mma_f16_f32_kernel(name, desc, mode, BM, BN, BK, fn);
 }
 
 }  // namespace

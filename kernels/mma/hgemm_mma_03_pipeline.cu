@@ -86,15 +86,7 @@ __global__ void __launch_bounds__(THREADS)
     }
   }
   ptx::cp_async_wait<0>();
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int r = row0 + wm * WM + i * 16 + g, c = col0 + wn * WN + j * 8 + 2 * t;
-      *reinterpret_cast<float2*>(&C[(size_t)r * N + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<float2*>(&C[(size_t)(r + 8) * N + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
-    }
+  ptx::store_acc_f32(C, N, row0 + wm * WM, col0 + wn * WN, lane, acc);
 }
 
 template <int N_STAGES, bool EXTERNAL>
@@ -106,15 +98,7 @@ void launch(const GemmArgs& a) {
 }
 
 constexpr Kernel base(const char* name, const char* desc, Accumulation mode, void (*fn)(const GemmArgs&)) {
-  return Kernel{
-      .name = name, .family = "mma", .description = desc,
-      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = mode, .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
-      .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,
-      .launch = fn,
-  };
+  return ptx::mma_f16_f32_kernel(name, desc, mode, BM, BN, BK, fn);
 }
 
 }  // namespace

@@ -346,15 +346,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
         }
   } else {
   // Epilogue: (16, 8) fragment (i, j) holds C(g, 2t..2t+1) and C(g+8, 2t..2t+1).
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int r = m0 + wm * C::WM + i * 16 + g, c = n0 + wn * C::WN + j * 8 + 2 * t;
-      *reinterpret_cast<float2*>(&Cout[(size_t)r * N + c]) = make_float2(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<float2*>(&Cout[(size_t)(r + 8) * N + c]) = make_float2(acc[i][j][2], acc[i][j][3]);
-    }
+  ptx::store_acc_f32(Cout, N, m0 + wm * C::WM, n0 + wn * C::WN, lane, acc);
   }
     if constexpr (!PERSISTENT) break;  // one tile: lets the compiler drop the loop state
   }  // tile
