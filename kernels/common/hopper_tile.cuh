@@ -1,4 +1,4 @@
-// Shared pieces of the persistent warp-specialised Hopper kernels (steps 6-10): the super_M tile
+// Shared pieces of the warp-specialised Hopper kernels (steps 3-10): the super_M tile
 // order, one k-slice of the producer (TMA into the ring, B multicast across a cluster of 2) and of a
 // consumer warpgroup (the slice's wgmmas as one group), the release of a ring slot, the asynchronous
 // TMA-store epilogue of one consumer warpgroup, and the persistent cluster launch. Device code needs
@@ -77,6 +77,34 @@ __device__ __forceinline__ void wgmma_slice(float (&d)[BN / 2], const unsigned c
 #pragma unroll
   for (int k = 0; k < STEPS; ++k)
     Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (accumulate || k > 0) ? 1 : 0);
+  wgmma_commit();
+}
+
+// Consumer: k-slice kt in the accumulation mode of steps 3-6. PSTEPS = 0: in_wgmma, as wgmma_slice
+// (the fragment restarts at kt = 0). PSTEPS > 0: promoted_every_N with N = PSTEPS k-steps: the wgmma
+// accumulator d restarts every PSTEPS k-steps (counted from k = 0 of the tile) and is added into p
+// with fp32 round-to-nearest adds after waiting for its wgmmas. The slice's last wgmmas are committed
+// as one group.
+template <class T, int BN, int STEPS, int PSTEPS>
+__device__ __forceinline__ void wgmma_slice_mode(float (&d)[BN / 2], float (&p)[BN / 2], const unsigned char* sA,
+                                                 const unsigned char* sB, int kt) {
+  wgmma_fence();
+#pragma unroll
+  for (int k = 0; k < STEPS; ++k) {
+    const int g = kt * STEPS + k;
+    if constexpr (PSTEPS == 0) {
+      Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), g > 0 ? 1 : 0);
+    } else {
+      Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), g % PSTEPS != 0 ? 1 : 0);
+      if ((g + 1) % PSTEPS == 0) {
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(d);
+        promote_add(p, d);
+        wgmma_fence();
+      }
+    }
+  }
   wgmma_commit();
 }
 

@@ -16,6 +16,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
+#include "kernels/common/hopper_tile.cuh"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
@@ -70,14 +71,9 @@ __global__ void __launch_bounds__(THREADS, 1)
     // Producer warpgroup: give registers away, one thread issues every copy.
     setmaxnreg_dec<40>();
     if (tid == 0) {
-      for (int kt = 0; kt < slices; ++kt) {
-        const int s = kt % STAGES;
-        if (kt >= STAGES) mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);  // consumers freed the slot
-        unsigned char* slot = smem + s * S::STAGE_BYTES;
-        mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);
-        tma_load_2d(slot, &mapA, &full[s], kt * S::BK, m0);
-        tma_load_2d(slot + S::A_BYTES, &mapB, &full[s], kt * S::BK, n0);
-      }
+      for (int kt = 0; kt < slices; ++kt)
+        load_slice<STAGES, S::STAGE_BYTES, BN, 1>(smem, full, empty, kt, &mapA, &mapB, S::A_BYTES, kt * S::BK,
+                                                  m0, n0, 0u);
     }
   } else {
     // Consumer warpgroups: rows (wg - 1) * 64 .. + 63 of the block tile.
@@ -91,21 +87,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       mbar_wait(&full[s], (kt / STAGES) & 1);
       const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
       const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
-      wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < STEPS; ++k) {
-        const int g = kt * STEPS + k;
-        const int scale_d = PROMOTE == 0 ? (g > 0) : (g % PSTEPS != 0);
-        Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), scale_d);
-        if (PROMOTE != 0 && (g + 1) % PSTEPS == 0) {
-          wgmma_commit();
-          wgmma_wait<0>();
-          fence_regs(d);
-          promote_add(p, d);
-          wgmma_fence();
-        }
-      }
-      wgmma_commit();
+      wgmma_slice_mode<T, BN, STEPS, PROMOTE == 0 ? 0 : PSTEPS>(d, p, sA, sB, kt);
       wgmma_wait<1>();  // the group of slice kt-1 is done: its slot can be refilled
       if (leader && kt > 0) mbar_arrive(&empty[(kt - 1) % STAGES]);
     }

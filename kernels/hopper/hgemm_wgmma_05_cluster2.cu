@@ -87,16 +87,9 @@ __global__ void __launch_bounds__(THREADS, 1)
         int ctr, tc;
         tile_coords<SUPER_M / 2>(ct, ctiles_m, tiles_n, ctr, tc);
         const int tr = 2 * ctr + int(rank);
-        for (int kt = 0; kt < slices; ++kt, ++it) {
-          const int s = it % STAGES;
-          if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // both blocks freed the slot
-          unsigned char* slot = smem + s * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], S::STAGE_BYTES);  // own A + both halves of B
-          tma_load_2d(slot, &mapA, &full[s], kt * S::BK, tr * BM);
-          // This block's half of the B slice, into both blocks (same offset, same barrier offset).
-          tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * 128, &mapB, &full[s], kt * S::BK,
-                                tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
-        }
+        for (int kt = 0; kt < slices; ++kt, ++it)
+          load_slice<STAGES, S::STAGE_BYTES, BN, 2>(smem, full, empty, it, &mapA, &mapB, S::A_BYTES, kt * S::BK,
+                                                    tr * BM, tc * BN, rank);
       }
     }
   } else {
@@ -120,21 +113,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         mbar_wait(&full[s], (it / STAGES) & 1);
         const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
         const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < STEPS; ++k) {
-          const int g = kt * STEPS + k;
-          const int scale_d = PROMOTE == 0 ? (g > 0) : (g % PSTEPS != 0);
-          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), scale_d);
-          if (PROMOTE != 0 && (g + 1) % PSTEPS == 0) {
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_regs(d);
-            promote_add(p, d);
-            wgmma_fence();
-          }
-        }
-        wgmma_commit();
+        wgmma_slice_mode<T, BN, STEPS, PROMOTE == 0 ? 0 : PSTEPS>(d, p, sA, sB, kt);
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
         if (leader && kt > 0) {
           mbar_arrive(&empty[(it - 1) % STAGES]);                    // this block's producer

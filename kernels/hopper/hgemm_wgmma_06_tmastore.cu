@@ -141,21 +141,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         mbar_wait(&full[s], (it / STAGES) & 1);
         const unsigned char* sA = smem + s * S::STAGE_BYTES + c * 64 * 128;
         const unsigned char* sB = smem + s * S::STAGE_BYTES + S::A_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < STEPS; ++k) {
-          const int g = kt * STEPS + k;
-          const int scale_d = PROMOTE == 0 ? (g > 0) : (g % PSTEPS != 0);
-          Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), scale_d);
-          if (PROMOTE != 0 && (g + 1) % PSTEPS == 0) {
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_regs(d);
-            promote_add(p, d);
-            wgmma_fence();
-          }
-        }
-        wgmma_commit();
+        wgmma_slice_mode<T, BN, STEPS, PROMOTE == 0 ? 0 : PSTEPS>(d, p, sA, sB, kt);
         wgmma_wait<1>();  // the group of the previous slice is done: release its slot
         if (leader && kt > 0) release_slot<1>(empty, (it - 1) % STAGES, 0u);
       }
