@@ -260,20 +260,21 @@ void check_step_small(const std::vector<const Kernel*>& ks, int tiles_m, int til
   }
 }
 
+// The registered kernels of one Hopper step (name prefix) in `ks`, or a skip with the reason (family
+// left out of the build, no GPU, no sm_90a); a step with no kernel registered fails.
+#define GEMMLAB_STEP_KERNELS(ks, prefix)                                     \
+  GEMMLAB_REQUIRE_FAMILY("hopper");                                          \
+  const std::vector<const Kernel*> ks = step_kernels(prefix);                \
+  ASSERT_FALSE(ks.empty()) << "no " << (prefix) << "* kernels registered";  \
+  GEMMLAB_REQUIRE_KERNEL(*ks.front())
 
 TEST(HopperStep6, WithinBoundAndExact) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_06_");
-  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_06 kernels registered";
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_06_");
   check_step_bounds_and_exact(ks);
 }
 
 TEST(HopperStep6, SanitizerSmall) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_06_");
-  ASSERT_FALSE(ks.empty());
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_06_");
   // 3 x 2 tiles on 6 blocks plus a K of 3 slices; more tiles than blocks is covered by the bound test.
   check_step_small(ks, 3, 2, 3);
 }
@@ -330,18 +331,12 @@ TEST(HopperBench, DISABLED_Step6VsCublas) {
 // small size for compute-sanitizer (4 x 2 tiles: two clusters, each with a partner).
 
 TEST(HopperStep7, WithinBoundAndExact) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_07_");
-  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_07 kernels registered";
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_07_");
   check_step_bounds_and_exact(ks);
 }
 
 TEST(HopperStep7, SanitizerSmall) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_07_");
-  ASSERT_FALSE(ks.empty());
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_07_");
   check_step_small(ks, 2, 2, 3);
 }
 
@@ -350,10 +345,7 @@ TEST(HopperStep7, SanitizerSmall) {
 // exact integers, a stream-K size for compute-sanitizer, and bit-identical results across launches.
 
 TEST(HopperStep8, WithinBoundAndExact) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_08_");
-  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_08 kernels registered";
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_08_");
   check_step_bounds_and_exact(ks);
   for (const Kernel* k : ks) {
     SCOPED_TRACE(k->name);
@@ -365,10 +357,7 @@ TEST(HopperStep8, WithinBoundAndExact) {
 }
 
 TEST(HopperStep8, SanitizerSmall) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_08_");
-  ASSERT_FALSE(ks.empty());
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_08_");
   // 9 x 8 multiples (72 cluster tiles: one wave + 6 on 66 clusters) with K of 3 slices: tail tiles
   // split over 3 clusters, so owners add two partials.
   check_step_small(ks, 9, 8, 3);
@@ -377,10 +366,7 @@ TEST(HopperStep8, SanitizerSmall) {
 // The stream-K reduction order depends only on the size and the grid: two launches, same bits.
 // 18 x 8 multiples with K = 4096 (64 slices): 12 tail tiles split into chunks of ~12 slices.
 TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_08_");
-  ASSERT_FALSE(ks.empty());
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_08_");
   for (const Kernel* k : ks) {
     SCOPED_TRACE(k->name);
     const int M = 18 * k->m_multiple, N = 8 * k->n_multiple, K = 4096;
@@ -409,18 +395,12 @@ TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
 // exact integers, a sanitizer size, and bit-identity with step 7: the same products summed in the same
 // k order in the same wgmma accumulator, so every entry must have the same bits.
 TEST(HopperStep9, WithinBoundAndExact) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_09_");
-  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_09 kernels registered";
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_09_");
   check_step_bounds_and_exact(ks);
 }
 
 TEST(HopperStep9, SanitizerSmall) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_09_");
-  ASSERT_FALSE(ks.empty());
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_09_");
   check_step_small(ks, 4, 2, 3);   // 8 items on 8 clusters: only warpgroup 0 works
   check_step_small(ks, 40, 4, 3);  // 160 items on 66 clusters: both warpgroups take 1-2 items each
 }
@@ -470,18 +450,12 @@ TEST(HopperStep9, BitIdenticalToStep7) {
 // slices 3 and 7 and the rest flushed before its first half), and bit-identity with step 7 at
 // K = 1024 (16 slices: all four stash boxes inside the next mainloop).
 TEST(HopperStep10, WithinBoundAndExact) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_10_");
-  ASSERT_FALSE(ks.empty()) << "no hgemm_wgmma_10 kernels registered";
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_10_");
   check_step_bounds_and_exact(ks);
 }
 
 TEST(HopperStep10, SanitizerSmall) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  auto ks = step_kernels("hgemm_wgmma_10_");
-  ASSERT_FALSE(ks.empty());
-  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  GEMMLAB_STEP_KERNELS(ks, "hgemm_wgmma_10_");
   check_step_small(ks, 2, 2, 3);
   check_step_small(ks, 40, 4, 8);
 }
