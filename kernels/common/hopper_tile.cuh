@@ -88,13 +88,13 @@ __device__ __forceinline__ void wgmma_slice(float (&d)[BN / 2], const unsigned c
 template <class T, int BN, int STEPS, int PSTEPS>
 __device__ __forceinline__ void wgmma_slice_mode(float (&d)[BN / 2], float (&p)[BN / 2], const unsigned char* sA,
                                                  const unsigned char* sB, int kt) {
-  wgmma_fence();
+  if constexpr (PSTEPS == 0) {
+    wgmma_slice<T, BN, STEPS>(d, sA, sB, kt > 0);
+  } else {
+    wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < STEPS; ++k) {
-    const int g = kt * STEPS + k;
-    if constexpr (PSTEPS == 0) {
-      Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), g > 0 ? 1 : 0);
-    } else {
+    for (int k = 0; k < STEPS; ++k) {
+      const int g = kt * STEPS + k;
       Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), g % PSTEPS != 0 ? 1 : 0);
       if ((g + 1) % PSTEPS == 0) {
         wgmma_commit();
@@ -104,8 +104,8 @@ __device__ __forceinline__ void wgmma_slice_mode(float (&d)[BN / 2], float (&p)[
         wgmma_fence();
       }
     }
+    wgmma_commit();
   }
-  wgmma_commit();
 }
 
 // One (64, 32) box of a consumer warpgroup's (64, BN) fragment v, columns 32Q .. 32Q + 31 (v[16Q ..
