@@ -13,20 +13,12 @@
 #pragma once
 #include <cstddef>
 #include <string>
-#include "reference/error_stats.hpp"
-#include "reference/formats.hpp"
+#include "reference/numerics.hpp"
 
 namespace gemmlab {
 
 enum class Layout { row_major, col_major };
 
-// Where the running sum lives (one word per concept, used in code, CLI and CSV):
-//  fma        CUDA-core fp32 FMA chain                  in_mma     D = A*B + D inside mma.sync/wmma
-//  external   T = A*B + 0 then acc += T in fp32 regs    promoted   in the mma for N elements of K,
-//  in_wgmma   D = A*B + D inside wgmma                             then added into fp32 registers
-//  library    a library call (cuBLAS) whose internals are not known
-enum class Accumulation { fma, in_mma, external, promoted, in_wgmma, library };
-const char* to_string(Accumulation a);
 const char* to_string(Layout l);
 
 struct GemmArgs {
@@ -45,14 +37,7 @@ struct Kernel {
   const char* name;               // == file stem (+ variant suffix) == registry id == CSV `kernel`
   const char* family;             // simt, cublas, mma, wmma, hopper
   const char* description;        // one line: what this variant does
-  Format input;                   // format of A and B in memory
-  Format compute;                 // format the multiplier sees (fp32 under TF32 mode: tf32)
-  Format accumulator;             // format of the running sum
-  Format output;                  // format of C
-  Accumulation accumulation;
-  int promotion_interval_k;       // for promoted: elements of K accumulated in the mma before each
-                                  // promotion; 0 otherwise
-  AccRounding acc_rounding;       // how the accumulation rounds (bounds; see error_stats.hpp)
+  Numerics numerics;              // formats, accumulation, instruction, rounding (reference/numerics.hpp)
   Layout layout_a, layout_b;
   int m_multiple, n_multiple, k_multiple;  // required multiples of M, N, K (1 = any)
   int min_cc;                     // minimum compute capability, e.g. 80 for sm_80
@@ -62,10 +47,6 @@ struct Kernel {
   // Extra size rules beyond the multiples (nullptr = none): returns nullptr if (M, N, K) is fine,
   // else a static message saying what the kernel needs.
   const char* (*supports)(int M, int N, int K) = nullptr;
-  double acc_unit_roundoff = 0;   // 0 = from `accumulator`; set where the hardware keeps fewer bits
 };
-
-// The BoundModel (error_stats.hpp) this kernel is judged by at depth K.
-BoundModel bound_model(const Kernel& k, int K);
 
 }  // namespace gemmlab

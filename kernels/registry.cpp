@@ -63,30 +63,6 @@ std::string check_size(const Kernel& k, int M, int N, int K) {
   return {};
 }
 
-const char* to_string(Accumulation a) {
-  switch (a) {
-    case Accumulation::fma: return "fma";
-    case Accumulation::in_mma: return "in_mma";
-    case Accumulation::external: return "external";
-    case Accumulation::promoted: return "promoted";
-    case Accumulation::in_wgmma: return "in_wgmma";
-    case Accumulation::library: return "library";
-  }
-  return "?";
-}
-
 const char* to_string(Layout l) { return l == Layout::row_major ? "row" : "col"; }
-
-BoundModel bound_model(const Kernel& k, int K) {
-  BoundModel m;
-  m.K = K;
-  m.input = k.input;
-  m.compute = k.compute;
-  m.accumulator = k.accumulator;
-  m.output = k.output;
-  m.rounding = k.acc_rounding;
-  m.acc_unit_roundoff = k.acc_unit_roundoff;
-  return m;
-}
 
 }  // namespace gemmlab

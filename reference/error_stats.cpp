@@ -29,7 +29,7 @@ double acc_u(const BoundModel& m) {
   return m.acc_unit_roundoff > 0 ? m.acc_unit_roundoff : info(m.accumulator).unit_roundoff;
 }
 double u_eff_of(const BoundModel& m) {
-  return m.rounding == AccRounding::nearest ? acc_u(m) : 2.0 * acc_u(m);
+  return m.rounding == Rounding::nearest_even ? acc_u(m) : 2.0 * acc_u(m);
 }
 
 // Neumaier's compensated sum in long double.
@@ -72,7 +72,7 @@ struct Welford {
 };
 
 struct ChunkStats {
-  std::int64_t zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, correct = 0;
+  std::int64_t zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0;
   Welford rel;
   double rel_max_abs = 0;
   NeumaierSum err2, ref2;  // sum (C^ - C)^2 and sum C^2
@@ -175,6 +175,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
       }
       if (!std::isfinite(x)) {
         ++s.nonfinite;
+        if (std::isnan(x)) ++s.unwritten;
         continue;
       }
       s.ref2.add(static_cast<long double>(c) * c);
@@ -206,6 +207,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     st.zero_reference += s.zero_reference;
     st.zero_ref_nonzero += s.zero_ref_nonzero;
     st.nonfinite += s.nonfinite;
+    st.unwritten += s.unwritten;
     correct += s.correct;
     rel.merge(s.rel);
     cw.merge(s.cw);

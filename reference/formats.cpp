@@ -20,6 +20,17 @@
 #include <stdexcept>
 
 namespace gemmlab {
+
+const char* to_string(Rounding r) {
+  switch (r) {
+    case Rounding::nearest_even: return "nearest_even";
+    case Rounding::toward_zero: return "toward_zero";
+    case Rounding::floor: return "floor";
+    case Rounding::unknown: return "unknown";
+  }
+  return "?";
+}
+
 namespace {
 
 // Encoding of a format in its storage: sign | exponent field (exp_bits) | fraction (p - 1 bits),

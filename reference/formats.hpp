@@ -25,6 +25,15 @@ struct FormatInfo {
 };
 
 const FormatInfo& info(Format f);
+
+// gemmlab's one rounding vocabulary, used for the accumulation of a kernel (Numerics), the
+// alignment and output of a tensor-core instruction (tc::TcParams) and the rounding helpers:
+//  nearest_even  round to nearest, ties to even
+//  toward_zero   truncate the magnitude
+//  floor         toward -infinity (two's-complement truncation)
+//  unknown       not known (a library's internals): judged as the weaker toward_zero
+enum class Rounding { nearest_even, toward_zero, floor, unknown };
+const char* to_string(Rounding r);
 std::optional<Format> parse_format(std::string_view name);
 const std::vector<Format>& all_formats();
 

@@ -10,59 +10,7 @@
 
 namespace gemmlab::emulation {
 
-const char* to_string(Accumulation a) {
-  switch (a) {
-    case Accumulation::fma: return "fma";
-    case Accumulation::in_mma: return "in_mma";
-    case Accumulation::external: return "external";
-    case Accumulation::promoted: return "promoted";
-  }
-  return "?";
-}
-
-std::string KernelOrder::describe() const {
-  std::ostringstream s;
-  s << to_string(accumulation);
-  if (accumulation == Accumulation::fma) {
-    s << ", fp32 FMA one k at a time in increasing k";
-  } else {
-    s << ", " << tc::info(instruction).name << ", k-steps of " << k_step << " in increasing k";
-    if (accumulation == Accumulation::promoted) s << ", promoted to fp32 every " << promotion_k << " elements of K";
-  }
-  if (split_k > 1) s << ", k-steps dealt to " << split_k << " partial sums added at the end (fp32, nearest)";
-  s << ", output " << info(output).name;
-  return s.str();
-}
-
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
-
-// The accumulation suffix of an mma.sync / WMMA kernel name ("_in_mma", "_external",
-// "_promoted_every_<N>k"); false if the name has none.
-bool parse_mode(const std::string& name, KernelOrder& o) {
-  if (ends_with(name, "_in_mma")) {
-    o.accumulation = Accumulation::in_mma;
-    return true;
-  }
-  if (ends_with(name, "_external")) {
-    o.accumulation = Accumulation::external;
-    return true;
-  }
-  const std::string tag = "_promoted_every_";
-  std::size_t at = name.rfind(tag);
-  if (at != std::string::npos && ends_with(name, "k")) {
-    std::string digits = name.substr(at + tag.size(), name.size() - at - tag.size() - 1);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) return false;
-    o.accumulation = Accumulation::promoted;
-    o.promotion_k = std::stoi(digits);
-    return true;
-  }
-  return false;
-}
 
 float fadd_rn(float x, float y) { return x + y; }  // IEEE binary32 add, round to nearest even
 
@@ -71,45 +19,17 @@ float as_float(double x) { return static_cast<float>(x); }
 
 }  // namespace
 
-std::optional<KernelOrder> order_of(const std::string& name) {
-  KernelOrder o;
-  // CUDA-core SGEMM series (kernels/simt): every variant's header says "each accumulator starts at
-  // +0 and gets one __fmaf_rn per k in increasing k".
-  if (starts_with(name, "sgemm_")) {
-    o.accumulation = Accumulation::fma;
-    o.k_step = 1;
-    o.output = Format::fp32;
-    return o;
-  }
-  // mma.sync series (kernels/mma): k16 steps of m16n8k16 in increasing k per output tile.
-  // WMMA series (kernels/wmma): wmma 16x16x16 f16->f32 runs as m16n8k16 on sm_80+; v4 splits each
-  // 32-wide k-tile between two warps (k-steps alternate between two partial sums).
-  const bool mma = starts_with(name, "hgemm_mma_"), wmma = starts_with(name, "hgemm_wmma_");
-  if (!mma && !wmma) return std::nullopt;
-  if (!parse_mode(name, o)) return std::nullopt;
-  o.k_step = 16;
-  o.instruction = tc::Instruction::mma_m16n8k16_f16_f32;
-  o.output = Format::fp32;
-  if (name.find("_bf16_") != std::string::npos) o.instruction = tc::Instruction::mma_m16n8k16_bf16_f32;
-  if (name.find("_f16acc_") != std::string::npos) {
-    if (o.accumulation != Accumulation::in_mma) return std::nullopt;
-    o.instruction = tc::Instruction::mma_m16n8k16_f16_f16;
-    o.output = Format::fp16;
-  }
-  if (wmma && starts_with(name, "hgemm_wmma_v4_")) o.split_k = 2;
-  return o;
-}
-
-double emulate_dot(const KernelOrder& o, const double* a, const double* b, int K, const tc::TcParams& p) {
+double emulate_dot(const Numerics& o, const double* a, const double* b, int K, const tc::TcParams& p) {
   if (o.accumulation == Accumulation::fma) {
     if (o.split_k != 1) throw std::invalid_argument("emulate: split_k is only modelled for tensor-core orders");
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) acc = std::fmaf(static_cast<float>(a[k]), static_cast<float>(b[k]), acc);
     return acc;
   }
+  const bool chain = o.accumulation == Accumulation::in_mma || o.accumulation == Accumulation::in_wgmma;
   const int ks = o.k_step, splits = o.split_k;
   const bool fp32_acc = o.output == Format::fp32;
-  if (o.accumulation != Accumulation::in_mma && !fp32_acc)
+  if (!chain && !fp32_acc)
     throw std::invalid_argument("emulate: external and promoted accumulation add into fp32 registers");
   if (splits > 1 && !fp32_acc) throw std::invalid_argument("emulate: split-K partial sums are added in fp32");
   const int steps = K / ks;
@@ -119,11 +39,12 @@ double emulate_dot(const KernelOrder& o, const double* a, const double* b, int K
     double d = 0.0;     // in_mma running sum / promoted partial (the mma's C), in the output format
     float acc = 0.0f;   // external / promoted fp32 register sum
     int since = 0;
-    const int per_promotion = o.accumulation == Accumulation::promoted ? o.promotion_k / ks : 0;
+    const int per_promotion = o.accumulation == Accumulation::promoted ? o.promotion_interval_k / ks : 0;
     for (int s = w; s < steps; s += splits) {
       const int k0 = s * ks;
       switch (o.accumulation) {
         case Accumulation::in_mma:
+        case Accumulation::in_wgmma:
           d = tc::dot(p, a + k0, b + k0, ks, d);
           break;
         case Accumulation::external:
@@ -138,11 +59,12 @@ double emulate_dot(const KernelOrder& o, const double* a, const double* b, int K
           }
           break;
         case Accumulation::fma:
+        case Accumulation::library:
           break;
       }
     }
     if (o.accumulation == Accumulation::promoted) acc = fadd_rn(acc, as_float(d));  // the kernel's final add
-    if (o.accumulation == Accumulation::in_mma) {
+    if (chain) {
       if (splits == 1) return d;  // fp16 or fp32, exactly as the instruction wrote it
       acc = as_float(d);
     }
@@ -151,17 +73,20 @@ double emulate_dot(const KernelOrder& o, const double* a, const double* b, int K
   return total;
 }
 
-std::vector<double> emulate(const KernelOrder& o, const Matrix& A, const Matrix& B, const tc::TcParams& params,
+std::vector<double> emulate(const Numerics& o, const Matrix& A, const Matrix& B, const tc::TcParams& params,
                             int threads) {
   const int M = A.rows, K = A.cols, N = B.cols;
   if (B.rows != K) throw std::invalid_argument("emulate: A is (M, K) and B must be (K, N)");
+  if (!o.predictable())
+    throw std::invalid_argument("emulate: gemmlab has no bit-exact model of this order (" + o.describe() + ")");
   if (o.accumulation != Accumulation::fma) {
     if (o.k_step <= 0 || K % (o.k_step * o.split_k) != 0)
       throw std::invalid_argument("emulate: K = " + std::to_string(K) + " must be a multiple of the k-step (" +
                                   std::to_string(o.k_step) + ") times split_k (" + std::to_string(o.split_k) + ")");
-    if (o.accumulation == Accumulation::promoted && (o.promotion_k <= 0 || o.promotion_k % o.k_step != 0))
-      throw std::invalid_argument("emulate: promotion_k must be a positive multiple of the k-step");
-    if (tc::info(o.instruction).k != o.k_step)
+    if (o.accumulation == Accumulation::promoted &&
+        (o.promotion_interval_k <= 0 || o.promotion_interval_k % o.k_step != 0))
+      throw std::invalid_argument("emulate: promotion_interval_k must be a positive multiple of the k-step");
+    if (tc::info(*o.instruction).k != o.k_step)
       throw std::invalid_argument("emulate: k_step differs from the instruction's k");
   }
   // B^T (N, K): each output's column of B contiguous.
@@ -186,19 +111,22 @@ std::vector<double> emulate(const KernelOrder& o, const Matrix& A, const Matrix&
   return C;
 }
 
-SummationTree expected_tree(const KernelOrder& o, int K) {
+SummationTree expected_tree(const Numerics& o, int K) {
   switch (o.accumulation) {
     case Accumulation::fma: return sequential_tree(K);
     case Accumulation::in_mma:
+    case Accumulation::in_wgmma:
     case Accumulation::external: {
-      const bool carry = o.accumulation == Accumulation::in_mma;
+      const bool carry = o.accumulation != Accumulation::external;
       return o.split_k > 1 ? split_blocked_tree(K, o.k_step, o.split_k, carry) : blocked_tree(K, o.k_step, carry);
     }
     case Accumulation::promoted:
       if (o.split_k > 1) throw std::invalid_argument("expected_tree: promoted split-K is not modelled");
-      return promoted_tree(K, o.k_step, o.promotion_k);
+      return promoted_tree(K, o.k_step, o.promotion_interval_k);
+    case Accumulation::library:
+      break;
   }
-  throw std::logic_error("expected_tree: unknown accumulation");
+  throw std::invalid_argument("expected_tree: a library's order is not known; `gemmlab order` reveals it");
 }
 
 }  // namespace gemmlab::emulation

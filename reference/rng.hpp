@@ -16,6 +16,29 @@
 #include <cmath>
 #include <cstdint>
 
+namespace gemmlab {
+
+// splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014):
+// a 64-bit mixing function; SplitMix steps it as a sequential stream. For choosing spot-checked
+// entries and probe tiles from a seed, where a short sequential stream is enough.
+constexpr std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+struct SplitMix {
+  std::uint64_t s;
+  std::uint64_t next() {
+    const std::uint64_t z = splitmix64(s);
+    s += 0x9e3779b97f4a7c15ull;
+    return z;
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+};
+
+}  // namespace gemmlab
+
 namespace gemmlab::rng {
 
 struct Block {

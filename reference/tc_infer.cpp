@@ -253,7 +253,7 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
           double sig = 1 + std::ldexp((double)(m >> (64 - (pin - 1))), -(pin - 1));
           int e = (int)(rng() % (2 * spread + 1)) - spread;
           if (e < fi.emin) e = fi.emin;
-          *v = round_to_format(ins.input, ((m & 1) ? -1 : 1) * std::ldexp(sig, e), OutputRounding::nearest_even);
+          *v = round_to_format(ins.input, ((m & 1) ? -1 : 1) * std::ldexp(sig, e), Rounding::nearest_even);
         }
       }
       if (r % 4 == 1 && K >= 2) {  // cancellation: the second half repeats the first with the sign flipped
@@ -261,13 +261,13 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
           p.a[i] = -p.a[i - K / 2];
           p.b[i] = p.b[i - K / 2] * (rng() % 4 == 0 ? 1.0 : 1.0);
         }
-        p.a[K - 1] = round_to_format(ins.input, p.a[K - 1] * 0.75, OutputRounding::nearest_even);
+        p.a[K - 1] = round_to_format(ins.input, p.a[K - 1] * 0.75, Rounding::nearest_even);
       }
       if (r % 2 == 0) {
         std::uint64_t m = rng();
         double sig = 1 + std::ldexp((double)(m >> 40), -24);
         int e = (int)(rng() % (2 * spread + 1)) - spread;
-        p.c = round_to_format(ins.output, ((m & 1) ? -1 : 1) * std::ldexp(sig, e), OutputRounding::nearest_even);
+        p.c = round_to_format(ins.output, ((m & 1) ? -1 : 1) * std::ldexp(sig, e), Rounding::nearest_even);
       }
       B.ids.insert(p.id);
       B.out.push_back(std::move(p));
@@ -294,8 +294,8 @@ std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
   for (int bs = 1; bs <= ins.k; bs *= 2)
     for (int neab = -16; neab <= 40; ++neab) {
       if (pout - 1 + neab < 1) continue;
-      for (auto ar : {AlignRounding::toward_zero, AlignRounding::floor, AlignRounding::nearest_even})
-        for (auto orr : {OutputRounding::toward_zero, OutputRounding::nearest_even})
+      for (auto ar : {Rounding::toward_zero, Rounding::floor, Rounding::nearest_even})
+        for (auto orr : {Rounding::toward_zero, Rounding::nearest_even})
           for (auto ref : {AlignReference::exponent_sum, AlignReference::value_exponent})
             for (bool cin : {true, false})
               for (bool si : {true, false})
@@ -352,7 +352,7 @@ std::vector<FeatureDef> feature_defs() {
                [](const TcParams& p) { return std::string(to_string(p.align_rounding)) + " (bits shifted out in alignment)"; },
                [](const TcParams& p, const InstructionInfo&) {
                  std::vector<TcParams> v;
-                 for (auto r : {AlignRounding::toward_zero, AlignRounding::floor, AlignRounding::nearest_even})
+                 for (auto r : {Rounding::toward_zero, Rounding::floor, Rounding::nearest_even})
                    if (r != p.align_rounding) {
                      TcParams q = p;
                      q.align_rounding = r;
@@ -363,15 +363,15 @@ std::vector<FeatureDef> feature_defs() {
   f.push_back({"negative_truncation",
                [](const TcParams& p) {
                  switch (p.align_rounding) {
-                   case AlignRounding::toward_zero: return std::string("magnitude (sign-magnitude: toward zero)");
-                   case AlignRounding::floor: return std::string("two's complement (toward -infinity)");
+                   case Rounding::toward_zero: return std::string("magnitude (sign-magnitude: toward zero)");
+                   case Rounding::floor: return std::string("two's complement (toward -infinity)");
                    default: return std::string("not truncated (rounded to nearest)");
                  }
                },
                [](const TcParams& p, const InstructionInfo&) {
                  TcParams q = p;
-                 if (p.align_rounding == AlignRounding::toward_zero) q.align_rounding = AlignRounding::floor;
-                 else if (p.align_rounding == AlignRounding::floor) q.align_rounding = AlignRounding::toward_zero;
+                 if (p.align_rounding == Rounding::toward_zero) q.align_rounding = Rounding::floor;
+                 else if (p.align_rounding == Rounding::floor) q.align_rounding = Rounding::toward_zero;
                  else return std::vector<TcParams>{};
                  return std::vector<TcParams>{q};
                }});
@@ -379,8 +379,8 @@ std::vector<FeatureDef> feature_defs() {
                [](const TcParams& p) { return std::string(to_string(p.output_rounding)); },
                [](const TcParams& p, const InstructionInfo&) {
                  TcParams q = p;
-                 q.output_rounding = p.output_rounding == OutputRounding::toward_zero ? OutputRounding::nearest_even
-                                                                                     : OutputRounding::toward_zero;
+                 q.output_rounding = p.output_rounding == Rounding::toward_zero ? Rounding::nearest_even
+                                                                                     : Rounding::toward_zero;
                  return std::vector<TcParams>{q};
                }});
   f.push_back({"align_reference",
@@ -526,8 +526,8 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
       exact += o.probe.c;
       double obs = from_bits(ins.output, o.output_bits);
       // the output format may not hold the exact value (fp16 output): then any faithful rounding of it
-      double rz = round_to_format(ins.output, exact, OutputRounding::toward_zero);
-      double rn = round_to_format(ins.output, exact, OutputRounding::nearest_even);
+      double rz = round_to_format(ins.output, exact, Rounding::toward_zero);
+      double rn = round_to_format(ins.output, exact, Rounding::nearest_even);
       bool ok = obs == exact || (exact != rz && (obs == rz || obs == rn));
       r.findings.push_back({"exact_products",
                             std::string(ok ? "yes" : "no") + ": " + o.probe.id + " exact " + num(exact) +
@@ -565,7 +565,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
                         "", ""});
   r.findings.push_back(
       {"monotonicity",
-       r.params.align_rounding == AlignRounding::nearest_even
+       r.params.align_rounding == Rounding::nearest_even
            ? "not established (derived from the model)"
            : "not monotone (derived from the model): raising the largest term's exponent shifts every other term's bits out",
        "", ""});

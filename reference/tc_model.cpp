@@ -55,7 +55,7 @@ Decomposed decompose(double x, int p, int emin) {
 }
 
 // Right-shift a signed value by s > 0 bits with the alignment rounding mode.
-i128 shift_right(i128 v, int s, AlignRounding mode) {
+i128 shift_right(i128 v, int s, Rounding mode) {
   bool neg = v < 0;
   u128 mag = uabs(v);
   u128 t, rem;
@@ -67,12 +67,12 @@ i128 shift_right(i128 v, int s, AlignRounding mode) {
     rem = mag - (t << s);
   }
   switch (mode) {
-    case AlignRounding::toward_zero:
+    case Rounding::toward_zero:
       break;
-    case AlignRounding::floor:
+    case Rounding::floor:
       if (neg && rem != 0) t += 1;
       break;
-    case AlignRounding::nearest_even:
+    case Rounding::nearest_even:
       if (s < 127 && rem != 0) {
         u128 half = (u128)1 << (s - 1);
         if (rem > half || (rem == half && (t & 1))) t += 1;
@@ -107,17 +107,6 @@ Exact add(Exact a, Exact b) {
 
 }  // namespace
 
-const char* to_string(AlignRounding r) {
-  switch (r) {
-    case AlignRounding::toward_zero: return "toward_zero";
-    case AlignRounding::floor: return "floor";
-    case AlignRounding::nearest_even: return "nearest_even";
-  }
-  return "?";
-}
-const char* to_string(OutputRounding r) {
-  return r == OutputRounding::toward_zero ? "toward_zero" : "nearest_even";
-}
 const char* to_string(AlignReference r) {
   return r == AlignReference::exponent_sum ? "exponent_sum" : "value_exponent";
 }
@@ -137,7 +126,7 @@ std::string TcParams::describe() const {
 namespace {
 
 // Round an exact number into format f.
-double round_exact(Format f, Exact x, OutputRounding mode, bool subnormals) {
+double round_exact(Format f, Exact x, Rounding mode, bool subnormals) {
   if (x.v == 0) return 0.0;
   const FormatInfo& ff = gemmlab::info(f);
   bool neg = x.v < 0;
@@ -156,7 +145,7 @@ double round_exact(Format f, Exact x, OutputRounding mode, bool subnormals) {
       t = mag >> s;
       rem = mag - (t << s);
     }
-    if (mode == OutputRounding::nearest_even && rem != 0 && s < 127) {
+    if (mode == Rounding::nearest_even && rem != 0 && s < 127) {
       u128 half = (u128)1 << (s - 1);
       if (rem > half || (rem == half && (t & 1))) t += 1;
     }
@@ -165,7 +154,7 @@ double round_exact(Format f, Exact x, OutputRounding mode, bool subnormals) {
   }
   double r = std::ldexp((double)t, lsb);  // t has at most p+1 bits: exact
   if (r > ff.max_finite) {
-    if (mode == OutputRounding::toward_zero || !ff.has_infinity) r = ff.max_finite;
+    if (mode == Rounding::toward_zero || !ff.has_infinity) r = ff.max_finite;
     else r = std::numeric_limits<double>::infinity();
   }
   if (!subnormals && r < std::ldexp(1.0, ff.emin)) r = 0.0;
@@ -183,7 +172,7 @@ Exact exact_of(double x) {
 
 }  // namespace
 
-double round_to_format(Format f, double x, OutputRounding mode, bool subnormals) {
+double round_to_format(Format f, double x, Rounding mode, bool subnormals) {
   if (std::isnan(x) || std::isinf(x)) {
     if (std::isinf(x) && !gemmlab::info(f).has_infinity) return std::copysign(gemmlab::info(f).max_finite, x);
     return x;
@@ -195,7 +184,7 @@ double round_to_format(Format f, double x, OutputRounding mode, bool subnormals)
 bool representable(Format f, double x) {
   if (std::isnan(x)) return true;
   if (std::isinf(x)) return gemmlab::info(f).has_infinity;
-  return round_to_format(f, x, OutputRounding::nearest_even) == x;
+  return round_to_format(f, x, Rounding::nearest_even) == x;
 }
 
 namespace {
@@ -338,6 +327,38 @@ std::vector<double> mma_tile(const TcParams& p, const InstructionInfo& ins, cons
       D[i * n + j] = dot(p, a.data(), b.data(), k, C[i * n + j]);
     }
   return D;
+}
+
+std::optional<TcParams> measured_hopper_params(Instruction ins) {
+  TcParams p;
+  p.input = info(ins).input;
+  p.output = info(ins).output;
+  p.block_size = 16;
+  p.neab = 2;
+  p.align_rounding = Rounding::toward_zero;
+  p.output_rounding = Rounding::toward_zero;
+  p.align_reference = AlignReference::exponent_sum;
+  p.c_in_alignment = true;
+  p.subnormal_inputs = true;
+  p.subnormal_output = true;
+  switch (ins) {
+    case Instruction::mma_m16n8k16_f16_f32:
+    case Instruction::mma_m16n8k16_bf16_f32:
+    case Instruction::wgmma_m64n8k16_f16_f32:
+    case Instruction::wgmma_m64n8k16_bf16_f32:
+    case Instruction::wmma_m16n16k16_f16_f32:
+      return p;
+    case Instruction::mma_m16n8k16_f16_f16:
+      p.neab = 15;
+      p.output_rounding = Rounding::nearest_even;
+      return p;
+    case Instruction::mma_m16n8k8_tf32_f32:
+    case Instruction::wgmma_m64n8k8_tf32_f32:
+      p.block_size = 8;
+      return p;
+    default:
+      return std::nullopt;  // fp8: open (results/probes/README.md)
+  }
 }
 
 }  // namespace gemmlab::tc

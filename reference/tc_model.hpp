@@ -20,19 +20,14 @@
 
 namespace gemmlab::tc {
 
-// How the bits shifted out during alignment are rounded (the term keeps its sign).
-//  toward_zero   truncate the magnitude (sign-magnitude datapath)
-//  floor         toward -infinity (two's-complement truncation)
-//  nearest_even  round to nearest, ties to even
-enum class AlignRounding { toward_zero, floor, nearest_even };
-// Rounding of the normalised sum into the output format.
-enum class OutputRounding { toward_zero, nearest_even };
+// Alignment and output rounding use gemmlab's one rounding vocabulary, Rounding (formats.hpp):
+// alignment rounds the bits shifted out toward_zero (truncate the magnitude: sign-magnitude
+// datapath), floor (two's-complement truncation) or nearest_even; the normalised sum is written
+// toward_zero or nearest_even. `unknown` is not a model parameter.
 // The exponent a product is aligned by: the sum of its inputs' exponents (significand of the
 // product in [1, 4), as a multiplier array produces it) or the exponent of its exact value.
 enum class AlignReference { exponent_sum, value_exponent };
 
-const char* to_string(AlignRounding r);
-const char* to_string(OutputRounding r);
 const char* to_string(AlignReference r);
 
 struct TcParams {
@@ -40,8 +35,8 @@ struct TcParams {
   Format output = Format::fp32;
   int block_size = 16;            // products per fused addition before a rounding
   int neab = 2;                   // extra alignment bits: F = p_out - 1 + neab fraction bits kept
-  AlignRounding align_rounding = AlignRounding::toward_zero;
-  OutputRounding output_rounding = OutputRounding::toward_zero;
+  Rounding align_rounding = Rounding::toward_zero;
+  Rounding output_rounding = Rounding::toward_zero;
   AlignReference align_reference = AlignReference::exponent_sum;
   bool c_in_alignment = true;     // C is aligned (and truncated) with the block's products;
                                   // false: C is added exactly to the block's aligned sum
@@ -57,7 +52,7 @@ struct TcParams {
 
 // Rounding of a double into a format (exact value in, rounded value out); subnormals kept unless
 // `subnormals` is false (then flushed to signed zero). For input preparation and tests.
-double round_to_format(Format f, double x, OutputRounding mode, bool subnormals = true);
+double round_to_format(Format f, double x, Rounding mode, bool subnormals = true);
 bool representable(Format f, double x);
 
 // One instruction: a (k) and b (k) in the input format, c in the output format.
@@ -91,6 +86,14 @@ struct InstructionInfo {
 const InstructionInfo& info(Instruction i);
 const std::vector<Instruction>& all_instructions();
 std::optional<Instruction> parse_instruction(const std::string& name);
+
+// The parameters `gemmlab probe` inferred on Hopper (H100 and H200 alike; results/probes/README.md,
+// "What the probes found"), for the instructions whose model is settled: every fp16/bf16 -> fp32
+// instruction: block 16, neab 2 (25 fraction bits), alignment and output truncated toward zero
+// (magnitude), alignment by exponent sum, C joins the alignment, subnormals kept; fp16 -> fp16: the
+// same 25 fraction bits (neab 15), output rounded to nearest even; tf32: block 8. nullopt for the
+// instructions whose model is still open (fp8). wgmma and wmma fp16/bf16 share mma.sync's model.
+std::optional<TcParams> measured_hopper_params(Instruction i);
 
 // D = A B + C on one tile: A (m, k) row-major, B (k, n) row-major, C and D (m, n) row-major.
 std::vector<double> mma_tile(const TcParams& p, const InstructionInfo& ins, const std::vector<double>& A,

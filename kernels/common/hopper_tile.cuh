@@ -161,23 +161,18 @@ __device__ __forceinline__ void store_tile_tma(const float (&v)[R], unsigned cha
 }
 #endif
 
-// Descriptor of an fp16/bf16-in, fp32-out wgmma kernel of steps 6-10: A row-major, B column-major,
-// accumulation in the wgmma accumulator (promote = 0: in_wgmma) or promoted into fp32 registers every
-// `promote` elements of K, the tensor core's truncating alignment, sm_90a.
-constexpr Kernel wgmma_f32_kernel(const char* name, const char* desc, Format in, int promote, int m_multiple,
+// Descriptor of a wgmma kernel of steps 6-10 (numerics: usually wgmma_f32_numerics(in, promotion
+// interval)): A row-major, B column-major, sm_90a.
+constexpr Kernel wgmma_f32_kernel(const char* name, const char* desc, Numerics numerics, int m_multiple,
                                   int n_multiple, int k_multiple, std::size_t workspace_bytes,
                                   void (*launch)(const GemmArgs&)) {
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = promote == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
-      .promotion_interval_k = promote, .acc_rounding = AccRounding::truncate,
+      .numerics = numerics,
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = m_multiple, .n_multiple = n_multiple, .k_multiple = k_multiple,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = workspace_bytes,
       .launch = launch,
-      .supports = nullptr,
-      .acc_unit_roundoff = 0.0,
   };
 }
 

@@ -68,12 +68,13 @@ __device__ __forceinline__ void mma_m16n8k16_f32(float (&d)[4], const uint32_t (
 }
 
 // One k-step of an fp16 -> fp32 accumulation in either mode:
-//  in_mma   (EXTERNAL = false): acc = A*B + acc inside the tensor core;
-//  external (EXTERNAL = true):  t = A*B + 0 in the tensor core, then acc = acc + t with __fadd_rn
+//  in_mma:   acc = A*B + acc inside the tensor core;
+//  external: t = A*B + 0 in the tensor core, then acc = acc + t with __fadd_rn
 //                               (round to nearest, never contracted into an FMA).
-template <bool EXTERNAL, bool kBf16 = false>
+template <Accumulation MODE, bool kBf16 = false>
 __device__ __forceinline__ void mma_accumulate(float (&acc)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  if constexpr (EXTERNAL) {
+  static_assert(MODE == Accumulation::in_mma || MODE == Accumulation::external, "mma_accumulate: in_mma or external");
+  if constexpr (MODE == Accumulation::external) {
     const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     float t[4];
     mma_m16n8k16_f32<kBf16>(t, a, b, zero);
@@ -141,6 +142,16 @@ __device__ __forceinline__ void store_acc_f32(float* C, int ldc, int row0, int c
     }
 }
 
+// fp16 in, fp32 accumulate and out through mma.sync.m16n8k16 in k-steps of 16 in increasing k, in_mma
+// or external, the tensor core's truncating alignment (also the WMMA kernels, which run as
+// m16n8k16 on sm_80 and later).
+constexpr Numerics fp16_f32_mma_numerics(Accumulation mode, int split_k = 1) {
+  return Numerics{.input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32,
+                  .output = Format::fp32, .accumulation = mode,
+                  .instruction = tc::Instruction::mma_m16n8k16_f16_f32, .k_step = 16, .split_k = split_k,
+                  .accumulation_rounding = Rounding::toward_zero};
+}
+
 // Descriptor of an fp16-in, fp32-accumulate, fp32-out mma.sync kernel (steps 1-3 of the series):
 // A row-major, B column-major, accumulation `mode` (in_mma or external), the tensor core's truncating
 // alignment, sm_80 or newer; (m, n, k) multiples = the block tile.
@@ -148,8 +159,7 @@ constexpr Kernel mma_f16_f32_kernel(const char* name, const char* desc, Accumula
                                     void (*launch)(const GemmArgs&)) {
   return Kernel{
       .name = name, .family = "mma", .description = desc,
-      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = mode, .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
+      .numerics = fp16_f32_mma_numerics(mode),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = bm, .n_multiple = bn, .k_multiple = bk,
       .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,

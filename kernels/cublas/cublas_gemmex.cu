@@ -1,7 +1,7 @@
 // cublas_gemmex_*: cuBLAS baselines through cublasGemmEx, one registered entry per compute type.
 //
 // Numerics: the library chooses the algorithm, so the order of summation and the rounding of the
-// accumulation are unknown (AccRounding::unknown: bounds use the weaker truncating model). What
+// accumulation are unknown (Rounding::unknown: bounds use the weaker truncating model). What
 // the compute type fixes:
 //  * fp32_pedantic: CUBLAS_COMPUTE_32F_PEDANTIC, CUDA-core fp32 arithmetic, no reduced precision.
 //  * fp32_default:  CUBLAS_COMPUTE_32F with the default math mode (no TF32 unless allowed).
@@ -39,8 +39,9 @@ constexpr Kernel base(const char* name, const char* desc, Format in, Format comp
                       void (*fn)(const GemmArgs&), int min_cc) {
   return Kernel{
       .name = name, .family = "cublas", .description = desc,
-      .input = in, .compute = compute, .accumulator = acc, .output = out,
-      .accumulation = Accumulation::library, .promotion_interval_k = 0, .acc_rounding = AccRounding::unknown,
+      .numerics = {.input = in, .compute = compute, .accumulator = acc, .output = out,
+                   .accumulation = Accumulation::library, .k_step = 0,
+                   .accumulation_rounding = Rounding::unknown},
       .layout_a = Layout::row_major, .layout_b = Layout::row_major,
       .m_multiple = 1, .n_multiple = 1, .k_multiple = 1,
       .min_cc = min_cc, .requires_sm90a = false, .workspace_bytes = 0,

@@ -4,7 +4,7 @@
 // Numerics: products of fp8 values are exact; the library chooses the kernel. Without fast
 // accumulation cuBLASLt promotes the tensor core's partial sums into fp32 at an interval it does not
 // document; with FAST_ACCUM it lets the wgmma accumulator (about 13 fraction bits kept when terms
-// are aligned on Hopper) run over all of K. Both are judged as AccRounding::unknown with
+// are aligned on Hopper) run over all of K. Both are judged as Rounding::unknown with
 // acc_unit_roundoff = 2^-13, like our fp8 kernels: measured on an H200 (cuBLAS 13), the entry
 // WITHOUT fast accumulation exceeded the fp32-accumulator bound (componentwise 8.2e-4 against 7.6e-5
 // at K = 640, U[0,1)), so its partial sums are not kept in full fp32 either.
@@ -91,14 +91,13 @@ template <bool FAST>
 constexpr Kernel make(const char* name, const char* desc) {
   return Kernel{
       .name = name, .family = "cublas", .description = desc,
-      .input = Format::e4m3, .compute = Format::e4m3, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = Accumulation::library, .promotion_interval_k = 0, .acc_rounding = AccRounding::unknown,
+      .numerics = {.input = Format::e4m3, .compute = Format::e4m3, .accumulator = Format::fp32,
+                   .output = Format::fp32, .accumulation = Accumulation::library, .k_step = 0,
+                   .accumulation_rounding = Rounding::unknown, .acc_unit_roundoff = 0x1p-13},
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = 16, .n_multiple = 16, .k_multiple = 16,
       .min_cc = 89, .requires_sm90a = false, .workspace_bytes = WORKSPACE,
       .launch = launch<FAST>,
-      .supports = nullptr,
-      .acc_unit_roundoff = 0x1p-13,
   };
 }
 

@@ -8,7 +8,7 @@
 //  * in_wgmma: D = A*B + D inside wgmma over all of K. The tensor core aligns the terms of each block
 //    to the largest exponent and truncates (Fasi et al. 2021; Khattak & Mikaitis for Hopper: block 16
 //    plus the accumulator, 2 extra alignment bits), so the sum is biased toward zero: judged with
-//    AccRounding::truncate (u_eff = 2 u_fp32).
+//    Rounding::toward_zero (u_eff = 2 u_fp32).
 //  * promoted_every_N: wgmma accumulates N elements of K (N/16 instructions, the first with
 //    scale-d = 0, i.e. D = A*B), then the partial sum is added into separate fp32 registers with
 //    round-to-nearest adds (__fadd_rn). Still judged as truncate (the in-wgmma part truncates).
@@ -109,12 +109,11 @@ void launch(const GemmArgs& a) {
   GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_01_basic");
 }
 
-constexpr Kernel base(const char* name, const char* desc, Format in, Accumulation acc, int interval,
+constexpr Kernel base(const char* name, const char* desc, Format in, int interval,
                       void (*fn)(const GemmArgs&)) {
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = acc, .promotion_interval_k = interval, .acc_rounding = AccRounding::truncate,
+      .numerics = wgmma_f32_numerics(in, interval),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
@@ -124,20 +123,20 @@ constexpr Kernel base(const char* name, const char* desc, Format in, Accumulatio
 
 }  // namespace
 
-#define GEMMLAB_WGMMA01_VARIANT(id, desc, fmt, T, acc, interval)                                      \
+#define GEMMLAB_WGMMA01_VARIANT(id, desc, fmt, T, interval)                                      \
   const Kernel& id() {                                                                               \
-    static const Kernel k = base(#id, desc, Format::fmt, Accumulation::acc, interval, launch<T, interval>); \
+    static const Kernel k = base(#id, desc, Format::fmt, interval, launch<T, interval>); \
     return k;                                                                                        \
   }
 
 GEMMLAB_WGMMA01_VARIANT(hgemm_wgmma_01_basic_fp16_in_wgmma,
                         "wgmma m64n128k16, one warpgroup, 64x128 tile, smem by ordinary loads, fp32 acc in wgmma",
-                        fp16, __half, in_wgmma, 0)
+                        fp16, __half, 0)
 GEMMLAB_WGMMA01_VARIANT(hgemm_wgmma_01_basic_bf16_in_wgmma,
                         "wgmma m64n128k16, one warpgroup, 64x128 tile, smem by ordinary loads, fp32 acc in wgmma",
-                        bf16, __nv_bfloat16, in_wgmma, 0)
+                        bf16, __nv_bfloat16, 0)
 GEMMLAB_WGMMA01_VARIANT(hgemm_wgmma_01_basic_fp16_promoted_every_128k,
                         "wgmma m64n128k16, one warpgroup, 64x128 tile, promoted to fp32 registers every 128 of K",
-                        fp16, __half, promoted, 128)
+                        fp16, __half, 128)
 
 }  // namespace gemmlab::kernels

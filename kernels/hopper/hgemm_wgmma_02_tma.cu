@@ -8,7 +8,7 @@
 //
 // Numerics: as hgemm_wgmma_01_basic (fp16/bf16 in, products exact, fp32 out; in_wgmma truncates
 // inside the tensor core; promoted_every_N adds each N-element partial sum into fp32 registers
-// with round-to-nearest). Judged with AccRounding::truncate.
+// with round-to-nearest). Judged with Rounding::toward_zero.
 // Layouts: A row-major (M, K), B column-major (K, N): both K-major for TMA and wgmma.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -121,12 +121,11 @@ void launch(const GemmArgs& a) {
   GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_02_tma");
 }
 
-constexpr Kernel base(const char* name, const char* desc, Format in, Accumulation acc, int interval,
+constexpr Kernel base(const char* name, const char* desc, Format in, int interval,
                       void (*fn)(const GemmArgs&)) {
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = acc, .promotion_interval_k = interval, .acc_rounding = AccRounding::truncate,
+      .numerics = wgmma_f32_numerics(in, interval),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
@@ -136,20 +135,20 @@ constexpr Kernel base(const char* name, const char* desc, Format in, Accumulatio
 
 }  // namespace
 
-#define GEMMLAB_WGMMA02_VARIANT(id, desc, fmt, T, acc, interval)                                      \
+#define GEMMLAB_WGMMA02_VARIANT(id, desc, fmt, T, interval)                                      \
   const Kernel& id() {                                                                               \
-    static const Kernel k = base(#id, desc, Format::fmt, Accumulation::acc, interval, launch<T, interval>); \
+    static const Kernel k = base(#id, desc, Format::fmt, interval, launch<T, interval>); \
     return k;                                                                                        \
   }
 
 GEMMLAB_WGMMA02_VARIANT(hgemm_wgmma_02_tma_fp16_in_wgmma,
                         "TMA (128B swizzle) into a 4-stage mbarrier ring, 2 warpgroups, 128x128 tile, fp32 acc in wgmma",
-                        fp16, __half, in_wgmma, 0)
+                        fp16, __half, 0)
 GEMMLAB_WGMMA02_VARIANT(hgemm_wgmma_02_tma_bf16_in_wgmma,
                         "TMA (128B swizzle) into a 4-stage mbarrier ring, 2 warpgroups, 128x128 tile, fp32 acc in wgmma",
-                        bf16, __nv_bfloat16, in_wgmma, 0)
+                        bf16, __nv_bfloat16, 0)
 GEMMLAB_WGMMA02_VARIANT(hgemm_wgmma_02_tma_fp16_promoted_every_128k,
                         "TMA 4-stage ring, 2 warpgroups, 128x128 tile, promoted to fp32 registers every 128 of K",
-                        fp16, __half, promoted, 128)
+                        fp16, __half, 128)
 
 }  // namespace gemmlab::kernels

@@ -10,7 +10,7 @@
 //
 // Numerics: fp16/bf16 in (products exact), fp32 out; in_wgmma truncates inside the tensor core,
 // promoted_every_N adds every N-element partial sum into fp32 registers with round-to-nearest adds.
-// Judged with AccRounding::truncate. Layouts: A row-major (M, K), B column-major (K, N) (K-major).
+// Judged with Rounding::toward_zero. Layouts: A row-major (M, K), B column-major (K, N) (K-major).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -127,9 +127,7 @@ template <class T, int BN, int STAGES, int PROMOTE>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = PROMOTE == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
-      .promotion_interval_k = PROMOTE, .acc_rounding = AccRounding::truncate,
+      .numerics = wgmma_f32_numerics(in, PROMOTE),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = Shape<T, BN, STAGES>::BK,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,

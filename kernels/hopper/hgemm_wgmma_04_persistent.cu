@@ -20,7 +20,7 @@
 //
 // Numerics: fp16/bf16 in (products exact), fp32 out; in_wgmma truncates inside the tensor core,
 // promoted_every_N adds every N-element partial sum into fp32 registers with round-to-nearest adds.
-// Judged with AccRounding::truncate. fp8 (e4m3/e5m2, wgmma k32): products are exact too, but the
+// Judged with Rounding::toward_zero. fp8 (e4m3/e5m2, wgmma k32): products are exact too, but the
 // Hopper tensor core keeps only about 13 fraction bits when it aligns the terms of fp8 wgmma
 // (Khattak & Mikaitis: neab -10; DeepSeek-V3: ~14 bits), so the fp8 variants declare
 // acc_unit_roundoff = 2^-13 instead of fp32's 2^-24: their bound is honest and much looser, and the
@@ -161,19 +161,13 @@ void launch(const GemmArgs& a) {
 
 template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  constexpr bool fp8 = sizeof(T) == 1;
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = PROMOTE == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
-      .promotion_interval_k = PROMOTE, .acc_rounding = AccRounding::truncate,
+      .numerics = wgmma_f32_numerics(in, PROMOTE),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = Shape<T, BN, STAGES>::BK,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
       .launch = launch<T, BN, STAGES, PROMOTE, SUPER_M>,
-      .supports = nullptr,
-      // fp8 wgmma keeps ~13 fraction bits when aligning terms (see the header): the honest u.
-      .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
   };
 }
 

@@ -175,19 +175,13 @@ void launch(const GemmArgs& a) {
 
 template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  constexpr bool fp8 = sizeof(T) == 1;
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
-      .input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = PROMOTE == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
-      .promotion_interval_k = PROMOTE, .acc_rounding = AccRounding::truncate,
+      .numerics = wgmma_f32_numerics(in, PROMOTE),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = 2 * BM, .n_multiple = BN, .k_multiple = Shape<T, BN, STAGES>::BK,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
       .launch = launch<T, BN, STAGES, PROMOTE, SUPER_M>,
-      .supports = nullptr,
-      // fp8 wgmma keeps ~13 fraction bits when aligning terms (see the header): the honest u.
-      .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
   };
 }
 

@@ -20,7 +20,7 @@
 // Tiles: (128, 256) for in_wgmma; (128, 128) with 6 stages for promoted (two fp32 fragments).
 //
 // Numerics: unchanged from step 4. fp16/bf16 in (products exact), fp32 out; in_wgmma accumulates
-// inside the tensor core (truncating alignment, judged with AccRounding::truncate); promoted_every_N
+// inside the tensor core (truncating alignment, judged with Rounding::toward_zero); promoted_every_N
 // adds every N-element partial sum into fp32 registers with round-to-nearest adds. The TMA store
 // copies fp32 bits unchanged. Layouts: A row-major (M, K), B column-major (K, N), both K-major.
 //
@@ -176,7 +176,7 @@ void launch(const GemmArgs& a) {
 
 template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return hopper::wgmma_f32_kernel(name, desc, in, PROMOTE, BM, BN, Shape<T, BN, STAGES>::BK, 0,
+  return hopper::wgmma_f32_kernel(name, desc, wgmma_f32_numerics(in, PROMOTE), BM, BN, Shape<T, BN, STAGES>::BK, 0,
                                   launch<T, BN, STAGES, PROMOTE, SUPER_M>);
 }
 

@@ -15,7 +15,7 @@
 // prints it). Cluster tiles are taken in the super_M order of step 4 in units of cluster rows.
 //
 // Numerics: unchanged from steps 4 and 6. fp16/bf16 in (products exact), fp32 out, accumulation inside
-// the wgmma accumulator (in_wgmma, truncating alignment, judged with AccRounding::truncate). The TMA
+// the wgmma accumulator (in_wgmma, truncating alignment, judged with Rounding::toward_zero). The TMA
 // store copies fp32 bits unchanged. Layouts: A row-major (M, K), B column-major (K, N), both K-major.
 //
 // Measured on an H200 (results/hopper/hopper_step7_bench_h200.csv: one run, median of 21, L2 flushed,
@@ -192,7 +192,7 @@ void launch(const GemmArgs& a) {
 
 template <class T, int STAGES, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return hopper::wgmma_f32_kernel(name, desc, in, 0, CLUSTER * BM, BN, Shape<T, STAGES>::BK, 0,
+  return hopper::wgmma_f32_kernel(name, desc, wgmma_f32_numerics(in, 0), CLUSTER * BM, BN, Shape<T, STAGES>::BK, 0,
                                   launch<T, STAGES, SUPER_M>);
 }
 

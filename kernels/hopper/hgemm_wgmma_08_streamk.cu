@@ -283,9 +283,17 @@ void launch(const GemmArgs& a) {
       static_cast<unsigned char*>(a.workspace), epoch);
 }
 
+// The tail tiles' K is split over clusters and their fp32 partial sums added in k order, so those
+// entries are summed in another order than the rest: no single order describes this kernel.
+constexpr Numerics streamk_numerics(Format in) {
+  Numerics n = wgmma_f32_numerics(in, 0);
+  n.same_order_every_entry = false;
+  return n;
+}
+
 template <class T, int SUPER_M, int SK_WAVES>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return hopper::wgmma_f32_kernel(name, desc, in, 0, CLUSTER * BM, BN, Shape<T>::BK, WORKSPACE_BYTES,
+  return hopper::wgmma_f32_kernel(name, desc, streamk_numerics(in), CLUSTER * BM, BN, Shape<T>::BK, WORKSPACE_BYTES,
                                   launch<T, SUPER_M, SK_WAVES>);
 }
 

@@ -171,7 +171,7 @@ void launch(const GemmArgs& a) {
 
 template <class T, int STAGES, int SUPER_M>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return hopper::wgmma_f32_kernel(name, desc, in, 0, CLUSTER * BMW, BN, Shape<T, STAGES>::BK, 0,
+  return hopper::wgmma_f32_kernel(name, desc, wgmma_f32_numerics(in, 0), CLUSTER * BMW, BN, Shape<T, STAGES>::BK, 0,
                                   launch<T, STAGES, SUPER_M>);
 }
 

@@ -9,7 +9,7 @@
 //  * in_mma:   D = A*B + D, the running sum inside the tensor core's truncating 16-term addition.
 //  * external: T = A*B + 0 (16 products summed, truncated, in the tensor core), then acc += T in
 //              fp32 with __fadd_rn (round to nearest, not contracted).
-// AccRounding::truncate in both modes: external still truncates inside each k-step's block sum,
+// Rounding::toward_zero in both modes: external still truncates inside each k-step's block sum,
 // and the bound model has one rounding knob, so truncate is the valid, conservative choice.
 #include <cstdint>
 
@@ -25,7 +25,7 @@ constexpr int WARPS_N = 4;
 static_assert(THREADS == 32 * (BM / 16) * (BN / 8), "one warp per (16, 8) tile of C");
 static_assert((BM * BK) % THREADS == 0 && (BN * BK) % THREADS == 0, "whole elements per thread");
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS)
     hgemm_mma_naive(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
                     float* __restrict__ C) {
@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(THREADS)
                            ptx::pack_b16(As[ar + 8][2 * t + 8], As[ar + 8][2 * t + 9])};
     const uint32_t b[2] = {ptx::pack_b16(Bs[bn][2 * t], Bs[bn][2 * t + 1]),
                            ptx::pack_b16(Bs[bn][2 * t + 8], Bs[bn][2 * t + 9])};
-    ptx::mma_accumulate<EXTERNAL>(acc, a, b);
+    ptx::mma_accumulate<MODE>(acc, a, b);
     __syncthreads();
   }
   // (16, 8) accumulator: c[0..1] = C(g, 2t..2t+1), c[2..3] = C(g+8, 2t..2t+1).
@@ -57,10 +57,10 @@ __global__ void __launch_bounds__(THREADS)
   *reinterpret_cast<float2*>(&C[(size_t)(r + 8) * N + c]) = make_float2(acc[2], acc[3]);
 }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 void launch(const GemmArgs& a) {
   dim3 grid(a.N / BN, a.M / BM);
-  hgemm_mma_naive<EXTERNAL><<<grid, THREADS, 0, as_stream(a.stream)>>>(
+  hgemm_mma_naive<MODE><<<grid, THREADS, 0, as_stream(a.stream)>>>(
       a.M, a.N, a.K, static_cast<const uint16_t*>(a.A), static_cast<const uint16_t*>(a.B), static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_01_naive");
 }
@@ -73,13 +73,13 @@ constexpr Kernel base(const char* name, const char* desc, Accumulation mode, voi
 
 const Kernel& hgemm_mma_01_naive_in_mma() {
   static const Kernel k = base("hgemm_mma_01_naive_in_mma", "mma.sync m16n8k16, one (16, 8) tile per warp, D = A*B + D",
-                               Accumulation::in_mma, launch<false>);
+                               Accumulation::in_mma, launch<Accumulation::in_mma>);
   return k;
 }
 const Kernel& hgemm_mma_01_naive_external() {
   static const Kernel k = base("hgemm_mma_01_naive_external",
                                "mma.sync m16n8k16, one (16, 8) tile per warp, T = A*B + 0 then acc += T (fp32, nearest)",
-                               Accumulation::external, launch<true>);
+                               Accumulation::external, launch<Accumulation::external>);
   return k;
 }
 

@@ -7,7 +7,7 @@
 // Numerics: as hgemm_mma_01_naive (16 exact products per k-step, k-steps in increasing k):
 //  * in_mma:   D = A*B + D inside the tensor core (truncating block additions).
 //  * external: T = A*B + 0, then acc += T in fp32 with __fadd_rn.
-// AccRounding::truncate for both (each k-step's block sum truncates even in external mode).
+// Rounding::toward_zero for both (each k-step's block sum truncates even in external mode).
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
@@ -23,7 +23,7 @@ constexpr int MT = WM / 16, NT = WN / 8;  // 2 x 2 mma tiles per warp
 static_assert(THREADS == 32 * (BM / WM) * (BN / WN), "one warp per (32, 16) tile of C");
 static_assert((BM * BK) % THREADS == 0 && (BN * BK) % THREADS == 0, "whole elements per thread");
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS)
     hgemm_mma_tile2x(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
                      float* __restrict__ C) {
@@ -57,16 +57,16 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
-      for (int j = 0; j < NT; ++j) ptx::mma_accumulate<EXTERNAL>(acc[i][j], a[i], b[j]);
+      for (int j = 0; j < NT; ++j) ptx::mma_accumulate<MODE>(acc[i][j], a[i], b[j]);
     __syncthreads();
   }
   ptx::store_acc_f32(C, N, row0 + wm * WM, col0 + wn * WN, lane, acc);
 }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 void launch(const GemmArgs& a) {
   dim3 grid(a.N / BN, a.M / BM);
-  hgemm_mma_tile2x<EXTERNAL><<<grid, THREADS, 0, as_stream(a.stream)>>>(
+  hgemm_mma_tile2x<MODE><<<grid, THREADS, 0, as_stream(a.stream)>>>(
       a.M, a.N, a.K, static_cast<const uint16_t*>(a.A), static_cast<const uint16_t*>(a.B), static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_01b_tile2x");
 }
@@ -79,13 +79,13 @@ constexpr Kernel base(const char* name, const char* desc, Accumulation mode, voi
 
 const Kernel& hgemm_mma_01b_tile2x_in_mma() {
   static const Kernel k = base("hgemm_mma_01b_tile2x_in_mma", "mma.sync, (32, 16) warp tiles, 64x64 block, D = A*B + D",
-                               Accumulation::in_mma, launch<false>);
+                               Accumulation::in_mma, launch<Accumulation::in_mma>);
   return k;
 }
 const Kernel& hgemm_mma_01b_tile2x_external() {
   static const Kernel k = base("hgemm_mma_01b_tile2x_external",
                                "mma.sync, (32, 16) warp tiles, 64x64 block, T = A*B + 0 then acc += T (fp32, nearest)",
-                               Accumulation::external, launch<true>);
+                               Accumulation::external, launch<Accumulation::external>);
   return k;
 }
 

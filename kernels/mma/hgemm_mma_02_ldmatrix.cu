@@ -9,7 +9,7 @@
 //
 // Numerics: as hgemm_mma_01_naive (16 exact products per k-step, k-steps in increasing k):
 //  in_mma D = A*B + D in the tensor core; external T = A*B + 0, then acc += T with __fadd_rn.
-//  AccRounding::truncate for both (each k-step's block sum truncates even in external mode).
+//  Rounding::toward_zero for both (each k-step's block sum truncates even in external mode).
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
@@ -29,7 +29,7 @@ static_assert(BM * ROW_CHUNKS == THREADS && BN * ROW_CHUNKS == THREADS, "one 16-
 // Offset in halves of chunk `ch` of row `r` in a (rows, 32) k-major tile (64-byte rows).
 __device__ __forceinline__ int swz(int r, int ch) { return r * BK + ((ch ^ ((r >> 1) & 3)) << 3); }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS)
     hgemm_mma_ldmatrix(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
                        float* __restrict__ C) {
@@ -62,17 +62,17 @@ __global__ void __launch_bounds__(THREADS)
           uint32_t a[4], b[2];
           ptx::ldmatrix_x4(a, ptx::smem_u32(As + swz(a_row + i * 16, ks * 2 + a_ch)));
           ptx::ldmatrix_x2(b, ptx::smem_u32(Bs + swz(b_row + j * 8, ks * 2 + b_ch)));
-          ptx::mma_accumulate<EXTERNAL>(acc[i][j], a, b);
+          ptx::mma_accumulate<MODE>(acc[i][j], a, b);
         }
     __syncthreads();
   }
   ptx::store_acc_f32(C, N, row0 + wm * WM, col0 + wn * WN, lane, acc);
 }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 void launch(const GemmArgs& a) {
   dim3 grid(a.N / BN, a.M / BM);
-  hgemm_mma_ldmatrix<EXTERNAL><<<grid, THREADS, 0, as_stream(a.stream)>>>(
+  hgemm_mma_ldmatrix<MODE><<<grid, THREADS, 0, as_stream(a.stream)>>>(
       a.M, a.N, a.K, static_cast<const uint16_t*>(a.A), static_cast<const uint16_t*>(a.B), static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_02_ldmatrix");
 }
@@ -86,13 +86,13 @@ constexpr Kernel base(const char* name, const char* desc, Accumulation mode, voi
 const Kernel& hgemm_mma_02_ldmatrix_in_mma() {
   static const Kernel k = base("hgemm_mma_02_ldmatrix_in_mma",
                                "mma.sync, 128-bit loads, XOR-swizzled smem, ldmatrix, D = A*B + D",
-                               Accumulation::in_mma, launch<false>);
+                               Accumulation::in_mma, launch<Accumulation::in_mma>);
   return k;
 }
 const Kernel& hgemm_mma_02_ldmatrix_external() {
   static const Kernel k = base("hgemm_mma_02_ldmatrix_external",
                                "mma.sync, 128-bit loads, XOR-swizzled smem, ldmatrix, T = A*B + 0 then acc += T",
-                               Accumulation::external, launch<true>);
+                               Accumulation::external, launch<Accumulation::external>);
   return k;
 }
 

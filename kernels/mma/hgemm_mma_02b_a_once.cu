@@ -10,7 +10,7 @@
 //
 // Numerics: as hgemm_mma_01_naive (16 exact products per k-step, k-steps in increasing k):
 //  in_mma D = A*B + D in the tensor core; external T = A*B + 0, then acc += T with __fadd_rn.
-//  AccRounding::truncate for both (each k-step's block sum truncates even in external mode).
+//  Rounding::toward_zero for both (each k-step's block sum truncates even in external mode).
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
@@ -30,7 +30,7 @@ static_assert(BM * ROW_CHUNKS == THREADS && BN * ROW_CHUNKS == THREADS, "one 16-
 // Offset in halves of chunk `ch` of row `r` in a (rows, 32) k-major tile (64-byte rows).
 __device__ __forceinline__ int swz(int r, int ch) { return r * BK + ((ch ^ ((r >> 1) & 3)) << 3); }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS)
     hgemm_mma_a_once(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
                        float* __restrict__ C) {
@@ -64,17 +64,17 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int j = 0; j < NT; ++j) ptx::mma_accumulate<EXTERNAL>(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < NT; ++j) ptx::mma_accumulate<MODE>(acc[i][j], a[i], b[j]);
     }
     __syncthreads();
   }
   ptx::store_acc_f32(C, N, row0 + wm * WM, col0 + wn * WN, lane, acc);
 }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 void launch(const GemmArgs& a) {
   dim3 grid(a.N / BN, a.M / BM);
-  hgemm_mma_a_once<EXTERNAL><<<grid, THREADS, 0, as_stream(a.stream)>>>(
+  hgemm_mma_a_once<MODE><<<grid, THREADS, 0, as_stream(a.stream)>>>(
       a.M, a.N, a.K, static_cast<const uint16_t*>(a.A), static_cast<const uint16_t*>(a.B), static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_02b_a_once");
 }
@@ -88,13 +88,13 @@ constexpr Kernel base(const char* name, const char* desc, Accumulation mode, voi
 const Kernel& hgemm_mma_02b_a_once_in_mma() {
   static const Kernel k = base("hgemm_mma_02b_a_once_in_mma",
                                "mma.sync, 128-bit loads, XOR-swizzled smem, ldmatrix, A fragment once per k-step, D = A*B + D",
-                               Accumulation::in_mma, launch<false>);
+                               Accumulation::in_mma, launch<Accumulation::in_mma>);
   return k;
 }
 const Kernel& hgemm_mma_02b_a_once_external() {
   static const Kernel k = base("hgemm_mma_02b_a_once_external",
                                "mma.sync, 128-bit loads, XOR-swizzled smem, ldmatrix, A once per k-step, T = A*B + 0 then acc += T",
-                               Accumulation::external, launch<true>);
+                               Accumulation::external, launch<Accumulation::external>);
   return k;
 }
 

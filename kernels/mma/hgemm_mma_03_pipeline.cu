@@ -13,7 +13,7 @@
 //
 // Numerics: as hgemm_mma_01_naive (16 exact products per k-step, k-steps in increasing k):
 //  in_mma D = A*B + D in the tensor core; external T = A*B + 0, then acc += T with __fadd_rn.
-//  AccRounding::truncate for both (each k-step's block sum truncates even in external mode).
+//  Rounding::toward_zero for both (each k-step's block sum truncates even in external mode).
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
@@ -33,7 +33,7 @@ static_assert(BM * ROW_CHUNKS == THREADS && BN * ROW_CHUNKS == THREADS, "one 16-
 // Offset in halves of chunk `ch` of row `r` in a (rows, 32) k-major tile (64-byte rows).
 __device__ __forceinline__ int swz(int r, int ch) { return r * BK + ((ch ^ ((r >> 1) & 3)) << 3); }
 
-template <int N_STAGES, bool EXTERNAL>
+template <int N_STAGES, Accumulation MODE>
 __global__ void __launch_bounds__(THREADS)
     hgemm_mma_pipeline(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
                        float* __restrict__ C) {
@@ -82,17 +82,17 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int j = 0; j < NT; ++j) ptx::mma_accumulate<EXTERNAL>(acc[i][j], a[i], b[j]);
+        for (int j = 0; j < NT; ++j) ptx::mma_accumulate<MODE>(acc[i][j], a[i], b[j]);
     }
   }
   ptx::cp_async_wait<0>();
   ptx::store_acc_f32(C, N, row0 + wm * WM, col0 + wn * WN, lane, acc);
 }
 
-template <int N_STAGES, bool EXTERNAL>
+template <int N_STAGES, Accumulation MODE>
 void launch(const GemmArgs& a) {
   dim3 grid(a.N / BN, a.M / BM);
-  hgemm_mma_pipeline<N_STAGES, EXTERNAL><<<grid, THREADS, 0, as_stream(a.stream)>>>(
+  hgemm_mma_pipeline<N_STAGES, MODE><<<grid, THREADS, 0, as_stream(a.stream)>>>(
       a.M, a.N, a.K, static_cast<const uint16_t*>(a.A), static_cast<const uint16_t*>(a.B), static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_03_pipeline");
 }
@@ -103,20 +103,16 @@ constexpr Kernel base(const char* name, const char* desc, Accumulation mode, voi
 
 }  // namespace
 
-#define GEMMLAB_MMA03(id, desc, mode, stages, external)                                           \
-  const Kernel& id() {                                                                           \
-    static const Kernel k = base(#id, desc, Accumulation::mode, launch<stages, external>);       \
-    return k;                                                                                    \
+#define GEMMLAB_MMA03(id, desc, mode, stages)                                                   \
+  const Kernel& id() {                                                                         \
+    static const Kernel k = base(#id, desc, Accumulation::mode, launch<stages, Accumulation::mode>); \
+    return k;                                                                                  \
   }
-GEMMLAB_MMA03(hgemm_mma_03_pipeline_s3_in_mma, "mma.sync 64x64x32, 3-stage cp.async pipeline, D = A*B + D", in_mma, 3,
-              false)
+GEMMLAB_MMA03(hgemm_mma_03_pipeline_s3_in_mma, "mma.sync 64x64x32, 3-stage cp.async pipeline, D = A*B + D", in_mma, 3)
 GEMMLAB_MMA03(hgemm_mma_03_pipeline_s3_external,
-              "mma.sync 64x64x32, 3-stage cp.async pipeline, T = A*B + 0 then acc += T (fp32, nearest)", external, 3,
-              true)
-GEMMLAB_MMA03(hgemm_mma_03_pipeline_s4_in_mma, "mma.sync 64x64x32, 4-stage cp.async pipeline, D = A*B + D", in_mma, 4,
-              false)
+              "mma.sync 64x64x32, 3-stage cp.async pipeline, T = A*B + 0 then acc += T (fp32, nearest)", external, 3)
+GEMMLAB_MMA03(hgemm_mma_03_pipeline_s4_in_mma, "mma.sync 64x64x32, 4-stage cp.async pipeline, D = A*B + D", in_mma, 4)
 GEMMLAB_MMA03(hgemm_mma_03_pipeline_s4_external,
-              "mma.sync 64x64x32, 4-stage cp.async pipeline, T = A*B + 0 then acc += T (fp32, nearest)", external, 4,
-              true)
+              "mma.sync 64x64x32, 4-stage cp.async pipeline, T = A*B + 0 then acc += T (fp32, nearest)", external, 4)
 
 }  // namespace gemmlab::kernels

@@ -37,7 +37,7 @@
 //              __fadd_rn (CUTLASS's / DeepSeek's promotion interval; promotion_interval_k = 16 N).
 //  * f16acc:   mma.sync .f16.f16.f16.f16, the running sum is fp16 inside the tensor core, C fp16.
 //  * bf16:     bf16 inputs, otherwise as fp16.
-// Descriptors say AccRounding::truncate for every mode: even in external mode each k-step's 16
+// Descriptors say Rounding::toward_zero for every mode: even in external mode each k-step's 16
 // products are summed by the tensor core with truncation before the round-to-nearest add, and the
 // bound model has one rounding knob, so truncate (2u per addition) is the valid, conservative choice.
 #include <cuda_bf16.h>
@@ -51,8 +51,6 @@
 
 namespace gemmlab::kernels {
 namespace {
-
-enum class Mode { in_mma, external, promoted, f16acc };
 
 constexpr int BM = 128, BK = 64, THREADS = 256;
 constexpr int WARPS_M = 2, WARPS_N = 4;
@@ -95,13 +93,18 @@ __device__ __forceinline__ void load_tile_async(uint32_t smem, const uint16_t* _
 // A_SINGLE: A fragments single-buffered, each m16 fragment reloaded for the next k-step as soon as
 // its last mma is issued (B stays double-buffered): 32 registers fewer, for the external mode of
 // the 64x64 warp tile, which otherwise spills.
-template <int BN, int STAGES, Mode MODE, bool BF16>
+// IN: fp16 or bf16 inputs; ACC: fp32 (the mma's C/D are fp32) or fp16 (.f16.f16.f16.f16, in_mma only).
+template <int BN, int STAGES, Accumulation MODE, Format IN, Format ACC>
 __global__ void __launch_bounds__(THREADS, 1)
     hgemm_pipeline(int M, int N, int K, const uint16_t* __restrict__ A, const uint16_t* __restrict__ Bt,
                    void* __restrict__ Cout, int promote_ksteps) {
   using S = Shape<BN, STAGES>;
   constexpr int NT = S::NT, WN = S::WN;
-  constexpr bool A_SINGLE = MODE == Mode::external && BN == 256;
+  constexpr bool A_SINGLE = MODE == Accumulation::external && BN == 256;
+  constexpr bool BF16 = IN == Format::bf16;
+  static_assert(IN == Format::fp16 || IN == Format::bf16, "mma.sync m16n8k16 takes fp16 or bf16 inputs");
+  static_assert(ACC == Format::fp32 || (ACC == Format::fp16 && MODE == Accumulation::in_mma && !BF16),
+                "an fp16 accumulator is only the in_mma chain of fp16 inputs");
   extern __shared__ __align__(128) uint16_t smem[];
   // smem: STAGES x (BM, BK) tiles of A, then STAGES x (BN, BK) tiles of B^T, all swizzled.
   const uint32_t sA = ptx::smem_u32(smem);
@@ -115,8 +118,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int KT = K / BK;
 
   // Accumulators: fp32 (16,8) fragments, or fp16 pairs for f16acc; `part` only for promoted.
-  constexpr bool F16 = MODE == Mode::f16acc;
-  constexpr bool PROMO = MODE == Mode::promoted;
+  constexpr bool F16 = ACC == Format::fp16;
+  constexpr bool PROMO = MODE == Accumulation::promoted;
   float acc[MT][NT][4];
   float part[PROMO ? MT : 1][PROMO ? NT : 1][4];
   uint32_t hacc[F16 ? MT : 1][F16 ? NT : 1][2];
@@ -150,18 +153,19 @@ __global__ void __launch_bounds__(THREADS, 1)
   };
 
   auto mma_one = [&](int i, int j, const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    if constexpr (MODE == Mode::in_mma) {
+    if constexpr (F16) {
+      ptx::mma_m16n8k16_f16_f16(hacc[i][j], a, b, hacc[i][j]);
+    } else if constexpr (MODE == Accumulation::in_mma) {
       ptx::mma_m16n8k16_f32<BF16>(acc[i][j], a, b, acc[i][j]);
-    } else if constexpr (MODE == Mode::external) {
+    } else if constexpr (MODE == Accumulation::external) {
       const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       float t[4];
       ptx::mma_m16n8k16_f32<BF16>(t, a, b, zero);
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = __fadd_rn(acc[i][j][e], t[e]);
-    } else if constexpr (MODE == Mode::promoted) {
-      ptx::mma_m16n8k16_f32<BF16>(part[i][j], a, b, part[i][j]);
     } else {
-      ptx::mma_m16n8k16_f16_f16(hacc[i][j], a, b, hacc[i][j]);
+      static_assert(MODE == Accumulation::promoted, "mma 03b: in_mma, external or promoted");
+      ptx::mma_m16n8k16_f32<BF16>(part[i][j], a, b, part[i][j]);
     }
   };
   int since_promotion = 0;
@@ -285,10 +289,10 @@ __global__ void __launch_bounds__(THREADS, 1)
   ptx::cp_async_wait<0>();
 }
 
-template <int BN, int STAGES, Mode MODE, bool BF16, int PROMOTE_KSTEPS = 0>
+template <int BN, int STAGES, Accumulation MODE, Format IN, Format ACC, int PROMOTE_KSTEPS>
 void launch(const GemmArgs& a) {
   using S = Shape<BN, STAGES>;
-  auto* kern = hgemm_pipeline<BN, STAGES, MODE, BF16>;
+  auto* kern = hgemm_pipeline<BN, STAGES, MODE, IN, ACC>;
   GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
   dim3 grid(a.N / BN, a.M / BM);
   kern<<<grid, THREADS, S::SMEM_BYTES, as_stream(a.stream)>>>(a.M, a.N, a.K, static_cast<const uint16_t*>(a.A),
@@ -297,61 +301,66 @@ void launch(const GemmArgs& a) {
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_03b_pipeline_tile4x");
 }
 
-constexpr Kernel base(const char* name, const char* desc, int bn, Format in, Format acc, Accumulation mode,
-                      int promotion_k, void (*fn)(const GemmArgs&)) {
+// The descriptor follows from the same template arguments as the launcher: one source of truth.
+template <int BN, int STAGES, Accumulation MODE, Format IN, Format ACC, int PROMOTE_KSTEPS = 0>
+constexpr Kernel make(const char* name, const char* desc) {
   return Kernel{
       .name = name, .family = "mma", .description = desc,
-      .input = in, .compute = in, .accumulator = acc, .output = acc,
-      .accumulation = mode, .promotion_interval_k = promotion_k, .acc_rounding = AccRounding::truncate,
+      .numerics = {.input = IN, .compute = IN, .accumulator = ACC, .output = ACC, .accumulation = MODE,
+                   .instruction = ACC == Format::fp16 ? tc::Instruction::mma_m16n8k16_f16_f16
+                                  : IN == Format::bf16 ? tc::Instruction::mma_m16n8k16_bf16_f32
+                                                       : tc::Instruction::mma_m16n8k16_f16_f32,
+                   .k_step = 16, .promotion_interval_k = 16 * PROMOTE_KSTEPS,
+                   .accumulation_rounding = Rounding::toward_zero},
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = BM, .n_multiple = bn, .k_multiple = BK,
+      .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
       .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,
-      .launch = fn,
+      .launch = launch<BN, STAGES, MODE, IN, ACC, PROMOTE_KSTEPS>,
   };
 }
 
 }  // namespace
 
-#define GEMMLAB_MMA03B(id, desc, bn, in, acc, mode, promo_k, ...)                                        \
-  const Kernel& id() {                                                                                 \
-    static const Kernel k = base(#id, desc, bn, Format::in, Format::acc, Accumulation::mode, promo_k,  \
-                                 launch<__VA_ARGS__>);                                                 \
-    return k;                                                                                          \
+#define GEMMLAB_MMA03B(id, desc, ...)                    \
+  const Kernel& id() {                                  \
+    static const Kernel k = make<__VA_ARGS__>(#id, desc); \
+    return k;                                           \
   }
+
+constexpr auto in_mma = Accumulation::in_mma, external = Accumulation::external, promoted = Accumulation::promoted;
+constexpr auto fp16 = Format::fp16, bf16 = Format::bf16, fp32 = Format::fp32;
 
 // 128x128 block tile (the post's step 3b).
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_s4_in_mma, "mma.sync 128x128x64, 4-stage cp.async, D = A*B + D",
-               128, fp16, fp32, in_mma, 0, 128, 4, Mode::in_mma, false)
+               128, 4, in_mma, fp16, fp32)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_s4_external,
-               "mma.sync 128x128x64, 4-stage cp.async, T = A*B + 0 then acc += T (fp32, nearest)", 128, fp16,
-               fp32, external, 0, 128, 4, Mode::external, false)
+               "mma.sync 128x128x64, 4-stage cp.async, T = A*B + 0 then acc += T (fp32, nearest)",
+               128, 4, external, fp16, fp32)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_32k,
-               "mma.sync 128x128x64, in-mma for 2 k-steps then promoted to fp32 registers", 128, fp16, fp32,
-               promoted, 32, 128, 4, Mode::promoted, false, 2)
+               "mma.sync 128x128x64, in-mma for 2 k-steps then promoted to fp32 registers", 128, 4, promoted, fp16,
+               fp32, 2)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_64k,
-               "mma.sync 128x128x64, in-mma for 4 k-steps then promoted to fp32 registers", 128, fp16, fp32,
-               promoted, 64, 128, 4, Mode::promoted, false, 4)
+               "mma.sync 128x128x64, in-mma for 4 k-steps then promoted to fp32 registers", 128, 4, promoted, fp16,
+               fp32, 4)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_128k,
-               "mma.sync 128x128x64, in-mma for 8 k-steps then promoted to fp32 registers", 128, fp16, fp32,
-               promoted, 128, 128, 4, Mode::promoted, false, 8)
+               "mma.sync 128x128x64, in-mma for 8 k-steps then promoted to fp32 registers", 128, 4, promoted, fp16,
+               fp32, 8)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_512k,
-               "mma.sync 128x128x64, in-mma for 32 k-steps then promoted to fp32 registers", 128, fp16, fp32,
-               promoted, 512, 128, 4, Mode::promoted, false, 32)
+               "mma.sync 128x128x64, in-mma for 32 k-steps then promoted to fp32 registers", 128, 4, promoted, fp16,
+               fp32, 32)
 // 128x256 block tile, 64x64 warp tiles: the fastest mma.sync kernel.
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_128x256_s4_in_mma,
-               "mma.sync 128x256x64, 64x64 warp tiles, 4-stage cp.async, D = A*B + D", 256, fp16, fp32, in_mma, 0,
-               256, 4, Mode::in_mma, false)
+               "mma.sync 128x256x64, 64x64 warp tiles, 4-stage cp.async, D = A*B + D", 256, 4, in_mma, fp16, fp32)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_128x256_s4_external,
                "mma.sync 128x256x64, 64x64 warp tiles, 4-stage cp.async, T = A*B + 0 then acc += T (fp32, nearest)",
-               256, fp16, fp32, external, 0, 256, 4, Mode::external, false)
+               256, 4, external, fp16, fp32)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_128x256_s4_bf16_in_mma,
-               "mma.sync bf16 128x256x64, 4-stage cp.async, D = A*B + D", 256, bf16, fp32, in_mma, 0, 256, 4,
-               Mode::in_mma, true)
+               "mma.sync bf16 128x256x64, 4-stage cp.async, D = A*B + D", 256, 4, in_mma, bf16, fp32)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_128x256_s4_bf16_external,
-               "mma.sync bf16 128x256x64, 4-stage cp.async, T = A*B + 0 then acc += T (fp32, nearest)", 256, bf16,
-               fp32, external, 0, 256, 4, Mode::external, true)
+               "mma.sync bf16 128x256x64, 4-stage cp.async, T = A*B + 0 then acc += T (fp32, nearest)", 256, 4,
+               external, bf16, fp32)
 GEMMLAB_MMA03B(hgemm_mma_03b_pipeline_tile4x_128x256_s4_f16acc_in_mma,
-               "mma.sync .f16.f16.f16.f16 128x256x64: fp16 accumulator in the mma, fp16 C", 256, fp16, fp16,
-               in_mma, 0, 256, 4, Mode::f16acc, false)
+               "mma.sync .f16.f16.f16.f16 128x256x64: fp16 accumulator in the mma, fp16 C", 256, 4, in_mma, fp16,
+               fp16)
 
 }  // namespace gemmlab::kernels

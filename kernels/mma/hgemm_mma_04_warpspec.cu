@@ -78,7 +78,7 @@
 //              acc = acc + T with __fadd_rn (round to nearest, never contracted).
 //  * promoted_every_128k: in_mma for 8 k-steps into a zeroed partial, then acc = acc + partial
 //              with __fadd_rn.
-// Descriptors say AccRounding::truncate for all modes (as 03b: the bound model's conservative knob).
+// Descriptors say Rounding::toward_zero for all modes (as 03b: the bound model's conservative knob).
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -92,7 +92,6 @@
 namespace gemmlab::kernels {
 namespace {
 
-enum class Mode { in_mma, external, promoted };
 
 constexpr int BK = 64;           // halves per 128-byte swizzled smem row
 constexpr int KSTEPS = BK / 16;  // k16 steps per k-tile
@@ -123,7 +122,7 @@ struct Cfg {
 
 // DBUF: fragments of the next k-step loaded before this k-step's mma (double-buffered); otherwise
 // each k-step's fragments are loaded just before use and other warps hide the latency.
-template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT, bool EPI_TMA>
+template <class C, Accumulation MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT, bool EPI_TMA>
 __global__ void __launch_bounds__(C::THREADS, 1)
     hgemm_mma_warpspec(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                        const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC,
@@ -131,8 +130,8 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
   constexpr int MT = C::MT, NT = C::NT, STAGES = C::STAGES;
-  static_assert(MODE != Mode::promoted || PROMOTE_KSTEPS % KSTEPS == 0, "promotion at k-tile boundaries");
-  constexpr int PROMOTE_KT = MODE == Mode::promoted ? PROMOTE_KSTEPS / KSTEPS : 1;
+  static_assert(MODE != Accumulation::promoted || PROMOTE_KSTEPS % KSTEPS == 0, "promotion at k-tile boundaries");
+  constexpr int PROMOTE_KT = MODE == Accumulation::promoted ? PROMOTE_KSTEPS / KSTEPS : 1;
 
   extern __shared__ unsigned char smem_raw[];
   // Slot s: (BM, BK) tile of A then (BN, BK) tile of B^T, k-major, 128B-swizzled, 1024-aligned.
@@ -189,7 +188,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
   const std::uint32_t s_base = smem_u32(smem);
 
   float acc[MT][NT][4];
-  float part[MODE == Mode::promoted ? MT : 1][MODE == Mode::promoted ? NT : 1][4];
+  float part[MODE == Accumulation::promoted ? MT : 1][MODE == Accumulation::promoted ? NT : 1][4];
   int it0 = 0;  // ring position of this tile's first k-tile
   for (int tile = first_tile; tile < tiles; tile += tile_step, it0 += KT) {
   const int m0 = (tile / tiles_n) * C::BM, n0 = (tile % tiles_n) * C::BN;
@@ -200,7 +199,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         acc[i][j][e] = 0.0f;
-        if constexpr (MODE == Mode::promoted) part[i][j][e] = 0.0f;
+        if constexpr (MODE == Accumulation::promoted) part[i][j][e] = 0.0f;
       }
 
   // ldmatrix row addresses of this lane (matrix order as in 03b / mma_ptx.cuh): A x4 of an m16k16
@@ -236,10 +235,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     for (int i = 0; i < MT; ++i)
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        if constexpr (MODE == Mode::in_mma) {
+        if constexpr (MODE == Accumulation::in_mma) {
           ptx::mma_m16n8k16_f32_f16(acc[i][j], af[i], bf[j], acc[i][j]);
-        } else if constexpr (MODE == Mode::external) {
-          ptx::mma_accumulate<true>(acc[i][j], af[i], bf[j]);
+        } else if constexpr (MODE == Accumulation::external) {
+          ptx::mma_accumulate<Accumulation::external>(acc[i][j], af[i], bf[j]);
         } else {
           ptx::mma_m16n8k16_f32_f16(part[i][j], af[i], bf[j], part[i][j]);
         }
@@ -253,7 +252,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
     if (lane == 0) mbar_arrive(&empty[(it0 + kt) % STAGES]);
   };
   auto promote = [&](int kt) {
-    if constexpr (MODE == Mode::promoted) {
+    if constexpr (MODE == Accumulation::promoted) {
       if (kt % PROMOTE_KT == PROMOTE_KT - 1) {
 #pragma unroll
         for (int i = 0; i < MT; ++i)
@@ -304,7 +303,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
       promote(kt);
     }
   }
-  if constexpr (MODE == Mode::promoted) {
+  if constexpr (MODE == Accumulation::promoted) {
     if (KT % PROMOTE_KT != 0) {  // a last, shorter interval
 #pragma unroll
       for (int i = 0; i < MT; ++i)
@@ -358,7 +357,7 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 #endif
 }
 
-template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT, bool EPI_TMA>
+template <class C, Accumulation MODE, bool DBUF, int PROMOTE_KSTEPS, bool PERSISTENT, bool EPI_TMA>
 void launch(const GemmArgs& a) {
   auto* kern = hgemm_mma_warpspec<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT, EPI_TMA>;
   constexpr int SMEM = C::SMEM_BYTES + (EPI_TMA ? C::CWARPS * EPI_WARP_BYTES : 0);
@@ -378,16 +377,15 @@ void launch(const GemmArgs& a) {
   GEMMLAB_LAUNCH_CHECK("hgemm_mma_04_warpspec");
 }
 
-template <class C, Mode MODE, bool DBUF, int PROMOTE_KSTEPS = 0, bool PERSISTENT = false, bool EPI_TMA = false>
+template <class C, Accumulation MODE, bool DBUF, int PROMOTE_KSTEPS = 0, bool PERSISTENT = false, bool EPI_TMA = false>
 constexpr Kernel make(const char* name, const char* desc) {
   return Kernel{
       .name = name, .family = "mma", .description = desc,
-      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = MODE == Mode::in_mma     ? Accumulation::in_mma
-                      : MODE == Mode::external ? Accumulation::external
-                                               : Accumulation::promoted,
-      .promotion_interval_k = MODE == Mode::promoted ? 16 * PROMOTE_KSTEPS : 0,
-      .acc_rounding = AccRounding::truncate,
+      .numerics = {.input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32,
+                   .output = Format::fp32, .accumulation = MODE,
+                   .instruction = tc::Instruction::mma_m16n8k16_f16_f32, .k_step = 16,
+                   .promotion_interval_k = MODE == Accumulation::promoted ? 16 * PROMOTE_KSTEPS : 0,
+                   .accumulation_rounding = Rounding::toward_zero},
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = C::BM, .n_multiple = C::BN, .k_multiple = BK,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
@@ -408,15 +406,15 @@ using W64x32 = Cfg<128, 128, 64, 32, 6>;  // 8 consumer warps, 6 x 32 KB stages
 
 GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x256_w64x64_in_mma,
               "mma.sync 128x256x64, TMA producer warp + 8 consumer warps of 64x64, 4-stage mbarrier ring, D = A*B + D",
-              W64x64, Mode::in_mma, true)
+              W64x64, Accumulation::in_mma, true)
 GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x256_w64x64_external,
               "mma.sync 128x256x64, TMA producer + 8 consumer warps of 64x64, T = A*B + 0 then acc += T (fp32, nearest)",
-              W64x64, Mode::external, false)
+              W64x64, Accumulation::external, false)
 GEMMLAB_MMA04(hgemm_mma_04_warpspec_tmastore_128x256_w64x64_in_mma,
               "mma.sync 128x256x64, TMA producer + 8 consumer warps of 64x64, persistent, TMA-store epilogue, D = A*B + D",
-              W64x64, Mode::in_mma, true, 0, true, true)
+              W64x64, Accumulation::in_mma, true, 0, true, true)
 GEMMLAB_MMA04(hgemm_mma_04_warpspec_128x128_w64x32_promoted_every_128k,
               "mma.sync 128x128x64, TMA producer + 8 consumer warps of 64x32, in-mma for 8 k-steps then promoted to fp32",
-              W64x32, Mode::promoted, true, 8)
+              W64x32, Accumulation::promoted, true, 8)
 
 }  // namespace gemmlab::kernels

@@ -13,12 +13,13 @@
 // products, k in [32j + 16w, 32j + 16w + 16) for j = 0, 1, ...):
 //  * in_mma:   S_w = A*B + S_w in the tensor core at each k-step (truncating block additions);
 //  * external: T = A*B + 0 in the tensor core, S_w += T with __fadd_rn (round to nearest).
-// AccRounding::truncate for both (each k-step's block sum truncates even in external mode).
+// Rounding::toward_zero for both (each k-step's block sum truncates even in external mode).
 #include <mma.h>
 
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/mma_ptx.cuh"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
@@ -35,7 +36,7 @@ using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major
 using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
 using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS)
     hgemm_wmma_v4(int M, int N, int K, const __half* __restrict__ A, const __half* __restrict__ B,
                   float* __restrict__ C) {
@@ -70,7 +71,7 @@ __global__ void __launch_bounds__(THREADS)
     for (int i = 0; i < 2; ++i)
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        if constexpr (EXTERNAL) {
+        if constexpr (MODE == Accumulation::external) {
           FragC t;
           wmma::fill_fragment(t, 0.0f);
           wmma::mma_sync(t, a[i], b[j], t);
@@ -110,10 +111,10 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 void launch(const GemmArgs& a) {
   dim3 grid(a.N / BN, a.M / BM);
-  hgemm_wmma_v4<EXTERNAL><<<grid, THREADS, 0, as_stream(a.stream)>>>(
+  hgemm_wmma_v4<MODE><<<grid, THREADS, 0, as_stream(a.stream)>>>(
       a.M, a.N, a.K, static_cast<const __half*>(a.A), static_cast<const __half*>(a.B), static_cast<float*>(a.C));
   GEMMLAB_LAUNCH_CHECK("hgemm_wmma_v4");
 }
@@ -121,8 +122,7 @@ void launch(const GemmArgs& a) {
 constexpr Kernel base(const char* name, const char* desc, Accumulation mode, void (*fn)(const GemmArgs&)) {
   return Kernel{
       .name = name, .family = "wmma", .description = desc,
-      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = mode, .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
+      .numerics = ptx::fp16_f32_mma_numerics(mode, /*split_k=*/2),
       .layout_a = Layout::row_major, .layout_b = Layout::row_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
       .min_cc = 70, .requires_sm90a = false, .workspace_bytes = 0,
@@ -135,13 +135,13 @@ constexpr Kernel base(const char* name, const char* desc, Accumulation mode, voi
 const Kernel& hgemm_wmma_v4_in_mma() {
   static const Kernel k = base("hgemm_wmma_v4_in_mma",
                                "wmma 16x16x16, 32x32x32 tile, 2 warps split K, smem reduction; D = A*B + D",
-                               Accumulation::in_mma, launch<false>);
+                               Accumulation::in_mma, launch<Accumulation::in_mma>);
   return k;
 }
 const Kernel& hgemm_wmma_v4_external() {
   static const Kernel k = base("hgemm_wmma_v4_external",
                                "wmma 16x16x16, 32x32x32 tile, 2 warps split K; T = A*B + 0 then acc += T (fp32, nearest)",
-                               Accumulation::external, launch<true>);
+                               Accumulation::external, launch<Accumulation::external>);
   return k;
 }
 

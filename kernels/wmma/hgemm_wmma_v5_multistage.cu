@@ -8,7 +8,7 @@
 // Numerics (per output entry, k-steps of 16 exact products in increasing k):
 //  * in_mma:   D = A*B + D in the tensor core (truncating block additions);
 //  * external: T = A*B + 0 in the tensor core, then acc += T with __fadd_rn (round to nearest).
-// AccRounding::truncate for both (each k-step's block sum truncates even in external mode).
+// Rounding::toward_zero for both (each k-step's block sum truncates even in external mode).
 #include <mma.h>
 
 #include <cstdint>
@@ -34,7 +34,7 @@ using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major
 using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major>;
 using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 __global__ void __launch_bounds__(THREADS)
     hgemm_wmma_multistage(int M, int N, int K, const __half* __restrict__ A, const __half* __restrict__ B,
                           float* __restrict__ C) {
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(THREADS)
       for (int i = 0; i < FM; ++i)
 #pragma unroll
         for (int j = 0; j < FN; ++j) {
-          if constexpr (EXTERNAL) {
+          if constexpr (MODE == Accumulation::external) {
             FragC t;
             wmma::fill_fragment(t, 0.0f);
             wmma::mma_sync(t, a[i], b[j], t);
@@ -110,9 +110,9 @@ __global__ void __launch_bounds__(THREADS)
                               wmma::mem_row_major);
 }
 
-template <bool EXTERNAL>
+template <Accumulation MODE>
 void launch(const GemmArgs& a) {
-  auto* kern = hgemm_wmma_multistage<EXTERNAL>;
+  auto* kern = hgemm_wmma_multistage<MODE>;
   GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
   dim3 grid(a.N / BN, a.M / BM);
   kern<<<grid, THREADS, SMEM_BYTES, as_stream(a.stream)>>>(a.M, a.N, a.K, static_cast<const __half*>(a.A),
@@ -123,8 +123,7 @@ void launch(const GemmArgs& a) {
 constexpr Kernel base(const char* name, const char* desc, Accumulation mode, void (*fn)(const GemmArgs&)) {
   return Kernel{
       .name = name, .family = "wmma", .description = desc,
-      .input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32, .output = Format::fp32,
-      .accumulation = mode, .promotion_interval_k = 0, .acc_rounding = AccRounding::truncate,
+      .numerics = ptx::fp16_f32_mma_numerics(mode),
       .layout_a = Layout::row_major, .layout_b = Layout::row_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
       .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,
@@ -137,13 +136,13 @@ constexpr Kernel base(const char* name, const char* desc, Accumulation mode, voi
 const Kernel& hgemm_wmma_v5_multistage_s3_in_mma() {
   static const Kernel k = base("hgemm_wmma_v5_multistage_s3_in_mma",
                                "wmma 16x16x16, 128x128x32 tile, 3-stage cp.async; D = A*B + D", Accumulation::in_mma,
-                               launch<false>);
+                               launch<Accumulation::in_mma>);
   return k;
 }
 const Kernel& hgemm_wmma_v5_multistage_s3_external() {
   static const Kernel k = base("hgemm_wmma_v5_multistage_s3_external",
                                "wmma 16x16x16, 128x128x32 tile, 3-stage cp.async; T = A*B + 0 then acc += T",
-                               Accumulation::external, launch<true>);
+                               Accumulation::external, launch<Accumulation::external>);
   return k;
 }
 

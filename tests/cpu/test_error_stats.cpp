@@ -27,7 +27,7 @@ GemmReference make_ref(int M, int N, std::vector<double> c, std::vector<double> 
   return r;
 }
 
-BoundModel fp32_model(int K, AccRounding rounding = AccRounding::nearest) {
+BoundModel fp32_model(int K, Rounding rounding = Rounding::nearest_even) {
   BoundModel m;
   m.K = K;
   m.rounding = rounding;
@@ -48,9 +48,9 @@ TEST(ErrorStatsBound, GammaForFp32Nearest) {
 
 TEST(ErrorStatsBound, TruncationDoublesTheUnitRoundoff) {
   const double ku = 4096 * 0x1p-23;
-  EXPECT_DOUBLE_EQ(gamma_bound_factor(fp32_model(4096, AccRounding::truncate)), ku / (1 - ku));
-  EXPECT_DOUBLE_EQ(gamma_bound_factor(fp32_model(4096, AccRounding::unknown)), ku / (1 - ku));
-  EXPECT_DOUBLE_EQ(sqrtk_u(fp32_model(4096, AccRounding::truncate)), 64 * 0x1p-23);
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(fp32_model(4096, Rounding::toward_zero)), ku / (1 - ku));
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(fp32_model(4096, Rounding::unknown)), ku / (1 - ku));
+  EXPECT_DOUBLE_EQ(sqrtk_u(fp32_model(4096, Rounding::toward_zero)), 64 * 0x1p-23);
 }
 
 TEST(ErrorStatsBound, Tf32ComputeOnFp32InputsAddsTheInputRounding) {
@@ -80,7 +80,7 @@ TEST(ErrorStatsBound, NarrowOutputAddsItsUnitRoundoff) {
 }
 
 TEST(ErrorStatsBound, AccumulatorUnitRoundoffOverride) {
-  BoundModel m = fp32_model(32, AccRounding::truncate);
+  BoundModel m = fp32_model(32, Rounding::toward_zero);
   m.input = m.compute = Format::e4m3;
   m.acc_unit_roundoff = 0x1p-13;
   const double ku = 32 * 0x1p-12;
@@ -91,7 +91,7 @@ TEST(ErrorStatsBound, AccumulatorUnitRoundoffOverride) {
 TEST(ErrorStatsBound, NoBoundWhenKuReachesOne) {
   EXPECT_EQ(gamma_bound_factor(fp32_model(1 << 24)), kInf);
   EXPECT_LT(gamma_bound_factor(fp32_model((1 << 24) - 1)), kInf);
-  EXPECT_EQ(gamma_bound_factor(fp32_model(1 << 23, AccRounding::truncate)), kInf);
+  EXPECT_EQ(gamma_bound_factor(fp32_model(1 << 23, Rounding::toward_zero)), kInf);
   BoundModel h = fp32_model(2048);
   h.input = h.compute = h.accumulator = h.output = Format::fp16;
   EXPECT_EQ(gamma_bound_factor(h), kInf);

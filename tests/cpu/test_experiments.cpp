@@ -9,8 +9,8 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "experiments/output.hpp"
-#include "experiments/plan.hpp"
+#include "experiments/report/files.hpp"
+#include "experiments/plan/plan.hpp"
 
 namespace fs = std::filesystem;
 using namespace gemmlab;

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "kernels/registry.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/summation_tree.hpp"
 #include "reference/tc_model.hpp"
@@ -30,6 +32,16 @@ int roundtrip(const SummationTree& t, SummationTree& out) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+}  // namespace
+
+
+namespace {
+// The numerics record of a registered kernel, when gemmlab can predict it bit for bit.
+std::optional<gemmlab::Numerics> order_of(const char* name) {
+  const gemmlab::Kernel* k = gemmlab::find_kernel(name);
+  if (k == nullptr || !k->numerics.predictable()) return std::nullopt;
+  return k->numerics;
+}
 }  // namespace
 
 TEST(SummationTreeReconstruct, KnownTreesComeBack) {
@@ -131,7 +143,6 @@ TEST(SummationTreeDescribe, LeafRanges) {
 
 TEST(SummationTreeExpected, KernelOrdersGiveTheirTrees) {
   using emulation::expected_tree;
-  using emulation::order_of;
   EXPECT_EQ(expected_tree(*order_of("sgemm_01_naive"), 32).canonical(), sequential_tree(32).canonical());
   EXPECT_EQ(expected_tree(*order_of("hgemm_mma_01_naive_in_mma"), 64).canonical(),
             blocked_tree(64, 16, true).canonical());
@@ -163,13 +174,14 @@ TEST(SummationTreeFprev, MaskingRevealsTheEmulatedOrder) {
       {"hgemm_mma_03b_pipeline_tile4x_128x256_s4_f16acc_in_mma", 64, 7, 6, 0, -24},
   };
   for (const Case& c : cases) {
-    emulation::KernelOrder o = *emulation::order_of(c.kernel);
-    tc::TcParams p;  // the H200 parameters of results/probes/README.md
-    p.input = tc::info(o.instruction).input;
-    p.output = tc::info(o.instruction).output;
+    const Numerics o = *order_of(c.kernel);
+    tc::TcParams p;  // the H200 parameters of results/probes/README.md (unused for fma)
+    const tc::Instruction ins = o.instruction.value_or(tc::Instruction::mma_m16n8k16_f16_f32);
+    p.input = tc::info(ins).input;
+    p.output = tc::info(ins).output;
     if (o.output == Format::fp16) {
       p.neab = 15;
-      p.output_rounding = tc::OutputRounding::nearest_even;
+      p.output_rounding = Rounding::nearest_even;
     }
     const double u = std::ldexp(1.0, c.ea_unit + c.eb_unit);
     std::vector<double> a(c.K), b(c.K);

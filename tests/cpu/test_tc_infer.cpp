@@ -22,7 +22,7 @@ std::vector<ProbeOutcome> synthesise(const TcParams& p, const InstructionInfo& i
   return out;
 }
 
-TcParams with(const InstructionInfo& ins, int block, int neab, AlignRounding ar, OutputRounding orr,
+TcParams with(const InstructionInfo& ins, int block, int neab, Rounding ar, Rounding orr,
               AlignReference ref = AlignReference::exponent_sum, bool cin = true, bool si = true, bool so = true) {
   TcParams p;
   p.input = ins.input;
@@ -70,39 +70,39 @@ TEST(TcInferProbes, AreRepresentableAndUnique) {
 
 TEST(TcInferRoundTrip, Fp16LiteratureLike) {
   const auto& ins = info(Instruction::mma_m16n8k16_f16_f32);
-  expect_round_trip(with(ins, 16, 2, AlignRounding::toward_zero, OutputRounding::toward_zero), ins);
+  expect_round_trip(with(ins, 16, 2, Rounding::toward_zero, Rounding::toward_zero), ins);
 }
 
 TEST(TcInferRoundTrip, Fp16TwosComplementBlock8) {
   const auto& ins = info(Instruction::mma_m16n8k16_f16_f32);
-  expect_round_trip(with(ins, 8, 3, AlignRounding::floor, OutputRounding::toward_zero,
+  expect_round_trip(with(ins, 8, 3, Rounding::floor, Rounding::toward_zero,
                          AlignReference::value_exponent), ins);
 }
 
 TEST(TcInferRoundTrip, Bf16NearestNoCJoinFlushes) {
   const auto& ins = info(Instruction::mma_m16n8k16_bf16_f32);
-  expect_round_trip(with(ins, 4, 1, AlignRounding::nearest_even, OutputRounding::nearest_even,
+  expect_round_trip(with(ins, 4, 1, Rounding::nearest_even, Rounding::nearest_even,
                          AlignReference::exponent_sum, false, false, false), ins);
 }
 
 TEST(TcInferRoundTrip, Tf32Block4) {
   const auto& ins = info(Instruction::mma_m16n8k8_tf32_f32);
-  expect_round_trip(with(ins, 4, 2, AlignRounding::toward_zero, OutputRounding::toward_zero), ins);
+  expect_round_trip(with(ins, 4, 2, Rounding::toward_zero, Rounding::toward_zero), ins);
 }
 
 TEST(TcInferRoundTrip, Fp16OutNearest) {
   const auto& ins = info(Instruction::mma_m16n8k16_f16_f16);
-  expect_round_trip(with(ins, 16, 15, AlignRounding::toward_zero, OutputRounding::nearest_even), ins);
+  expect_round_trip(with(ins, 16, 15, Rounding::toward_zero, Rounding::nearest_even), ins);
 }
 
 TEST(TcInferRoundTrip, Fp8NarrowAccumulator) {
   // 13 fraction bits kept (neab -10): the fp32 output rounding never sees more than 24 bits, so it
   // cannot be identified, and inference must say so rather than guess.
   const auto& ins = info(Instruction::mma_m16n8k32_e4m3_f32);
-  expect_round_trip(with(ins, 32, -10, AlignRounding::toward_zero, OutputRounding::toward_zero), ins,
+  expect_round_trip(with(ins, 32, -10, Rounding::toward_zero, Rounding::toward_zero), ins,
                     {"output_rounding"});
   const auto& ins2 = info(Instruction::mma_m16n8k32_e5m2_f32);
-  expect_round_trip(with(ins2, 16, -9, AlignRounding::floor, OutputRounding::toward_zero), ins2, {"output_rounding"});
+  expect_round_trip(with(ins2, 16, -9, Rounding::floor, Rounding::toward_zero), ins2, {"output_rounding"});
 }
 
 // The wgmma and wmma entries: one output of wgmma m64n8k16 (wmma 16x16x16) is the same k-term dot
@@ -135,7 +135,7 @@ TEST(TcInstructions, WgmmaAndWmmaShareTheMmaSyncProbes) {
 // mma_tile on a (64, 16) x (16, 8) wgmma tile: row i, column j is dot(row i of A, column j of B, C(i, j)).
 TEST(TcInstructions, WgmmaTileIsRowByColumnDots) {
   const InstructionInfo& ins = info(Instruction::wgmma_m64n8k16_f16_f32);
-  TcParams p = with(ins, 16, 2, AlignRounding::toward_zero, OutputRounding::toward_zero);
+  TcParams p = with(ins, 16, 2, Rounding::toward_zero, Rounding::toward_zero);
   std::vector<double> A(64 * 16), B(16 * 8), C(64 * 8);
   for (size_t i = 0; i < A.size(); ++i) A[i] = std::ldexp((double)((i * 37) % 23) - 11, -(int)(i % 9));
   for (size_t i = 0; i < B.size(); ++i) B[i] = std::ldexp((double)((i * 11) % 17) - 8, (int)(i % 5) - 2);

@@ -61,13 +61,13 @@ TEST(TcModelAlignment, RoundingOfShiftedOutBits) {
   auto tn = std::make_tuple(2, -0.75 * p2(-12), p2(-13));
   std::vector<std::tuple<int, double, double>> pos = {{0, 1.0, 1.0}, {1, -1.0, 1.0}, t};
   std::vector<std::tuple<int, double, double>> neg = {{0, 1.0, 1.0}, {1, -1.0, 1.0}, tn};
-  p.align_rounding = AlignRounding::toward_zero;
+  p.align_rounding = Rounding::toward_zero;
   EXPECT_EQ(run16(p, pos, 0.0), 0.0);
   EXPECT_EQ(run16(p, neg, 0.0), 0.0);  // magnitude truncation: -0.75 quantum -> 0
-  p.align_rounding = AlignRounding::floor;
+  p.align_rounding = Rounding::floor;
   EXPECT_EQ(run16(p, pos, 0.0), 0.0);
   EXPECT_EQ(run16(p, neg, 0.0), -p2(-25));  // two's complement: -0.75 quantum -> -1 quantum
-  p.align_rounding = AlignRounding::nearest_even;
+  p.align_rounding = Rounding::nearest_even;
   EXPECT_EQ(run16(p, pos, 0.0), p2(-25));
   EXPECT_EQ(run16(p, neg, 0.0), -p2(-25));
 }
@@ -76,15 +76,15 @@ TEST(TcModelOutput, TruncationAndNearestEvenDiffer) {
   // 1 + 3 * 2^-25 = 1 + 1.5 ulp(fp32)/2... : exact sum 1 + 2^-24 + 2^-25, fp32 ulp at 1 is 2^-23.
   auto p = fp16_fp32(16, 2);
   std::vector<std::tuple<int, double, double>> t = {{0, 1.0, 1.0}, {1, 0.75, p2(-23)}};
-  p.output_rounding = OutputRounding::toward_zero;
+  p.output_rounding = Rounding::toward_zero;
   EXPECT_EQ(run16(p, t, 0.0), 1.0);
-  p.output_rounding = OutputRounding::nearest_even;
+  p.output_rounding = Rounding::nearest_even;
   EXPECT_EQ(run16(p, t, 0.0), 1 + p2(-23));
   // a carry: 1.5 + 1.5 + 3 * 2^-23 = 3 + 2^-22 + 2^-23, ulp 2^-22 above 2: RZ 3 + 2^-22, RNE tie -> 3 + 2^-21
   std::vector<std::tuple<int, double, double>> c = {{0, 1.5, 1.0}, {1, 1.5, 1.0}, {2, 0.75, p2(-21)}};
-  p.output_rounding = OutputRounding::toward_zero;
+  p.output_rounding = Rounding::toward_zero;
   EXPECT_EQ(run16(p, c, 0.0), 3 + p2(-22));
-  p.output_rounding = OutputRounding::nearest_even;
+  p.output_rounding = Rounding::nearest_even;
   EXPECT_EQ(run16(p, c, 0.0), 3 + p2(-21));
 }
 
@@ -170,10 +170,10 @@ TEST(TcModelSpecials, NanAndInfinity) {
 TEST(TcModelFp16Output, RoundsToHalf) {
   TcParams p = fp16_fp32(16, 14);
   p.output = Format::fp16;
-  p.output_rounding = OutputRounding::nearest_even;
+  p.output_rounding = Rounding::nearest_even;
   // 1 + 2^-11 + 2^-12 -> RNE 1 + 2^-10 in fp16
   EXPECT_EQ(run16(p, {{0, 1.0, 1.0}, {1, p2(-11), 1.0}, {2, p2(-12), 1.0}}, 0.0), 1 + p2(-10));
-  p.output_rounding = OutputRounding::toward_zero;
+  p.output_rounding = Rounding::toward_zero;
   EXPECT_EQ(run16(p, {{0, 1.0, 1.0}, {1, p2(-11), 1.0}, {2, p2(-12), 1.0}}, 0.0), 1.0);
   // fp16 subnormal C 2^-24 passes through
   EXPECT_EQ(run16(p, {}, p2(-24)), p2(-24));
@@ -190,8 +190,8 @@ TEST(TcModelFormats, EncodeDecodeRoundTrip) {
   EXPECT_EQ(to_bits(Format::bf16, 1.0), 0x3f80u);
   EXPECT_EQ(to_bits(Format::e4m3, 448.0), 0x7eu);
   EXPECT_EQ(to_bits(Format::e5m2, 57344.0), 0x7bu);
-  EXPECT_EQ(round_to_format(Format::fp32, 1 + p2(-24) + p2(-40), OutputRounding::toward_zero), 1.0);
-  EXPECT_EQ(round_to_format(Format::fp32, 1 + p2(-24) + p2(-40), OutputRounding::nearest_even), 1 + p2(-23));
+  EXPECT_EQ(round_to_format(Format::fp32, 1 + p2(-24) + p2(-40), Rounding::toward_zero), 1.0);
+  EXPECT_EQ(round_to_format(Format::fp32, 1 + p2(-24) + p2(-40), Rounding::nearest_even), 1 + p2(-23));
 }
 
 TEST(TcModelTile, AppliesTheDotToEveryEntry) {

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "experiments/gpu_runner.hpp"
+#include "experiments/device/runner.hpp"
 #include "kernels/registry.hpp"
 #include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
@@ -52,16 +52,16 @@ struct Checked {
 inline Checked run_and_check(const Kernel& k, int M, int N, int K, const std::string& dist,
                              std::uint64_t seed = 1) {
   Distribution d = parse_distribution(dist);
-  Matrix A = generate(d, Operand::A, M, K, k.input, seed);
-  Matrix B = generate(d, Operand::B, K, N, k.input, seed);
+  Matrix A = generate(d, Operand::A, M, K, k.numerics.input, seed);
+  Matrix B = generate(d, Operand::B, K, N, k.numerics.input, seed);
   TimingOptions opt;
   opt.warmup = 0;
   opt.reps = 1;
   opt.flush_l2 = false;
   Checked out;
   out.run = run_kernel(k, A, B, opt);
-  out.ref = exact_gemm(A, B, k.output);
-  out.stats = compute_error_stats(out.run.c, out.ref, bound_model(k, K));
+  out.ref = exact_gemm(A, B, k.numerics.output);
+  out.stats = compute_error_stats(out.run.c, out.ref, bound_model(k.numerics, K));
   // A check against an infinite bound (K u_eff >= 1) could not fail: refuse it.
   if (!std::isfinite(out.stats.gamma_bound))
     ADD_FAILURE() << k.name << " at K=" << K << " has no finite gamma_K bound (K u_eff >= 1): choose a smaller K for this test";

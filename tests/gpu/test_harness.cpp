@@ -68,8 +68,8 @@ TEST(GpuHarness, TimingRecordsEveryRepetition) {
   const Kernel& k = kernel("cublas_gemmex_fp16_f32");
   GEMMLAB_REQUIRE_KERNEL(k);
   Distribution d = parse_distribution("uniform_0_1");
-  Matrix A = generate(d, Operand::A, 256, 256, k.input, 1);
-  Matrix B = generate(d, Operand::B, 256, 256, k.input, 1);
+  Matrix A = generate(d, Operand::A, 256, 256, k.numerics.input, 1);
+  Matrix B = generate(d, Operand::B, 256, 256, k.numerics.input, 1);
   TimingOptions opt;
   opt.warmup = 2;
   opt.reps = 7;

@@ -2,8 +2,8 @@
 // against the exact reference with its analytic bound on several sizes (non-square multiples of the
 // tile, a partial last promotion interval, more tiles than SMs with a partial super_M group), exact
 // results on integer inputs, and rejected sizes. Skipped with the reason where the GPU or the build
-// cannot run them. The DISABLED_ tests are the benchmark and the fp8 promotion experiment (run with
-// --gtest_also_run_disabled_tests); they print a table and write CSV to $GEMMLAB_BENCH_DIR if set.
+// cannot run them. The benchmark and the fp8 promotion experiment are suites
+// (experiments/suites/hopper_series.toml, fp8_promotion.toml), run by `gemmlab run`.
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -141,93 +141,6 @@ TEST(HopperSanitizer, OneVariantPerStepSmall) {
   }
 }
 
-FILE* open_csv(const char* file, const char* header) {
-  const char* dir = std::getenv("GEMMLAB_BENCH_DIR");
-  if (!dir) return nullptr;
-  FILE* f = std::fopen((std::string(dir) + "/" + file).c_str(), "w");
-  if (f) std::fprintf(f, "%s\n", header);
-  return f;
-}
-
-// Benchmark: every Hopper variant and the library baselines at 4096^3 and 8192^3, one run, median of
-// 15 repetitions (L2 flushed, C poisoned), ratio to cuBLAS fp16->fp32 and to the same-format baseline.
-TEST(HopperBench, DISABLED_SeriesVsCublas) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  const Kernel* c16 = find_kernel("cublas_gemmex_fp16_f32");
-  const Kernel* cbf = find_kernel("cublas_gemmex_bf16_f32");
-  ASSERT_TRUE(c16 && cbf);
-  GEMMLAB_REQUIRE_KERNEL(*hopper_kernels().front());
-  std::vector<const Kernel*> ks = {c16, cbf};
-  for (const Kernel* k : fp8_baselines()) ks.push_back(k);
-  for (const Kernel* k : hopper_kernels()) ks.push_back(k);
-  FILE* csv = open_csv("hopper_bench.csv", "kernel,M,N,K,time_ms,time_ms_min,time_ms_max,tflops,ratio_cublas_fp16,ratio_cublas_same_format,gpu");
-  const std::string gpu = query_device().name;
-  std::printf("\n%-58s %6s %9s %8s %8s %8s\n", "kernel", "size", "time_ms", "TFLOP/s", "x_fp16", "x_same");
-  for (int n : {4096, 8192}) {
-    std::map<Format, std::pair<Matrix, Matrix>> inputs;
-    std::map<std::string, double> t;
-    const char* only = std::getenv("GEMMLAB_BENCH_ONLY");  // substring filter on kernel names (baselines always run)
-    for (const Kernel* k : ks) {
-      if (only && std::string(k->family) == "hopper" && std::string(k->name).find(only) == std::string::npos) continue;
-      if (!check_size(*k, n, n, n).empty() || !hardware_support(*k, query_device()).empty()) continue;
-      if (!inputs.count(k->input)) {
-        Distribution d = parse_distribution("uniform_-1_1");
-        inputs.emplace(k->input, std::make_pair(generate(d, Operand::A, n, n, k->input, 1),
-                                                generate(d, Operand::B, n, n, k->input, 1)));
-      }
-      auto& ab = inputs.at(k->input);
-      TimingOptions opt;
-      opt.warmup = 5;
-      opt.reps = 15;
-      KernelRun run = run_kernel(*k, ab.first, ab.second, opt);
-      EXPECT_EQ(run.unwritten, 0) << k->name;
-      t[k->name] = run.time_ms_median;
-      const double r16 = t.count(c16->name) ? t[c16->name] / run.time_ms_median : 0;
-      const char* same = k->input == Format::bf16 ? cbf->name
-                         : (k->input == Format::e4m3 || k->input == Format::e5m2) ? "cublaslt_fp8_e4m3_f32_fast_accum"
-                                                                                  : c16->name;
-      const double rs = t.count(same) ? t[same] / run.time_ms_median : 0;
-      std::printf("%-58s %6d %9.4f %8.1f %8.3f %8.3f\n", k->name, n, run.time_ms_median, run.tflops, r16, rs);
-      if (csv)
-        std::fprintf(csv, "%s,%d,%d,%d,%.6f,%.6f,%.6f,%.3f,%.4f,%.4f,%s\n", k->name, n, n, n, run.time_ms_median,
-                     run.time_ms_min, run.time_ms_max, run.tflops, r16, rs, gpu.c_str());
-      std::fflush(stdout);
-    }
-  }
-  if (csv) std::fclose(csv);
-}
-
-// The fp8 promotion experiment: error statistics of every fp8 variant against the exact reference as
-// K grows (M = N = 256), beside cuBLASLt with and without fast accumulation.
-TEST(HopperBench, DISABLED_Fp8Promotion) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  GEMMLAB_REQUIRE_KERNEL(*hopper_kernels().front());
-  std::vector<const Kernel*> ks = fp8_baselines();
-  for (const Kernel* k : hopper_kernels())
-    if (k->input == Format::e4m3 || k->input == Format::e5m2) ks.push_back(k);
-  FILE* csv = open_csv("fp8_promotion.csv",
-                       "kernel,input,accumulation,promotion_interval_k,distribution,M,N,K,seed,rel_mean,rel_mean_ci95,"
-                       "rel_std,rel_max_abs,normwise,componentwise,gamma_bound,within_bound");
-  std::printf("\n%-58s %6s %12s %12s %12s %12s\n", "kernel", "K", "bias", "spread", "max_rel", "normwise");
-  for (const char* dist : {"uniform_0_1", "normal_0_1"}) {
-    for (int K : {512, 1024, 2048, 4096, 8192, 16384}) {
-      for (const Kernel* k : ks) {
-        auto r = testing::run_and_check(*k, 256, 256, K, dist, 21);
-        const auto& s = r.stats;
-        if (std::string(dist) == "uniform_0_1")
-          std::printf("%-58s %6d %12.3e %12.3e %12.3e %12.3e\n", k->name, K, s.rel_mean, s.rel_std, s.rel_max_abs,
-                      s.normwise);
-        if (csv)
-          std::fprintf(csv, "%s,%s,%s,%d,%s,256,256,%d,21,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%.6e,%d\n", k->name,
-                       info(k->input).name, to_string(k->accumulation), k->promotion_interval_k, dist, K, s.rel_mean,
-                       s.rel_mean_ci95, s.rel_std, s.rel_max_abs, s.normwise, s.componentwise, s.gamma_bound,
-                       int(s.within_bound));
-      }
-    }
-  }
-  if (csv) std::fclose(csv);
-}
-
 // Step 6 (hgemm_wgmma_06_*, TMA-store epilogue) on its own, so a device run can check just it:
 // bounds on the three sizes, exact integers, and a small size for compute-sanitizer.
 // The kernels of one step (name prefix "hgemm_wgmma_0N_"), so a device run can check just that step.
@@ -279,53 +192,6 @@ TEST(HopperStep6, SanitizerSmall) {
   check_step_small(ks, 3, 2, 3);
 }
 
-// Step 6 against cuBLAS and step 4's fastest in one run: 4096^3 and 8192^3, median of
-// GEMMLAB_BENCH_REPS (default 21) repetitions; CSV hopper_step6_bench.csv to $GEMMLAB_BENCH_DIR.
-TEST(HopperBench, DISABLED_Step6VsCublas) {
-  GEMMLAB_REQUIRE_FAMILY("hopper");
-  const Kernel* c16 = find_kernel("cublas_gemmex_fp16_f32");
-  const Kernel* cbf = find_kernel("cublas_gemmex_bf16_f32");
-  ASSERT_TRUE(c16 && cbf);
-  GEMMLAB_REQUIRE_KERNEL(*hopper_kernels().front());
-  std::vector<const Kernel*> ks = {c16, cbf};
-  for (const char* n : {"hgemm_wgmma_04_persistent_sm16_fp16_in_wgmma", "hgemm_wgmma_04_persistent_sm16_bf16_in_wgmma"})
-    if (const Kernel* k = find_kernel(n)) ks.push_back(k);
-  for (const Kernel* k : step_kernels("hgemm_wgmma_06_")) ks.push_back(k);
-  const int reps = std::getenv("GEMMLAB_BENCH_REPS") ? std::atoi(std::getenv("GEMMLAB_BENCH_REPS")) : 21;
-  FILE* csv = open_csv("hopper_step6_bench.csv",
-                       "kernel,M,N,K,reps,time_ms,time_ms_min,time_ms_max,tflops,ratio_cublas_fp16,ratio_cublas_same_format,gpu");
-  const std::string gpu = query_device().name;
-  std::printf("\n%-58s %6s %9s %8s %8s %8s\n", "kernel", "size", "time_ms", "TFLOP/s", "x_fp16", "x_same");
-  for (int n : {4096, 8192}) {
-    std::map<Format, std::pair<Matrix, Matrix>> inputs;
-    std::map<std::string, double> t;
-    for (const Kernel* k : ks) {
-      if (!check_size(*k, n, n, n).empty() || !hardware_support(*k, query_device()).empty()) continue;
-      if (!inputs.count(k->input)) {
-        Distribution d = parse_distribution("uniform_-1_1");
-        inputs.emplace(k->input, std::make_pair(generate(d, Operand::A, n, n, k->input, 1),
-                                                generate(d, Operand::B, n, n, k->input, 1)));
-      }
-      auto& ab = inputs.at(k->input);
-      TimingOptions opt;
-      opt.warmup = 5;
-      opt.reps = reps;
-      KernelRun run = run_kernel(*k, ab.first, ab.second, opt);
-      EXPECT_EQ(run.unwritten, 0) << k->name;
-      t[k->name] = run.time_ms_median;
-      const double r16 = t.count(c16->name) ? t[c16->name] / run.time_ms_median : 0;
-      const char* same = k->input == Format::bf16 ? cbf->name : c16->name;
-      const double rs = t.count(same) ? t[same] / run.time_ms_median : 0;
-      std::printf("%-58s %6d %9.4f %8.1f %8.3f %8.3f\n", k->name, n, run.time_ms_median, run.tflops, r16, rs);
-      if (csv)
-        std::fprintf(csv, "%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.3f,%.4f,%.4f,%s\n", k->name, n, n, n, reps,
-                     run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, r16, rs, gpu.c_str());
-      std::fflush(stdout);
-    }
-  }
-  if (csv) std::fclose(csv);
-}
-
 // Step 7 (hgemm_wgmma_07_*, clusters of 2 with B multicast) on its own: bounds on the three sizes
 // (the third, 18 x 8 tiles, has more cluster tiles than co-resident clusters), exact integers, and a
 // small size for compute-sanitizer (4 x 2 tiles: two clusters, each with a partner).
@@ -374,8 +240,8 @@ TEST(HopperStep8, StreamKBitIdenticalAcrossLaunches) {
     EXPECT_EQ(first.run.unwritten, 0);
     EXPECT_TRUE(first.stats.within_bound);
     Distribution d = parse_distribution("uniform_-1_1");
-    Matrix A = generate(d, Operand::A, M, K, k->input, 11);
-    Matrix B = generate(d, Operand::B, K, N, k->input, 11);
+    Matrix A = generate(d, Operand::A, M, K, k->numerics.input, 11);
+    Matrix B = generate(d, Operand::B, K, N, k->numerics.input, 11);
     TimingOptions opt;
     opt.warmup = 2;  // more launches in between: each uses a new flag epoch
     opt.reps = 1;
@@ -419,8 +285,8 @@ void expect_bit_identical_to_step7(const char* step) {
     const int M = 4096, N = 1536, K = 1024;
     for (const char* dist : {"uniform_0_1", "normal_0_1"}) {
       Distribution d = parse_distribution(dist);
-      Matrix A = generate(d, Operand::A, M, K, k->input, 21);
-      Matrix B = generate(d, Operand::B, K, N, k->input, 21);
+      Matrix A = generate(d, Operand::A, M, K, k->numerics.input, 21);
+      Matrix B = generate(d, Operand::B, K, N, k->numerics.input, 21);
       TimingOptions opt;
       opt.warmup = 0;
       opt.reps = 1;

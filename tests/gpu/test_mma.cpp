@@ -1,7 +1,7 @@
 // GPU tests of the mma.sync series (kernels/mma): every variant against the exact reference with
 // its analytic bound, exact results on exactly-representable data, in_mma vs external really
-// differing on U[0,1) data, size rejection; and a disabled 4096^3 benchmark against cuBLAS
-// (run with --gtest_also_run_disabled_tests --gtest_filter=MmaBench.*).
+// differing on U[0,1) data, size rejection. The 4096^3 benchmark against cuBLAS is the suite
+// experiments/suites/mma_series.toml.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,15 +30,15 @@ const Kernel& kernel(const std::string& name) {
 }
 
 // fp16 accumulators overflow the bound's validity (K u_eff < 1) and lose integers above 2048 sooner.
-bool fp16_acc(const Kernel& k) { return k.accumulator == Format::fp16; }
+bool fp16_acc(const Kernel& k) { return k.numerics.accumulator == Format::fp16; }
 
 TEST(MmaKernels, FamilyIsRegistered) {
   GEMMLAB_REQUIRE_FAMILY("mma");
   EXPECT_GE(family("mma").size(), 20u);
   for (const Kernel* k : family("mma")) {
     EXPECT_EQ(std::string(k->name).rfind("hgemm_mma_", 0), 0u) << k->name;
-    if (k->accumulation == Accumulation::promoted) EXPECT_GT(k->promotion_interval_k, 0) << k->name;
-    EXPECT_EQ(k->acc_rounding, AccRounding::truncate) << k->name;
+    if (k->numerics.accumulation == Accumulation::promoted) EXPECT_GT(k->numerics.promotion_interval_k, 0) << k->name;
+    EXPECT_EQ(k->numerics.accumulation_rounding, Rounding::toward_zero) << k->name;
   }
 }
 
@@ -87,7 +87,7 @@ TEST(MmaAccumulation, InMmaDiffersFromExternal) {
   GEMMLAB_REQUIRE_GPU();
   int pairs = 0;
   for (const Kernel* k : family("mma")) {
-    if (k->accumulation != Accumulation::in_mma || fp16_acc(*k)) continue;
+    if (k->numerics.accumulation != Accumulation::in_mma || fp16_acc(*k)) continue;
     std::string ext = k->name;
     ext.replace(ext.rfind("in_mma"), 6, "external");
     const Kernel* e = find_kernel(ext);
@@ -130,52 +130,6 @@ TEST(MmaKernels, RejectsSizesOffTheTile) {
     EXPECT_FALSE(check_size(*k, k->m_multiple, k->n_multiple, k->k_multiple + 8).empty()) << k->name;
     EXPECT_TRUE(check_size(*k, 2 * k->m_multiple, 3 * k->n_multiple, 4 * k->k_multiple).empty()) << k->name;
   }
-}
-
-// 4096^3 table: every mma and wmma variant and cuBLAS fp16 -> fp32 in the same process. Disabled by
-// default (it times, it does not test). GEMMLAB_BENCH_CSV=<file> also writes the rows as CSV.
-TEST(MmaBench, DISABLED_Table4096) {
-  GEMMLAB_REQUIRE_FAMILY("mma");
-  GEMMLAB_REQUIRE_GPU();
-  const int S = std::getenv("GEMMLAB_BENCH_SIZE") ? std::atoi(std::getenv("GEMMLAB_BENCH_SIZE")) : 4096;
-  Distribution d = parse_distribution("uniform_-1_1");
-  TimingOptions opt;
-  opt.warmup = 3;
-  opt.reps = 20;
-  std::vector<const Kernel*> ks = {&kernel("cublas_gemmex_fp16_f32"), &kernel("cublas_gemmex_bf16_f32"),
-                                   &kernel("cublas_gemmex_fp16_f16")};
-  for (const char* fam : {"mma", "wmma"})
-    for (const Kernel* k : family(fam)) ks.push_back(k);
-  ks.push_back(&kernel("cublas_gemmex_fp16_f32"));  // again at the end: drift check
-  Matrix A16 = generate(d, Operand::A, S, S, Format::fp16, 1), B16 = generate(d, Operand::B, S, S, Format::fp16, 1);
-  Matrix Abf = generate(d, Operand::A, S, S, Format::bf16, 1), Bbf = generate(d, Operand::B, S, S, Format::bf16, 1);
-  const auto& dev = query_device();
-  std::FILE* csv = nullptr;
-  if (const char* p = std::getenv("GEMMLAB_BENCH_CSV")) {
-    csv = std::fopen(p, "w");
-    if (csv) std::fprintf(csv, "kernel,accumulation,M,N,K,time_ms_median,time_ms_min,tflops,ratio_cublas,gpu\n");
-  }
-  double cublas_ms = 0;
-  std::vector<std::string> lines;
-  for (const Kernel* k : ks) {
-    if (!hardware_support(*k, dev).empty() || !check_size(*k, S, S, S).empty()) continue;
-    const bool bf = k->input == Format::bf16;
-    KernelRun r = run_kernel(*k, bf ? Abf : A16, bf ? Bbf : B16, opt);
-    if (cublas_ms == 0) cublas_ms = r.time_ms_median;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%-56s %-9s %8.4f ms %7.1f TFLOP/s %6.3fx", k->name, to_string(k->accumulation),
-                  r.time_ms_median, r.tflops, cublas_ms / r.time_ms_median);
-    lines.push_back(buf);
-    std::printf("%s\n", buf);
-    EXPECT_EQ(r.unwritten, 0) << k->name;
-    if (csv)
-      std::fprintf(csv, "%s,%s,%d,%d,%d,%.5f,%.5f,%.2f,%.4f,%s\n", k->name, to_string(k->accumulation), S, S, S,
-                   r.time_ms_median, r.time_ms_min, r.tflops, cublas_ms / r.time_ms_median, dev.name.c_str());
-  }
-  if (csv) std::fclose(csv);
-  std::printf("\n== %d^3 on %s, median of %d (ratio = first cublas_gemmex_fp16_f32 / kernel) ==\n", S,
-              dev.name.c_str(), opt.reps);
-  for (const auto& l : lines) std::printf("%s\n", l.c_str());
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // GPU tests of the CUDA-core SGEMM series (kernels/simt, Boehm's kernels 1-11): every variant bit for
 // bit against sgemm_01_naive (all of them keep its order: one fp32 FMA per k, increasing k, from +0),
 // every variant against the exact reference with its analytic bound, exact results on exactly
-// representable data, and size rejection. Disabled by default: a 4096^3 benchmark against cuBLAS fp32
-// pedantic and the tuner (run with --gtest_also_run_disabled_tests --gtest_filter=SimtBench.*).
+// representable data, and size rejection. The 4096^3 benchmark against cuBLAS fp32 pedantic is the
+// suite experiments/suites/simt_series.toml; the tuner is `gemmlab tune`.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/tune_sgemm.hpp"
+#include "experiments/device/tune_sgemm.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
@@ -65,10 +65,10 @@ TEST(SimtKernels, FamilyIsRegistered) {
   ASSERT_EQ(ks.size(), 11u) << "sgemm_01 .. sgemm_11";
   for (const Kernel* k : ks) {
     EXPECT_EQ(std::string(k->name).rfind("sgemm_", 0), 0u) << k->name;
-    EXPECT_EQ(k->accumulation, Accumulation::fma) << k->name;
-    EXPECT_EQ(k->acc_rounding, AccRounding::nearest) << k->name;
-    EXPECT_EQ(k->input, Format::fp32) << k->name;
-    EXPECT_EQ(k->output, Format::fp32) << k->name;
+    EXPECT_EQ(k->numerics.accumulation, Accumulation::fma) << k->name;
+    EXPECT_EQ(k->numerics.accumulation_rounding, Rounding::nearest_even) << k->name;
+    EXPECT_EQ(k->numerics.input, Format::fp32) << k->name;
+    EXPECT_EQ(k->numerics.output, Format::fp32) << k->name;
   }
 }
 
@@ -159,70 +159,6 @@ TEST(SimtKernels, UnfitSizesRejected) {
     }
   }
   EXPECT_NE(check_size(kernel("sgemm_10_warptiling"), 4096, 4096, 4100), "");
-}
-
-// Benchmark at 4096^3 (or GEMMLAB_BENCH_SIZE): every simt kernel and cuBLAS fp32 pedantic in one run,
-// median of GEMMLAB_BENCH_REPS (default 20) repetitions through run_kernel; writes a CSV to
-// GEMMLAB_BENCH_CSV when set. Not a unit test: disabled unless asked for.
-TEST(SimtBench, DISABLED_Simt4096) {
-  GEMMLAB_REQUIRE_FAMILY("simt");
-  GEMMLAB_REQUIRE_GPU();
-  const int n = std::getenv("GEMMLAB_BENCH_SIZE") ? std::atoi(std::getenv("GEMMLAB_BENCH_SIZE")) : 4096;
-  const int reps = std::getenv("GEMMLAB_BENCH_REPS") ? std::atoi(std::getenv("GEMMLAB_BENCH_REPS")) : 20;
-  const Distribution d = parse_distribution("uniform_-1_1");
-  const Matrix A = generate(d, Operand::A, n, n, Format::fp32, 1);
-  const Matrix B = generate(d, Operand::B, n, n, Format::fp32, 1);
-  TimingOptions opt;
-  opt.warmup = 3;
-  opt.reps = reps;
-  std::vector<const Kernel*> ks = {&kernel("cublas_gemmex_fp32_pedantic")};
-  for (const Kernel* k : simt_kernels()) ks.push_back(k);
-  struct Row {
-    std::string name;
-    double ms, ms_min, ms_max, tflops;
-    long long mismatches;
-  };
-  std::vector<Row> rows;
-  std::vector<double> naive_c;
-  for (const Kernel* k : ks) {
-    if (!check_size(*k, n, n, n).empty() || !hardware_support(*k, query_device()).empty()) continue;
-    KernelRun run = run_kernel(*k, A, B, opt);
-    long long mism = -1;
-    if (std::string(k->name) == "sgemm_01_naive") naive_c = run.c;
-    if (!naive_c.empty() && std::string(k->family) == "simt") {
-      mism = 0;
-      for (std::size_t i = 0; i < run.c.size(); ++i) mism += bits(run.c[i]) != bits(naive_c[i]);
-    }
-    rows.push_back({k->name, run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, mism});
-    EXPECT_EQ(run.unwritten, 0) << k->name;
-  }
-  ASSERT_FALSE(rows.empty());
-  const double cublas_ms = rows.front().ms;
-  std::string csv = "kernel,gpu,M,N,K,reps,time_ms_median,time_ms_min,time_ms_max,tflops,ratio_to_cublas_pedantic,"
-                    "mismatches_vs_naive\n";
-  std::printf("\n%s, %dx%dx%d, uniform_-1_1, median of %d reps\n", query_device().name.c_str(), n, n, n, reps);
-  std::printf("%-28s %10s %10s %8s %9s %10s\n", "kernel", "time_ms", "min_ms", "tflops", "x_cublas", "bit_diff");
-  for (const Row& r : rows) {
-    std::printf("%-28s %10.3f %10.3f %8.2f %9.3f %10lld\n", r.name.c_str(), r.ms, r.ms_min, r.tflops, cublas_ms / r.ms,
-                r.mismatches);
-    char line[512];
-    std::snprintf(line, sizeof line, "%s,%s,%d,%d,%d,%d,%.6f,%.6f,%.6f,%.4f,%.4f,%lld\n", r.name.c_str(),
-                  query_device().name.c_str(), n, n, n, reps, r.ms, r.ms_min, r.ms_max, r.tflops, cublas_ms / r.ms,
-                  r.mismatches);
-    csv += line;
-  }
-  if (const char* path = std::getenv("GEMMLAB_BENCH_CSV")) std::ofstream(path) << csv;
-}
-
-// The tuner (`gemmlab tune`) without the CLI: GEMMLAB_TUNE_SIZE (4096), GEMMLAB_TUNE_REPS (10),
-// GEMMLAB_TUNE_HEADER (where to write the winner; unset: print only).
-TEST(SimtBench, DISABLED_Tune) {
-  GEMMLAB_REQUIRE_FAMILY("simt");
-  GEMMLAB_REQUIRE_GPU();
-  const int n = std::getenv("GEMMLAB_TUNE_SIZE") ? std::atoi(std::getenv("GEMMLAB_TUNE_SIZE")) : 4096;
-  const int reps = std::getenv("GEMMLAB_TUNE_REPS") ? std::atoi(std::getenv("GEMMLAB_TUNE_REPS")) : 10;
-  const char* header = std::getenv("GEMMLAB_TUNE_HEADER");
-  EXPECT_EQ(tune_sgemm(n, n, n, reps, header ? header : ""), 0);
 }
 
 }  // namespace

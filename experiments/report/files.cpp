@@ -1,4 +1,4 @@
-#include "experiments/output.hpp"
+#include "experiments/report/files.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "experiments/plan.hpp"
+#include "experiments/plan/plan.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,6 +1,6 @@
 // `gemmlab tune`: times a grid of shapes of the CUDA-core SGEMM templates with the harness's one
 // timing helper (run_kernel) and records the winner for sgemm_09_autotuned.
-#include "experiments/tune_sgemm.hpp"
+#include "experiments/device/tune_sgemm.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "experiments/gpu_runner.hpp"
+#include "experiments/device/runner.hpp"
 #include "kernels/registry.hpp"
 #include "kernels/simt/sgemm_09_autotuned.cuh"
 #include "kernels/simt/sgemm_10_warptiling.cuh"

@@ -26,10 +26,11 @@
 #include <thread>
 #include <vector>
 
-#include "experiments/probe.hpp"
+#include "experiments/device/probe.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "reference/tc_infer.hpp"
+#include "reference/rng.hpp"
 #include "reference/tc_model.hpp"
 
 namespace gemmlab {
@@ -303,16 +304,6 @@ std::string csv_field(const std::string& s) {
 
 // Random tiles for validation, from several distributions (tile index picks one), exact in the
 // input format. splitmix64 per tile, so tiles are independent of batching and threads.
-struct SplitMix {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (next() >> 11) * 0x1.0p-53; }
-};
 
 const char* kDistributions[] = {"uniform01", "uniform11", "normal", "wide_exponent", "cancellation", "subnormal", "integers"};
 
@@ -324,7 +315,7 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
   const FormatInfo &fi = gemmlab::info(I.input), &fo = gemmlab::info(I.output);
   auto in = [&](double x) {
     x = std::clamp(x, -fi.max_finite, fi.max_finite);
-    return tc::round_to_format(I.input, x, tc::OutputRounding::nearest_even);
+    return tc::round_to_format(I.input, x, Rounding::nearest_even);
   };
   auto gen = [&]() -> double {
     switch (dist) {
@@ -370,7 +361,7 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
     std::uint64_t m = r.next() % 4;
     double v = m == 0 ? 0.0 : (dist == 3 || dist == 5 ? gen() : 2 * r.uniform() - 1) * (m == 3 ? 16.0 : 1.0);
     if (dist == 5 && m == 1) v = std::ldexp((double)(1 + r.next() % 7), fo.emin - fo.precision + 1);
-    x = tc::round_to_format(I.output, std::clamp(v, -fo.max_finite, fo.max_finite), tc::OutputRounding::nearest_even);
+    x = tc::round_to_format(I.output, std::clamp(v, -fo.max_finite, fo.max_finite), Rounding::nearest_even);
   }
 }
 

@@ -3,7 +3,7 @@
 // Per repetition: L2 flushed (a memset over twice the L2), C poisoned with NaN (all-ones bytes are
 // NaN in fp32, fp16, bf16, e4m3 and e5m2), then CUDA events around the launch alone. Warm-up
 // launches first. Every repetition's time is kept; the median is what the CSV reports.
-#include "experiments/gpu_runner.hpp"
+#include "experiments/device/runner.hpp"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -162,9 +162,9 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
 
   // Inputs in the kernel's format and layouts: converted here, outside anything timed.
-  auto hA = pack(A, k.input, k.layout_a);
-  auto hB = pack(B, k.input, k.layout_b);
-  const std::size_t c_bytes = static_cast<std::size_t>(M) * N * storage_bytes(k.output);
+  auto hA = pack(A, k.numerics.input, k.layout_a);
+  auto hB = pack(B, k.numerics.input, k.layout_b);
+  const std::size_t c_bytes = static_cast<std::size_t>(M) * N * storage_bytes(k.numerics.output);
   DeviceBuffer dA(hA.size()), dB(hB.size()), dC(c_bytes), dW(k.workspace_bytes);
   const std::size_t flush_bytes = opt.flush_l2 ? std::max<std::size_t>(2 * dev.l2_bytes, 8u << 20) : 0;
   DeviceBuffer dFlush(flush_bytes);
@@ -228,7 +228,7 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
 
   std::vector<unsigned char> hC(c_bytes);
   GEMMLAB_CUDA_CHECK(cudaMemcpy(hC.data(), dC.p, c_bytes, cudaMemcpyDeviceToHost));
-  run.c = unpack(hC, k.output, static_cast<std::size_t>(M) * N);
+  run.c = unpack(hC, k.numerics.output, static_cast<std::size_t>(M) * N);
   run.unwritten = std::count_if(run.c.begin(), run.c.end(), [](double x) { return std::isnan(x); });
   return run;
 }
@@ -280,6 +280,24 @@ SoftwareVersions software_versions() {
     v.driver = "unknown";
   }
   return v;
+}
+
+namespace {
+class GpuDevice final : public Device {
+ public:
+  const DeviceInfo& info() override { return query_device(); }
+  SoftwareVersions software() override { return software_versions(); }
+  std::string hardware_support(const Kernel& k) override { return gemmlab::hardware_support(k, query_device()); }
+  KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt) override {
+    return run_kernel(k, A, B, opt);
+  }
+  int sm_clock_mhz() override { return current_sm_clock_mhz(); }
+};
+}  // namespace
+
+Device& gpu_device() {
+  static GpuDevice device;
+  return device;
 }
 
 }  // namespace gemmlab

@@ -1,5 +1,5 @@
 // `gemmlab order` (FPRev masking) on the GPU; see order.hpp.
-#include "experiments/order.hpp"
+#include "experiments/device/order.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -9,8 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "experiments/gpu_runner.hpp"
-#include "experiments/output.hpp"
+#include "experiments/device/runner.hpp"
+#include "experiments/report/files.hpp"
 #include "kernels/registry.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/summation_tree.hpp"
@@ -53,7 +53,7 @@ struct Masks {
 // made of normal numbers while the margin stays >= 2^30 (a tensor core keeps 25 fraction bits,
 // fp32 24), and never below what the output can hold exactly as n u for every n <= K.
 Masks choose_masks(const Kernel& k, int K) {
-  const Format in[2] = {k.input, k.compute};
+  const Format in[2] = {k.numerics.input, k.numerics.compute};
   int e_in_max = 1 << 20, e_in_min_norm = -(1 << 20), e_in_min_sub = -(1 << 20);
   for (Format f : in) {
     const FormatInfo& ff = gemmlab::info(f);
@@ -62,7 +62,7 @@ Masks choose_masks(const Kernel& k, int K) {
     e_in_min_sub = std::max(e_in_min_sub, min_subnormal_exponent(f));
   }
   int e_sum_max = 1 << 20, e_sum_min = -(1 << 20), p_sum = 1 << 20;
-  for (Format f : {k.accumulator, k.output}) {
+  for (Format f : {k.numerics.accumulator, k.numerics.output}) {
     const FormatInfo& ff = gemmlab::info(f);
     e_sum_max = std::min(e_sum_max, static_cast<int>(std::floor(std::log2(ff.max_finite))) - 2);
     e_sum_min = std::max(e_sum_min, min_subnormal_exponent(f));
@@ -70,7 +70,7 @@ Masks choose_masks(const Kernel& k, int K) {
   }
   if (K > (1 << p_sum))
     throw std::invalid_argument("K = " + std::to_string(K) + " is too large: counts up to K must be exact in " +
-                                info(k.output).name + " (K <= " + std::to_string(1 << p_sum) + ")");
+                                info(k.numerics.output).name + " (K <= " + std::to_string(1 << p_sum) + ")");
   Masks m;
   const int e_M = std::min({2 * e_in_max, e_sum_max, 40});
   m.e_a_big = (e_M + 1) / 2;
@@ -171,7 +171,7 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
   }
   if (masks.margin_bits < 27)
     std::cerr << "gemmlab order: warning: the units lie only 2^" << masks.margin_bits
-              << " below M in " << info(k->input).name
+              << " below M in " << info(k->numerics.input).name
               << "; an accumulator keeping more bits than that would make counts wrong (a smaller K helps)\n";
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -195,7 +195,7 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
   const std::string text = describe(tree);
   std::cout << k->name << ", " << M << "x" << N << "x" << K << ", C(" << i << "," << j << "): " << text << "\n";
   std::cout << "  " << ex.runs << " kernel runs in " << secs << " s; " << masks.describe() << "\n";
-  if (auto order = emulation::order_of(k->name)) {
+  if (const Numerics* order = k->numerics.predictable() ? &k->numerics : nullptr) {
     try {
       SummationTree expect = emulation::expected_tree(*order, K);
       bool same = expect.canonical() == tree.canonical();

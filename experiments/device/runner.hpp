@@ -1,6 +1,6 @@
 // Running one kernel on the GPU: inputs converted to the kernel's format and layout (outside the
 // timed region), the one timing helper every kernel goes through, and the output brought back as
-// doubles. No CUDA type in this header.
+// doubles; and the Device interface the run loop uses. No CUDA type in this header.
 #pragma once
 #include <string>
 #include <vector>
@@ -56,5 +56,20 @@ struct SoftwareVersions {
   int max_sm_clock_mhz = -1;
 };
 SoftwareVersions software_versions();
+
+// What the run loop (experiments/engine) needs from the machine that runs kernels.
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() = 0;
+  virtual SoftwareVersions software() = 0;
+  // Empty if the kernel can run here; otherwise why not (-> a not_supported row).
+  virtual std::string hardware_support(const Kernel& k) = 0;
+  virtual KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt) = 0;
+  virtual int sm_clock_mhz() = 0;
+};
+
+// This process's GPU (device 0) through the functions above.
+Device& gpu_device();
 
 }  // namespace gemmlab

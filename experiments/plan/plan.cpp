@@ -1,4 +1,4 @@
-#include "experiments/plan.hpp"
+#include "experiments/plan/plan.hpp"
 
 #include <toml++/toml.h>
 

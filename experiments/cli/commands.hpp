@@ -1,0 +1,35 @@
+// The gemmlab subcommands. Each file in experiments/cli/ registers one subcommand's options on the
+// CLI11 app and returns the action that runs it; main.cpp runs the one the user named. An action
+// returns the process exit code and throws UsageError for a mistake in what the user asked for.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gemmlab::cli {
+
+using Action = std::function<int()>;
+
+struct Command {
+  CLI::App* app;
+  Action run;
+};
+
+Command add_list(CLI::App& app);
+Command add_run(CLI::App& app, const std::string& command_line);
+Command add_bench_reference(CLI::App& app);
+Command add_tune(CLI::App& app);
+Command add_probe(CLI::App& app);
+Command add_order(CLI::App& app);
+Command add_predict(CLI::App& app, const std::string& command_line);
+Command add_bench_mma_ceiling(CLI::App& app, const std::string& command_line);
+
+// Helpers shared by the commands.
+std::vector<std::string> split_commas(const std::vector<std::string>& in);
+std::vector<std::uint64_t> parse_seeds(const std::vector<std::string>& in);
+// Throws UsageError unless path ends in .csv.
+void require_csv(const std::string& path);
+
+}  // namespace gemmlab::cli

@@ -1,0 +1,161 @@
+// The subcommands that study one instruction or one kernel on the GPU: `probe`, `order`, `tune`,
+// and `bench-reference` (the exact reference engines, CPU).
+#include <cstdio>
+
+#include "experiments/cli/commands.hpp"
+#include "experiments/device/mma_ceiling.hpp"
+#include "experiments/device/order.hpp"
+#include "experiments/device/predict.hpp"
+#include "experiments/device/probe.hpp"
+#include "experiments/device/tune_sgemm.hpp"
+#include "experiments/plan/plan.hpp"
+#include "experiments/report/files.hpp"
+#include "reference/distributions.hpp"
+#include "reference/exact_gemm.hpp"
+#include "reference/mpfr_gemm.hpp"
+#include "reference/tc_model.hpp"
+
+namespace gemmlab::cli {
+
+Command add_tune(CLI::App& app) {
+  auto* tune = app.add_subcommand("tune", "search sgemm_09_autotuned's (BM, BN, BK, TM, TN) on this GPU");
+  struct Options {
+    std::string size = "4096", write;
+    int reps = 10;
+  };
+  auto o = std::make_shared<Options>();
+  tune->add_option("--size", o->size, "N or MxNxK to tune at");
+  tune->add_option("--reps", o->reps, "timed repetitions per candidate");
+  tune->add_option("--write", o->write, "write the winner into this header (kernels/simt/sgemm_09_autotuned_config.hpp)");
+  return {tune, [o] {
+            Size z = parse_size(o->size);
+            if (o->reps < 1) throw UsageError("--reps must be at least 1");
+            return tune_sgemm(z.M, z.N, z.K, o->reps, o->write);
+          }};
+}
+
+Command add_probe(CLI::App& app) {
+  auto* probe = app.add_subcommand("probe", "infer how this GPU's tensor-core instructions round, one instruction at a time");
+  struct Options {
+    std::string out = "results/probes.csv";
+    long long validate = 0;
+    std::uint64_t seed = 1;
+  };
+  auto o = std::make_shared<Options>();
+  probe->add_option("-o,--out", o->out, "findings CSV (raw outcomes go beside it as <out>_outcomes.csv)");
+  probe->add_option("--validate", o->validate,
+                    "then compare the inferred model with the hardware on this many random tiles per instruction");
+  probe->add_option("--seed", o->seed, "seed of the validation tiles");
+  return {probe, [o] {
+            require_csv(o->out);
+            check_writable(o->out);
+            int rc = run_probes(o->out, true);
+            if (rc != 0 || o->validate <= 0) return rc;
+            for (auto ins : tc::all_instructions()) {
+              const char* name = tc::info(ins).name;
+              std::string report;
+              validate_model(name, o->validate, o->seed, &report);
+              std::printf("validate %-24s %s\n", name, report.c_str());
+            }
+            return 0;
+          }};
+}
+
+Command add_order(CLI::App& app) {
+  auto* order = app.add_subcommand("order", "reveal the tree in which one output entry's K products are summed (FPRev)");
+  struct Options {
+    std::string kernel, size = "256", out;
+    int i = 0, j = 0;
+  };
+  auto o = std::make_shared<Options>();
+  order->add_option("-k,--kernel", o->kernel, "registered kernel (cuBLAS included)")->required();
+  order->add_option("-s,--size", o->size, "N or MxNxK (K products are revealed; keep K modest, e.g. 256)");
+  order->add_option("-i", o->i, "row of the output entry");
+  order->add_option("-j", o->j, "column of the output entry");
+  order->add_option("-o,--out", o->out, "CSV of the tree's nodes (default results/order-<kernel>-K<K>.csv)");
+  return {order, [o] {
+            Size z = parse_size(o->size);
+            if (o->out.empty()) o->out = "results/order-" + o->kernel + "-K" + std::to_string(z.K) + ".csv";
+            require_csv(o->out);
+            check_writable(o->out);
+            if (o->i < 0 || o->i >= z.M || o->j < 0 || o->j >= z.N)
+              throw UsageError("entry (" + std::to_string(o->i) + ", " + std::to_string(o->j) + ") is outside the " +
+                               z.str() + " output");
+            return run_order(o->kernel, z.M, z.N, z.K, o->i, o->j, o->out);
+          }};
+}
+
+Command add_bench_reference(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench-reference", "time the exact reference engines on the CPU");
+  struct Options {
+    std::string size = "512", dist = "uniform_0_1", format = "fp32", engine = "exact";
+    int threads = 0;
+  };
+  auto o = std::make_shared<Options>();
+  bench->add_option("--size", o->size, "N or MxNxK");
+  bench->add_option("--dist", o->dist, "distribution");
+  bench->add_option("--format", o->format, "input format");
+  bench->add_option("--engine", o->engine, "exact or mpfr");
+  bench->add_option("--threads", o->threads, "threads (0: all)");
+  return {bench, [o] {
+            Size z = parse_size(o->size);
+            Distribution d;
+            try {
+              d = parse_distribution(o->dist);
+            } catch (const std::invalid_argument& e) {
+              throw UsageError(e.what());
+            }
+            auto f = parse_format(o->format);
+            if (!f) throw UsageError("unknown format '" + o->format + "' (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2)");
+            Matrix A = generate(d, Operand::A, z.M, z.K, *f, 1, o->threads);
+            Matrix B = generate(d, Operand::B, z.K, z.N, *f, 1, o->threads);
+            GemmReference r;
+            if (o->engine == "exact")
+              r = exact_gemm(A, B, Format::fp32, o->threads);
+            else if (o->engine == "mpfr")
+              r = mpfr_gemm(A, B, Format::fp32, o->threads);
+            else
+              throw UsageError("--engine must be exact or mpfr");
+            const double entries = double(z.M) * z.N;
+            std::printf(
+                "engine=%s size=%s dist=%s format=%s threads=%d seconds=%.3f entries_per_s=%.4g products_per_s=%.4g\n",
+                r.engine.c_str(), z.str().c_str(), d.name().c_str(), o->format.c_str(), o->threads, r.seconds,
+                entries / r.seconds, entries * z.K / r.seconds);
+            return 0;
+          }};
+}
+
+Command add_predict(CLI::App& app, const std::string& command_line) {
+  auto* predict = app.add_subcommand("predict", "predict kernels' outputs bit for bit on the CPU and compare with the GPU");
+  struct Options {
+    std::vector<std::string> kernels, dists = {"uniform_0_1"};
+    std::string size = "512", out;
+    std::uint64_t seed = 1;
+  };
+  auto o = std::make_shared<Options>();
+  predict->add_option("-k,--kernels", o->kernels, "registered kernels whose numerics gemmlab models (comma-separated)")
+      ->required();
+  predict->add_option("-d,--dists", o->dists, "distributions (comma-separated)");
+  predict->add_option("-s,--size", o->size, "N or MxNxK");
+  predict->add_option("--seed", o->seed, "seed of the inputs");
+  predict->add_option("-o,--out", o->out, "CSV of one row per kernel x distribution")->required();
+  return {predict, [o, command_line] {
+            require_csv(o->out);
+            Size z = parse_size(o->size);
+            return predict_command(split_commas(o->kernels), split_commas(o->dists), z.M, z.N, z.K, o->seed, o->out,
+                                   command_line);
+          }};
+}
+
+Command add_bench_mma_ceiling(CLI::App& app, const std::string& command_line) {
+  auto* bench = app.add_subcommand("bench-mma-ceiling",
+                                   "time a register-only mma.sync loop (in_mma and external) beside cuBLAS");
+  auto out = std::make_shared<std::string>("results/mma_ceiling.csv");
+  bench->add_option("-o,--out", *out, "CSV of one row per configuration");
+  return {bench, [out, command_line] {
+            require_csv(*out);
+            return bench_mma_ceiling(*out, command_line);
+          }};
+}
+
+}  // namespace gemmlab::cli

@@ -1,0 +1,76 @@
+// `gemmlab run` and `gemmlab list`.
+#include <cstdio>
+
+#include "experiments/cli/commands.hpp"
+#include "experiments/device/runner.hpp"
+#include "experiments/engine/run.hpp"
+#include "kernels/registry.hpp"
+
+namespace gemmlab::cli {
+
+Command add_run(CLI::App& app, const std::string& command_line) {
+  auto* run = app.add_subcommand("run", "run kernels on controlled inputs and write a tidy CSV plus metadata");
+  struct Options {
+    RunRequest req;
+    std::vector<std::string> kernels, dists, sizes, seeds;
+    std::string suite, reference;
+    int reps = -1, warmup = -1, spot = -1;
+  };
+  auto o = std::make_shared<Options>();
+  o->req.command_line = command_line;
+  run->add_option("--suite", o->suite, "suite file or name (experiments/suites/<name>.toml); flags below override it");
+  run->add_option("-k,--kernels", o->kernels, "kernel names, 'all', or 'family:<name>' (comma-separated)");
+  run->add_option("-d,--dists", o->dists, "distributions, e.g. uniform_0_1,normal_0_1,logunif_-8_8, or 'all'");
+  run->add_option("-s,--size", o->sizes, "N (for N^3) or MxNxK; repeatable / comma-separated");
+  run->add_option("--seeds", o->seeds, "seeds (comma-separated non-negative integers)");
+  run->add_option("--reps", o->reps, "timed repetitions per kernel (median reported)");
+  run->add_option("--warmup", o->warmup, "untimed warm-up launches");
+  run->add_option("--reference", o->reference, "auto (exact + MPFR spot checks), exact, or mpfr (every entry)");
+  run->add_option("--spot-checks", o->spot, "entries checked against MPFR per reference in auto mode");
+  run->add_option("-o,--out", o->req.out_csv, "output CSV (default results/<suite>-<UTC time>.csv); metadata beside it");
+  run->add_option("--save-matrices", o->req.save_matrices, "folder for .npy files of inputs, outputs and references");
+  run->add_option("--threads", o->req.threads, "CPU threads for the reference and statistics (default: all)");
+  return {run, [o] {
+            RunRequest& req = o->req;
+            if (!o->suite.empty()) req.plan = load_suite(find_suite(o->suite));
+            if (!o->kernels.empty()) req.plan.kernels = split_commas(o->kernels);
+            if (!o->dists.empty()) req.plan.distributions = split_commas(o->dists);
+            if (!o->sizes.empty()) {
+              req.plan.sizes.clear();
+              for (const auto& s : split_commas(o->sizes)) req.plan.sizes.push_back(parse_size(s));
+            }
+            if (!o->seeds.empty()) req.plan.seeds = parse_seeds(o->seeds);
+            if (o->reps >= 0) req.plan.reps = o->reps;
+            if (o->warmup >= 0) req.plan.warmup = o->warmup;
+            if (o->spot >= 0) req.plan.spot_checks = o->spot;
+            if (!o->reference.empty()) req.plan.reference = o->reference;
+            return run_experiment(req, gpu_device());
+          }};
+}
+
+Command add_list(CLI::App& app) {
+  auto* list = app.add_subcommand("list", "print the registered kernels, the distributions and the suites");
+  return {list, [] {
+            std::printf("kernels (%zu):\n", all_kernels().size());
+            std::printf("  %-48s %-7s %-5s %-5s %-5s %-5s %-9s %-9s %s\n", "name", "family", "in", "comp", "acc", "out",
+                        "accum", "multiple", "needs");
+            for (auto* k : all_kernels()) {
+              const Numerics& n = k->numerics;
+              std::string mult =
+                  std::to_string(k->m_multiple) + "," + std::to_string(k->n_multiple) + "," + std::to_string(k->k_multiple);
+              std::string needs = k->requires_sm90a ? "sm_90a"
+                                                    : "cc>=" + std::to_string(k->min_cc / 10) + "." + std::to_string(k->min_cc % 10);
+              std::printf("  %-48s %-7s %-5s %-5s %-5s %-5s %-9s %-9s %s\n", k->name, k->family, info(n.input).name,
+                          info(n.compute).name, info(n.accumulator).name, info(n.output).name,
+                          to_string(n.accumulation), mult.c_str(), needs.c_str());
+            }
+            std::printf("\ndistributions (\"all\" runs these; parameters are part of the name):\n");
+            for (const auto& d : default_distributions()) std::printf("  %s\n", d.name().c_str());
+            std::printf("  forms: uniform_0_1, uniform_-1_1, normal_0_1, logunif_L_H, cancel_E, exactint_R\n");
+            std::printf("\nsuites:\n");
+            for (const auto& s : list_suites()) std::printf("  %s\n", s.c_str());
+            return 0;
+          }};
+}
+
+}  // namespace gemmlab::cli

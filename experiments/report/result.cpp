@@ -1,0 +1,225 @@
+// The column table: every CSV column is named once here, with how it is written and read back.
+#include "experiments/report/result.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "experiments/report/files.hpp"
+
+namespace gemmlab {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::passed: return "passed";
+    case Status::failed_bound: return "failed_bound";
+    case Status::no_bound: return "no_bound";
+    case Status::not_supported: return "not_supported";
+    case Status::not_applicable: return "not_applicable";
+    case Status::error: return "error";
+    case Status::planned: return "planned";
+  }
+  return "?";
+}
+
+std::optional<Status> parse_status(std::string_view s) {
+  for (Status x : {Status::passed, Status::failed_bound, Status::no_bound, Status::not_supported,
+                   Status::not_applicable, Status::error, Status::planned})
+    if (s == to_string(x)) return x;
+  return std::nullopt;
+}
+
+std::string ResultRow::key() const {
+  return kernel + "|" + distribution + "|" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+         "|" + std::to_string(seed);
+}
+
+ResultRow describe(const Kernel& k, const std::string& distribution, int M, int N, int K, std::uint64_t seed) {
+  ResultRow r;
+  r.kernel = k.name;
+  r.family = k.family;
+  r.numerics = k.numerics;
+  r.layout_a = k.layout_a;
+  r.layout_b = k.layout_b;
+  r.distribution = distribution;
+  r.M = M, r.N = N, r.K = K;
+  r.seed = seed;
+  return r;
+}
+
+namespace {
+
+struct Column {
+  std::string name;
+  std::function<std::string(const ResultRow&)> get;
+  std::function<void(ResultRow&, const std::string&)> set;
+};
+
+[[noreturn]] void bad_value(const std::string& column, const std::string& v, const char* expected) {
+  throw std::invalid_argument("column '" + column + "': '" + v + "' is not " + expected);
+}
+
+long long to_int(const std::string& c, const std::string& v) {
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0') bad_value(c, v, "an integer");
+  return x;
+}
+std::uint64_t to_u64(const std::string& c, const std::string& v) {
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || v[0] == '-') bad_value(c, v, "a non-negative integer");
+  return x;
+}
+double to_double(const std::string& c, const std::string& v) {
+  if (v == "nan") return std::nan("");
+  if (v == "inf") return HUGE_VAL;
+  if (v == "-inf") return -HUGE_VAL;
+  char* end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0') bad_value(c, v, "a number");
+  return x;
+}
+Format to_format(const std::string& c, const std::string& v) {
+  auto f = parse_format(v);
+  if (!f) bad_value(c, v, "a format (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2)");
+  return *f;
+}
+Layout to_layout(const std::string& c, const std::string& v) {
+  if (v == "row") return Layout::row_major;
+  if (v == "col") return Layout::col_major;
+  bad_value(c, v, "a layout (row, col)");
+}
+
+ErrorStats& stats_of(ResultRow& r) {
+  if (!r.stats) r.stats.emplace();
+  return *r.stats;
+}
+Timing& timing_of(ResultRow& r) {
+  if (!r.timing) r.timing.emplace();
+  return *r.timing;
+}
+
+std::string fmt(std::int64_t x) { return std::to_string(x); }
+std::string fmt(double x) { return fmt_double(x); }
+void parse_into(const std::string& c, const std::string& v, std::int64_t& out) { out = to_int(c, v); }
+void parse_into(const std::string& c, const std::string& v, double& out) { out = to_double(c, v); }
+
+const std::vector<Column>& columns() {
+  static const std::vector<Column> cols = [] {
+    std::vector<Column> v;
+    auto text = [&](const char* name, std::string ResultRow::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return r.*field; },
+                   [field](ResultRow& r, const std::string& s) { r.*field = s; }});
+    };
+    auto format = [&](const char* name, Format Numerics::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return std::string(info(r.numerics.*field).name); },
+                   [field, name](ResultRow& r, const std::string& s) { r.numerics.*field = to_format(name, s); }});
+    };
+    auto layout = [&](const char* name, Layout ResultRow::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return std::string(to_string(r.*field)); },
+                   [field, name](ResultRow& r, const std::string& s) { r.*field = to_layout(name, s); }});
+    };
+    auto integer = [&](const char* name, int ResultRow::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return std::to_string(r.*field); },
+                   [field, name](ResultRow& r, const std::string& s) { r.*field = static_cast<int>(to_int(name, s)); }});
+    };
+    auto timing = [&](const char* name, double Timing::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return r.timing ? fmt_double((*r.timing).*field) : ""; },
+                   [field, name](ResultRow& r, const std::string& s) {
+                     if (!s.empty()) timing_of(r).*field = to_double(name, s);
+                   }});
+    };
+
+    text("kernel", &ResultRow::kernel);
+    text("family", &ResultRow::family);
+    format("input_format", &Numerics::input);
+    format("compute_format", &Numerics::compute);
+    format("accumulator_format", &Numerics::accumulator);
+    format("output_format", &Numerics::output);
+    v.push_back({"accumulation", [](const ResultRow& r) { return std::string(to_string(r.numerics.accumulation)); },
+                 [](ResultRow& r, const std::string& s) {
+                   auto a = parse_accumulation(s);
+                   if (!a) bad_value("accumulation", s, "an accumulation (fma, in_mma, in_wgmma, external, promoted, library)");
+                   r.numerics.accumulation = *a;
+                 }});
+    v.push_back({"promotion_interval_k", [](const ResultRow& r) { return std::to_string(r.numerics.promotion_interval_k); },
+                 [](ResultRow& r, const std::string& s) {
+                   r.numerics.promotion_interval_k = static_cast<int>(to_int("promotion_interval_k", s));
+                 }});
+    layout("layout_a", &ResultRow::layout_a);
+    layout("layout_b", &ResultRow::layout_b);
+    text("distribution", &ResultRow::distribution);
+    integer("M", &ResultRow::M);
+    integer("N", &ResultRow::N);
+    integer("K", &ResultRow::K);
+    v.push_back({"seed", [](const ResultRow& r) { return std::to_string(r.seed); },
+                 [](ResultRow& r, const std::string& s) { r.seed = to_u64("seed", s); }});
+    text("reference", &ResultRow::reference);
+#define GEMMLAB_STATS_COLUMN(type, name, doc)                                                      \
+  v.push_back({#name, [](const ResultRow& r) { return r.stats ? fmt(r.stats->name) : std::string(); }, \
+               [](ResultRow& r, const std::string& s) {                                           \
+                 if (!s.empty()) parse_into(#name, s, stats_of(r).name);                           \
+               }});
+    GEMMLAB_ERROR_STATS_FIELDS(GEMMLAB_STATS_COLUMN)
+#undef GEMMLAB_STATS_COLUMN
+    timing("time_ms_median", &Timing::time_ms_median);
+    timing("time_ms_min", &Timing::time_ms_min);
+    timing("time_ms_max", &Timing::time_ms_max);
+    v.push_back({"reps", [](const ResultRow& r) { return r.reps ? std::to_string(*r.reps) : std::string(); },
+                 [](ResultRow& r, const std::string& s) {
+                   if (!s.empty()) r.reps = static_cast<int>(to_int("reps", s));
+                 }});
+    timing("tflops", &Timing::tflops);
+    v.push_back({"sm_clock_mhz", [](const ResultRow& r) { return r.timing ? std::to_string(r.timing->sm_clock_mhz) : ""; },
+                 [](ResultRow& r, const std::string& s) {
+                   if (!s.empty()) timing_of(r).sm_clock_mhz = static_cast<int>(to_int("sm_clock_mhz", s));
+                 }});
+    v.push_back({"status", [](const ResultRow& r) { return std::string(to_string(r.status)); },
+                 [](ResultRow& r, const std::string& s) {
+                   auto st = parse_status(s);
+                   if (!st) bad_value("status", s, "a status (passed, failed_bound, no_bound, not_supported, not_applicable, error, planned)");
+                   r.status = *st;
+                 }});
+    text("note", &ResultRow::note);
+    return v;
+  }();
+  return cols;
+}
+
+}  // namespace
+
+const std::vector<std::string>& result_columns() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const Column& c : columns()) v.push_back(c.name);
+    return v;
+  }();
+  return names;
+}
+
+std::vector<std::string> to_fields(const ResultRow& r) {
+  std::vector<std::string> out;
+  out.reserve(columns().size());
+  for (const Column& c : columns()) out.push_back(c.get(r));
+  return out;
+}
+
+ResultRow from_fields(const std::vector<std::string>& header, const std::vector<std::string>& fields) {
+  if (header.size() != fields.size())
+    throw std::invalid_argument("row has " + std::to_string(fields.size()) + " fields but the header has " +
+                                std::to_string(header.size()));
+  static const std::unordered_map<std::string, const Column*> by_name = [] {
+    std::unordered_map<std::string, const Column*> m;
+    for (const Column& c : columns()) m.emplace(c.name, &c);
+    return m;
+  }();
+  ResultRow r;
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (auto it = by_name.find(header[i]); it != by_name.end()) it->second->set(r, fields[i]);
+  return r;
+}
+
+}  // namespace gemmlab

@@ -1,0 +1,69 @@
+// One typed result per (kernel, distribution, size, seed): what `gemmlab run`, `evaluate`, `merge`
+// and every benchmark suite write, one CSV row each. The columns are defined once (result.cpp,
+// from this struct and GEMMLAB_ERROR_STATS_FIELDS); formatting and parsing both go through that one
+// table, so a column cannot be misspelt in one place and silently left empty.
+// results/README.md documents every column.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/kernel.hpp"
+#include "reference/error_stats.hpp"
+#include "reference/numerics.hpp"
+
+namespace gemmlab {
+
+// What became of one row (CUTLASS profiler's Disposition):
+//  passed          within its deterministic bound, every entry written
+//  failed_bound    above the bound, or entries left unwritten (NaN poison) or non-finite
+//  no_bound        K u_eff >= 1: no deterministic bound applies; judged by the statistics
+//  not_supported   this GPU or build cannot run the kernel (note says why)
+//  not_applicable  the distribution cannot be expressed in the kernel's formats (note says why)
+//  error           the kernel raised an error (note has the message)
+//  planned         `--dry-run`: the row a run would produce, not run
+enum class Status { passed, failed_bound, no_bound, not_supported, not_applicable, error, planned };
+const char* to_string(Status s);
+std::optional<Status> parse_status(std::string_view s);
+
+struct Timing {
+  double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;
+  double tflops = 0;     // 2 M N K / median
+  int sm_clock_mhz = -1;  // sampled after the run (nvidia-smi), -1 if unknown
+};
+
+struct ResultRow {
+  // What ran.
+  std::string kernel, family;
+  Numerics numerics;
+  Layout layout_a = Layout::row_major, layout_b = Layout::row_major;
+  // On what.
+  std::string distribution;
+  int M = 0, N = 0, K = 0;
+  std::uint64_t seed = 0;
+  std::string reference;          // engine that computed the exact reference (+ MPFR spot checks)
+  // What came out (absent where the kernel did not run).
+  std::optional<ErrorStats> stats;
+  std::optional<Timing> timing;
+  std::optional<int> reps;        // timed repetitions asked for (absent where nothing was going to run)
+  Status status = Status::planned;
+  std::string note;
+
+  // The row's identity within a plan: kernel, distribution, MxNxK, seed.
+  std::string key() const;
+};
+
+// The row describing kernel k on (distribution, M, N, K, seed), before anything ran.
+ResultRow describe(const Kernel& k, const std::string& distribution, int M, int N, int K, std::uint64_t seed);
+
+// The CSV columns, in order.
+const std::vector<std::string>& result_columns();
+std::vector<std::string> to_fields(const ResultRow& r);
+// Inverse of to_fields for a row read back from a CSV with `columns` as its header (the columns may
+// be a subset or in another order; unknown columns are ignored). Throws std::invalid_argument naming
+// the column and value that do not parse.
+ResultRow from_fields(const std::vector<std::string>& columns, const std::vector<std::string>& fields);
+
+}  // namespace gemmlab

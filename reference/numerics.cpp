@@ -1,0 +1,72 @@
+// The numerics record (numerics.hpp): names, description, and the bound model it implies.
+#include "reference/numerics.hpp"
+
+#include <sstream>
+
+namespace gemmlab {
+
+namespace {
+constexpr Accumulation kAll[] = {Accumulation::fma,      Accumulation::in_mma,   Accumulation::in_wgmma,
+                                 Accumulation::external, Accumulation::promoted, Accumulation::library};
+}
+
+const char* to_string(Accumulation a) {
+  switch (a) {
+    case Accumulation::fma: return "fma";
+    case Accumulation::in_mma: return "in_mma";
+    case Accumulation::in_wgmma: return "in_wgmma";
+    case Accumulation::external: return "external";
+    case Accumulation::promoted: return "promoted";
+    case Accumulation::library: return "library";
+  }
+  return "?";
+}
+
+std::optional<Accumulation> parse_accumulation(std::string_view name) {
+  for (Accumulation a : kAll)
+    if (name == to_string(a)) return a;
+  return std::nullopt;
+}
+
+bool Numerics::predictable() const {
+  if (!same_order_every_entry) return false;
+  switch (accumulation) {
+    case Accumulation::fma: return split_k == 1;
+    case Accumulation::library: return false;
+    case Accumulation::in_mma:
+    case Accumulation::in_wgmma:
+    case Accumulation::external:
+    case Accumulation::promoted:
+      return instruction.has_value() && k_step > 0 && tc::info(*instruction).k == k_step;
+  }
+  return false;
+}
+
+std::string Numerics::describe() const {
+  std::ostringstream s;
+  s << to_string(accumulation);
+  if (accumulation == Accumulation::fma) {
+    s << ", fp32 FMA one k at a time in increasing k";
+  } else if (instruction) {
+    s << ", " << tc::info(*instruction).name << ", k-steps of " << k_step << " in increasing k";
+    if (accumulation == Accumulation::promoted)
+      s << ", promoted to fp32 every " << promotion_interval_k << " elements of K";
+  }
+  if (split_k > 1) s << ", k-steps dealt to " << split_k << " partial sums added at the end (fp32, nearest)";
+  s << ", output " << info(output).name;
+  return s.str();
+}
+
+BoundModel bound_model(const Numerics& n, int K) {
+  BoundModel m;
+  m.K = K;
+  m.input = n.input;
+  m.compute = n.compute;
+  m.accumulator = n.accumulator;
+  m.output = n.output;
+  m.rounding = n.accumulation_rounding;
+  m.acc_unit_roundoff = n.acc_unit_roundoff;
+  return m;
+}
+
+}  // namespace gemmlab

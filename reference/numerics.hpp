@@ -1,0 +1,85 @@
+// The one record of a kernel's numerics: what its multiplier sees, where its running sum lives, in
+// which order and with which rounding it accumulates, and what it writes. Every consumer reads this
+// record and nothing else: the error bounds (bound_model), the CPU emulation that predicts a
+// kernel's output bit for bit (kernel_emulation.hpp), `gemmlab order`'s expected tree, and the CSV
+// columns. No consumer recovers numerics from a kernel's name.
+//
+// Plain C++ (no CUDA header): the Kernel descriptor (kernels/kernel.hpp) carries one of these.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "reference/error_stats.hpp"
+#include "reference/formats.hpp"
+#include "reference/tc_model.hpp"
+
+namespace gemmlab {
+
+// Where the running sum lives (one word per concept, used in code, CLI flags and the CSV):
+//  fma        CUDA-core fp32 FMA chain: acc = fma(a_k, b_k, acc) from +0, one k at a time
+//  in_mma     D = A*B + D inside mma.sync / wmma: the running sum is every instruction's C
+//  in_wgmma   D = A*B + D inside wgmma (the same chain through a warpgroup instruction)
+//  external   T = A*B + 0 per instruction, then acc = fp32 RN(acc + T) in registers
+//  promoted   in the instruction for `promotion_interval_k` elements of K, then added into fp32
+//             registers with round-to-nearest (DeepSeek-V3's N_C; CUTLASS's mma_promotion_interval)
+//  library    a library call (cuBLAS) whose internals are not known
+enum class Accumulation { fma, in_mma, in_wgmma, external, promoted, library };
+const char* to_string(Accumulation a);
+std::optional<Accumulation> parse_accumulation(std::string_view name);
+
+struct Numerics {
+  Format input = Format::fp32;        // format of A and B in memory
+  Format compute = Format::fp32;      // format the multiplier sees (fp32 inputs under TF32: tf32)
+  Format accumulator = Format::fp32;  // format of the running sum
+  Format output = Format::fp32;       // format written to C
+  Accumulation accumulation = Accumulation::fma;
+  // The tensor-core instruction whose products one k-step forms (none for fma and library).
+  std::optional<tc::Instruction> instruction;
+  int k_step = 1;                // products per instruction along K (1 for fma; 0: not known)
+  int promotion_interval_k = 0;    // promoted: elements of K summed in the instruction per promotion
+  int split_k = 1;               // partial sums that take alternate k-steps, added at the end in
+                                 // fp32 round-to-nearest (the WMMA v4 kernel's two warps)
+  // false where entries of one output are summed in different orders (a stream-K tail splits some
+  // tiles' K across blocks): no single order describes the kernel, so it is not predictable.
+  bool same_order_every_entry = true;
+  Rounding accumulation_rounding = Rounding::nearest_even;  // see BoundModel::rounding
+  double acc_unit_roundoff = 0;  // 0: from `accumulator`; set where the hardware keeps fewer bits
+                                 // (fp8 wgmma keeps about 13 fraction bits: 2^-13)
+
+  // Whether gemmlab's emulation can compute this kernel's output bit for bit (a known instruction
+  // chained in a known order, or the fp32 FMA chain).
+  bool predictable() const;
+  // One line, e.g. "in_mma, mma_m16n8k16_f16_f32, k-steps of 16 in increasing k, output fp32".
+  std::string describe() const;
+  bool operator==(const Numerics&) const = default;
+};
+
+// The CUDA-core SGEMM numerics: fp32 throughout, each accumulator starts at +0 and gets one
+// round-to-nearest fmaf per k in increasing k.
+constexpr Numerics cuda_core_fp32_fma() {
+  return Numerics{.input = Format::fp32, .compute = Format::fp32, .accumulator = Format::fp32,
+                  .output = Format::fp32, .accumulation = Accumulation::fma, .k_step = 1,
+                  .accumulation_rounding = Rounding::nearest_even};
+}
+
+// fp16 / bf16 / e4m3 / e5m2 in, fp32 accumulate and out through wgmma (k-steps of 16, 32 for fp8)
+// in increasing k, the tensor core's truncating alignment: in_wgmma when promotion_interval_k is 0,
+// else promoted into fp32 registers every promotion_interval_k elements of K. fp8 wgmma keeps about
+// 13 fraction bits when aligning terms (results/probes), so its honest unit roundoff is 2^-13.
+constexpr Numerics wgmma_f32_numerics(Format in, int promotion_interval_k) {
+  const bool fp8 = in == Format::e4m3 || in == Format::e5m2;
+  return Numerics{.input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
+                  .accumulation = promotion_interval_k == 0 ? Accumulation::in_wgmma : Accumulation::promoted,
+                  .instruction = in == Format::bf16   ? tc::Instruction::wgmma_m64n8k16_bf16_f32
+                                 : in == Format::e4m3 ? tc::Instruction::wgmma_m64n8k32_e4m3_f32
+                                 : in == Format::e5m2 ? tc::Instruction::wgmma_m64n8k32_e5m2_f32
+                                                      : tc::Instruction::wgmma_m64n8k16_f16_f32,
+                  .k_step = fp8 ? 32 : 16, .promotion_interval_k = promotion_interval_k,
+                  .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0};
+}
+
+// The analytic error model this kernel's output is judged by at depth K.
+BoundModel bound_model(const Numerics& n, int K);
+
+}  // namespace gemmlab
