@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "reference/long_accumulator.hpp"
+#include "reference/parallel.hpp"
 
 namespace gemmlab {
 namespace detail {
@@ -76,36 +77,6 @@ double nonfinite_dot(const Matrix& A, const Matrix& B, int i, int j) {
   }
   if (pos_inf && neg_inf) return std::numeric_limits<double>::quiet_NaN();
   return pos_inf ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
-}
-
-int resolve_threads(int threads) {
-  if (threads > 0) return threads;
-  const unsigned hc = std::thread::hardware_concurrency();
-  return hc == 0 ? 1 : static_cast<int>(hc);
-}
-
-void parallel_for(long tasks, int threads, const std::function<void(long)>& fn) {
-  const int nt = static_cast<int>(std::min<long>(resolve_threads(threads), std::max(tasks, 1L)));
-  if (nt <= 1) {
-    for (long t = 0; t < tasks; ++t) fn(t);
-    return;
-  }
-  std::atomic<long> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto worker = [&] {
-    try {
-      for (long t; (t = next.fetch_add(1)) < tasks;) fn(t);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      next = tasks;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
-  for (std::thread& th : pool) th.join();
-  if (error) std::rethrow_exception(error);
 }
 
 void check_shapes(const Matrix& A, const Matrix& B, const char* who) {
@@ -237,7 +208,7 @@ void run_fixed_int128(const Matrix& A, const Matrix& B, const Ranges& rg, const 
   // kKC int64 stay in L2 while every pair of rows meets.
   constexpr int kBI = 32, kBJ = 32, kKC = 512;
   const long tiles_i = (Mp + kBI - 1) / kBI, tiles_j = (Np + kBJ - 1) / kBJ;
-  detail::parallel_for(tiles_i * tiles_j, threads, [&](long t) {
+  parallel_for(tiles_i * tiles_j, threads, [&](long t) {
     const int i0 = static_cast<int>(t / tiles_j) * kBI, j0 = static_cast<int>(t % tiles_j) * kBJ;
     const int i1 = std::min(i0 + kBI, Mp), j1 = std::min(j0 + kBJ, Np);
     i128 acc[kBI * kBJ] = {};  // acc[(i - i0) * kBJ + (j - j0)]
@@ -330,7 +301,7 @@ void run_kulisch(const Matrix& A, const Matrix& B, const Ranges& rg, const Outpu
   const int limbs = static_cast<int>((width + 63) / 64) + 3;
   constexpr int kBI = 16, kBJ = 16;
   const long tiles_i = (M + kBI - 1) / kBI, tiles_j = (N + kBJ - 1) / kBJ;
-  detail::parallel_for(tiles_i * tiles_j, threads, [&](long t) {
+  parallel_for(tiles_i * tiles_j, threads, [&](long t) {
     const int i0 = static_cast<int>(t / tiles_j) * kBI, j0 = static_cast<int>(t % tiles_j) * kBJ;
     std::vector<std::uint64_t> acc(limbs);
     for (int i = i0; i < std::min(i0 + kBI, M); ++i)

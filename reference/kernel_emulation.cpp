@@ -1,12 +1,12 @@
 // Kernel emulation: the tensor-core model composed in a kernel's order; see kernel_emulation.hpp.
 #include "reference/kernel_emulation.hpp"
 
+#include "reference/parallel.hpp"
+
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 namespace gemmlab::emulation {
 
@@ -94,20 +94,11 @@ std::vector<double> emulate(const Numerics& o, const Matrix& A, const Matrix& B,
   for (int k = 0; k < K; ++k)
     for (int j = 0; j < N; ++j) bt[static_cast<std::size_t>(j) * K + k] = B(k, j);
   std::vector<double> C(static_cast<std::size_t>(M) * N);
-  unsigned t = threads > 0 ? static_cast<unsigned>(threads) : std::max(1u, std::thread::hardware_concurrency());
-  t = std::min<unsigned>(t, static_cast<unsigned>(std::max(1, M)));
-  std::atomic<int> next_row{0};
-  auto worker = [&] {
-    for (int i = next_row++; i < M; i = next_row++) {
-      const double* a = &A.v[static_cast<std::size_t>(i) * K];
-      for (int j = 0; j < N; ++j)
-        C[static_cast<std::size_t>(i) * N + j] = emulate_dot(o, a, &bt[static_cast<std::size_t>(j) * K], K, params);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned w = 1; w < t; ++w) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  parallel_for(M, threads, [&](long i) {
+    const double* a = &A.v[static_cast<std::size_t>(i) * K];
+    for (int j = 0; j < N; ++j)
+      C[static_cast<std::size_t>(i) * N + j] = emulate_dot(o, a, &bt[static_cast<std::size_t>(j) * K], K, params);
+  });
   return C;
 }
 

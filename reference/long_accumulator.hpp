@@ -1,6 +1,6 @@
 // Private helpers of the exact reference engines (exact_gemm.cpp, mpfr_gemm.cpp, their tests):
 // exact decomposition of doubles into odd integer significands, the inputs' exponent range,
-// correct rounding of a big integer to binary64, the |A||B| product, and a small thread pool loop.
+// correct rounding of a big integer to binary64 and the |A||B| product.
 // Not part of the public interface.
 #pragma once
 #include <algorithm>
@@ -89,12 +89,6 @@ double nonfinite_dot(const Matrix& A, const Matrix& B, int i, int j);
 // (|A||B|) in binary64 through Eigen, (M, N) row-major, split over threads in fixed row blocks so
 // the result does not depend on the thread count.
 std::vector<double> abs_product(const Matrix& A, const Matrix& B, int threads);
-
-// Runs fn(task) for task in [0, tasks) on `threads` std::threads (0: hardware concurrency),
-// handing tasks out dynamically. Exceptions in fn are rethrown in the caller.
-void parallel_for(long tasks, int threads, const std::function<void(long)>& fn);
-
-int resolve_threads(int threads);
 
 // Throws std::invalid_argument unless A is (M, K) and B is (K, N).
 void check_shapes(const Matrix& A, const Matrix& B, const char* who);

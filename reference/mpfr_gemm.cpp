@@ -18,6 +18,7 @@
 
 #include "reference/formats_mpfr.hpp"
 #include "reference/long_accumulator.hpp"
+#include "reference/parallel.hpp"
 
 namespace gemmlab {
 namespace {
@@ -74,10 +75,10 @@ GemmReference mpfr_gemm(const Matrix& A, const Matrix& B, Format out, int thread
   r.c_out.assign(mn, 0.0);
   const long prec = mpfr_exact_precision(A, B);
   const MpfrMatrix ma(A, false), mb(B, true);  // (M, K) and (N, K)
-  const int nt = std::min(detail::resolve_threads(threads), std::max(r.M, 1));
+  const int nt = std::min(resolve_threads(threads), std::max(r.M, 1));
   // Rows dealt round-robin to nt tasks; each task owns one accumulator and frees MPFR's
   // per-thread caches when done.
-  detail::parallel_for(nt, nt, [&](long t) {
+  parallel_for(nt, nt, [&](long t) {
     mpfr_t acc;
     mpfr_init2(acc, prec);
     try {

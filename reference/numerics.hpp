@@ -59,7 +59,7 @@ struct Numerics {
 // round-to-nearest fmaf per k in increasing k.
 constexpr Numerics cuda_core_fp32_fma() {
   return Numerics{.input = Format::fp32, .compute = Format::fp32, .accumulator = Format::fp32,
-                  .output = Format::fp32, .accumulation = Accumulation::fma, .k_step = 1,
+                  .output = Format::fp32, .accumulation = Accumulation::fma, .instruction = std::nullopt, .k_step = 1,
                   .accumulation_rounding = Rounding::nearest_even};
 }
 

@@ -34,7 +34,7 @@ Command add_tune(CLI::App& app) {
           }};
 }
 
-Command add_probe(CLI::App& app) {
+Command add_probe(CLI::App& app, const std::string& command_line) {
   auto* probe = app.add_subcommand("probe", "infer how this GPU's tensor-core instructions round, one instruction at a time");
   struct Options {
     std::string out = "results/probes.csv";
@@ -46,10 +46,10 @@ Command add_probe(CLI::App& app) {
   probe->add_option("--validate", o->validate,
                     "then compare the inferred model with the hardware on this many random tiles per instruction");
   probe->add_option("--seed", o->seed, "seed of the validation tiles");
-  return {probe, [o] {
+  return {probe, [o, command_line] {
             require_csv(o->out);
             check_writable(o->out);
-            int rc = run_probes(o->out, true);
+            int rc = run_probes(o->out, true, command_line);
             if (rc != 0 || o->validate <= 0) return rc;
             for (auto ins : tc::all_instructions()) {
               const char* name = tc::info(ins).name;
@@ -61,7 +61,7 @@ Command add_probe(CLI::App& app) {
           }};
 }
 
-Command add_order(CLI::App& app) {
+Command add_order(CLI::App& app, const std::string& command_line) {
   auto* order = app.add_subcommand("order", "reveal the tree in which one output entry's K products are summed (FPRev)");
   struct Options {
     std::string kernel, size = "256", out;
@@ -73,7 +73,7 @@ Command add_order(CLI::App& app) {
   order->add_option("-i", o->i, "row of the output entry");
   order->add_option("-j", o->j, "column of the output entry");
   order->add_option("-o,--out", o->out, "CSV of the tree's nodes (default results/order-<kernel>-K<K>.csv)");
-  return {order, [o] {
+  return {order, [o, command_line] {
             Size z = parse_size(o->size);
             if (o->out.empty()) o->out = "results/order-" + o->kernel + "-K" + std::to_string(z.K) + ".csv";
             require_csv(o->out);
@@ -81,7 +81,7 @@ Command add_order(CLI::App& app) {
             if (o->i < 0 || o->i >= z.M || o->j < 0 || o->j >= z.N)
               throw UsageError("entry (" + std::to_string(o->i) + ", " + std::to_string(o->j) + ") is outside the " +
                                z.str() + " output");
-            return run_order(o->kernel, z.M, z.N, z.K, o->i, o->j, o->out);
+            return run_order(o->kernel, z.M, z.N, z.K, o->i, o->j, o->out, command_line);
           }};
 }
 

@@ -11,6 +11,7 @@
 
 #include "experiments/device/runner.hpp"
 #include "experiments/report/files.hpp"
+#include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/summation_tree.hpp"
@@ -132,7 +133,8 @@ struct Experiment {
 
 }  // namespace
 
-int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv) {
+int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv,
+              const std::string& command_line) {
   const Kernel* k = find_kernel(kernel_name);
   if (!k) {
     std::cerr << "gemmlab order: unknown kernel '" << kernel_name << "' (gemmlab list shows the names)\n";
@@ -209,13 +211,16 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
     std::cout << "  (gemmlab has no model of this kernel's order to compare with)\n";
   }
 
-  CsvWriter csv(out_csv, {"kernel", "K", "node", "children", "size", "kind"});
+  std::vector<std::vector<std::string>> rows;
   for (int id = K; id < tree.node_count(); ++id) {
     std::string children;
     for (int c : tree.children(id)) children += (children.empty() ? "" : " ") + tree.name(c);
-    csv.row({k->name, std::to_string(K), tree.name(id), children, std::to_string(tree.size(id)), tree.kind(id)});
+    rows.push_back({k->name, std::to_string(K), tree.name(id), children, std::to_string(tree.size(id)), tree.kind(id)});
   }
-  csv.commit();
+  nlohmann::json meta = base_metadata("order", command_line, out_csv);
+  meta["entry"] = {{"M", M}, {"N", N}, {"K", K}, {"i", i}, {"j", j}};
+  add_device_metadata(meta, query_device(), software_versions(), current_sm_clock_mhz());
+  write_table(out_csv, {"kernel", "K", "node", "children", "size", "kind"}, rows, meta);
   std::cout << "  wrote " << out_csv << "\n";
   return 0;
 }

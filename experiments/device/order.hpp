@@ -23,6 +23,7 @@ namespace gemmlab {
 // take, entry out of range, no usable GPU or the kernel not supported here, as for `gemmlab run`)
 // or 4 (the outputs do not form a tree, e.g. a non-deterministic order, or a count that is not an
 // integer).
-int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv);
+int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv,
+              const std::string& command_line = "");
 
 }  // namespace gemmlab

@@ -27,9 +27,12 @@
 #include <vector>
 
 #include "experiments/device/probe.hpp"
+#include "experiments/device/runner.hpp"
+#include "experiments/report/metadata.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "reference/tc_infer.hpp"
+#include "reference/parallel.hpp"
 #include "reference/rng.hpp"
 #include "reference/tc_model.hpp"
 
@@ -295,12 +298,6 @@ std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins) {
   return out;
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 
 // Random tiles for validation, from several distributions (tile index picks one), exact in the
 // input format. splitmix64 per tile, so tiles are independent of batching and threads.
@@ -365,41 +362,7 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
   }
 }
 
-template <class F>
-void parallel_for(long long n, F f) {
-  unsigned nt = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> th;
-  for (unsigned w = 0; w < nt; ++w)
-    th.emplace_back([&, w] {
-      for (long long i = w; i < n; i += nt) f(i);
-    });
-  for (auto& t : th) t.join();
-}
 
-// Writes a temporary file beside `path`, then renames it: a reader never sees half a CSV.
-bool write_atomically(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) {
-      std::cerr << "gemmlab probe: cannot write " << tmp << " (is the folder there and writable?)\n";
-      return false;
-    }
-    f << text;
-    if (!f.good()) {
-      std::cerr << "gemmlab probe: writing " << tmp << " failed\n";
-      return false;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::cerr << "gemmlab probe: cannot rename " << tmp << " to " << path << ": " << ec.message() << "\n";
-    return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -421,7 +384,7 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
   for (long long t0 = 0; t0 < n_tiles; t0 += batch) {
     const long long n = std::min(batch, n_tiles - t0);
     std::vector<std::uint32_t> A(n * M * K), B(n * K * N), C(n * MN);
-    parallel_for(n, [&](long long t) {
+    parallel_for(static_cast<long>(n), 0, [&](long t) {
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
       for (int i = 0; i < M * K; ++i) A[t * M * K + i] = (std::uint32_t)to_bits(I.input, a[i]);
@@ -431,7 +394,7 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
     std::vector<std::uint32_t> D = run_tiles(*ins, A, B, C);
     std::vector<long long> miss(n, 0), mbits(n, 0);
     std::vector<std::string> ex(n);
-    parallel_for(n, [&](long long t) {
+    parallel_for(static_cast<long>(n), 0, [&](long t) {
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
       std::vector<double> d = tc::mma_tile(inf.params, I, a, b, c);
@@ -472,21 +435,21 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
   return mismatches;
 }
 
-int run_probes(const std::string& out_csv_path, bool print_table) {
+int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line) {
   DeviceCaps dev = device_caps();
   if (!dev.present) {
     std::cerr << "gemmlab probe: no usable GPU (" << dev.why << "); the probes need one.\n";
     return 2;
   }
-  std::ostringstream csv;
-  csv << "instruction,feature,observed,evidence_inputs,evidence_output_bits\n";
-  std::ostringstream raw;  // <out>_outcomes.csv: one row per probe
-  raw << "instruction,probe,feature,inputs,output_bits,model_bits,model_matches\n";
+  std::vector<std::vector<std::string>> findings;
+  std::vector<std::vector<std::string>> raw;  // <out>_outcomes.csv: one row per probe
   for (Instruction ins : tc::all_instructions()) {
     const tc::InstructionInfo& I = tc::info(ins);
     if (dev.cc < I.min_cc) {
-      csv << I.name << ",status,not_supported (needs compute capability " << I.min_cc << "; " << csv_field(dev.name)
-          << " is " << dev.cc << "),,\n";
+      findings.push_back({I.name, "status",
+                          "not_supported (needs compute capability " + std::to_string(I.min_cc) + "; " + dev.name +
+                              " is " + std::to_string(dev.cc) + ")",
+                          "", ""});
       if (print_table) std::cout << I.name << ": not_supported on " << dev.name << "\n";
       continue;
     }
@@ -494,26 +457,36 @@ int run_probes(const std::string& out_csv_path, bool print_table) {
     tc::Inference inf = tc::infer(I, outcomes);
     for (const tc::ProbeOutcome& o : outcomes) {  // every raw outcome, so inference can be redone offline
       double m = tc::dot(inf.params, o.probe.a.data(), o.probe.b.data(), I.k, o.probe.c);
-      raw << I.name << "," << csv_field(o.probe.id) << "," << csv_field(o.probe.feature) << ","
-          << csv_field(tc::describe_inputs(o.probe)) << "," << tc::hex_bits(o.output_bits, I.output) << ","
-          << tc::hex_bits(to_bits(I.output, m), I.output) << "," << (tc::reproduces(inf.params, o) ? 1 : 0) << "\n";
+      raw.push_back({I.name, o.probe.id, o.probe.feature, tc::describe_inputs(o.probe),
+                     tc::hex_bits(o.output_bits, I.output), tc::hex_bits(to_bits(I.output, m), I.output),
+                     tc::reproduces(inf.params, o) ? "1" : "0"});
     }
     if (print_table) std::cout << "\n== " << I.name << " on " << dev.name << " (" << outcomes.size() << " probes)\n";
     for (const tc::Finding& f : inf.findings) {
-      csv << I.name << "," << csv_field(f.feature) << "," << csv_field(f.observed) << "," << csv_field(f.evidence_inputs)
-          << "," << csv_field(f.evidence_output_bits) << "\n";
+      findings.push_back({I.name, f.feature, f.observed, f.evidence_inputs, f.evidence_output_bits});
       if (print_table) {
-        std::string obs = f.observed;
-        std::cout << "  " << f.feature << std::string(f.feature.size() < 22 ? 22 - f.feature.size() : 1, ' ') << obs << "\n";
+        std::cout << "  " << f.feature << std::string(f.feature.size() < 22 ? 22 - f.feature.size() : 1, ' ')
+                  << f.observed << "\n";
         if (!f.evidence_inputs.empty())
           std::cout << std::string(24, ' ') << "evidence: " << f.evidence_inputs << " -> " << f.evidence_output_bits << "\n";
       }
     }
   }
   std::filesystem::path out(out_csv_path);
-  std::filesystem::path raw_out = out.parent_path() / (out.stem().string() + "_outcomes.csv");
-  if (!write_atomically(raw_out, raw.str())) return 1;
-  return write_atomically(out, csv.str()) ? 0 : 1;
+  const std::string raw_out = (out.parent_path() / (out.stem().string() + "_outcomes.csv")).string();
+  nlohmann::json meta = base_metadata("probe", command_line, out_csv_path);
+  add_device_metadata(meta, query_device(), software_versions(), current_sm_clock_mhz());
+  try {
+    write_table(raw_out, {"instruction", "probe", "feature", "inputs", "output_bits", "model_bits", "model_matches"},
+                raw, meta);
+    meta["csv"] = out.filename().string();
+    write_table(out_csv_path, {"instruction", "feature", "observed", "evidence_inputs", "evidence_output_bits"}, findings,
+                meta);
+  } catch (const std::exception& e) {
+    std::cerr << "gemmlab probe: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace gemmlab

@@ -8,9 +8,9 @@
 namespace gemmlab {
 
 // Runs every instruction the GPU supports (the others get a not_supported row), writes the CSV
-// atomically (temporary file, then rename) and, if print_table, a readable table on stdout.
+// and its metadata atomically (report layer) and, if print_table, a readable table on stdout.
 // Returns 0 on success, non-zero with a message on stderr when no GPU is usable or a write fails.
-int run_probes(const std::string& out_csv_path, bool print_table);
+int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line);
 
 // Validates the inferred model of `instruction` (a name from tc::all_instructions(), e.g.
 // "mma_m16n8k16_f16_f32") against the hardware on n_tiles random tiles drawn from several

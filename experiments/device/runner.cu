@@ -20,6 +20,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
+#include "reference/parallel.hpp"
 
 namespace gemmlab {
 namespace {
@@ -29,25 +30,12 @@ std::size_t storage_bytes(Format f) {
   return static_cast<std::size_t>((bits + 7) / 8);
 }
 
-template <class Fn>
-void parallel_for(std::size_t n, Fn fn) {
-  unsigned t = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
-  if (n < (1u << 16)) t = 1;
-  std::vector<std::thread> pool;
-  std::size_t chunk = (n + t - 1) / t;
-  for (unsigned w = 0; w < t; ++w) {
-    std::size_t lo = w * chunk, hi = std::min(n, lo + chunk);
-    if (lo >= hi) break;
-    pool.emplace_back([=] { fn(lo, hi); });
-  }
-  for (auto& th : pool) th.join();
-}
 
 // (rows, cols) row-major doubles -> bytes in `f`, laid out row- or column-major.
 std::vector<unsigned char> pack(const Matrix& m, Format f, Layout layout) {
   const std::size_t eb = storage_bytes(f);
   std::vector<unsigned char> out(m.size() * eb);
-  parallel_for(m.size(), [&](std::size_t lo, std::size_t hi) {
+  parallel_for_range(m.size(), 0, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t idx = lo; idx < hi; ++idx) {
       std::size_t i = idx / m.cols, j = idx % m.cols;
       std::size_t dst = layout == Layout::row_major ? idx : j * m.rows + i;
@@ -61,7 +49,7 @@ std::vector<unsigned char> pack(const Matrix& m, Format f, Layout layout) {
 std::vector<double> unpack(const std::vector<unsigned char>& bytes, Format f, std::size_t n) {
   const std::size_t eb = storage_bytes(f);
   std::vector<double> out(n);
-  parallel_for(n, [&](std::size_t lo, std::size_t hi) {
+  parallel_for_range(n, 0, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
     for (std::size_t i = lo; i < hi; ++i) {
       std::uint64_t bits = 0;
       std::memcpy(&bits, bytes.data() + i * eb, eb);

@@ -1,6 +1,7 @@
 // `gemmlab tune`: times a grid of shapes of the CUDA-core SGEMM templates with the harness's one
 // timing helper (run_kernel) and records the winner for sgemm_09_autotuned.
 #include "experiments/device/tune_sgemm.hpp"
+#include "experiments/report/metadata.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -91,12 +92,6 @@ std::vector<Candidate> candidates() {
   };
 }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
-  return buf;
-}
 
 }  // namespace
 
@@ -190,7 +185,7 @@ int tune_sgemm(int M, int N, int K, int reps, const std::string& write_header_pa
   std::ostringstream h;
   h << "// Tile sizes of sgemm_09_autotuned, written by `gemmlab tune` (experiments/tune_sgemm.cu).\n"
     << "// Tuned on " << dev.name << " (cc " << dev.cc_major << "." << dev.cc_minor << ", " << dev.sm_count
-    << " SMs) on " << utc_now() << "\n"
+    << " SMs) on " << utc_now("%Y-%m-%d %H:%M UTC") << "\n"
     << "// by tune_sgemm(M=" << M << ", N=" << N << ", K=" << K << ", reps=" << reps
     << ") [gemmlab tune], inputs uniform_-1_1 seed 1:\n"
     << "// fastest of " << cands.size() << " shapes that match sgemm_01_naive bit for bit, median "
