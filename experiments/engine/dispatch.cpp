@@ -1,6 +1,7 @@
 #include "experiments/engine/dispatch.hpp"
 
 #include <atomic>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -31,6 +32,12 @@ DispatchResult dispatch(const std::vector<Problem>& problems, const WorkerFn& fn
         ++emitted;
       };
       ctx.should_stop = should_stop;
+      ctx.log = opt.log;
+      if (!ctx.log)
+        ctx.log = [&](const std::string& line) {
+          std::lock_guard<std::mutex> lock(sink_mu);
+          std::fprintf(stderr, "%s\n", line.c_str());
+        };
       while (!should_stop()) {
         const std::size_t i = next++;
         if (i >= problems.size()) break;

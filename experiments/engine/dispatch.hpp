@@ -21,6 +21,8 @@ struct WorkerContext {
   std::function<void(const std::vector<std::string>&)> emit;
   // True once the run should stop: the worker finishes the row in progress and returns.
   std::function<bool()> should_stop;
+  // A line for the run's log (thread-safe; kept above a live progress bar).
+  std::function<void(const std::string&)> log;
 };
 
 struct DispatchOptions {
@@ -28,6 +30,7 @@ struct DispatchOptions {
   // Called once in each worker's thread before its first problem (e.g. cudaSetDevice).
   std::function<void(int worker)> worker_start;
   std::function<bool()> should_stop = [] { return false; };
+  std::function<void(const std::string&)> log;  // default: a line on stderr
 };
 
 struct DispatchResult {

@@ -31,7 +31,9 @@ void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a blocking wait returns EINTR and the run notices sooner
+  // SA_RESTART: a write or read under way when the signal comes resumes instead of failing with
+  // EINTR, so the row in progress and its journal line complete normally.
+  sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 }
