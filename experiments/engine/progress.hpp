@@ -3,7 +3,7 @@
 // On a terminal the last line of stderr is a live bar, redrawn in place, with log lines printed
 // above it; in logs and CI (stderr not a terminal) each finished row prints one plain line.
 // The bar is written here rather than taken from a library: Debian packages no C++ progress-bar
-// library (p-ranav/indicators would have to be vendored, ~4k lines), and what is needed is one
+// library (p-ranav/indicators would have to be vendored: a few thousand lines of headers), and what is needed is one
 // line that must interleave with gemmlab's own log lines, which a pure format function plus
 // "\r + clear line" does in a few lines that the tests can check.
 #pragma once

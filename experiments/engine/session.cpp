@@ -121,7 +121,6 @@ void RunSession::finalise(const nlohmann::json& meta) {
   journal_.reset();
   remove_durably(paths_.journal);
   lock_.reset();
-  finalised_ = true;
 }
 
 }  // namespace gemmlab::engine

@@ -74,7 +74,6 @@ class RunSession {
   std::unordered_map<std::string, std::vector<std::string>> done_;  // key -> row
   std::size_t resumed_ = 0;
   std::string note_;
-  bool finalised_ = false;
   mutable std::mutex mu_;
 };
 
