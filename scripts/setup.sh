@@ -15,7 +15,7 @@ if ! command -v nvcc >/dev/null 2>&1; then
 fi
 
 pkgs=(cmake ninja-build g++ pkg-config libmpfr-dev libgmp-dev libeigen3-dev libgtest-dev libcli11-dev
-      nlohmann-json3-dev libtomlplusplus-dev python3-venv)
+      nlohmann-json3-dev libtomlplusplus-dev libssl-dev python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

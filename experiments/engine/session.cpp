@@ -1,0 +1,126 @@
+#include "experiments/engine/session.hpp"
+
+#include <filesystem>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "experiments/engine/files.hpp"
+#include "experiments/report/files.hpp"
+#include "experiments/plan/plan.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gemmlab::engine {
+
+OutputPaths OutputPaths::for_csv(const std::string& csv) {
+  if (csv.size() < 5 || csv.substr(csv.size() - 4) != ".csv") throw UsageError("--out must name a .csv file, got '" + csv + "'");
+  return {csv, csv.substr(0, csv.size() - 4) + ".meta.json", csv + ".journal", csv + ".lock"};
+}
+
+void check_no_overwrite(const OutputPaths& paths, bool force) {
+  if (force) return;
+  std::error_code ec;
+  for (const auto* p : {&paths.csv, &paths.meta})
+    if (fs::exists(*p, ec))
+      throw UsageError("'" + *p + "' already exists: choose another --out to keep it, or pass --force to replace it");
+}
+
+RunSession::RunSession(const OutputPaths& paths, const JournalIdentity& id, std::vector<RowKey> rows,
+                       const SessionOptions& opt)
+    : paths_(paths), id_(id), rows_(std::move(rows)) {
+  for (const auto& k : rows_) keys_.insert(k.str());
+  check_writable(paths_.csv);
+  // The lock first: everything looked at below could otherwise change under us.
+  lock_ = std::make_unique<OutputLock>(paths_.lock, opt.command_line);
+  std::error_code ec;
+  const bool have_journal = fs::exists(paths_.journal, ec);
+
+  if (have_journal && opt.resume) {
+    RecoveredJournal rec = recover_journal(paths_.journal);
+    if (rec.has_identity) {
+      if (std::string diff = identity_difference(id_, rec.identity); !diff.empty())
+        throw UsageError("cannot resume from '" + paths_.journal + "': " + diff + ". Its " + std::to_string(rec.rows.size()) +
+                         " rows belong to another run: resume with the plan, binary and GPU that wrote them, or run "
+                         "without --resume and with --force to discard them and start again");
+      const auto& in_run = keys_;
+      for (auto& row : rec.rows) {
+        const std::string k = key_of_row(id_.columns, row).str();
+        // The identity matched, so a row outside this run or a second copy means the file was edited.
+        if (!in_run.count(k) || !done_.emplace(k, std::move(row)).second)
+          throw UsageError("'" + paths_.journal + "' holds the row " + k + (in_run.count(k) ? " twice" : ", which is not in this plan") +
+                           ": the journal was damaged or edited; move it away, or pass --force without --resume to start again");
+      }
+      resumed_ = done_.size();
+      journal_ = std::make_unique<JournalWriter>(paths_.journal, rec);
+      note_ = "resuming '" + paths_.journal + "': " + std::to_string(resumed_) + " of " + std::to_string(rows_.size()) +
+              " rows finished" + (rec.dropped.empty() ? "" : "; dropped " + rec.dropped);
+      return;
+    }
+    note_ = "'" + paths_.journal + "' holds no row (" + rec.dropped + "): starting from the first row";
+  } else if (have_journal && !opt.force) {
+    RecoveredJournal rec = recover_journal(paths_.journal);
+    throw UsageError("'" + paths_.journal + "' holds " + std::to_string(rec.rows.size()) +
+                     " finished rows of an interrupted run: pass --resume to continue it, or --force to discard it and start again");
+  } else if (!have_journal) {
+    if (opt.resume && !opt.force && fs::exists(paths_.csv, ec))
+      throw UsageError("'" + paths_.csv + "' is complete, with no journal to resume: nothing to do (pass --force to run it again)");
+    check_no_overwrite(paths_, opt.force);
+    if (opt.resume) note_ = "no journal '" + paths_.journal + "' to resume: starting from the first row";
+  }
+  journal_ = std::make_unique<JournalWriter>(paths_.journal, id_);
+}
+
+RunSession::~RunSession() = default;
+
+std::vector<RowKey> RunSession::pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<RowKey> out;
+  for (const auto& k : rows_)
+    if (!done_.count(k.str())) out.push_back(k);
+  return out;
+}
+
+void RunSession::record(const std::vector<std::string>& fields) {
+  const RowKey key = key_of_row(id_.columns, fields);
+  const std::string k = key.str();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!keys_.count(k)) throw std::logic_error("record: row " + k + " is not in this run");
+    if (done_.count(k)) throw std::logic_error("record: row " + k + " was recorded already");
+    // Reserve the key before the (slow) fsync so that a second record of it fails at once.
+    done_.emplace(k, fields);
+  }
+  try {
+    journal_->append(fields);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.erase(k);
+    throw;
+  }
+}
+
+bool RunSession::complete() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_.size() == rows_.size();
+}
+
+void RunSession::finalise(const nlohmann::json& meta) {
+  std::string csv = csv_line(id_.columns);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& k : rows_) {
+      auto it = done_.find(k.str());
+      if (it == done_.end()) throw std::logic_error("finalise: row " + k.str() + " has not been recorded");
+      csv += csv_line(it->second);
+    }
+  }
+  // Metadata first: a CSV under its final name always has its metadata beside it. A crash
+  // between the steps leaves the journal, and --resume repeats them with the same bytes.
+  write_durably(paths_.meta, meta.dump(2) + "\n");
+  write_durably(paths_.csv, csv);
+  journal_.reset();
+  remove_durably(paths_.journal);
+  lock_.reset();
+}
+
+}  // namespace gemmlab::engine

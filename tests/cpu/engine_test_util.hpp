@@ -1,0 +1,76 @@
+// A small plan, columns and deterministic fake rows for the engine's CPU tests: no GPU, no
+// registry. A fake row's numbers depend only on its key, as a real row's statistics do.
+#pragma once
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiments/engine/journal.hpp"
+#include "experiments/engine/plan_rows.hpp"
+
+namespace engine_test {
+
+namespace fs = std::filesystem;
+using namespace gemmlab::engine;
+
+// A fresh folder per test, removed by the test's end (its name says which test left it, if not).
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    path = fs::temp_directory_path() / ("gemmlab_engine_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string operator/(const std::string& f) const { return (path / f).string(); }
+};
+
+inline PlanSpec small_plan() {
+  PlanSpec p;
+  p.kernels = {{"sgemm_01_naive", "fp32"}, {"hgemm_a", "fp16"}, {"sgemm_10_warptiling", "fp32"}, {"hgemm_b", "fp16"}};
+  p.distributions = {"uniform_0_1", "normal_0_1", "cancel_-10"};
+  p.sizes = {{64, 64, 64}, {128, 32, 256}};
+  p.seeds = {1, 2};
+  p.reps = 5;
+  p.warmup = 1;
+  return p;
+}
+
+inline std::vector<std::string> columns() {
+  return {"kernel", "input_format", "distribution", "M", "N", "K", "seed", "rel_mean", "time_ms_median", "status", "note"};
+}
+
+// Deterministic in the key; the note exercises CSV quoting (comma, quote, newline).
+inline std::vector<std::string> fake_row(const RowKey& k) {
+  const std::string h = sha256_hex(k.str()).substr(0, 12);
+  std::string note = (h[0] < '8') ? "" : "a note, with \"quotes\"\nand a second line";
+  return {k.kernel, k.input_format, k.distribution, std::to_string(k.size.M), std::to_string(k.size.N),
+          std::to_string(k.size.K), std::to_string(k.seed), "0x" + h, "1.5", "passed", note};
+}
+
+inline JournalIdentity identity(const PlanSpec& p, const std::string& shard = "") {
+  JournalIdentity id;
+  id.plan_hash = plan_hash(p);
+  id.git_commit = "abc123";
+  id.gemmlab_version = "0.1";
+  id.gpu_name = "NVIDIA H200";
+  id.gpu_uuid = "GPU-0000";
+  id.shard = shard;
+  id.columns = columns();
+  return id;
+}
+
+inline std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+inline void spit(const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+}  // namespace engine_test
