@@ -17,7 +17,7 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
-from .results import COLUMNS, STATUSES, load_results
+from .results import COLUMNS, STATUSES, load_results, to_frame
 
 __version__ = "0.1.0"
 
@@ -25,5 +25,5 @@ __all__ = [
     "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "Reference", "STATUSES", "bound",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",
-    "unusable_reason",
+    "to_frame", "unusable_reason",
 ]

@@ -42,7 +42,7 @@ def representable(a: np.ndarray, fmt: str, name: str) -> None:
     ok = _core.is_representable(fmt, flat).astype(bool)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
-        idx = np.unravel_index(i, a.shape)
-        raise ValueError(f"{name}{list(idx)} = {flat[i]!r} is not a value of {fmt} "
+        idx = [int(k) for k in np.unravel_index(i, a.shape)]
+        raise ValueError(f"{name}{idx} = {float(flat[i])!r} is not a value of {fmt} "
                          f"({int((~ok).sum())} entries are not): round the matrix with gemmlab.round_to({fmt!r}, ...) "
                          "or declare the format it really has")

@@ -65,8 +65,8 @@ def _check_c(C: npt.ArrayLike, M: int, N: int, output_format: str, allow_nonfini
     c = np.ascontiguousarray(arr, dtype=np.float64)
     finite = np.isfinite(c)
     if not finite.all() and not allow_nonfinite:
-        i = np.unravel_index(int(np.flatnonzero(~finite)[0]), c.shape)
-        raise ValueError(f"C has {int((~finite).sum())} NaN or infinite entries (first at {list(i)}); "
+        i = [int(k) for k in np.unravel_index(int(np.flatnonzero(~finite)[0]), c.shape)]
+        raise ValueError(f"C has {int((~finite).sum())} NaN or infinite entries (first at {i}); "
                          "pass allow_nonfinite=True to count them in the row (status failed_bound)")
     representable(np.where(finite, c, 0.0), output_format, "C")
     return c

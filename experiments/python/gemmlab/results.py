@@ -94,7 +94,7 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
         if missing:
             raise ValueError(f"{f} is not a gemmlab result CSV: it has no {', '.join(missing)} column")
         types = {c: t for c, t in known.items() if c in header and c != "status"}
-        df = pd.read_csv(f, dtype=types, keep_default_na=False, na_values={c: [""] for c in header if c not in _TEXT})
+        df = pd.read_csv(f, dtype=types, keep_default_na=False, na_values={c: ["", "nan", "NaN", "-nan"] for c in header if c not in _TEXT})
         unknown = sorted(set(df["status"]) - set(STATUSES))
         if unknown:
             raise ValueError(f"{f}: unknown status {unknown}; known: {', '.join(STATUSES)}")
@@ -108,3 +108,17 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
     out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     out.attrs["meta"] = meta
     return out
+
+
+def to_frame(rows: Iterable[dict]) -> pd.DataFrame:
+    """Rows from ``evaluate`` as a DataFrame with the same columns and dtypes as ``load_results``,
+    so the two concatenate (``pd.concat([load_results(csv), to_frame(rows)])``)."""
+    df = pd.DataFrame(list(rows), columns=list(COLUMNS))
+    for c, t in dtypes().items():
+        if c == "status":
+            df[c] = df[c].astype(t)
+        elif t == "string":
+            df[c] = df[c].fillna("").astype("string")
+        else:
+            df[c] = pd.array(df[c].tolist(), dtype=t) if t in ("Int64", "UInt64") else df[c].astype(t)
+    return df
