@@ -10,7 +10,6 @@
 // Numerics record (see emulate below), and the CSV columns move to one typed definition.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
-#include <nanobind/operators.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -371,7 +370,9 @@ void bind_tc(nb::module_& m) {
       .def("__repr__", [](const tc::TcParams& p) {
         return "TcParams(" + std::string(info(p.input).name) + " -> " + info(p.output).name + ", " + p.describe() + ")";
       })
-      .def(nb::self == nb::self);
+      .def("__eq__", [](const tc::TcParams& a, nb::handle b) {
+        return nb::isinstance<tc::TcParams>(b) && a == nb::cast<const tc::TcParams&>(b);
+      }, "b"_a.none());
 
   m.def("instructions", [] {
     std::vector<nb::dict> v;

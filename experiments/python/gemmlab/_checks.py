@@ -39,7 +39,7 @@ def representable(a: np.ndarray, fmt: str, name: str) -> None:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{name} has {int(bad.sum())} NaN or infinite entries (first at flat index {i}); "
                          "inputs must be finite")
-    ok = _core.is_representable(fmt, flat).astype(bool)
+    ok = np.asarray(_core.is_representable(fmt, flat)).astype(bool)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         idx = [int(k) for k in np.unravel_index(i, a.shape)]

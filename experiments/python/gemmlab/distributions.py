@@ -38,7 +38,8 @@ def generate(distribution: str, operand: str, rows: int, cols: int, fmt: str, se
     """
     if rows < 0 or cols < 0:
         raise ValueError(f"shape must be non-negative, got ({rows}, {cols})")
-    return _core.generate(distribution, operand, int(rows), int(cols), check_format(fmt), _check_seed(seed), threads)
+    return np.asarray(_core.generate(distribution, operand, int(rows), int(cols), check_format(fmt),
+                                     _check_seed(seed), threads))
 
 
 def generate_problem(distribution: str, M: int, N: int, K: int, fmt: str, seed: int,

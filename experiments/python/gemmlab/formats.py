@@ -42,7 +42,7 @@ def format_info(fmt: str) -> FormatInfo:
 def _apply(fn, fmt: str, x: npt.ArrayLike, out_dtype=None):
     arr = np.asarray(x)
     flat = vector(arr, "x")
-    r = fn(check_format(fmt), flat)
+    r = np.asarray(fn(check_format(fmt), flat))
     if arr.ndim == 0:
         return r[0].item()
     return r.reshape(arr.shape) if out_dtype is None else r.reshape(arr.shape).astype(out_dtype)
@@ -75,5 +75,5 @@ def from_bits(fmt: str, bits: npt.ArrayLike) -> np.ndarray | float:
     arr = np.asarray(bits)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"bits must be an integer array, got dtype {arr.dtype}")
-    r = _core.from_bits(check_format(fmt), np.ascontiguousarray(arr, dtype=np.uint64).reshape(-1))
+    r = np.asarray(_core.from_bits(check_format(fmt), np.ascontiguousarray(arr, dtype=np.uint64).reshape(-1)))
     return r[0].item() if arr.ndim == 0 else r.reshape(arr.shape)

@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -35,9 +36,9 @@ _INT = {"promotion_interval_k", "M", "N", "K", "entries", "zero_reference", "zer
         "unwritten", "rel_count", "reps", "sm_clock_mhz"}
 
 
-def dtypes() -> dict[str, object]:
+def dtypes() -> dict[str, Any]:
     """The pandas dtype of every known column."""
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     for c in COLUMNS:
         if c in _TEXT:
             out[c] = "string"
@@ -46,7 +47,7 @@ def dtypes() -> dict[str, object]:
         elif c == "seed":
             out[c] = "UInt64"  # a 64-bit seed may not fit int64
         elif c == "status":
-            out[c] = pd.CategoricalDtype(STATUSES)
+            out[c] = pd.CategoricalDtype(list(STATUSES))
         else:
             out[c] = "float64"
     return out

@@ -97,7 +97,7 @@ def mma_tile(params: TcParams, instruction_name: str, A: npt.ArrayLike, B: npt.A
     representable(a, params.input, "A")
     representable(b, params.input, "B")
     representable(c, params.output, "C")
-    return _core.mma_tile(params, ins.name, a, b, c)
+    return np.asarray(_core.mma_tile(params, ins.name, a, b, c))
 
 
 @dataclass(frozen=True)
@@ -151,5 +151,5 @@ def emulate(order: Order, A: npt.ArrayLike, B: npt.ArrayLike, params: TcParams |
         raise ValueError(f"A is {a.shape} but B is {b.shape}: A's columns must equal B's rows (K)")
     representable(a, input_format, "A")
     representable(b, input_format, "B")
-    return _core.emulate(order.accumulation, order.instruction, order.k_step, order.promotion_k, order.split_k,
-                         order.output, a, b, params, threads)
+    return np.asarray(_core.emulate(order.accumulation, order.instruction, order.k_step, order.promotion_k,
+                                    order.split_k, order.output, a, b, params, threads))
