@@ -43,8 +43,9 @@ if ! cmp -s scripts/requirements.txt "$stamp"; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
   cp scripts/requirements.txt "$stamp"
 fi
-# The gemmlab Python package (`import gemmlab`), when missing; scripts/test.sh reinstalls it every run.
-if ! .venv/bin/python -c "import gemmlab" >/dev/null 2>&1; then
+# The gemmlab Python package (`import gemmlab`), when missing; scripts/test.sh reinstalls it from the
+# tree on every run (and sets GEMMLAB_SETUP_SKIP_PACKAGE=1 so it is not built twice).
+if [ "${GEMMLAB_SETUP_SKIP_PACKAGE:-0}" != 1 ] && ! .venv/bin/python -c "import gemmlab" >/dev/null 2>&1; then
   echo "setup: installing the gemmlab Python package into .venv (pip install .)"
   .venv/bin/python -m pip install -q --disable-pip-version-check .
 fi

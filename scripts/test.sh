@@ -6,7 +6,7 @@
 # set GEMMLAB_CUDA_ARCHS to choose others (e.g. "80;89;90a").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+GEMMLAB_SETUP_SKIP_PACKAGE=1 scripts/setup.sh
 # The Python package from this tree (pytest imports the installed package, never the sources).
 .venv/bin/python -m pip install -q --disable-pip-version-check .
 export PATH=/usr/local/cuda/bin:$PATH

@@ -61,3 +61,10 @@ def test_errors(tmp_path):
     odd.write_text("kernel,status\nk,exploded\n")
     with pytest.raises(ValueError, match="unknown status"):
         gemmlab.load_results(odd)
+
+
+def test_columns_are_those_of_the_newest_default_run(root):
+    # gemmlab.COLUMNS repeats experiments/run_gpu.cpp's csv_columns (phase 2 binds the one C++
+    # definition); the default run's header catches a drift until then.
+    with open(root / "results/default/default_h200_20261121.csv") as f:
+        assert tuple(f.readline().strip().split(",")) == gemmlab.COLUMNS
