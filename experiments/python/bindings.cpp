@@ -10,7 +10,6 @@
 // Numerics record (see emulate below), and the CSV columns move to one typed definition.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -112,51 +111,56 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// The reference of C = A B, its MPFR spot check (the entries `gemmlab run` would pick for this
-// seed) and the statistics of `computed` against it, with the same bound model as a kernel row.
-nb::dict evaluate(const In2& a, const In2& b, const In2& c, const std::string& output, const std::string& input,
-                  const std::string& compute, const std::string& accumulator, const std::string& rounding,
-                  double acc_unit_roundoff, int spot_checks, std::uint64_t seed, int threads) {
-  Matrix A = to_matrix(a), B = to_matrix(b);
-  std::vector<double> C(c.data(), c.data() + c.size());
-  if (A.cols != B.rows || static_cast<std::size_t>(A.rows) != c.shape(0) || static_cast<std::size_t>(B.cols) != c.shape(1))
-    throw std::invalid_argument("evaluate: A (M, K), B (K, N) and C (M, N) do not match");
+// Checks `spot_checks` entries of a reference against MPFR, the entries `gemmlab run` picks for this
+// seed; throws when one differs. Returns the CSV `reference` label, e.g. "fixed_int128+mpfr_spot16".
+std::string spot_check(const Matrix& A, const Matrix& B, const GemmReference& ref, int spot_checks, std::uint64_t seed) {
+  const long long total = static_cast<long long>(ref.M) * ref.N;
+  const int n = static_cast<int>(std::min<long long>(std::max(spot_checks, 0), total));
+  for (int k = 0; k < n; ++k) {
+    const long long idx = static_cast<long long>(mix(seed * 1315423911ull + static_cast<std::uint64_t>(k)) %
+                                                 static_cast<std::uint64_t>(total));
+    const int i = static_cast<int>(idx / ref.N), j = static_cast<int>(idx % ref.N);
+    const double m = mpfr_dot(A, B, i, j);
+    if (!(m == ref.c[idx]) && !(std::isnan(m) && std::isnan(ref.c[idx])))
+      throw std::runtime_error("reference self-check failed: " + ref.engine + " and MPFR disagree on C(" +
+                               std::to_string(i) + "," + std::to_string(j) + "); please report this");
+  }
+  return n > 0 ? ref.engine + "+mpfr_spot" + std::to_string(n) : ref.engine;
+}
+
+// compute_error_stats of `computed` against a reference given as its three arrays, judged by the
+// bound model of the declared numerics; the dict holds the ErrorStats fields plus `over_range`
+// (exact entries beyond the output format's range: no kernel can compute those).
+nb::dict error_stats(const In2& computed, const In2& c, const In2& c_out, const In2& abs_ab, int K,
+                     const std::string& output, const std::string& input, const std::string& compute,
+                     const std::string& accumulator, const std::string& rounding, double acc_unit_roundoff,
+                     int threads) {
+  const std::size_t M = computed.shape(0), N = computed.shape(1);
+  for (const In2* x : {&c, &c_out, &abs_ab})
+    if (x->shape(0) != M || x->shape(1) != N) throw std::invalid_argument("error_stats: C and the reference differ in shape");
   BoundModel model;
-  model.K = A.cols;
+  model.K = K;
   model.input = format_of(input);
   model.compute = format_of(compute);
   model.accumulator = format_of(accumulator);
   model.output = format_of(output);
   model.rounding = acc_rounding_of(rounding);
   model.acc_unit_roundoff = acc_unit_roundoff;
-
   GemmReference ref;
+  ref.M = static_cast<int>(M), ref.N = static_cast<int>(N), ref.K = K, ref.out = model.output;
+  ref.c.assign(c.data(), c.data() + c.size());
+  ref.c_out.assign(c_out.data(), c_out.data() + c_out.size());
+  ref.abs_ab.assign(abs_ab.data(), abs_ab.data() + abs_ab.size());
+  const std::vector<double> C(computed.data(), computed.data() + computed.size());
   ErrorStats s;
-  std::string label;
   long long over_range = 0;
   {
     nb::gil_scoped_release release;
-    ref = exact_gemm(A, B, model.output, threads);
-    label = ref.engine;
-    const long long total = static_cast<long long>(ref.M) * ref.N;
-    const int n = static_cast<int>(std::min<long long>(spot_checks, total));
-    for (int k = 0; k < n; ++k) {
-      const long long idx = static_cast<long long>(mix(seed * 1315423911ull + static_cast<std::uint64_t>(k)) %
-                                                   static_cast<std::uint64_t>(total));
-      const int i = static_cast<int>(idx / ref.N), j = static_cast<int>(idx % ref.N);
-      const double m = mpfr_dot(A, B, i, j);
-      if (!(m == ref.c[idx]) && !(std::isnan(m) && std::isnan(ref.c[idx])))
-        throw std::runtime_error("reference self-check failed: " + ref.engine + " and MPFR disagree on C(" +
-                                 std::to_string(i) + "," + std::to_string(j) + "); please report this");
-    }
-    if (n > 0) label += "+mpfr_spot" + std::to_string(n);
     const double maxf = info(model.output).max_finite;
     for (double x : ref.c) over_range += !(std::fabs(x) <= maxf);
     s = compute_error_stats(C, ref, model, threads);
   }
   nb::dict d;
-  d["reference"] = label;
-  d["reference_seconds"] = ref.seconds;
   d["over_range"] = over_range;
   d["entries"] = s.entries;
   d["zero_reference"] = s.zero_reference;
@@ -272,7 +276,8 @@ void bind_distributions(nb::module_& m) {
 }
 
 void bind_reference(nb::module_& m) {
-  m.def("exact_gemm", [](const In2& a, const In2& b, const std::string& out, int threads, const std::string& engine) {
+  m.def("exact_gemm", [](const In2& a, const In2& b, const std::string& out, int threads, const std::string& engine,
+                         int spot_checks, std::uint64_t seed) {
     const Matrix A = to_matrix(a), B = to_matrix(b);
     const Format f = format_of(out);
     ExactEngine e;
@@ -281,13 +286,18 @@ void bind_reference(nb::module_& m) {
     else if (engine == "kulisch") e = ExactEngine::kulisch;
     else throw std::invalid_argument("unknown engine '" + engine + "'; valid: automatic, fixed_int128, kulisch");
     GemmReference r;
+    std::string label;
     {
       nb::gil_scoped_release release;
       r = exact_gemm(A, B, f, threads, e);
+      label = spot_check(A, B, r, spot_checks, seed);
     }
-    return reference_dict(std::move(r));
-  }, "A"_a, "B"_a, "output_format"_a, "threads"_a = 0, "engine"_a = "automatic",
-     "Exact C = A B rounded once: dict with c (binary64), c_out (output format), abs_ab, engine, seconds.");
+    nb::dict d = reference_dict(std::move(r));
+    d["label"] = label;
+    return d;
+  }, "A"_a, "B"_a, "output_format"_a, "threads"_a = 0, "engine"_a = "automatic", "spot_checks"_a = 0, "seed"_a = 0,
+     "Exact C = A B rounded once: dict with c (binary64), c_out (output format), abs_ab, engine, seconds,\n"
+     "and label (engine, plus '+mpfr_spotN' when N entries were checked against MPFR as gemmlab run does).");
   m.def("mpfr_gemm", [](const In2& a, const In2& b, const std::string& out, int threads) {
     const Matrix A = to_matrix(a), B = to_matrix(b);
     const Format f = format_of(out);
@@ -296,7 +306,9 @@ void bind_reference(nb::module_& m) {
       nb::gil_scoped_release release;
       r = mpfr_gemm(A, B, f, threads);
     }
-    return reference_dict(std::move(r));
+    nb::dict d = reference_dict(std::move(r));
+    d["label"] = "mpfr";
+    return d;
   }, "A"_a, "B"_a, "output_format"_a, "threads"_a = 0, "The same through MPFR (slow: small sizes).");
   m.def("exact_dot", [](const In2& a, const In2& b, int i, int j) { return exact_dot(to_matrix(a), to_matrix(b), i, j); },
         "A"_a, "B"_a, "i"_a, "j"_a, "Exact C(i, j) rounded to binary64 (Kulisch engine).");
@@ -307,9 +319,9 @@ void bind_reference(nb::module_& m) {
 }
 
 void bind_stats(nb::module_& m) {
-  m.def("evaluate", &evaluate, "A"_a, "B"_a, "C"_a, "output_format"_a, "input_format"_a, "compute_format"_a,
-        "accumulator_format"_a, "acc_rounding"_a, "acc_unit_roundoff"_a, "spot_checks"_a, "seed"_a, "threads"_a,
-        "Reference, MPFR spot check and compute_error_stats of C against it (a dict of the ErrorStats fields).");
+  m.def("error_stats", &error_stats, "C"_a, "c"_a, "c_out"_a, "abs_ab"_a, "K"_a, "output_format"_a, "input_format"_a,
+        "compute_format"_a, "accumulator_format"_a, "acc_rounding"_a, "acc_unit_roundoff"_a, "threads"_a,
+        "compute_error_stats of C against a reference (a dict of the ErrorStats fields and over_range).");
   m.def("bound", [](int K, const std::string& input, const std::string& compute, const std::string& accumulator,
                     const std::string& output, const std::string& rounding, double acc_unit_roundoff) {
     BoundModel b;

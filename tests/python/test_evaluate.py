@@ -118,3 +118,18 @@ def test_bound_matches_the_rows():
     g, s = gemmlab.bound(4096, input_format="fp16", output_format="fp32", acc_rounding="truncate")
     assert g == pytest.approx(4096 * 2.0**-23 / (1 - 4096 * 2.0**-23))
     assert s == pytest.approx(64 * 2.0**-23)
+
+
+def test_one_reference_judges_several_kernels():
+    A, B = gemmlab.generate_problem("normal_0_1", 16, 12, 64, "fp16", 4)
+    ref = gemmlab.exact_gemm(A, B, "fp32", input_format="fp16", spot_checks=16, seed=4)
+    assert ref.label == "fixed_int128+mpfr_spot16"
+    C = (A.astype(np.float32) @ B.astype(np.float32))
+    fresh = gemmlab.evaluate(A, B, C, output_format="fp32", input_format="fp16", seed=4)
+    reused = gemmlab.evaluate(A, B, C, output_format="fp32", input_format="fp16", seed=4, reference=ref)
+    assert fresh == reused
+    with pytest.raises(ValueError, match="computed for fp32 output, not fp16"):
+        gemmlab.evaluate(A, B, C.astype(np.float16), output_format="fp16", input_format="fp16", reference=ref)
+    A2, B2 = gemmlab.generate_problem("normal_0_1", 16, 12, 64, "fp16", 5)
+    with pytest.raises(ValueError, match="does not belong to these A and B"):
+        gemmlab.evaluate(A2, B2, C, output_format="fp32", input_format="fp16", reference=ref)

@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from . import _core
 from ._checks import check_format, matrix, representable
-from .reference import operands
+from .reference import Reference, exact_gemm, operands
 from .results import COLUMNS
 
 Accumulation = Literal["fma", "in_mma", "external", "promoted", "in_wgmma", "library", "unknown"]
@@ -72,6 +72,21 @@ def _check_c(C: npt.ArrayLike, M: int, N: int, output_format: str, allow_nonfini
     return c
 
 
+def _check_reference(ref: Reference, a: np.ndarray, b: np.ndarray, output_format: str) -> None:
+    M, N = a.shape[0], b.shape[1]
+    if ref.output_format != output_format:
+        raise ValueError(f"the reference was computed for {ref.output_format} output, not {output_format}")
+    if ref.c.shape != (M, N):
+        raise ValueError(f"the reference is {ref.c.shape[0]}x{ref.c.shape[1]} but A @ B is {M}x{N}")
+    if M * N == 0:
+        return
+    # A reference of other inputs: caught on the corners and the centre (exact dot products, O(K) each).
+    for i, j in {(0, 0), (M - 1, N - 1), (M // 2, N // 2)}:
+        if _core.exact_dot(a[i:i + 1], np.ascontiguousarray(b[:, j:j + 1]), 0, 0) != ref.c[i, j]:
+            raise ValueError(f"the reference does not belong to these A and B (entry ({i}, {j}) differs); "
+                             "compute it with gemmlab.exact_gemm(A, B, output_format)")
+
+
 def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_format: str,
              input_format: str = "fp32", accumulation: Accumulation = "unknown",
              compute_format: str | None = None, accumulator_format: str | None = None,
@@ -79,7 +94,7 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
              promotion_interval_k: int = 0, kernel: str = "python", family: str = "user",
              distribution: str = "", seed: int | None = None, time_ms: float | None = None,
              reps: int | None = None, note: str = "", allow_nonfinite: bool = False,
-             spot_checks: int = 16, threads: int = 0) -> dict[str, Any]:
+             reference: Reference | None = None, spot_checks: int = 16, threads: int = 0) -> dict[str, Any]:
     """The statistics row of a computed product C ~ A @ B against its exact reference.
 
     A (M, K) and B (K, N) must hold values of ``input_format`` (as ``generate`` makes them); C
@@ -95,6 +110,10 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
     when the exact result leaves the output format's range. ``time_ms`` (the kernel's median time)
     fills ``time_ms_median`` and ``tflops``. Raises TypeError / ValueError on bad input, NaN or
     infinity in C included unless ``allow_nonfinite`` (then counted in ``nonfinite``).
+
+    ``reference``: a ``Reference`` of these A and B in ``output_format`` from ``exact_gemm``, to judge
+    several kernels without recomputing it (checked against A and B on a few entries); its ``label``
+    becomes the row's ``reference`` column (pass ``spot_checks=16`` to ``exact_gemm`` for the CLI's).
     """
     check_format(output_format, "output_format")
     if accumulation not in ACC_ROUNDING:
@@ -113,13 +132,18 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
     if seed is not None and not (isinstance(seed, (int, np.integer)) and 0 <= int(seed) < 2**64):
         raise ValueError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
 
-    s = _core.evaluate(a, b, c, output_format, input_format, compute_format, accumulator_format, rounding,
-                       float(acc_unit_roundoff), int(spot_checks), int(seed or 0), int(threads))
+    if reference is None:
+        reference = Reference(**_core.exact_gemm(a, b, output_format, int(threads), "automatic", int(spot_checks),
+                                                 int(seed or 0)))
+    else:
+        _check_reference(reference, a, b, output_format)
+    s = _core.error_stats(c, reference.c, reference.c_out, reference.abs_ab, K, output_format, input_format,
+                          compute_format, accumulator_format, rounding, float(acc_unit_roundoff), int(threads))
     row: dict[str, Any] = dict.fromkeys(COLUMNS)
     row.update(kernel=kernel, family=family, input_format=input_format, compute_format=compute_format,
                accumulator_format=accumulator_format, output_format=output_format, accumulation=accumulation,
                promotion_interval_k=int(promotion_interval_k), layout_a="row", layout_b="row",
-               distribution=distribution, M=M, N=N, K=K, seed=seed, reference=s["reference"], reps=reps)
+               distribution=distribution, M=M, N=N, K=K, seed=seed, reference=reference.label, reps=reps)
     if time_ms is not None:
         row["time_ms_median"] = float(time_ms)
         row["tflops"] = 2.0 * M * N * K / (time_ms * 1e-3) / 1e12
@@ -131,7 +155,7 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
         row["note"] = "; ".join(notes)
         return row
     for k in COLUMNS:
-        if k in s and k != "reference":
+        if k in s:
             row[k] = s[k]
     bounded = math.isfinite(s["gamma_bound"])
     row["status"] = "failed_bound" if not s["within_bound"] else "passed" if bounded else "no_bound"

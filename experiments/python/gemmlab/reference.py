@@ -30,6 +30,7 @@ class Reference:
     output_format: str
     engine: str  #: "fixed_int128", "kulisch" or "mpfr": what actually ran
     seconds: float
+    label: str  #: the CSV ``reference`` column: engine, plus "+mpfr_spotN" when N entries were checked
 
 
 def operands(A: npt.ArrayLike, B: npt.ArrayLike, input_format: str = "fp32") -> tuple[np.ndarray, np.ndarray]:
@@ -49,14 +50,17 @@ def operands(A: npt.ArrayLike, B: npt.ArrayLike, input_format: str = "fp32") -> 
 
 
 def exact_gemm(A: npt.ArrayLike, B: npt.ArrayLike, output_format: str = "fp32", *, input_format: str = "fp32",
-               threads: int = 0, engine: Engine = "automatic") -> Reference:
+               threads: int = 0, engine: Engine = "automatic", spot_checks: int = 0, seed: int = 0) -> Reference:
     """The exact product, rounded once to binary64 and to ``output_format``.
 
     A and B must hold values of ``input_format`` (default fp32; any narrower format's values are
     fp32 values too). ``threads=0`` uses every core. ``engine`` forces one exact engine (tests).
+    ``spot_checks`` entries, chosen by ``seed`` as ``gemmlab run`` chooses them, are recomputed with
+    MPFR (RuntimeError if one differs); ``evaluate`` uses 16, like the CLI.
     """
     a, b = operands(A, B, input_format)
-    return Reference(**_core.exact_gemm(a, b, check_format(output_format, "output_format"), threads, engine))
+    return Reference(**_core.exact_gemm(a, b, check_format(output_format, "output_format"), threads, engine,
+                                        int(spot_checks), int(seed)))
 
 
 def mpfr_gemm(A: npt.ArrayLike, B: npt.ArrayLike, output_format: str = "fp32", *, input_format: str = "fp32",
