@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what gemmlab needs and is missing on a Debian/Ubuntu machine that has the CUDA toolkit:
-# system packages through apt, and a Python virtual environment (.venv) for the plots.
+# system packages through apt, and a Python virtual environment (.venv) with the plots' packages and
+# the gemmlab Python package (experiments/python/, built from reference/ without CUDA).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +16,7 @@ if ! command -v nvcc >/dev/null 2>&1; then
 fi
 
 pkgs=(cmake ninja-build g++ pkg-config libmpfr-dev libgmp-dev libeigen3-dev libgtest-dev libcli11-dev
-      nlohmann-json3-dev libtomlplusplus-dev libssl-dev python3-venv)
+      nlohmann-json3-dev libtomlplusplus-dev libssl-dev python3-venv python3-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,11 +29,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The plots' Python: a venv with pinned matplotlib and numpy (scripts/requirements.txt).
-if ! .venv/bin/python -c "import matplotlib, numpy" >/dev/null 2>&1; then
-  echo "setup: creating .venv for the plots"
-  py=python3
-  [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+# Python: a venv with the pinned packages of scripts/requirements.txt (plots, the gemmlab package's
+# numpy and pandas, pytest), installed again only when that file changed.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
   "$py" -m venv .venv
+fi
+stamp=.venv/.gemmlab-requirements
+if ! cmp -s scripts/requirements.txt "$stamp"; then
+  echo "setup: installing scripts/requirements.txt into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+  cp scripts/requirements.txt "$stamp"
+fi
+# The gemmlab Python package (`import gemmlab`), when missing; scripts/test.sh reinstalls it from the
+# tree on every run (and sets GEMMLAB_SETUP_SKIP_PACKAGE=1 so it is not built twice).
+if [ "${GEMMLAB_SETUP_SKIP_PACKAGE:-0}" != 1 ] && ! .venv/bin/python -c "import gemmlab" >/dev/null 2>&1; then
+  echo "setup: installing the gemmlab Python package into .venv (pip install .)"
+  .venv/bin/python -m pip install -q --disable-pip-version-check .
 fi

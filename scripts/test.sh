@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds every kernel, runs all tests.
-# CPU tests always run; GPU tests skip themselves (with the reason) when there is no GPU.
+# The test command: installs what is missing, builds every kernel and the Python package, runs all
+# tests (ctest: GoogleTest, CLI, plots and pytest). CPU tests always run; GPU tests skip themselves
+# (with the reason) when there is no GPU.
 # Without a GPU, kernels are compiled for one architecture (sm_90a) to keep the build short;
 # set GEMMLAB_CUDA_ARCHS to choose others (e.g. "80;89;90a").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+GEMMLAB_SETUP_SKIP_PACKAGE=1 scripts/setup.sh
+# The Python package from this tree (pytest imports the installed package, never the sources).
+.venv/bin/python -m pip install -q --disable-pip-version-check .
 export PATH=/usr/local/cuda/bin:$PATH
 archs=${GEMMLAB_CUDA_ARCHS:-}
 if [ -z "$archs" ]; then

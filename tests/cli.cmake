@@ -61,7 +61,21 @@ add_test(NAME plots.fp8_promotion
   COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/fp8_promotion.py ${_data}/sample_fp8_promotion.csv ${_out}/fp8.png)
-set_tests_properties(plots.accumulation_vs_k plots.fp8_promotion PROPERTIES LABELS plots)
+add_test(NAME plots.pareto
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/pareto.py ${_data}/sample_suite.csv ${_out}/pareto.png)
+add_test(NAME plots.heatmap
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/heatmap.py ${_data}/sample_suite.csv ${_out}/heatmap.png)
+# bias_spread.py still renders a suite-sized CSV (sample_suite.csv: 15 kernels, failed_bound and no_bound rows).
+add_test(NAME plots.bias_spread_suite
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/bias_spread.py ${_data}/sample_suite.csv ${_out}/bias_spread_suite.png)
+set_tests_properties(plots.accumulation_vs_k plots.fp8_promotion plots.pareto plots.heatmap plots.bias_spread_suite
+                     PROPERTIES LABELS plots)
 gemmlab_cli_test(order_unknown_kernel 2 "unknown kernel 'nope'" ${_out}/o.csv
   -- $<TARGET_FILE:gemmlab> order -k nope -s 64 -o ${_out}/o.csv)
 gemmlab_cli_test(order_entry_outside 2 "outside the 64x64x64 output" ${_out}/o2.csv

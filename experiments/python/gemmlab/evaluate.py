@@ -1,0 +1,169 @@
+"""Judge any product C of A and B: the exact reference and gemmlab's error statistics, as one row.
+
+``evaluate`` returns the row ``gemmlab run`` would write for a kernel that produced C: a dict whose
+keys are the CSV columns (``gemmlab.COLUMNS``), so ``pandas.DataFrame([evaluate(...), ...])`` and
+``load_results`` frames concatenate and plot together.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+from ._checks import check_format, matrix, representable
+from .reference import Reference, exact_gemm, operands
+from .results import COLUMNS
+
+Accumulation = Literal["fma", "in_mma", "external", "promoted", "in_wgmma", "library", "unknown"]
+AccRounding = Literal["nearest", "truncate", "unknown"]
+
+#: How each accumulation rounds its additions, as the registered kernels declare it
+#: (kernels/*/: fp32 FMA rounds to nearest; tensor-core accumulation truncates in alignment, even
+#: in external and promoted modes inside each k-step; a library is judged by the weaker model).
+ACC_ROUNDING: dict[str, str] = {
+    "fma": "nearest", "in_mma": "truncate", "external": "truncate", "promoted": "truncate",
+    "in_wgmma": "truncate", "library": "unknown", "unknown": "unknown",
+}
+
+# numpy dtypes that hold every value of a format (bf16, fp8 and tf32 have no numpy dtype of their own).
+_HOLDS = {
+    np.dtype(np.float16): {"fp16", "e4m3", "e5m2"},
+    np.dtype(np.float32): {"fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"},
+    np.dtype(np.float64): {"fp64", "fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"},
+}
+
+
+def bound(K: int, *, input_format: str, output_format: str, compute_format: str | None = None,
+          accumulator_format: str | None = None, acc_rounding: AccRounding = "unknown",
+          acc_unit_roundoff: float = 0.0) -> tuple[float, float]:
+    """``(gamma_bound, sqrtk_u)``: the componentwise bound factor f (|C^ - C| <= f |A||B|, +inf
+    when K u_eff >= 1) and the probabilistic scale sqrt(K) u_eff (reference/error_stats.hpp)."""
+    compute_format = compute_format or input_format
+    accumulator_format = accumulator_format or _default_accumulator(output_format)
+    return _core.bound(K, check_format(input_format), check_format(compute_format), check_format(accumulator_format),
+                       check_format(output_format), acc_rounding, acc_unit_roundoff)
+
+
+def _default_accumulator(output_format: str) -> str:
+    return "fp64" if output_format == "fp64" else "fp32"
+
+
+def _check_c(C: npt.ArrayLike, M: int, N: int, output_format: str, allow_nonfinite: bool) -> np.ndarray:
+    arr = np.asarray(C)
+    if arr.dtype.kind != "f" or arr.dtype not in _HOLDS:
+        raise TypeError(f"C must be a float16, float32 or float64 array, got dtype {arr.dtype}")
+    if output_format not in _HOLDS[arr.dtype]:
+        raise TypeError(f"C is {arr.dtype} but output_format is {output_format}: {arr.dtype} cannot hold "
+                        f"{output_format} values; pass the kernel's output as it was written (or as float64) "
+                        "and declare the format it really has")
+    if arr.shape != (M, N):
+        raise ValueError(f"C has shape {arr.shape} but A @ B is ({M}, {N})")
+    c = np.ascontiguousarray(arr, dtype=np.float64)
+    finite = np.isfinite(c)
+    if not finite.all() and not allow_nonfinite:
+        i = [int(k) for k in np.unravel_index(int(np.flatnonzero(~finite)[0]), c.shape)]
+        raise ValueError(f"C has {int((~finite).sum())} NaN or infinite entries (first at {i}); "
+                         "pass allow_nonfinite=True to count them in the row (status failed_bound)")
+    representable(np.where(finite, c, 0.0), output_format, "C")
+    return c
+
+
+def _check_reference(ref: Reference, a: np.ndarray, b: np.ndarray, output_format: str) -> None:
+    M, N = a.shape[0], b.shape[1]
+    if ref.output_format != output_format:
+        raise ValueError(f"the reference was computed for {ref.output_format} output, not {output_format}")
+    if ref.c.shape != (M, N):
+        raise ValueError(f"the reference is {ref.c.shape[0]}x{ref.c.shape[1]} but A @ B is {M}x{N}")
+    if M * N == 0:
+        return
+    # A reference of other inputs: caught on the corners and the centre (exact dot products, O(K) each).
+    for i, j in {(0, 0), (M - 1, N - 1), (M // 2, N // 2)}:
+        if _core.exact_dot(a[i:i + 1], np.ascontiguousarray(b[:, j:j + 1]), 0, 0) != ref.c[i, j]:
+            raise ValueError(f"the reference does not belong to these A and B (entry ({i}, {j}) differs); "
+                             "compute it with gemmlab.exact_gemm(A, B, output_format)")
+
+
+def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_format: str,
+             input_format: str = "fp32", accumulation: Accumulation = "unknown",
+             compute_format: str | None = None, accumulator_format: str | None = None,
+             acc_rounding: AccRounding | None = None, acc_unit_roundoff: float = 0.0,
+             promotion_interval_k: int = 0, kernel: str = "python", family: str = "user",
+             distribution: str = "", seed: int | None = None, time_ms: float | None = None,
+             reps: int | None = None, note: str = "", allow_nonfinite: bool = False,
+             reference: Reference | None = None, spot_checks: int = 16, threads: int = 0) -> dict[str, Any]:
+    """The statistics row of a computed product C ~ A @ B against its exact reference.
+
+    A (M, K) and B (K, N) must hold values of ``input_format`` (as ``generate`` makes them); C
+    (M, N) values of ``output_format``, in a dtype that holds them (float64 always does). The
+    reference is exact (checked against MPFR on ``spot_checks`` entries chosen by ``seed``, as
+    ``gemmlab run`` does) and the bound is the gamma_K bound of the declared numerics:
+    ``accumulation`` gives the rounding of the additions (``ACC_ROUNDING``; override with
+    ``acc_rounding``), ``accumulator_format`` defaults to fp32 (fp64 for fp64 output),
+    ``compute_format`` to ``input_format``.
+
+    Returns a dict with exactly the keys ``COLUMNS``. ``status`` is ``passed`` (within the bound),
+    ``no_bound`` (K u_eff >= 1: no deterministic bound), ``failed_bound``, or ``not_applicable``
+    when the exact result leaves the output format's range. ``time_ms`` (the kernel's median time)
+    fills ``time_ms_median`` and ``tflops``. Raises TypeError / ValueError on bad input, NaN or
+    infinity in C included unless ``allow_nonfinite`` (then counted in ``nonfinite``).
+
+    ``reference``: a ``Reference`` of these A and B in ``output_format`` from ``exact_gemm``, to judge
+    several kernels without recomputing it (checked against A and B on a few entries); its ``label``
+    becomes the row's ``reference`` column (pass ``spot_checks=16`` to ``exact_gemm`` for the CLI's).
+    """
+    check_format(output_format, "output_format")
+    if accumulation not in ACC_ROUNDING:
+        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
+    rounding = acc_rounding or ACC_ROUNDING[accumulation]
+    if rounding not in ("nearest", "truncate", "unknown"):
+        raise ValueError(f"acc_rounding {rounding!r} is not known; valid: nearest, truncate, unknown")
+    compute_format = check_format(compute_format or input_format, "compute_format")
+    accumulator_format = check_format(accumulator_format or _default_accumulator(output_format), "accumulator_format")
+    a, b = operands(A, B, input_format)
+    M, K = a.shape
+    N = b.shape[1]
+    c = _check_c(C, M, N, output_format, allow_nonfinite)
+    if time_ms is not None and not (math.isfinite(time_ms) and time_ms > 0):
+        raise ValueError(f"time_ms must be a positive number of milliseconds, got {time_ms!r}")
+    if seed is not None and not (isinstance(seed, (int, np.integer)) and 0 <= int(seed) < 2**64):
+        raise ValueError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
+
+    if reference is None:
+        reference = Reference(**_core.exact_gemm(a, b, output_format, int(threads), "automatic", int(spot_checks),
+                                                 int(seed or 0)))
+    else:
+        _check_reference(reference, a, b, output_format)
+    s = _core.error_stats(c, reference.c, reference.c_out, reference.abs_ab, K, output_format, input_format,
+                          compute_format, accumulator_format, rounding, float(acc_unit_roundoff), int(threads))
+    row: dict[str, Any] = dict.fromkeys(COLUMNS)
+    row.update(kernel=kernel, family=family, input_format=input_format, compute_format=compute_format,
+               accumulator_format=accumulator_format, output_format=output_format, accumulation=accumulation,
+               promotion_interval_k=int(promotion_interval_k), layout_a="row", layout_b="row",
+               distribution=distribution, M=M, N=N, K=K, seed=seed, reference=reference.label, reps=reps)
+    if time_ms is not None:
+        row["time_ms_median"] = float(time_ms)
+        row["tflops"] = 2.0 * M * N * K / (time_ms * 1e-3) / 1e12
+    notes = [note] if note else []
+    if s["over_range"]:
+        row["status"] = "not_applicable"
+        notes.append(f"{s['over_range']} exact entries exceed {output_format}'s range: "
+                     "choose a narrower distribution for this output format")
+        row["note"] = "; ".join(notes)
+        return row
+    for k in COLUMNS:
+        if k in s:
+            row[k] = s[k]
+    bounded = math.isfinite(s["gamma_bound"])
+    row["status"] = "failed_bound" if not s["within_bound"] else "passed" if bounded else "no_bound"
+    if s["within_bound"] and not bounded:
+        notes.append("K u_eff >= 1: no deterministic bound applies; judge by the statistics")
+    if s["nonfinite"]:
+        notes.append(f"{s['nonfinite']} entries of C are NaN or infinite")
+    if not s["within_bound"]:
+        notes.append("componentwise error above the gamma_K bound")
+    row["note"] = "; ".join(notes)
+    return row

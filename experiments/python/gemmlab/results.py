@@ -1,0 +1,125 @@
+"""Reading gemmlab result CSVs (and their .meta.json) into pandas with the right dtypes.
+
+One row per kernel x distribution x size x seed (results/README.md documents every column). The
+column list below is the one ``gemmlab run`` writes (experiments/run_gpu.cpp ``csv_columns``);
+older CSVs with fewer columns load too, and columns this version does not know keep pandas' guess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+#: The CSV columns of ``gemmlab run``, in order.
+COLUMNS: tuple[str, ...] = (
+    "kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format", "accumulation",
+    "promotion_interval_k", "layout_a", "layout_b", "distribution", "M", "N", "K", "seed", "reference",
+    "entries", "zero_reference", "zero_ref_nonzero", "nonfinite", "unwritten", "rel_count",
+    "rel_mean", "rel_mean_ci95", "rel_std", "rel_median", "rel_p01", "rel_p99", "rel_max_abs",
+    "u_out", "rel_mean_u", "rel_std_u", "rel_median_u", "rel_p01_u", "rel_p99_u", "rel_max_abs_u",
+    "normwise", "componentwise", "cw_mean", "cw_mean_ci95", "cw_std", "frac_correctly_rounded", "gamma_bound",
+    "cw_over_gamma", "sqrtk_u", "cw_over_sqrtk_u", "time_ms_median", "time_ms_min", "time_ms_max", "reps",
+    "tflops", "sm_clock_mhz", "status", "note")
+
+#: Every value ``status`` takes.
+STATUSES: tuple[str, ...] = ("passed", "failed_bound", "no_bound", "not_supported", "not_applicable", "error")
+
+_TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
+         "accumulation", "layout_a", "layout_b", "distribution", "reference", "note"}
+# Counts: nullable, because rows that did not run (not_applicable, not_supported) leave them empty.
+_INT = {"promotion_interval_k", "M", "N", "K", "entries", "zero_reference", "zero_ref_nonzero", "nonfinite",
+        "unwritten", "rel_count", "reps", "sm_clock_mhz"}
+
+
+def dtypes() -> dict[str, Any]:
+    """The pandas dtype of every known column."""
+    out: dict[str, Any] = {}
+    for c in COLUMNS:
+        if c in _TEXT:
+            out[c] = "string"
+        elif c in _INT:
+            out[c] = "Int64"
+        elif c == "seed":
+            out[c] = "UInt64"  # a 64-bit seed may not fit int64
+        elif c == "status":
+            out[c] = pd.CategoricalDtype(list(STATUSES))
+        else:
+            out[c] = "float64"
+    return out
+
+
+def _meta_files(csv: Path) -> list[Path]:
+    # RUN.csv -> RUN.meta.json; a run split over calls has RUN.a.meta.json, RUN.b.meta.json, ...
+    stem = csv.with_suffix("")
+    exact = stem.with_name(stem.name + ".meta.json")
+    if exact.exists():
+        return [exact]
+    return sorted(csv.parent.glob(stem.name + ".*.meta.json"))
+
+
+def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.DataFrame:
+    """Result CSV(s) as one DataFrame with typed columns.
+
+    ``path``: a CSV file, a folder (every ``*.csv`` in it) or a list of files. Text columns are
+    pandas ``string``, counts nullable ``Int64``, ``seed`` ``UInt64``, ``status`` a categorical of
+    ``STATUSES``, statistics and timings ``float64`` (empty cells: NaN or <NA>). With several files a
+    ``source`` column names each row's file. The metadata (``RUN.meta.json``, or ``RUN.*.meta.json``
+    for a run split over several calls) is in ``df.attrs["meta"]``: a dict from file name to its
+    parsed JSON. Raises FileNotFoundError, or ValueError for a file that is not a gemmlab CSV or a
+    status this version does not know.
+    """
+    if isinstance(path, (str, os.PathLike)):
+        p = Path(path)
+        if p.is_dir():
+            files = sorted(p.glob("*.csv"))
+            if not files:
+                raise FileNotFoundError(f"no .csv files in folder {p}")
+        else:
+            files = [p]
+    else:
+        files = [Path(x) for x in path]
+        if not files:
+            raise ValueError("load_results: no files given")
+    known = dtypes()
+    frames, meta = [], {}
+    for f in files:
+        if not f.exists():
+            raise FileNotFoundError(f"result CSV {f} does not exist")
+        header = pd.read_csv(f, nrows=0).columns
+        missing = [c for c in ("kernel", "status") if c not in header]
+        if missing:
+            raise ValueError(f"{f} is not a gemmlab result CSV: it has no {', '.join(missing)} column")
+        types = {c: t for c, t in known.items() if c in header and c != "status"}
+        df = pd.read_csv(f, dtype=types, keep_default_na=False, na_values={c: ["", "nan", "NaN", "-nan"] for c in header if c not in _TEXT})
+        unknown = sorted(set(df["status"]) - set(STATUSES))
+        if unknown:
+            raise ValueError(f"{f}: unknown status {unknown}; known: {', '.join(STATUSES)}")
+        df["status"] = df["status"].astype(known["status"])
+        if len(files) > 1:
+            df["source"] = pd.Series(f.name, index=df.index, dtype="string")
+        frames.append(df)
+        for m in _meta_files(f):
+            with open(m) as fh:
+                meta[m.name] = json.load(fh)
+    out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    out.attrs["meta"] = meta
+    return out
+
+
+def to_frame(rows: Iterable[dict]) -> pd.DataFrame:
+    """Rows from ``evaluate`` as a DataFrame with the same columns and dtypes as ``load_results``,
+    so the two concatenate (``pd.concat([load_results(csv), to_frame(rows)])``)."""
+    df = pd.DataFrame(list(rows), columns=list(COLUMNS))
+    for c, t in dtypes().items():
+        if c == "status":
+            df[c] = df[c].astype(t)
+        elif t == "string":
+            df[c] = df[c].fillna("").astype("string")
+        else:
+            df[c] = pd.array(df[c].tolist(), dtype=t) if t in ("Int64", "UInt64") else df[c].astype(t)
+    return df

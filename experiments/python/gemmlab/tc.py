@@ -1,0 +1,155 @@
+"""The tensor-core model: one instruction, and a whole GEMM in a given order of accumulation.
+
+``TcParams`` (reference/tc_model.hpp) describes how one instruction computes d = c + sum a_i b_i:
+exact products; the products of a block of ``block_size`` (and C, when it joins) aligned to the
+largest exponent keeping F = p_out - 1 + neab fraction bits, the bits shifted out rounded as
+``align_rounding`` says; one normalisation and rounding into the output (``output_rounding``).
+``published_params`` gives the parameters gemmlab's probes inferred on an H200
+(results/probes/README.md). ``emulate`` composes the model in a kernel's order of accumulation
+(reference/kernel_emulation.hpp) and predicts every output bit of such a kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+from ._checks import check_format, matrix, representable, vector
+
+TcParams = _core.TcParams
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One instruction gemmlab probes (reference/tc_model.hpp ``InstructionInfo``)."""
+
+    name: str  #: e.g. "mma_m16n8k16_f16_f32", as in the probe CSVs
+    input: str
+    output: str
+    m: int
+    n: int
+    k: int
+    min_cc: int  #: compute capability needed (90: the sm_90a wgmma instructions)
+
+
+INSTRUCTIONS: dict[str, Instruction] = {d["name"]: Instruction(**d) for d in _core.instructions()}
+
+
+def instruction(name: str) -> Instruction:
+    """The instruction named ``name``; ValueError listing the known ones."""
+    try:
+        return INSTRUCTIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown instruction {name!r}; known: {', '.join(INSTRUCTIONS)}") from None
+
+
+def published_params(name: str) -> TcParams:
+    """The model the probes found for an instruction on the H200 (results/probes/README.md): fp16/bf16
+    -> fp32: block 16, neab 2 (25 fraction bits), alignment and output truncated toward zero,
+    alignment by exponent sum, C joins the alignment, subnormals kept; fp16 -> fp16: neab 15 (the
+    same 25 bits) and output to nearest even; tf32: block 8. wgmma and wmma behave as mma.sync.
+    fp8 has no published model (an open question): ValueError.
+
+    The same table as tests/gpu/test_prediction.cpp's ``published_params``.
+    """
+    ins = instruction(name)
+    if ins.input in ("e4m3", "e5m2"):
+        raise ValueError(f"{name}: no published parameters (the fp8 model is an open question, "
+                         "results/probes/README.md)")
+    p = TcParams(input=ins.input, output=ins.output, block_size=8 if ins.input == "tf32" else 16, neab=2)
+    if ins.output == "fp16":
+        p.neab = 15
+        p.output_rounding = "nearest_even"
+    return p
+
+
+def dot(params: TcParams, a: npt.ArrayLike, b: npt.ArrayLike, c: float = 0.0) -> float:
+    """d = c + sum_i a_i b_i as one instruction with ``params`` computes it.
+
+    a and b (length k, a multiple of ``params.block_size``) must hold values of ``params.input``, c a
+    value of ``params.output``; blocks chain, each block's rounded result is the next block's C.
+    """
+    av, bv = vector(a, "a"), vector(b, "b")
+    if av.shape != bv.shape:
+        raise ValueError(f"a and b must have the same length, got {av.size} and {bv.size}")
+    if av.size == 0 or av.size % params.block_size:
+        raise ValueError(f"the length of a and b ({av.size}) must be a positive multiple of block_size "
+                         f"({params.block_size})")
+    representable(av.reshape(1, -1), params.input, "a")
+    representable(bv.reshape(1, -1), params.input, "b")
+    representable(np.array([[float(c)]]), params.output, "c")
+    return _core.tc_dot(params, av, bv, float(c))
+
+
+def mma_tile(params: TcParams, instruction_name: str, A: npt.ArrayLike, B: npt.ArrayLike,
+             C: npt.ArrayLike | None = None) -> np.ndarray:
+    """D = A B + C on one tile of the instruction: A (m, k), B (k, n), C and D (m, n)."""
+    ins = instruction(instruction_name)
+    a, b = matrix(A, "A"), matrix(B, "B")
+    c = np.zeros((ins.m, ins.n)) if C is None else matrix(C, "C")
+    for name, x, shape in (("A", a, (ins.m, ins.k)), ("B", b, (ins.k, ins.n)), ("C", c, (ins.m, ins.n))):
+        if x.shape != shape:
+            raise ValueError(f"{name} must be {shape} for {ins.name}, got {x.shape}")
+    representable(a, params.input, "A")
+    representable(b, params.input, "B")
+    representable(c, params.output, "C")
+    return np.asarray(_core.mma_tile(params, ins.name, a, b, c))
+
+
+@dataclass(frozen=True)
+class Order:
+    """A kernel's order of accumulation (what its header comment says about its numerics, as data).
+
+    * ``fma``: acc = fma(a_k, b_k, acc) in fp32 from +0, increasing k (CUDA cores);
+    * ``in_mma``: D = mma(A, B, D), k-steps of ``k_step`` in increasing k;
+    * ``external``: T = mma(A, B, 0) per k-step, acc = fp32 RN(acc + T);
+    * ``promoted``: in_mma for ``promotion_k`` elements of K into a partial, then added to an fp32
+      accumulator with RN;
+    * ``split_k`` > 1: k-step s goes to partial sum s % split_k, partials added at the end.
+
+    A thin mirror of reference/kernel_emulation.hpp ``KernelOrder`` (to become the Numerics record).
+    """
+
+    accumulation: Literal["fma", "in_mma", "external", "promoted"] = "fma"
+    instruction: str = "mma_m16n8k16_f16_f32"  #: ignored for fma
+    k_step: int = 1  #: products per instruction along K (the instruction's k; 1 for fma)
+    promotion_k: int = 0
+    split_k: int = 1
+    output: str = "fp32"
+
+    @staticmethod
+    def of(accumulation: Literal["fma", "in_mma", "external", "promoted"], instruction_name: str = "",
+           *, promotion_k: int = 0, split_k: int = 1) -> "Order":
+        """An order with k_step and output taken from the instruction (fp32 FMA if ``fma``)."""
+        if accumulation == "fma":
+            return Order("fma", split_k=split_k)
+        ins = instruction(instruction_name)
+        return Order(accumulation, ins.name, ins.k, promotion_k, split_k, ins.output)
+
+
+def emulate(order: Order, A: npt.ArrayLike, B: npt.ArrayLike, params: TcParams | None = None, *,
+            threads: int = 0) -> np.ndarray:
+    """C = A B (M, N) as a kernel with this order computes it, bit for bit under the model.
+
+    A (M, K) and B (K, N) must hold values of the instruction's input format (fp32 for fma);
+    ``params`` defaults to ``published_params(order.instruction)``. K must be a multiple of
+    ``k_step * split_k`` (and of ``promotion_k`` for promoted).
+    """
+    check_format(order.output, "order.output")
+    if order.accumulation == "fma":
+        input_format = "fp32"
+        params = params or TcParams(input="fp32", output="fp32")
+    else:
+        input_format = instruction(order.instruction).input
+        params = params or published_params(order.instruction)
+    a, b = matrix(A, "A"), matrix(B, "B")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"A is {a.shape} but B is {b.shape}: A's columns must equal B's rows (K)")
+    representable(a, input_format, "A")
+    representable(b, input_format, "B")
+    return np.asarray(_core.emulate(order.accumulation, order.instruction, order.k_step, order.promotion_k,
+                                    order.split_k, order.output, a, b, params, threads))

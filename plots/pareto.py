@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Accuracy against speed: TFLOP/s over |bias| and spread in units of u, with the Pareto front.
+
+Reads only a gemmlab run CSV (see results/README.md for the columns) and writes one figure. One
+row of panels per input format (and output format, where a CSV has kernels of one input format
+writing different outputs: fp16 -> fp16 is judged in units of fp16's u, so it gets its own row):
+left |bias| = |mean (Ĉ−C)/|C|| / u_out, right spread = std (Ĉ−C)/|C| / u_out, both against the
+kernel's TFLOP/s (same run). The Pareto front (no other kernel of the panel is both faster and
+more accurate) is a step line; its kernels and every cuBLAS row (red stars) are numbered, with a key beside the
+panels. Rows of one
+distribution (default uniform_0_1) and one size (default the largest) with a time; failed_bound
+rows are crosses.
+
+usage: pareto.py RUN.csv OUT.png [--dist uniform_0_1] [--size MxNxK]
+"""
+import argparse
+import csv
+import math
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+
+METRICS = (("rel_mean_u", "|bias| in units of u_out", abs), ("rel_std_u", "spread in units of u_out", float))
+FORMAT_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2")
+
+
+def load(path, dist, size):
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f)
+                if r["status"] in ("passed", "failed_bound", "no_bound") and r.get("tflops") and r["distribution"] == dist]
+    if not rows:
+        return [], size
+    if not size:
+        big = max(rows, key=lambda r: int(r["M"]) * int(r["N"]) * int(r["K"]))
+        size = f'{big["M"]}x{big["N"]}x{big["K"]}'
+    return [r for r in rows if f'{r["M"]}x{r["N"]}x{r["K"]}' == size], size
+
+
+def pareto_front(points):
+    """Indices of the points (err, tflops) that no other point beats in both (lower err, higher tflops)."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+    front, best = [], -math.inf
+    for i in order:
+        if points[i][1] > best:
+            front.append(i)
+            best = points[i][1]
+    return front
+
+
+def at_floor(vals, sel):
+    """(err, tflops) points; an error of exactly 0 has no place on a log axis: it is drawn at a
+    floor a third of the smallest positive error (returned, or None when there is no zero)."""
+    positive = [v for v in vals if v > 0 and math.isfinite(v)]
+    floor = min(positive) / 3 if positive else 1e-3
+    pts = [(v if v > 0 else floor, float(r["tflops"])) for v, r in zip(vals, sel)]
+    return pts, (floor if len(positive) < len(vals) else None)
+
+
+def log_ticks(axis, lo, hi, decades_above):
+    """Readable ticks on a log axis: powers of ten over a range wider than `decades_above`, 1-2-5
+    per decade over a narrower one, evenly spaced round numbers within one decade."""
+    if hi / lo > decades_above:
+        axis.set_major_locator(matplotlib.ticker.LogLocator(base=10))
+        axis.set_major_formatter(matplotlib.ticker.LogFormatterSciNotation())
+    else:
+        if hi / lo > 8:
+            axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        else:
+            axis.set_major_locator(matplotlib.ticker.MaxNLocator(nbins=5))
+        axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+def draw_panel(ax, sel, vals, front, number, label):
+    pts, floor = at_floor(vals, sel)
+    ax.step([pts[i][0] for i in front], [pts[i][1] for i in front], where="post", color="tab:blue", lw=1.2,
+            alpha=0.7, zorder=1)
+    for i, (r, (x, y)) in enumerate(zip(sel, pts)):
+        lib = r["family"] == "cublas"
+        failed = r["status"] == "failed_bound"
+        ax.scatter(x, y, s=120 if lib else 32, marker="x" if failed else "*" if lib else "o",
+                   color="tab:red" if lib else "tab:blue" if i in front else "0.65",
+                   linewidths=1.2 if failed else 0.4, edgecolors=None if failed else "white", zorder=3 if lib else 2)
+    # One label per group of numbered points that coincide (e.g. cuBLAS modes that ran one kernel).
+    groups = []
+    for i in sorted(number, key=number.get):
+        near = [g for g in groups if all(abs(math.log(pts[i][k] / pts[g[0]][k])) < 0.03 for k in (0, 1))]
+        near[0].append(i) if near else groups.append([i])
+    for g in groups:
+        lib = any(sel[i]["family"] == "cublas" for i in g)
+        ax.annotate(",".join(str(number[i]) for i in g), pts[g[0]], xytext=(5, 3), textcoords="offset points",
+                    fontsize=7.5, color="tab:red" if lib else "0.1", zorder=4)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    xs = [p[0] for p in pts]
+    ys = [p[1] for p in pts]
+    ax.set_xlim(min(xs) / 2.5, max(xs) * 4)
+    ax.set_ylim(min(ys) / 1.2, max(ys) * 1.2)
+    log_ticks(ax.yaxis, *ax.get_ylim(), decades_above=1e4)
+    log_ticks(ax.xaxis, *ax.get_xlim(), decades_above=300)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_xlabel(label + (f"  (0 drawn at {floor:.1g})" if floor else ""), fontsize=9)
+
+
+def panel_key(r, pairs_per_input):
+    inp, out = r["input_format"], r["output_format"]
+    return f"{inp} → {out}" if pairs_per_input[inp] > 1 or out != "fp32" else f"{inp} inputs"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("out")
+    ap.add_argument("--dist", default="uniform_0_1")
+    ap.add_argument("--size", help="only rows of this MxNxK (default: the largest size in the CSV)")
+    a = ap.parse_args()
+    rows, size = load(a.csv, a.dist, a.size)
+    if not rows:
+        sys.exit(f"pareto.py: no timed passed/failed_bound/no_bound rows for {a.dist} in {a.csv}; nothing to plot")
+
+    pairs = {}
+    for r in rows:
+        pairs.setdefault(r["input_format"], set()).add(r["output_format"])
+    per_input = {k: len(v) for k, v in pairs.items()}
+    rank = {f: i for i, f in enumerate(FORMAT_ORDER)}
+    keys = sorted({(r["input_format"], r["output_format"]) for r in rows},
+                  key=lambda io: (rank.get(io[0], 99), rank.get(io[1], 99)))
+    panels = list(dict.fromkeys(panel_key({"input_format": i, "output_format": o}, per_input) for i, o in keys))
+    # One row per format: |bias| and spread panels sharing the TFLOP/s axis, then the key to the
+    # numbered kernels (the Pareto front of either panel, and every cuBLAS row).
+    fig, axes = plt.subplots(len(panels), 3, figsize=(15, 3.5 * len(panels) + 0.9), squeeze=False,
+                             gridspec_kw={"width_ratios": [1, 1, 0.85]})
+    for row, name in enumerate(panels):
+        sel = [r for r in rows if panel_key(r, per_input) == name]
+        u_out = float(sel[0]["u_out"])
+        values = [[fn(float(r[column])) for r in sel] for column, _, fn in METRICS]
+        fronts = [pareto_front(at_floor(v, sel)[0]) for v in values]
+        named = sorted(set(fronts[0]) | set(fronts[1]) | {i for i, r in enumerate(sel) if r["family"] == "cublas"},
+                       key=lambda i: -float(sel[i]["tflops"]))
+        number = {i: n + 1 for n, i in enumerate(named)}
+        axes[row][1].sharey(axes[row][0])
+        for m, (_, label, _) in enumerate(METRICS):
+            draw_panel(axes[row][m], sel, values[m], fronts[m], number, label)
+        axes[row][0].set_ylabel(f"{name}\nTFLOP/s (median time)")
+        axes[row][0].set_title(f"{name}: |bias|   (u_out = 2^{round(math.log2(u_out))}, {len(sel)} kernels)",
+                               fontsize=10, loc="left")
+        axes[row][1].set_title(f"{name}: spread", fontsize=10, loc="left")
+        key = axes[row][2]
+        key.axis("off")
+        for n, i in enumerate(named):
+            r = sel[i]
+            key.text(0, 1 - n * 0.085, f"{number[i]:>2}  {r['kernel']}", transform=key.transAxes, fontsize=7.5,
+                     va="top", family="monospace", color="tab:red" if r["family"] == "cublas" else "0.1")
+    handles = [
+        plt.Line2D([], [], marker="o", ls="-", color="tab:blue", label="Pareto front (faster and more accurate than the rest)"),
+        plt.Line2D([], [], marker="o", ls="", color="0.55", label="other kernels"),
+        plt.Line2D([], [], marker="*", ls="", ms=11, color="tab:red", label="cuBLAS / cuBLASLt"),
+        plt.Line2D([], [], marker="x", ls="", color="0.3", label="failed its bound"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=9, frameon=False)
+    fig.suptitle(f"Accuracy against speed, {a.dist} at {size}: better is up and to the left")
+    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1 - 0.45 / fig.get_figheight()))
+    fig.savefig(a.out, dpi=100)
+
+
+if __name__ == "__main__":
+    main()
