@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       cli::add_list(app),  cli::add_run(app, command_line), cli::add_bench_reference(app),
       cli::add_tune(app),  cli::add_probe(app, command_line), cli::add_order(app, command_line),
       cli::add_predict(app, command_line),                  cli::add_bench_mma_ceiling(app, command_line),
+      cli::add_inputs(app, command_line),                   cli::add_evaluate(app, command_line),
   };
   try {
     app.parse(argc, argv);

@@ -60,6 +60,7 @@ double emulate_dot(const Numerics& o, const double* a, const double* b, int K, c
           break;
         case Accumulation::fma:
         case Accumulation::library:
+        case Accumulation::unknown:
           break;
       }
     }
@@ -115,6 +116,7 @@ SummationTree expected_tree(const Numerics& o, int K) {
       if (o.split_k > 1) throw std::invalid_argument("expected_tree: promoted split-K is not modelled");
       return promoted_tree(K, o.k_step, o.promotion_interval_k);
     case Accumulation::library:
+    case Accumulation::unknown:
       break;
   }
   throw std::invalid_argument("expected_tree: a library's order is not known; `gemmlab order` reveals it");

@@ -1,13 +1,33 @@
 // The numerics record (numerics.hpp): names, description, and the bound model it implies.
 #include "reference/numerics.hpp"
 
+#include <iterator>
 #include <sstream>
 
 namespace gemmlab {
 
 namespace {
 constexpr Accumulation kAll[] = {Accumulation::fma,      Accumulation::in_mma,   Accumulation::in_wgmma,
-                                 Accumulation::external, Accumulation::promoted, Accumulation::library};
+                                 Accumulation::external, Accumulation::promoted, Accumulation::library,
+                                 Accumulation::unknown};
+}
+
+const std::vector<Accumulation>& all_accumulations() {
+  static const std::vector<Accumulation> v(std::begin(kAll), std::end(kAll));
+  return v;
+}
+
+Rounding default_accumulation_rounding(Accumulation a) {
+  switch (a) {
+    case Accumulation::fma: return Rounding::nearest_even;
+    case Accumulation::in_mma:
+    case Accumulation::in_wgmma:
+    case Accumulation::external:
+    case Accumulation::promoted: return Rounding::toward_zero;
+    case Accumulation::library:
+    case Accumulation::unknown: return Rounding::unknown;
+  }
+  return Rounding::unknown;
 }
 
 const char* to_string(Accumulation a) {
@@ -18,6 +38,7 @@ const char* to_string(Accumulation a) {
     case Accumulation::external: return "external";
     case Accumulation::promoted: return "promoted";
     case Accumulation::library: return "library";
+    case Accumulation::unknown: return "unknown";
   }
   return "?";
 }
@@ -32,7 +53,8 @@ bool Numerics::predictable() const {
   if (!same_order_every_entry) return false;
   switch (accumulation) {
     case Accumulation::fma: return split_k == 1;
-    case Accumulation::library: return false;
+    case Accumulation::library:
+    case Accumulation::unknown: return false;
     case Accumulation::in_mma:
     case Accumulation::in_wgmma:
     case Accumulation::external:

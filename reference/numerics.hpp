@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reference/error_stats.hpp"
 #include "reference/formats.hpp"
@@ -24,9 +25,19 @@ namespace gemmlab {
 //  promoted   in the instruction for `promotion_interval_k` elements of K, then added into fp32
 //             registers with round-to-nearest (DeepSeek-V3's N_C; CUTLASS's mma_promotion_interval)
 //  library    a library call (cuBLAS) whose internals are not known
-enum class Accumulation { fma, in_mma, in_wgmma, external, promoted, library };
+//  unknown    not declared: a kernel gemmlab did not build (`gemmlab evaluate --accumulation
+//             unknown`); no bound is claimed for it (status no_bound), it is judged by the statistics
+enum class Accumulation { fma, in_mma, in_wgmma, external, promoted, library, unknown };
 const char* to_string(Accumulation a);
 std::optional<Accumulation> parse_accumulation(std::string_view name);
+const std::vector<Accumulation>& all_accumulations();
+
+// How a declared accumulation rounds its additions, for a kernel that states only its accumulation
+// (`gemmlab evaluate`, gemmlab.evaluate): fma rounds to nearest even; the tensor-core modes
+// truncate in alignment (toward_zero), external and promoted too inside each k-step; library and
+// unknown are judged by the weaker model (unknown: u_eff = 2u). The registered kernels set
+// Numerics::accumulation_rounding themselves and agree with this table.
+Rounding default_accumulation_rounding(Accumulation a);
 
 struct Numerics {
   Format input = Format::fp32;        // format of A and B in memory

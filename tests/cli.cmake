@@ -43,6 +43,58 @@ if(NOT GEMMLAB_PYTHON)
     set(GEMMLAB_PYTHON python3)
   endif()
 endif()
+# `gemmlab inputs` / `gemmlab evaluate` on bad input (tests/evaluate_fixture.py makes the folders
+# and C files): message, exit 2, and no result file.
+set(_ev ${_out}/evaluate)
+add_test(NAME cli.evaluate_fixture COMMAND ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/evaluate_fixture.py
+         $<TARGET_FILE:gemmlab> ${_ev})
+set_tests_properties(cli.evaluate_fixture PROPERTIES LABELS cli FIXTURES_SETUP evaluate_inputs)
+function(gemmlab_evaluate_test name rc pattern)
+  gemmlab_cli_test(${name} ${rc} ${pattern} ${_ev}/${name}.csv -- $<TARGET_FILE:gemmlab> ${ARGN} -o ${_ev}/${name}.csv)
+  set_tests_properties(cli.${name} PROPERTIES FIXTURES_REQUIRED evaluate_inputs)
+endfunction()
+gemmlab_evaluate_test(evaluate_shape 2 "c_shape.npy is 8x5 but A B is 8x6"
+  evaluate ${_ev}/in --output ${_ev}/c_shape.npy --name k)
+gemmlab_evaluate_test(evaluate_dtype 2 "C is float64 but the output format is fp32: save C as float32"
+  evaluate ${_ev}/in --output ${_ev}/c_f64.npy --name k)
+gemmlab_evaluate_test(evaluate_dtype_fp16 2 "C is float32 but the output format is fp16"
+  evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --output-format fp16)
+gemmlab_evaluate_test(evaluate_int_dtype 2 "element type '<i4' is not float16, float32 or float64"
+  evaluate ${_ev}/in --output ${_ev}/c_int.npy --name k)
+gemmlab_evaluate_test(evaluate_not_representable 2 "is not a value of bf16 .*exactly representable"
+  evaluate ${_ev}/in --output ${_ev}/c_not_bf16.npy --name k --output-format bf16)
+gemmlab_evaluate_test(evaluate_nonfinite 2 "C has 2 NaN or infinite entries \\(first at \\[1, 2\\]\\).*--allow-nonfinite"
+  evaluate ${_ev}/in --output ${_ev}/c_nan.npy --name k)
+gemmlab_evaluate_test(evaluate_not_inputs 2 "is not a gemmlab inputs folder \\(it has no inputs.json\\)"
+  evaluate ${_ev}/not_inputs --output ${_ev}/c_ok.npy --name k)
+gemmlab_evaluate_test(evaluate_foreign_json 2 "is not a gemmlab inputs.json"
+  evaluate ${_ev}/foreign_json --output ${_ev}/c_ok.npy --name k)
+gemmlab_evaluate_test(evaluate_missing_folder 2 "is not a folder"
+  evaluate ${_ev}/no_such_folder --output ${_ev}/c_ok.npy --name k)
+gemmlab_evaluate_test(evaluate_other_version 2 "written by gemmlab 0.0 .*make the folder again"
+  evaluate ${_ev}/other_version --output ${_ev}/c_ok.npy --name k)
+gemmlab_evaluate_test(evaluate_other_format 2 "inputs format version 99"
+  evaluate ${_ev}/other_format --output ${_ev}/c_ok.npy --name k)
+gemmlab_evaluate_test(evaluate_tampered 2 "A.npy is not the file `gemmlab inputs` wrote"
+  evaluate ${_ev}/tampered --output ${_ev}/c_ok.npy --name k)
+gemmlab_evaluate_test(evaluate_bad_accumulation 2 "--accumulation 'magic' is not known"
+  evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation magic)
+gemmlab_evaluate_test(evaluate_promoted_needs_interval 2 "promoted needs --promotion-interval-k"
+  evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation promoted)
+gemmlab_cli_test(inputs_not_empty 2 "exists and is not empty: .*--force" ${_ev}/in/A.npy.partial
+  -- $<TARGET_FILE:gemmlab> inputs -d uniform_0_1 -s 8 --format fp16 -o ${_ev}/in)
+set_tests_properties(cli.inputs_not_empty PROPERTIES FIXTURES_REQUIRED evaluate_inputs)
+gemmlab_cli_test(inputs_bad_distribution 2 "distribution" ${_ev}/new_in
+  -- $<TARGET_FILE:gemmlab> inputs -d gaussian_7 -s 8 -o ${_ev}/new_in)
+gemmlab_cli_test(inputs_not_expressible 2 "bf16" ${_ev}/new_in2/A.npy
+  -- $<TARGET_FILE:gemmlab> inputs -d cancel_-10 -s 8 --format bf16 -o ${_ev}/new_in2)
+# The round trips that must succeed: numpy float64 within gamma_K(2^-53), another git commit is a
+# warning, NaN counted with --allow-nonfinite (status failed_bound, exit 0, as gemmlab run).
+add_test(NAME cli.evaluate_round_trip
+  COMMAND ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/experiments/examples/numpy_round_trip.py
+          --gemmlab $<TARGET_FILE:gemmlab> --work ${_ev}/round_trip --check-cli ${_ev})
+set_tests_properties(cli.evaluate_round_trip PROPERTIES LABELS cli FIXTURES_REQUIRED evaluate_inputs)
+
 add_test(NAME plots.bias_spread
   COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py

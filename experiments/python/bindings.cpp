@@ -6,10 +6,13 @@
 // before calling in, so the errors raised here are the last line of defence (C++
 // std::invalid_argument arrives as ValueError, std::out_of_range as IndexError).
 //
-// Where the refactor (issue 11) changes reference/, only this file follows: KernelOrder becomes a
-// Numerics record (see emulate below), and the CSV columns move to one typed definition.
+// Beyond reference/ it links the plain-C++ experiment core (experiments/plan, report, engine, with
+// no kernel registered), so that the CSV columns (report/result.hpp), `gemmlab evaluate`'s row
+// (engine/evaluate.hpp: the reference with its MPFR spot checks, the statistics, judge's status)
+// and `gemmlab inputs` folders have one implementation for the CLI and for Python.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -20,6 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "experiments/engine/evaluate.hpp"
+#include "experiments/engine/inputs.hpp"
+#include "experiments/plan/plan.hpp"
+#include "experiments/report/result.hpp"
 #include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
 #include "reference/exact_gemm.hpp"
@@ -73,22 +80,23 @@ template <class E, std::size_t N>
 E enum_of(const std::string& what, const std::string& name, const E (&values)[N]) {
   std::string valid;
   for (E v : values) {
-    if (name == tc::to_string(v)) return v;
-    valid += std::string(valid.empty() ? "" : ", ") + tc::to_string(v);
+    if (name == to_string(v)) return v;
+    valid += std::string(valid.empty() ? "" : ", ") + to_string(v);
   }
   throw std::invalid_argument("unknown " + what + " '" + name + "'; valid: " + valid);
 }
-constexpr tc::AlignRounding kAlignRoundings[] = {tc::AlignRounding::toward_zero, tc::AlignRounding::floor,
-                                                 tc::AlignRounding::nearest_even};
-constexpr tc::OutputRounding kOutputRoundings[] = {tc::OutputRounding::toward_zero, tc::OutputRounding::nearest_even};
+constexpr Rounding kAlignRoundings[] = {Rounding::toward_zero, Rounding::floor, Rounding::nearest_even};
+constexpr Rounding kOutputRoundings[] = {Rounding::toward_zero, Rounding::nearest_even};
+constexpr Rounding kAccRoundings[] = {Rounding::nearest_even, Rounding::toward_zero, Rounding::unknown};
+using tc::to_string;
 constexpr tc::AlignReference kAlignReferences[] = {tc::AlignReference::exponent_sum,
                                                    tc::AlignReference::value_exponent};
 
-AccRounding acc_rounding_of(const std::string& name) {
-  if (name == "nearest") return AccRounding::nearest;
-  if (name == "truncate") return AccRounding::truncate;
-  if (name == "unknown") return AccRounding::unknown;
-  throw std::invalid_argument("unknown accumulation rounding '" + name + "'; valid: nearest, truncate, unknown");
+Accumulation accumulation_of(const std::string& name) {
+  if (auto a = parse_accumulation(name)) return *a;
+  std::string valid;
+  for (Accumulation a : all_accumulations()) valid += std::string(valid.empty() ? "" : ", ") + to_string(a);
+  throw std::invalid_argument("accumulation '" + name + "' is not known; valid: " + valid);
 }
 
 nb::dict reference_dict(GemmReference&& r) {
@@ -103,96 +111,52 @@ nb::dict reference_dict(GemmReference&& r) {
   return d;
 }
 
-// splitmix64, as experiments/run_gpu.cpp picks the entries it spot-checks against MPFR.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// Checks `spot_checks` entries of a reference against MPFR, the entries `gemmlab run` picks for this
-// seed; throws when one differs. Returns the CSV `reference` label, e.g. "fixed_int128+mpfr_spot16".
-std::string spot_check(const Matrix& A, const Matrix& B, const GemmReference& ref, int spot_checks, std::uint64_t seed) {
-  const long long total = static_cast<long long>(ref.M) * ref.N;
-  const int n = static_cast<int>(std::min<long long>(std::max(spot_checks, 0), total));
-  for (int k = 0; k < n; ++k) {
-    const long long idx = static_cast<long long>(mix(seed * 1315423911ull + static_cast<std::uint64_t>(k)) %
-                                                 static_cast<std::uint64_t>(total));
-    const int i = static_cast<int>(idx / ref.N), j = static_cast<int>(idx % ref.N);
-    const double m = mpfr_dot(A, B, i, j);
-    if (!(m == ref.c[idx]) && !(std::isnan(m) && std::isnan(ref.c[idx])))
-      throw std::runtime_error("reference self-check failed: " + ref.engine + " and MPFR disagree on C(" +
-                               std::to_string(i) + "," + std::to_string(j) + "); please report this");
-  }
-  return n > 0 ? ref.engine + "+mpfr_spot" + std::to_string(n) : ref.engine;
-}
-
-// compute_error_stats of `computed` against a reference given as its three arrays, judged by the
-// bound model of the declared numerics; the dict holds the ErrorStats fields plus `over_range`
-// (exact entries beyond the output format's range: no kernel can compute those).
-nb::dict error_stats(const In2& computed, const In2& c, const In2& c_out, const In2& abs_ab, int K,
-                     const std::string& output, const std::string& input, const std::string& compute,
-                     const std::string& accumulator, const std::string& rounding, double acc_unit_roundoff,
-                     int threads) {
-  const std::size_t M = computed.shape(0), N = computed.shape(1);
-  for (const In2* x : {&c, &c_out, &abs_ab})
-    if (x->shape(0) != M || x->shape(1) != N) throw std::invalid_argument("error_stats: C and the reference differ in shape");
-  BoundModel model;
-  model.K = K;
-  model.input = format_of(input);
-  model.compute = format_of(compute);
-  model.accumulator = format_of(accumulator);
-  model.output = format_of(output);
-  model.rounding = acc_rounding_of(rounding);
-  model.acc_unit_roundoff = acc_unit_roundoff;
+GemmReference reference_from(const In2& c, const In2& c_out, const In2& abs_ab, int K, Format out) {
+  for (const In2* x : {&c_out, &abs_ab})
+    if (x->shape(0) != c.shape(0) || x->shape(1) != c.shape(1))
+      throw std::invalid_argument("reference: c, c_out and abs_ab differ in shape");
   GemmReference ref;
-  ref.M = static_cast<int>(M), ref.N = static_cast<int>(N), ref.K = K, ref.out = model.output;
+  ref.M = static_cast<int>(c.shape(0)), ref.N = static_cast<int>(c.shape(1)), ref.K = K, ref.out = out;
   ref.c.assign(c.data(), c.data() + c.size());
   ref.c_out.assign(c_out.data(), c_out.data() + c_out.size());
   ref.abs_ab.assign(abs_ab.data(), abs_ab.data() + abs_ab.size());
+  return ref;
+}
+
+// experiments/engine/evaluate.hpp evaluate(): the row `gemmlab evaluate` writes, as its CSV fields
+// (result_columns() order). The reference is computed as `gemmlab run` computes it unless given
+// (ref_c, ref_c_out, ref_abs_ab, ref_label from exact_gemm).
+std::vector<std::string> evaluate_row(const In2& a, const In2& b, const In2& computed, const std::string& kernel,
+                                      const std::string& family, const std::string& input, const std::string& compute,
+                                      const std::string& accumulator, const std::string& output,
+                                      const std::string& accumulation, const std::string& rounding,
+                                      double acc_unit_roundoff, int promotion_interval_k,
+                                      const std::string& distribution, std::uint64_t seed, double time_ms, int reps,
+                                      const std::string& note, int spot_checks, int threads,
+                                      std::optional<In2> ref_c, std::optional<In2> ref_c_out,
+                                      std::optional<In2> ref_abs_ab, const std::string& ref_label) {
+  Declared d;
+  d.numerics = declared_numerics(format_of(input), format_of(output), accumulation_of(accumulation),
+                                 format_of(compute), format_of(accumulator), promotion_interval_k);
+  if (!rounding.empty()) d.numerics.accumulation_rounding = enum_of("acc_rounding", rounding, kAccRoundings);
+  d.numerics.acc_unit_roundoff = acc_unit_roundoff;
+  d.kernel = kernel, d.family = family, d.distribution = distribution, d.seed = seed, d.note = note;
+  if (std::isfinite(time_ms)) d.time_ms = time_ms;
+  if (reps > 0) d.reps = reps;
+  const Matrix A = to_matrix(a), B = to_matrix(b);
+  if (computed.shape(0) != static_cast<std::size_t>(A.rows) || computed.shape(1) != static_cast<std::size_t>(B.cols))
+    throw std::invalid_argument("evaluate: C does not have the shape of A B");
   const std::vector<double> C(computed.data(), computed.data() + computed.size());
-  ErrorStats s;
-  long long over_range = 0;
+  GemmReference ref;
+  std::string label = ref_label;
+  if (ref_c) ref = reference_from(*ref_c, *ref_c_out, *ref_abs_ab, A.cols, d.numerics.output);
+  ResultRow row;
   {
     nb::gil_scoped_release release;
-    const double maxf = info(model.output).max_finite;
-    for (double x : ref.c) over_range += !(std::fabs(x) <= maxf);
-    s = compute_error_stats(C, ref, model, threads);
+    if (!ref_c) ref = evaluation_reference(A, B, d.numerics.output, spot_checks, seed, threads, label);
+    row = evaluate(A, B, C, d, ref, label, threads);
   }
-  nb::dict d;
-  d["over_range"] = over_range;
-  d["entries"] = s.entries;
-  d["zero_reference"] = s.zero_reference;
-  d["zero_ref_nonzero"] = s.zero_ref_nonzero;
-  d["nonfinite"] = s.nonfinite;
-  d["rel_count"] = s.rel_count;
-  d["rel_mean"] = s.rel_mean;
-  d["rel_mean_ci95"] = s.rel_mean_ci95;
-  d["rel_std"] = s.rel_std;
-  d["rel_median"] = s.rel_median;
-  d["rel_p01"] = s.rel_p01;
-  d["rel_p99"] = s.rel_p99;
-  d["rel_max_abs"] = s.rel_max_abs;
-  d["u_out"] = s.u_out;
-  d["rel_mean_u"] = s.rel_mean_u;
-  d["rel_std_u"] = s.rel_std_u;
-  d["rel_median_u"] = s.rel_median_u;
-  d["rel_p01_u"] = s.rel_p01_u;
-  d["rel_p99_u"] = s.rel_p99_u;
-  d["rel_max_abs_u"] = s.rel_max_abs_u;
-  d["normwise"] = s.normwise;
-  d["componentwise"] = s.componentwise;
-  d["cw_mean"] = s.cw_mean;
-  d["cw_mean_ci95"] = s.cw_mean_ci95;
-  d["cw_std"] = s.cw_std;
-  d["frac_correctly_rounded"] = s.frac_correctly_rounded;
-  d["gamma_bound"] = s.gamma_bound;
-  d["cw_over_gamma"] = s.cw_over_gamma;
-  d["sqrtk_u"] = s.sqrtk_u;
-  d["cw_over_sqrtk_u"] = s.cw_over_sqrtk_u;
-  d["within_bound"] = s.within_bound;
-  return d;
+  return to_fields(row);
 }
 
 void bind_formats(nb::module_& m) {
@@ -285,12 +249,21 @@ void bind_reference(nb::module_& m) {
     else if (engine == "fixed_int128") e = ExactEngine::fixed_int128;
     else if (engine == "kulisch") e = ExactEngine::kulisch;
     else throw std::invalid_argument("unknown engine '" + engine + "'; valid: automatic, fixed_int128, kulisch");
+    if (e != ExactEngine::automatic && spot_checks > 0)
+      throw std::invalid_argument("spot checks are made on the automatic engine, as gemmlab run makes them: "
+                                  "leave engine='automatic' or spot_checks=0");
     GemmReference r;
     std::string label;
     {
       nb::gil_scoped_release release;
-      r = exact_gemm(A, B, f, threads, e);
-      label = spot_check(A, B, r, spot_checks, seed);
+      // The automatic engine through the one function gemmlab run and evaluate use (MPFR spot
+      // checks on the entries the seed picks); a forced engine (tests) directly.
+      if (e == ExactEngine::automatic) {
+        r = evaluation_reference(A, B, f, spot_checks, seed, threads, label);
+      } else {
+        r = exact_gemm(A, B, f, threads, e);
+        label = r.engine;
+      }
     }
     nb::dict d = reference_dict(std::move(r));
     d["label"] = label;
@@ -319,9 +292,28 @@ void bind_reference(nb::module_& m) {
 }
 
 void bind_stats(nb::module_& m) {
-  m.def("error_stats", &error_stats, "C"_a, "c"_a, "c_out"_a, "abs_ab"_a, "K"_a, "output_format"_a, "input_format"_a,
-        "compute_format"_a, "accumulator_format"_a, "acc_rounding"_a, "acc_unit_roundoff"_a, "threads"_a,
-        "compute_error_stats of C against a reference (a dict of the ErrorStats fields and over_range).");
+  m.def("evaluate", &evaluate_row, "A"_a, "B"_a, "C"_a, "kernel"_a, "family"_a, "input_format"_a, "compute_format"_a,
+        "accumulator_format"_a, "output_format"_a, "accumulation"_a, "acc_rounding"_a, "acc_unit_roundoff"_a,
+        "promotion_interval_k"_a, "distribution"_a, "seed"_a, "time_ms"_a, "reps"_a, "note"_a, "spot_checks"_a,
+        "threads"_a, "ref_c"_a.none(), "ref_c_out"_a.none(), "ref_abs_ab"_a.none(), "ref_label"_a,
+        "experiments/engine/evaluate.hpp evaluate(): the CSV fields of the row (result_columns() order).\n"
+        "acc_rounding '' takes the accumulation's default; time_ms NaN and reps <= 0 mean not given.");
+  m.def("result_columns", [] { return result_columns(); }, "The CSV columns of every result row, in order.");
+  m.def("statuses", [] {
+    std::vector<std::string> v;
+    for (Status st : {Status::passed, Status::failed_bound, Status::no_bound, Status::not_supported,
+                      Status::not_applicable, Status::error})
+      v.push_back(to_string(st));
+    return v;
+  }, "The values of the status column (report/result.hpp Status; `planned` only in dry runs).");
+  m.def("accumulations", [] {
+    std::vector<std::string> v;
+    for (Accumulation a : all_accumulations()) v.push_back(to_string(a));
+    return v;
+  }, "The accumulation modes (reference/numerics.hpp).");
+  m.def("default_accumulation_rounding", [](const std::string& a) {
+    return std::string(to_string(default_accumulation_rounding(accumulation_of(a))));
+  }, "accumulation"_a, "How a declared accumulation rounds its additions (reference/numerics.hpp).");
   m.def("bound", [](int K, const std::string& input, const std::string& compute, const std::string& accumulator,
                     const std::string& output, const std::string& rounding, double acc_unit_roundoff) {
     BoundModel b;
@@ -330,7 +322,7 @@ void bind_stats(nb::module_& m) {
     b.compute = format_of(compute);
     b.accumulator = format_of(accumulator);
     b.output = format_of(output);
-    b.rounding = acc_rounding_of(rounding);
+    b.rounding = enum_of("acc_rounding", rounding, kAccRoundings);
     b.acc_unit_roundoff = acc_unit_roundoff;
     return std::make_pair(gamma_bound_factor(b), sqrtk_u(b));
   }, "K"_a, "input_format"_a, "compute_format"_a, "accumulator_format"_a, "output_format"_a, "acc_rounding"_a,
@@ -365,10 +357,10 @@ void bind_tc(nb::module_& m) {
                    [](tc::TcParams& p, const std::string& v) { p.output = format_of(v); }, "Output (and C) format.")
       .def_rw("block_size", &tc::TcParams::block_size, "Products per fused addition before a rounding.")
       .def_rw("neab", &tc::TcParams::neab, "Extra alignment bits: F = p_out - 1 + neab fraction bits kept.")
-      .def_prop_rw("align_rounding", [](const tc::TcParams& p) { return std::string(tc::to_string(p.align_rounding)); },
+      .def_prop_rw("align_rounding", [](const tc::TcParams& p) { return std::string(to_string(p.align_rounding)); },
                    [](tc::TcParams& p, const std::string& v) { p.align_rounding = enum_of("align_rounding", v, kAlignRoundings); },
                    "toward_zero | floor | nearest_even: rounding of bits shifted out in alignment.")
-      .def_prop_rw("output_rounding", [](const tc::TcParams& p) { return std::string(tc::to_string(p.output_rounding)); },
+      .def_prop_rw("output_rounding", [](const tc::TcParams& p) { return std::string(to_string(p.output_rounding)); },
                    [](tc::TcParams& p, const std::string& v) { p.output_rounding = enum_of("output_rounding", v, kOutputRoundings); },
                    "toward_zero | nearest_even: rounding of the normalised sum into the output format.")
       .def_prop_rw("align_reference", [](const tc::TcParams& p) { return std::string(tc::to_string(p.align_reference)); },
@@ -411,29 +403,60 @@ void bind_tc(nb::module_& m) {
     std::vector<double> A(a.data(), a.data() + a.size()), B(b.data(), b.data() + b.size()), C(c.data(), c.data() + c.size());
     return to_numpy(tc::mma_tile(p, ins, A, B, C), {static_cast<std::size_t>(ins.m), static_cast<std::size_t>(ins.n)});
   }, "params"_a, "instruction"_a, "A"_a, "B"_a, "C"_a, "D = A B + C on one (m, n, k) tile of the instruction.");
+  m.def("measured_hopper_params", [](const std::string& instruction) -> std::optional<tc::TcParams> {
+    return tc::measured_hopper_params(instruction_of(instruction));
+  }, "instruction"_a, "The model gemmlab's probes inferred on Hopper (reference/tc_model.hpp); None where open (fp8).");
   m.def("emulate", [](const std::string& accumulation, const std::string& instruction, int k_step, int promotion_k,
                       int split_k, const std::string& output, const In2& a, const In2& b, const tc::TcParams& p, int threads) {
-    // A KernelOrder today; the refactor's Numerics record tomorrow (only this function changes).
-    emulation::KernelOrder o;
-    if (accumulation == "fma") o.accumulation = emulation::Accumulation::fma;
-    else if (accumulation == "in_mma") o.accumulation = emulation::Accumulation::in_mma;
-    else if (accumulation == "external") o.accumulation = emulation::Accumulation::external;
-    else if (accumulation == "promoted") o.accumulation = emulation::Accumulation::promoted;
-    else throw std::invalid_argument("cannot emulate accumulation '" + accumulation + "'; valid: fma, in_mma, external, promoted");
-    if (o.accumulation != emulation::Accumulation::fma) o.instruction = instruction_of(instruction);
-    o.k_step = k_step;
-    o.promotion_k = promotion_k;
-    o.split_k = split_k;
-    o.output = format_of(output);
+    // The numerics record (reference/numerics.hpp) of the order the Python Order describes.
+    Numerics n;
+    n.accumulation = accumulation_of(accumulation);
+    if (n.accumulation == Accumulation::library || n.accumulation == Accumulation::unknown)
+      throw std::invalid_argument("cannot emulate accumulation '" + accumulation +
+                                  "'; valid: fma, in_mma, in_wgmma, external, promoted");
+    if (n.accumulation != Accumulation::fma) {
+      const auto& ins = tc::info(instruction_of(instruction));
+      n.instruction = ins.id;
+      n.input = n.compute = ins.input;
+    }
+    n.k_step = k_step;
+    n.promotion_interval_k = promotion_k;
+    n.split_k = split_k;
+    n.output = format_of(output);
     const Matrix A = to_matrix(a), B = to_matrix(b);
     std::vector<double> out;
     {
       nb::gil_scoped_release release;
-      out = emulation::emulate(o, A, B, p, threads);
+      out = emulation::emulate(n, A, B, p, threads);
     }
     return to_numpy(std::move(out), {static_cast<std::size_t>(A.rows), static_cast<std::size_t>(B.cols)});
   }, "accumulation"_a, "instruction"_a, "k_step"_a, "promotion_k"_a, "split_k"_a, "output"_a, "A"_a, "B"_a,
-     "params"_a, "threads"_a = 0, "C = A B as a kernel with this order of accumulation computes it (kernel_emulation.hpp).");
+     "params"_a, "threads"_a = 0, "C = A B as a kernel with these numerics computes it (kernel_emulation.hpp).");
+}
+
+void bind_inputs(nb::module_& m) {
+  m.def("write_inputs", [](const std::string& dist, int M, int N, int K, std::uint64_t seed, const std::string& fmt,
+                           const std::string& dir, bool force, int threads) {
+    InputsSpec spec;
+    spec.distribution = dist, spec.M = M, spec.N = N, spec.K = K, spec.seed = seed, spec.format = format_of(fmt);
+    nlohmann::json j;
+    {
+      nb::gil_scoped_release release;
+      j = write_inputs(spec, dir, force, threads, "gemmlab.inputs (Python)");
+    }
+    return j.dump();
+  }, "distribution"_a, "M"_a, "N"_a, "K"_a, "seed"_a, "format"_a, "dir"_a, "force"_a, "threads"_a,
+     "experiments/engine/inputs.hpp write_inputs(): `gemmlab inputs`; returns inputs.json's text.");
+  m.def("read_inputs", [](const std::string& dir) {
+    InputsFolder f = read_inputs(dir);
+    nb::dict d;
+    d["json"] = f.json.dump();
+    d["warnings"] = f.warnings;
+    d["A"] = to_numpy(std::move(f.A.v), {static_cast<std::size_t>(f.A.rows), static_cast<std::size_t>(f.A.cols)});
+    d["B"] = to_numpy(std::move(f.B.v), {static_cast<std::size_t>(f.B.rows), static_cast<std::size_t>(f.B.cols)});
+    return d;
+  }, "dir"_a, "experiments/engine/inputs.hpp read_inputs(): A, B, inputs.json's text and warnings.");
+  m.def("inputs_format_version", [] { return kInputsFormatVersion; }, "The layout version of inputs.json.");
 }
 
 }  // namespace
@@ -447,4 +470,13 @@ NB_MODULE(_core, m) {
   bind_reference(m);
   bind_stats(m);
   bind_tc(m);
+  bind_inputs(m);
+  // gemmlab's C++ errors for the user (UsageError) arrive as ValueError.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const gemmlab::UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
 }

@@ -142,7 +142,7 @@ const std::vector<Column>& columns() {
     v.push_back({"accumulation", [](const ResultRow& r) { return std::string(to_string(r.numerics.accumulation)); },
                  [](ResultRow& r, const std::string& s) {
                    auto a = parse_accumulation(s);
-                   if (!a) bad_value("accumulation", s, "an accumulation (fma, in_mma, in_wgmma, external, promoted, library)");
+                   if (!a) bad_value("accumulation", s, "an accumulation (fma, in_mma, in_wgmma, external, promoted, library, unknown)");
                    r.numerics.accumulation = *a;
                  }});
     v.push_back({"promotion_interval_k", [](const ResultRow& r) { return std::to_string(r.numerics.promotion_interval_k); },

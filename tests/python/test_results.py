@@ -64,7 +64,7 @@ def test_errors(tmp_path):
 
 
 def test_columns_are_those_of_the_newest_default_run(root):
-    # gemmlab.COLUMNS repeats experiments/run_gpu.cpp's csv_columns (phase 2 binds the one C++
-    # definition); the default run's header catches a drift until then.
+    # gemmlab.COLUMNS is the C++ list (experiments/report/result.hpp result_columns), bound; the
+    # columns have not changed since the default run.
     with open(root / "results/default/default_h200_20261121.csv") as f:
         assert tuple(f.readline().strip().split(",")) == gemmlab.COLUMNS

@@ -5,8 +5,9 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``generate`` / ``generate_problem``: seeded inputs, bit-identical to ``gemmlab run``;
 * ``round_to``, ``to_bits``, ``from_bits``, ``format_info``: the number formats;
 * ``exact_gemm``, ``exact_dot``, ``mpfr_dot``: the exact reference on the CPU;
-* ``evaluate(A, B, C, output_format=...)``: the statistics row ``gemmlab run`` writes (a dict keyed
-  by the CSV columns, ``COLUMNS``);
+* ``inputs`` / ``read_inputs``: ``gemmlab inputs`` folders (A and B as ``gemmlab run`` makes them);
+* ``evaluate(A, B, C, output_format=...)``: the statistics row ``gemmlab run`` and ``gemmlab evaluate``
+  write (a dict keyed by the CSV columns, ``COLUMNS``; the same C++ function as the CLI);
 * ``tc``: the tensor-core model (``tc.dot``, ``tc.mma_tile``, ``tc.emulate``);
 * ``load_results``: result CSVs as typed pandas DataFrames.
 """
@@ -15,6 +16,7 @@ from . import tc
 from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, generate, generate_problem,
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
+from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
@@ -22,7 +24,8 @@ from .results import COLUMNS, STATUSES, load_results, to_frame
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "Reference", "STATUSES", "bound",
+    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "INPUTS_FORMAT_VERSION", "Inputs",
+    "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",
     "to_frame", "unusable_reason",

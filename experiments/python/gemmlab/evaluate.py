@@ -16,18 +16,28 @@ import numpy.typing as npt
 from . import _core
 from ._checks import check_format, matrix, representable
 from .reference import Reference, exact_gemm, operands
-from .results import COLUMNS
+from .results import row_from_fields
 
-Accumulation = Literal["fma", "in_mma", "external", "promoted", "in_wgmma", "library", "unknown"]
-AccRounding = Literal["nearest", "truncate", "unknown"]
+Accumulation = Literal["fma", "in_mma", "in_wgmma", "external", "promoted", "library", "unknown"]
+AccRounding = Literal["nearest_even", "toward_zero", "unknown", "nearest", "truncate"]
 
-#: How each accumulation rounds its additions, as the registered kernels declare it
-#: (kernels/*/: fp32 FMA rounds to nearest; tensor-core accumulation truncates in alignment, even
-#: in external and promoted modes inside each k-step; a library is judged by the weaker model).
-ACC_ROUNDING: dict[str, str] = {
-    "fma": "nearest", "in_mma": "truncate", "external": "truncate", "promoted": "truncate",
-    "in_wgmma": "truncate", "library": "unknown", "unknown": "unknown",
-}
+#: How each declared accumulation rounds its additions (reference/numerics.hpp
+#: ``default_accumulation_rounding``: fma to nearest even; the tensor-core modes truncate in
+#: alignment, even external and promoted inside each k-step; library and unknown are judged by the
+#: weaker model).
+ACC_ROUNDING: dict[str, str] = {a: _core.default_accumulation_rounding(a) for a in _core.accumulations()}
+
+# The earlier spellings of the roundings, still accepted.
+_ROUNDING_ALIASES = {"nearest": "nearest_even", "truncate": "toward_zero"}
+
+
+def _rounding(name: str) -> str:
+    r = _ROUNDING_ALIASES.get(name, name)
+    if r not in ("nearest_even", "toward_zero", "unknown"):
+        raise ValueError(f"acc_rounding {name!r} is not known; valid: nearest_even (nearest), toward_zero (truncate), "
+                         "unknown")
+    return r
+
 
 # numpy dtypes that hold every value of a format (bf16, fp8 and tf32 have no numpy dtype of their own).
 _HOLDS = {
@@ -45,7 +55,7 @@ def bound(K: int, *, input_format: str, output_format: str, compute_format: str 
     compute_format = compute_format or input_format
     accumulator_format = accumulator_format or _default_accumulator(output_format)
     return _core.bound(K, check_format(input_format), check_format(compute_format), check_format(accumulator_format),
-                       check_format(output_format), acc_rounding, acc_unit_roundoff)
+                       check_format(output_format), _rounding(acc_rounding), acc_unit_roundoff)
 
 
 def _default_accumulator(output_format: str) -> str:
@@ -105,9 +115,14 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
     ``acc_rounding``), ``accumulator_format`` defaults to fp32 (fp64 for fp64 output),
     ``compute_format`` to ``input_format``.
 
+    The row comes from the same C++ function as ``gemmlab evaluate``'s (experiments/engine/
+    evaluate.hpp), so it equals the CLI's row for the same inputs and declaration.
+
     Returns a dict with exactly the keys ``COLUMNS``. ``status`` is ``passed`` (within the bound),
-    ``no_bound`` (K u_eff >= 1: no deterministic bound), ``failed_bound``, or ``not_applicable``
-    when the exact result leaves the output format's range. ``time_ms`` (the kernel's median time)
+    ``no_bound`` (K u_eff >= 1: no deterministic bound; or ``accumulation="unknown"``, which claims
+    no bound: ``gamma_bound`` then shows the weakest model's, u_eff = 2u), ``failed_bound``, or
+    ``not_applicable`` when the exact result leaves the output format's range. ``family`` is
+    ``"user"`` or ``"external"`` (a library or framework). ``time_ms`` (the kernel's median time)
     fills ``time_ms_median`` and ``tflops``. Raises TypeError / ValueError on bad input, NaN or
     infinity in C included unless ``allow_nonfinite`` (then counted in ``nonfinite``).
 
@@ -118,9 +133,7 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
     check_format(output_format, "output_format")
     if accumulation not in ACC_ROUNDING:
         raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
-    rounding = acc_rounding or ACC_ROUNDING[accumulation]
-    if rounding not in ("nearest", "truncate", "unknown"):
-        raise ValueError(f"acc_rounding {rounding!r} is not known; valid: nearest, truncate, unknown")
+    rounding = _rounding(acc_rounding) if acc_rounding else ""
     compute_format = check_format(compute_format or input_format, "compute_format")
     accumulator_format = check_format(accumulator_format or _default_accumulator(output_format), "accumulator_format")
     a, b = operands(A, B, input_format)
@@ -131,39 +144,16 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
         raise ValueError(f"time_ms must be a positive number of milliseconds, got {time_ms!r}")
     if seed is not None and not (isinstance(seed, (int, np.integer)) and 0 <= int(seed) < 2**64):
         raise ValueError(f"seed must be an integer in [0, 2**64) or None, got {seed!r}")
-
-    if reference is None:
-        reference = Reference(**_core.exact_gemm(a, b, output_format, int(threads), "automatic", int(spot_checks),
-                                                 int(seed or 0)))
-    else:
+    if family not in ("user", "external"):
+        raise ValueError(f"family must be 'user' or 'external', got {family!r}")
+    if reference is not None:
         _check_reference(reference, a, b, output_format)
-    s = _core.error_stats(c, reference.c, reference.c_out, reference.abs_ab, K, output_format, input_format,
-                          compute_format, accumulator_format, rounding, float(acc_unit_roundoff), int(threads))
-    row: dict[str, Any] = dict.fromkeys(COLUMNS)
-    row.update(kernel=kernel, family=family, input_format=input_format, compute_format=compute_format,
-               accumulator_format=accumulator_format, output_format=output_format, accumulation=accumulation,
-               promotion_interval_k=int(promotion_interval_k), layout_a="row", layout_b="row",
-               distribution=distribution, M=M, N=N, K=K, seed=seed, reference=reference.label, reps=reps)
-    if time_ms is not None:
-        row["time_ms_median"] = float(time_ms)
-        row["tflops"] = 2.0 * M * N * K / (time_ms * 1e-3) / 1e12
-    notes = [note] if note else []
-    if s["over_range"]:
-        row["status"] = "not_applicable"
-        notes.append(f"{s['over_range']} exact entries exceed {output_format}'s range: "
-                     "choose a narrower distribution for this output format")
-        row["note"] = "; ".join(notes)
-        return row
-    for k in COLUMNS:
-        if k in s:
-            row[k] = s[k]
-    bounded = math.isfinite(s["gamma_bound"])
-    row["status"] = "failed_bound" if not s["within_bound"] else "passed" if bounded else "no_bound"
-    if s["within_bound"] and not bounded:
-        notes.append("K u_eff >= 1: no deterministic bound applies; judge by the statistics")
-    if s["nonfinite"]:
-        notes.append(f"{s['nonfinite']} entries of C are NaN or infinite")
-    if not s["within_bound"]:
-        notes.append("componentwise error above the gamma_K bound")
-    row["note"] = "; ".join(notes)
-    return row
+    # One implementation with `gemmlab evaluate`: experiments/engine/evaluate.hpp.
+    fields = _core.evaluate(
+        a, b, c, kernel, family, input_format, compute_format, accumulator_format, output_format, accumulation,
+        rounding, float(acc_unit_roundoff), int(promotion_interval_k), distribution, int(seed or 0),
+        float("nan") if time_ms is None else float(time_ms), -1 if reps is None else int(reps), note,
+        int(spot_checks), int(threads),
+        None if reference is None else reference.c, None if reference is None else reference.c_out,
+        None if reference is None else reference.abs_ab, "" if reference is None else reference.label)
+    return row_from_fields(fields)

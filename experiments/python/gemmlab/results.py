@@ -1,7 +1,7 @@
 """Reading gemmlab result CSVs (and their .meta.json) into pandas with the right dtypes.
 
 One row per kernel x distribution x size x seed (results/README.md documents every column). The
-column list below is the one ``gemmlab run`` writes (experiments/run_gpu.cpp ``csv_columns``);
+column list is the one ``gemmlab run`` writes, bound from C++ (experiments/report/result.hpp);
 older CSVs with fewer columns load too, and columns this version does not know keep pandas' guess.
 """
 
@@ -15,19 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-#: The CSV columns of ``gemmlab run``, in order.
-COLUMNS: tuple[str, ...] = (
-    "kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format", "accumulation",
-    "promotion_interval_k", "layout_a", "layout_b", "distribution", "M", "N", "K", "seed", "reference",
-    "entries", "zero_reference", "zero_ref_nonzero", "nonfinite", "unwritten", "rel_count",
-    "rel_mean", "rel_mean_ci95", "rel_std", "rel_median", "rel_p01", "rel_p99", "rel_max_abs",
-    "u_out", "rel_mean_u", "rel_std_u", "rel_median_u", "rel_p01_u", "rel_p99_u", "rel_max_abs_u",
-    "normwise", "componentwise", "cw_mean", "cw_mean_ci95", "cw_std", "frac_correctly_rounded", "gamma_bound",
-    "cw_over_gamma", "sqrtk_u", "cw_over_sqrtk_u", "time_ms_median", "time_ms_min", "time_ms_max", "reps",
-    "tflops", "sm_clock_mhz", "status", "note")
+from . import _core
 
-#: Every value ``status`` takes.
-STATUSES: tuple[str, ...] = ("passed", "failed_bound", "no_bound", "not_supported", "not_applicable", "error")
+#: The CSV columns of ``gemmlab run`` and ``gemmlab evaluate``, in order: the C++ list
+#: (experiments/report/result.hpp ``result_columns``), so Python cannot drift from the CLI.
+COLUMNS: tuple[str, ...] = tuple(_core.result_columns())
+
+#: Every value ``status`` takes (experiments/report/result.hpp ``Status``).
+STATUSES: tuple[str, ...] = tuple(_core.statuses())
 
 _TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
          "accumulation", "layout_a", "layout_b", "distribution", "reference", "note"}
@@ -123,3 +118,20 @@ def to_frame(rows: Iterable[dict]) -> pd.DataFrame:
         else:
             df[c] = pd.array(df[c].tolist(), dtype=t) if t in ("Int64", "UInt64") else df[c].astype(t)
     return df
+
+
+def row_from_fields(fields: Iterable[str]) -> dict[str, Any]:
+    """A row as the C++ report layer writes it (strings in ``COLUMNS`` order) as a dict of Python
+    values: text as ``str``, counts as ``int``, statistics and timings as ``float``; an empty cell or
+    ``nan`` (nothing measured) as ``None``."""
+    out: dict[str, Any] = {}
+    for c, v in zip(COLUMNS, fields, strict=True):
+        if c in _TEXT or c == "status":
+            out[c] = v
+        elif v in ("", "nan", "-nan"):
+            out[c] = None
+        elif c in _INT or c == "seed":
+            out[c] = int(v)
+        else:
+            out[c] = float(v)
+    return out

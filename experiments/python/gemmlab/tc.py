@@ -54,16 +54,13 @@ def published_params(name: str) -> TcParams:
     same 25 bits) and output to nearest even; tf32: block 8. wgmma and wmma behave as mma.sync.
     fp8 has no published model (an open question): ValueError.
 
-    The same table as tests/gpu/test_prediction.cpp's ``published_params``.
+    Bound from C++: reference/tc_model.hpp ``measured_hopper_params``, the table the GPU tests use.
     """
     ins = instruction(name)
-    if ins.input in ("e4m3", "e5m2"):
+    p = _core.measured_hopper_params(ins.name)
+    if p is None:
         raise ValueError(f"{name}: no published parameters (the fp8 model is an open question, "
                          "results/probes/README.md)")
-    p = TcParams(input=ins.input, output=ins.output, block_size=8 if ins.input == "tf32" else 16, neab=2)
-    if ins.output == "fp16":
-        p.neab = 15
-        p.output_rounding = "nearest_even"
     return p
 
 
@@ -111,7 +108,8 @@ class Order:
       accumulator with RN;
     * ``split_k`` > 1: k-step s goes to partial sum s % split_k, partials added at the end.
 
-    A thin mirror of reference/kernel_emulation.hpp ``KernelOrder`` (to become the Numerics record).
+    The order-of-accumulation part of the numerics record (reference/numerics.hpp ``Numerics``),
+    which ``emulate`` builds from it.
     """
 
     accumulation: Literal["fma", "in_mma", "external", "promoted"] = "fma"
