@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Kernel x distribution heatmaps of bias and spread, for suites too big for bias_spread.py.
 
-Reads only a gemmlab run CSV (see results/README.md for the columns) and writes one figure with two
+Reads only gemmlab result CSVs (see results/README.md for the columns): one run's, or several drawn
+together (a `gemmlab evaluate` CSV beside the built-in kernels: their families, e.g. external, get
+their own group of rows). It writes one figure with two
 heatmaps sharing their rows: left the bias (mean signed relative error (Ĉ−C)/|C|), right the spread
 (its standard deviation), both in units of the output format's u so fp32 and fp16 outputs compare
 directly. One row per kernel, grouped by family in the CSV's order; one column per distribution.
@@ -10,7 +12,7 @@ linear within ±0.1 u). Cells of rows that did not run say why (n/a: not_applica
 not_supported, err: error); failed_bound cells are framed in black, no_bound cells (no finite
 bound) marked with a dagger. Several seeds of one cell: their mean. One size (default the largest).
 
-usage: heatmap.py RUN.csv OUT.png [--size MxNxK] [--family hopper]
+usage: heatmap.py RUN.csv [MORE.csv ...] OUT.png [--size MxNxK] [--family hopper]
 """
 import argparse
 import csv
@@ -43,9 +45,11 @@ def compact(v):
     return f"{v:.2g}" if a >= 1 else f"{v:.2f}" if a >= 0.01 else f"{v:.3f}"
 
 
-def load(path, size, family):
-    with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if not family or r["family"] == family]
+def load(paths, size, family):
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            rows += [r for r in csv.DictReader(f) if not family or r["family"] == family]
     sized = [r for r in rows if r["M"] and r["N"] and r["K"]]
     if not size and sized:
         big = max(sized, key=lambda r: int(r["M"]) * int(r["N"]) * int(r["K"]))
@@ -55,14 +59,17 @@ def load(path, size, family):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv")
-    ap.add_argument("out")
-    ap.add_argument("--size", help="only rows of this MxNxK (default: the largest size in the CSV)")
+    ap.add_argument("files", nargs="+", metavar="CSV... OUT.png", help="one or more result CSVs, then the figure")
+    ap.add_argument("--size", help="only rows of this MxNxK (default: the largest size in the CSVs)")
     ap.add_argument("--family", help="only the kernels of this family")
     a = ap.parse_args()
-    rows, size = load(a.csv, a.size, a.family)
+    if len(a.files) < 2:
+        ap.error("give at least one CSV and the output figure")
+    csvs, a.out = a.files[:-1], a.files[-1]
+    rows, size = load(csvs, a.size, a.family)
     if not rows:
-        sys.exit(f"heatmap.py: no rows{' of family ' + a.family if a.family else ''} in {a.csv}; nothing to plot")
+        sys.exit(f"heatmap.py: no rows{' of family ' + a.family if a.family else ''} in {', '.join(csvs)}; "
+                 "nothing to plot")
 
     kernels = list(dict.fromkeys(r["kernel"] for r in rows))
     family_of = {r["kernel"]: r["family"] for r in rows}

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Accuracy against speed: TFLOP/s over |bias| and spread in units of u, with the Pareto front.
 
-Reads only a gemmlab run CSV (see results/README.md for the columns) and writes one figure. One
+Reads only gemmlab result CSVs (see results/README.md for the columns): one `gemmlab run` CSV, or
+several whose rows are drawn together (e.g. the built-in kernels and a `gemmlab evaluate` CSV of
+PyTorch's matmul on the same inputs; rows of family external or user, kernels gemmlab did not
+build, are green diamonds and always numbered). It writes one figure. One
 row of panels per input format (and output format, where a CSV has kernels of one input format
 writing different outputs: fp16 -> fp16 is judged in units of fp16's u, so it gets its own row):
 left |bias| = |mean (Ĉ−C)/|C|| / u_out, right spread = std (Ĉ−C)/|C| / u_out, both against the
@@ -11,7 +14,7 @@ panels. Rows of one
 distribution (default uniform_0_1) and one size (default the largest) with a time; failed_bound
 rows are crosses.
 
-usage: pareto.py RUN.csv OUT.png [--dist uniform_0_1] [--size MxNxK]
+usage: pareto.py RUN.csv [MORE.csv ...] OUT.png [--dist uniform_0_1] [--size MxNxK]
 """
 import argparse
 import csv
@@ -28,10 +31,16 @@ METRICS = (("rel_mean_u", "|bias| in units of u_out", abs), ("rel_std_u", "sprea
 FORMAT_ORDER = ("fp64", "fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2")
 
 
-def load(path, dist, size):
-    with open(path, newline="") as f:
-        rows = [r for r in csv.DictReader(f)
-                if r["status"] in ("passed", "failed_bound", "no_bound") and r.get("tflops") and r["distribution"] == dist]
+EXTERNAL = ("external", "user")  # families of kernels gemmlab did not build (`gemmlab evaluate`)
+
+
+def load(paths, dist, size):
+    rows = []
+    for path in paths:
+        with open(path, newline="") as f:
+            rows += [r for r in csv.DictReader(f)
+                     if r["status"] in ("passed", "failed_bound", "no_bound") and r.get("tflops")
+                     and r["distribution"] == dist]
     if not rows:
         return [], size
     if not size:
@@ -81,10 +90,12 @@ def draw_panel(ax, sel, vals, front, number, label):
             alpha=0.7, zorder=1)
     for i, (r, (x, y)) in enumerate(zip(sel, pts)):
         lib = r["family"] == "cublas"
+        ext = r["family"] in EXTERNAL
         failed = r["status"] == "failed_bound"
-        ax.scatter(x, y, s=120 if lib else 32, marker="x" if failed else "*" if lib else "o",
-                   color="tab:red" if lib else "tab:blue" if i in front else "0.65",
-                   linewidths=1.2 if failed else 0.4, edgecolors=None if failed else "white", zorder=3 if lib else 2)
+        ax.scatter(x, y, s=120 if lib else 60 if ext else 32, marker="x" if failed else "*" if lib else "D" if ext else "o",
+                   color="tab:red" if lib else "tab:green" if ext else "tab:blue" if i in front else "0.65",
+                   linewidths=1.2 if failed else 0.4, edgecolors=None if failed else "white",
+                   zorder=3 if lib or ext else 2)
     # One label per group of numbered points that coincide (e.g. cuBLAS modes that ran one kernel).
     groups = []
     for i in sorted(number, key=number.get):
@@ -92,8 +103,9 @@ def draw_panel(ax, sel, vals, front, number, label):
         near[0].append(i) if near else groups.append([i])
     for g in groups:
         lib = any(sel[i]["family"] == "cublas" for i in g)
+        ext = any(sel[i]["family"] in EXTERNAL for i in g)
         ax.annotate(",".join(str(number[i]) for i in g), pts[g[0]], xytext=(5, 3), textcoords="offset points",
-                    fontsize=7.5, color="tab:red" if lib else "0.1", zorder=4)
+                    fontsize=7.5, color="tab:red" if lib else "tab:green" if ext else "0.1", zorder=4)
     ax.set_xscale("log")
     ax.set_yscale("log")
     xs = [p[0] for p in pts]
@@ -113,14 +125,17 @@ def panel_key(r, pairs_per_input):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv")
-    ap.add_argument("out")
+    ap.add_argument("files", nargs="+", metavar="CSV... OUT.png", help="one or more result CSVs, then the figure")
     ap.add_argument("--dist", default="uniform_0_1")
-    ap.add_argument("--size", help="only rows of this MxNxK (default: the largest size in the CSV)")
+    ap.add_argument("--size", help="only rows of this MxNxK (default: the largest size in the CSVs)")
     a = ap.parse_args()
-    rows, size = load(a.csv, a.dist, a.size)
+    if len(a.files) < 2:
+        ap.error("give at least one CSV and the output figure")
+    csvs, out = a.files[:-1], a.files[-1]
+    rows, size = load(csvs, a.dist, a.size)
     if not rows:
-        sys.exit(f"pareto.py: no timed passed/failed_bound/no_bound rows for {a.dist} in {a.csv}; nothing to plot")
+        sys.exit(f"pareto.py: no timed passed/failed_bound/no_bound rows for {a.dist} in {', '.join(csvs)}; "
+                 "nothing to plot")
 
     pairs = {}
     for r in rows:
@@ -139,7 +154,8 @@ def main():
         u_out = float(sel[0]["u_out"])
         values = [[fn(float(r[column])) for r in sel] for column, _, fn in METRICS]
         fronts = [pareto_front(at_floor(v, sel)[0]) for v in values]
-        named = sorted(set(fronts[0]) | set(fronts[1]) | {i for i, r in enumerate(sel) if r["family"] == "cublas"},
+        named = sorted(set(fronts[0]) | set(fronts[1])
+                       | {i for i, r in enumerate(sel) if r["family"] == "cublas" or r["family"] in EXTERNAL},
                        key=lambda i: -float(sel[i]["tflops"]))
         number = {i: n + 1 for n, i in enumerate(named)}
         axes[row][1].sharey(axes[row][0])
@@ -154,17 +170,19 @@ def main():
         for n, i in enumerate(named):
             r = sel[i]
             key.text(0, 1 - n * 0.085, f"{number[i]:>2}  {r['kernel']}", transform=key.transAxes, fontsize=7.5,
-                     va="top", family="monospace", color="tab:red" if r["family"] == "cublas" else "0.1")
+                     va="top", family="monospace",
+                     color="tab:red" if r["family"] == "cublas" else "tab:green" if r["family"] in EXTERNAL else "0.1")
     handles = [
         plt.Line2D([], [], marker="o", ls="-", color="tab:blue", label="Pareto front (faster and more accurate than the rest)"),
         plt.Line2D([], [], marker="o", ls="", color="0.55", label="other kernels"),
         plt.Line2D([], [], marker="*", ls="", ms=11, color="tab:red", label="cuBLAS / cuBLASLt"),
+        plt.Line2D([], [], marker="D", ls="", color="tab:green", label="evaluated (gemmlab evaluate)"),
         plt.Line2D([], [], marker="x", ls="", color="0.3", label="failed its bound"),
     ]
-    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=9, frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=9, frameon=False)
     fig.suptitle(f"Accuracy against speed, {a.dist} at {size}: better is up and to the left")
     fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1 - 0.45 / fig.get_figheight()))
-    fig.savefig(a.out, dpi=100)
+    fig.savefig(out, dpi=100)
 
 
 if __name__ == "__main__":

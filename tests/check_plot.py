@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Runs one plot script on a CSV and checks that it wrote a non-empty PNG.
+"""Runs one plot script on one or more CSVs and checks that it wrote a non-empty PNG.
 
-usage: check_plot.py SCRIPT.py IN.csv OUT.png [extra args]
+usage: check_plot.py SCRIPT.py IN.csv [MORE.csv ...] OUT.png [extra args]
 """
 import os
 import subprocess
 import sys
 
-script, csv_path, out = sys.argv[1:4]
+script, args = sys.argv[1], sys.argv[2:]
+at = next(i for i, a in enumerate(args) if a.endswith(".png"))
+csvs, out, extra = args[:at], args[at], args[at + 1:]
 if os.path.exists(out):
     os.remove(out)
-r = subprocess.run([sys.executable, script, csv_path, out, *sys.argv[4:]])
+r = subprocess.run([sys.executable, script, *csvs, out, *extra])
 if r.returncode != 0:
     sys.exit(f"FAIL: {script} exited with {r.returncode}")
 with open(out, "rb") as f:

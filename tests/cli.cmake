@@ -121,6 +121,19 @@ add_test(NAME plots.heatmap
   COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/heatmap.py ${_data}/sample_suite.csv ${_out}/heatmap.png)
+# Several CSVs in one figure: the H100 built-in kernels and PyTorch's matmul from `gemmlab evaluate`.
+set(_torch ${CMAKE_CURRENT_SOURCE_DIR}/results/torch)
+add_test(NAME plots.pareto_with_evaluate
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/pareto.py ${_torch}/builtin_uniform_0_1_h100.csv
+          ${_torch}/torch_matmul_h100.csv ${_out}/pareto_torch.png)
+add_test(NAME plots.heatmap_with_evaluate
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/heatmap.py ${_data}/sample_suite.csv ${_torch}/torch_matmul_h100.csv
+          ${_out}/heatmap_torch.png)
+set_tests_properties(plots.pareto_with_evaluate plots.heatmap_with_evaluate PROPERTIES LABELS plots)
 # bias_spread.py still renders a suite-sized CSV (sample_suite.csv: 15 kernels, failed_bound and no_bound rows).
 add_test(NAME plots.bias_spread_suite
   COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
