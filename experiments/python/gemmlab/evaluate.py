@@ -14,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
-from ._checks import check_format, matrix, representable
-from .reference import Reference, exact_gemm, operands
+from ._checks import check_format, representable
+from .reference import Reference, operands
 from .results import row_from_fields
 
 Accumulation = Literal["fma", "in_mma", "in_wgmma", "external", "promoted", "library", "unknown"]
