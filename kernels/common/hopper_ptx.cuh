@@ -281,7 +281,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(std::uint64_t* bar, unsigned
 // the default .release.cta semantics (as CUTLASS's ClusterBarrier::arrive does). For releasing a slot
 // that was read only by wgmma (async proxy, already complete at wgmma.wait_group) no cluster-scope
 // ordering of this thread's generic memory operations is needed; .release.cluster (above) is much
-// slower in a k-loop (hgemm_wgmma_07_cluster2's header has the figures).
+// slower in a k-loop (figures: results/hopper/README.md#step-7).
 __device__ __forceinline__ void mbar_arrive_remote(std::uint64_t* bar, unsigned cta) {
   asm volatile(
       "{\n.reg .b32 remote;\n"

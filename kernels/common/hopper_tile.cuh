@@ -60,7 +60,7 @@ __device__ __forceinline__ void load_slice(unsigned char* smem, std::uint64_t* f
 // producer multicasts into this slot too, so its empty barrier counts this warpgroup as well). The
 // remote arrive keeps the default .release.cta semantics: the slot was read only by wgmma, complete
 // at wgmma.wait_group, so no cluster-scope fence is needed (.release.cluster made steps 5 and 6's
-// cluster variant 40% slower: step 7's header).
+// cluster variant much slower: results/hopper/README.md#step-7).
 template <int CLUSTER>
 __device__ __forceinline__ void release_slot(std::uint64_t* empty, int s, unsigned rank) {
   mbar_arrive(&empty[s]);
