@@ -1,6 +1,6 @@
 // Private helpers of the exact reference engines (exact_gemm.cpp, mpfr_gemm.cpp, their tests):
 // exact decomposition of doubles into odd integer significands, the inputs' exponent range,
-// correct rounding of a big integer to binary64, the |A||B| product, and a small thread pool loop.
+// correct rounding of a big integer to binary64, and a small thread pool loop.
 // Not part of the public interface.
 #pragma once
 #include <algorithm>
@@ -86,9 +86,9 @@ double round_bigint(const std::uint64_t* mag, int limbs, long e0, bool neg, bool
 // is NaN (0 * inf, NaN input) or infinities of both signs occur, else the infinity.
 double nonfinite_dot(const Matrix& A, const Matrix& B, int i, int j);
 
-// (|A||B|) in binary64 through Eigen, (M, N) row-major, split over threads in fixed row blocks so
-// the result does not depend on the thread count.
-std::vector<double> abs_product(const Matrix& A, const Matrix& B, int threads);
+// (|A||B|)(i, j) when row i of A or column j of B holds an infinity or NaN: NaN if some |a||b| is
+// NaN (|inf| * 0, a NaN input), else +infinity.
+double nonfinite_abs_dot(const Matrix& A, const Matrix& B, int i, int j);
 
 // Runs fn(task) for task in [0, tasks) on `threads` std::threads (0: hardware concurrency),
 // handing tasks out dynamically. Exceptions in fn are rethrown in the caller.
