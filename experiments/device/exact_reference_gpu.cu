@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "kernels/common/cuda_check.cuh"
 #include "reference/portable_fp.hpp"
@@ -59,19 +60,25 @@ struct DevBuf {
 
 // ---- kernels ---------------------------------------------------------------------------------
 
-// (R, C) row-major -> (C, R) row-major.
-__global__ void transpose_kernel(const double* __restrict__ in, double* __restrict__ out, int R, int C) {
+// (R, C) row-major -> (C, R) row-major, widened to double (exact).
+template <class T>
+__global__ void transpose_kernel(const T* __restrict__ in, double* __restrict__ out, int R, int C) {
   __shared__ double tile[32][33];
   const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
   for (int y = threadIdx.y; y < 32; y += blockDim.y) {
     const int r = r0 + y, c = c0 + threadIdx.x;
-    if (r < R && c < C) tile[y][threadIdx.x] = in[static_cast<std::size_t>(r) * C + c];
+    if (r < R && c < C) tile[y][threadIdx.x] = static_cast<double>(in[static_cast<std::size_t>(r) * C + c]);
   }
   __syncthreads();
   for (int y = threadIdx.y; y < 32; y += blockDim.y) {
     const int c = c0 + y, r = r0 + threadIdx.x;
     if (r < R && c < C) out[static_cast<std::size_t>(c) * R + r] = tile[threadIdx.x][y];
   }
+}
+
+__global__ void widen_kernel(const float* __restrict__ in, double* __restrict__ out, std::size_t n) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = static_cast<double>(in[i]);
 }
 
 struct Dec {
@@ -379,6 +386,7 @@ std::size_t gpu_oracle_bytes(long M, long N, long K, int digits_a, int digits_b)
   const std::size_t mn = static_cast<std::size_t>(M) * N;
   std::size_t b = 0;
   b += 8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N);  // A, B, B^T
+  b += 4 * (static_cast<std::size_t>(M) * K + static_cast<std::size_t>(K) * N);      // fp32 upload
   b += 2 * (static_cast<std::size_t>(digits_a) * Mp * Kp + static_cast<std::size_t>(digits_b) * Np * Kp);
   b += 2 * static_cast<std::size_t>(std::max(D, 1)) * rows * Np * 8 + rows * Np * 4;  // levels, int32
   b += 3 * 8 * mn;                   // c, c_odd, abs_ab
@@ -393,62 +401,155 @@ std::size_t gpu_oracle_bytes(long M, long N, long K, Format in) {
   return gpu_oracle_bytes(M, N, K, d, d);
 }
 
-GpuReference exact_gemm_gpu(const Matrix& A, const Matrix& B) {
-  const auto t0 = std::chrono::steady_clock::now();
-  if (A.cols != B.rows || A.v.size() != static_cast<std::size_t>(A.rows) * A.cols ||
-      B.v.size() != static_cast<std::size_t>(B.rows) * B.cols)
-    throw std::invalid_argument("exact_gemm_gpu: A is " + std::to_string(A.rows) + "x" + std::to_string(A.cols) +
-                                " but B is " + std::to_string(B.rows) + "x" + std::to_string(B.cols) +
-                                "; A's columns must equal B's rows (K)");
-  const int M = A.rows, K = A.cols, N = B.cols;
+namespace {
+
+// Pinned host staging for uploads (grown on demand, kept for the process): pageable copies run at
+// a third of the bus's speed.
+struct Staging {
+  std::mutex m;
+  float* p = nullptr;
+  std::size_t n = 0;
+  float* get(std::size_t count) {
+    if (count > n) {
+      if (p) GEMMLAB_CUDA_CHECK(cudaFreeHost(p));
+      p = nullptr, n = 0;
+      GEMMLAB_CUDA_CHECK(cudaMallocHost(&p, count * sizeof(float)));
+      n = count;
+    }
+    return p;
+  }
+};
+Staging& staging() {
+  static Staging s;
+  return s;
+}
+
+// Copies A then B into dst as float on all host threads; false if some value is not exactly a
+// float (fp64 data), in which case the caller uploads doubles.
+bool to_float(const Matrix& A, const Matrix& B, float* dst) {
+  const std::size_t na = A.v.size(), n = na + B.v.size();
+  const unsigned nt = std::max(1u, std::min(std::thread::hardware_concurrency(), 32u));
+  std::vector<std::thread> pool;
+  std::vector<char> ok(nt, 1);
+  for (unsigned t = 0; t < nt; ++t)
+    pool.emplace_back([&, t] {
+      const std::size_t i0 = n * t / nt, i1 = n * (t + 1) / nt;
+      bool good = true;
+      for (std::size_t i = i0; i < i1; ++i) {
+        const double x = i < na ? A.v[i] : B.v[i - na];
+        const float f = static_cast<float>(x);
+        good &= static_cast<double>(f) == x || x != x;
+        dst[i] = f;
+      }
+      ok[t] = good;
+    });
+  for (auto& th : pool) th.join();
+  return std::all_of(ok.begin(), ok.end(), [](char c) { return c != 0; });
+}
+
+GpuReference new_reference(int M, int N, int K) {
   GpuReference ref;
   ref.M = M, ref.N = N, ref.K = K;
   ref.buffers = std::make_unique<GpuReference::Buffers>();
   const std::size_t mn = static_cast<std::size_t>(M) * N;
-  {
-    std::size_t free_b = 0, total_b = 0;
-    GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    const std::size_t floor_need = 8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N) + 3 * 8 * mn;
-    if (floor_need > free_b)
-      throw GpuReferenceUnavailable("exact_gemm_gpu: the inputs and outputs alone need " +
-                                    std::to_string(floor_need >> 20) + " MiB, the GPU has " +
-                                    std::to_string(free_b >> 20) + " MiB free");
-  }
+  std::size_t free_b = 0, total_b = 0;
+  GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const std::size_t floor_need = 8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N) + 3 * 8 * mn;
+  if (floor_need > free_b)
+    throw GpuReferenceUnavailable("exact_gemm_gpu: the inputs and outputs alone need " + std::to_string(floor_need >> 20) +
+                                  " MiB, the GPU has " + std::to_string(free_b >> 20) + " MiB free");
   ref.buffers->c = DevBuf<double>(mn);
   ref.buffers->c_odd = DevBuf<double>(mn);
   ref.buffers->abs_ab = DevBuf<double>(mn);
-  if (mn == 0) {
-    ref.timing.total = seconds_since(t0);
-    return ref;
-  }
-  if (K == 0) {
-    ref.buffers->c.zero();
-    ref.buffers->c_odd.zero();
-    ref.buffers->abs_ab.zero();
-    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
-    ref.timing.total = seconds_since(t0);
-    return ref;
-  }
+  return ref;
+}
 
-  // Inputs: A (M, K) and B^T (N, K), both "rows of K".
-  DevBuf<double> dA(static_cast<std::size_t>(M) * K), dBt(static_cast<std::size_t>(N) * K);
+// The reference from A (M, K) and B^T (N, K) as doubles on the device.
+void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono::steady_clock::time_point t0);
+
+void check_shape(int M, int N, int K, int brows) {
+  if (M < 0 || N < 0 || K < 0 || K != brows)
+    throw std::invalid_argument("exact_gemm_gpu: A is " + std::to_string(M) + "x" + std::to_string(K) + " but B is " +
+                                std::to_string(brows) + "x" + std::to_string(N) + "; A's columns must equal B's rows (K)");
+}
+
+bool trivial(GpuReference& ref, std::chrono::steady_clock::time_point t0) {
+  if (static_cast<std::size_t>(ref.M) * ref.N != 0 && ref.K != 0) return false;
+  ref.buffers->c.zero();
+  ref.buffers->c_odd.zero();
+  ref.buffers->abs_ab.zero();
+  GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  ref.timing.total = seconds_since(t0);
+  return true;
+}
+
+}  // namespace
+
+GpuReference exact_gemm_gpu(const Matrix& A, const Matrix& B) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (A.v.size() != static_cast<std::size_t>(A.rows) * A.cols || B.v.size() != static_cast<std::size_t>(B.rows) * B.cols)
+    throw std::invalid_argument("exact_gemm_gpu: a matrix's storage does not match its rows x cols");
+  check_shape(A.rows, B.cols, A.cols, B.rows);
+  const int M = A.rows, K = A.cols, N = B.cols;
+  GpuReference ref = new_reference(M, N, K);
+  if (trivial(ref, t0)) return ref;
+  const std::size_t na = static_cast<std::size_t>(M) * K, nb = static_cast<std::size_t>(K) * N;
+  DevBuf<double> dA(na), dBt(nb);
   {
-    DevBuf<double> dB(static_cast<std::size_t>(K) * N);
-    GEMMLAB_CUDA_CHECK(cudaMemcpy(dA.p, A.v.data(), dA.n * sizeof(double), cudaMemcpyHostToDevice));
-    GEMMLAB_CUDA_CHECK(cudaMemcpy(dB.p, B.v.data(), dB.n * sizeof(double), cudaMemcpyHostToDevice));
-    ref.timing.upload = seconds_since(t0);
-    transpose_kernel<<<dim3((N + 31) / 32, (K + 31) / 32), dim3(32, 8)>>>(dB.p, dBt.p, K, N);
-    GEMMLAB_LAUNCH_CHECK("transpose_kernel");
-    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    Staging& st = staging();
+    std::lock_guard<std::mutex> lock(st.m);
+    float* h = st.get(na + nb);
+    if (to_float(A, B, h)) {  // every gemmlab input format is a subset of fp32: half the bytes
+      DevBuf<float> f(na + nb);
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(f.p, h, (na + nb) * sizeof(float), cudaMemcpyHostToDevice));
+      ref.timing.upload = seconds_since(t0);
+      widen_kernel<<<static_cast<unsigned>((na + 255) / 256), 256>>>(f.p, dA.p, na);
+      GEMMLAB_LAUNCH_CHECK("widen_kernel");
+      transpose_kernel<float><<<dim3((N + 31) / 32, (K + 31) / 32), dim3(32, 8)>>>(f.p + na, dBt.p, K, N);
+      GEMMLAB_LAUNCH_CHECK("transpose_kernel");
+      GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    } else {
+      DevBuf<double> dB(nb);
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(dA.p, A.v.data(), na * sizeof(double), cudaMemcpyHostToDevice));
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(dB.p, B.v.data(), nb * sizeof(double), cudaMemcpyHostToDevice));
+      ref.timing.upload = seconds_since(t0);
+      transpose_kernel<double><<<dim3((N + 31) / 32, (K + 31) / 32), dim3(32, 8)>>>(dB.p, dBt.p, K, N);
+      GEMMLAB_LAUNCH_CHECK("transpose_kernel");
+      GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    }
   }
+  compute(ref, dA.p, dBt.p, t0);
+  return ref;
+}
+
+GpuReference exact_gemm_gpu_device(const float* dA, const float* dB, int M, int N, int K) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_shape(M, N, K, K);
+  GpuReference ref = new_reference(M, N, K);
+  if (trivial(ref, t0)) return ref;
+  const std::size_t na = static_cast<std::size_t>(M) * K, nb = static_cast<std::size_t>(K) * N;
+  DevBuf<double> wA(na), wBt(nb);
+  widen_kernel<<<static_cast<unsigned>((na + 255) / 256), 256>>>(dA, wA.p, na);
+  GEMMLAB_LAUNCH_CHECK("widen_kernel");
+  transpose_kernel<float><<<dim3((N + 31) / 32, (K + 31) / 32), dim3(32, 8)>>>(dB, wBt.p, K, N);
+  GEMMLAB_LAUNCH_CHECK("transpose_kernel");
+  compute(ref, wA.p, wBt.p, t0);
+  return ref;
+}
+
+namespace {
+
+void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono::steady_clock::time_point t0) {
+  const int M = ref.M, N = ref.N, K = ref.K;
+  const std::size_t mn = static_cast<std::size_t>(M) * N;
   const auto t_compute = std::chrono::steady_clock::now();
 
   // Grids: per row of A and of B^T.
   DevBuf<int> ea(M), ta(M), eb(N), tb(N), flag(1);
   flag.zero();
-  scan_rows_kernel<<<M, 256>>>(dA.p, K, ea.p, ta.p, flag.p);
+  scan_rows_kernel<<<M, 256>>>(dA, K, ea.p, ta.p, flag.p);
   GEMMLAB_LAUNCH_CHECK("scan_rows_kernel");
-  scan_rows_kernel<<<N, 256>>>(dBt.p, K, eb.p, tb.p, flag.p);
+  scan_rows_kernel<<<N, 256>>>(dBt, K, eb.p, tb.p, flag.p);
   GEMMLAB_LAUNCH_CHECK("scan_rows_kernel");
   std::vector<int> hea(M), hta(M), heb(N), htb(N);
   int nonfinite = 0;
@@ -494,9 +595,9 @@ GpuReference exact_gemm_gpu(const Matrix& A, const Matrix& B) {
   sa.zero(), ma.zero(), sb.zero(), mb.zero();
   {
     const std::size_t na = static_cast<std::size_t>(M) * K, nb = static_cast<std::size_t>(N) * K;
-    digits_kernel<<<static_cast<unsigned>((na + 255) / 256), 256>>>(dA.p, M, K, ea.p, SA, static_cast<int>(Kp), slice_a, sa.p, ma.p);
+    digits_kernel<<<static_cast<unsigned>((na + 255) / 256), 256>>>(dA, M, K, ea.p, SA, static_cast<int>(Kp), slice_a, sa.p, ma.p);
     GEMMLAB_LAUNCH_CHECK("digits_kernel");
-    digits_kernel<<<static_cast<unsigned>((nb + 255) / 256), 256>>>(dBt.p, N, K, eb.p, SB, static_cast<int>(Kp), slice_b, sb.p, mb.p);
+    digits_kernel<<<static_cast<unsigned>((nb + 255) / 256), 256>>>(dBt, N, K, eb.p, SB, static_cast<int>(Kp), slice_b, sb.p, mb.p);
     GEMMLAB_LAUNCH_CHECK("digits_kernel");
   }
 
@@ -547,8 +648,9 @@ GpuReference exact_gemm_gpu(const Matrix& A, const Matrix& B) {
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
   ref.timing.compute = seconds_since(t_compute);
   ref.timing.total = seconds_since(t0);
-  return ref;
 }
+
+}  // namespace
 
 GemmReference exact_gemm_gpu_host(const Matrix& A, const Matrix& B, Format out) {
   const auto t0 = std::chrono::steady_clock::now();

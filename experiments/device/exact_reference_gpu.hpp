@@ -101,7 +101,14 @@ class GpuReference {
 
 // Computes the exact reference of A (M, K) times B (K, N) on the current GPU. Throws
 // GpuReferenceUnavailable (fall back to the CPU) or std::runtime_error (a CUDA error: stop).
+// The operands travel as fp32 through pinned memory when every value is a float (all gemmlab input
+// formats), else as binary64.
 GpuReference exact_gemm_gpu(const Matrix& A, const Matrix& B);
+
+// The same from operands already on the GPU as fp32 values (every gemmlab input format is a
+// subset of fp32: a runner widens its fp16 / bf16 / fp8 / tf32 buffers to float first), row-major
+// A (M, K) and B (K, N) device pointers. No host transfer.
+GpuReference exact_gemm_gpu_device(const float* device_A, const float* device_B, int M, int N, int K);
 
 // Convenience: exact_gemm_gpu(A, B).to_host(out), with seconds = the whole call.
 GemmReference exact_gemm_gpu_host(const Matrix& A, const Matrix& B, Format out);
