@@ -106,18 +106,20 @@ __device__ __forceinline__ Dec decompose(double x) {
 }
 
 // Per row of X (rows, K): smallest lsb and largest top (lsb + bit width) of its non-zero entries
-// (INT_MAX / INT_MIN for an all-zero row); a non-finite entry sets *nonfinite.
+// (INT_MAX / INT_MIN for an all-zero row); a non-finite entry sets bit 0 of *flags, a negative
+// entry bit 1.
 __global__ void scan_rows_kernel(const double* __restrict__ X, int K, int* __restrict__ lsb_min,
-                                 int* __restrict__ top_max, int* __restrict__ nonfinite) {
+                                 int* __restrict__ top_max, int* __restrict__ flags) {
   const int r = blockIdx.x;
   const double* row = X + static_cast<std::size_t>(r) * K;
   int lo = INT_MAX, hi = INT_MIN, bad = 0;
   for (int k = threadIdx.x; k < K; k += blockDim.x) {
     const double x = row[k];
     if (!pfp::is_finite(x)) {
-      bad = 1;
+      bad |= 1;
       continue;
     }
+    if (x < 0) bad |= 2;
     const Dec d = decompose(x);
     if (d.m == 0) continue;
     lo = min(lo, d.lsb);
@@ -137,7 +139,7 @@ __global__ void scan_rows_kernel(const double* __restrict__ X, int K, int* __res
       lo = min(lo, slo[i]), hi = max(hi, shi[i]), bad |= sbad[i];
     lsb_min[r] = lo;
     top_max[r] = hi;
-    if (bad) atomicOr(nonfinite, 1);
+    if (bad) atomicOr(flags, bad);
   }
 }
 
@@ -552,13 +554,13 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   scan_rows_kernel<<<N, 256>>>(dBt, K, eb.p, tb.p, flag.p);
   GEMMLAB_LAUNCH_CHECK("scan_rows_kernel");
   std::vector<int> hea(M), hta(M), heb(N), htb(N);
-  int nonfinite = 0;
+  int flags = 0;  // bit 0: an infinity or NaN; bit 1: a negative entry
   GEMMLAB_CUDA_CHECK(cudaMemcpy(hea.data(), ea.p, M * sizeof(int), cudaMemcpyDeviceToHost));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(hta.data(), ta.p, M * sizeof(int), cudaMemcpyDeviceToHost));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(heb.data(), eb.p, N * sizeof(int), cudaMemcpyDeviceToHost));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(htb.data(), tb.p, N * sizeof(int), cudaMemcpyDeviceToHost));
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(&nonfinite, flag.p, sizeof(int), cudaMemcpyDeviceToHost));
-  if (nonfinite)
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(&flags, flag.p, sizeof(int), cudaMemcpyDeviceToHost));
+  if (flags & 1)
     throw GpuReferenceUnavailable("exact_gemm_gpu: A or B holds an infinity or NaN (the CPU engine follows IEEE for those)");
   auto width = [](const std::vector<int>& lo, const std::vector<int>& hi) {
     int w = 0;
@@ -607,13 +609,16 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   const long rows = rows_per_block(Mp, Np, D);
   const std::size_t level = static_cast<std::size_t>(rows) * Np;
   DevBuf<long long> Ls(static_cast<std::size_t>(D) * level), La(static_cast<std::size_t>(D) * level);
+  // (La is left unused when A and B are non-negative.)
   DevBuf<std::int32_t> tmp(level);
   const long kchunk = std::min<long>(Kp, kMaxTermsInt32);  // a multiple of 16
   for (long i0 = 0; i0 < M; i0 += rows) {
     const int nrows = static_cast<int>(std::min<long>(rows, Mp - i0));
     const std::size_t used = static_cast<std::size_t>(nrows) * Np;
     Ls.zero(), La.zero();
-    for (int pass = 0; pass < 2; ++pass) {
+    // With no negative entry in A or B, |A||B| = A B: the magnitude pass is the signed one.
+    const bool nonneg = (flags & 2) == 0;
+    for (int pass = 0; pass < (nonneg ? 1 : 2); ++pass) {
       const std::int8_t* da = pass == 0 ? sa.p : ma.p;
       const std::int8_t* db = pass == 0 ? sb.p : mb.p;
       long long* L = pass == 0 ? Ls.p : La.p;
@@ -642,7 +647,7 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
         flush();
       }
     }
-    compose(NL, Ls.p, La.p, D, level, static_cast<int>(std::min<long>(nrows, M - i0)), static_cast<int>(Np), N,
+    compose(NL, Ls.p, nonneg ? Ls.p : La.p, D, level, static_cast<int>(std::min<long>(nrows, M - i0)), static_cast<int>(Np), N,
             static_cast<int>(i0), ea.p, eb.p, ref.buffers->c.p, ref.buffers->c_odd.p, ref.buffers->abs_ab.p);
   }
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());

@@ -5,6 +5,7 @@
 // A DISABLED_ test writes the CPU-vs-GPU timing table (run with --gtest_also_run_disabled_tests).
 #include <cuda_runtime.h>
 
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -96,6 +97,24 @@ TEST(GpuOracle, MatchesCpuAt1024Cubed) {
       expect_same(exact_gemm_gpu_host(p.A, p.B, Format::bf16), exact_gemm(p.A, p.B, Format::bf16),
                   d.name() + " " + info(in).name + " 1024^3");
     }
+}
+
+// The exponent-spread distribution in every input format, at every PHI the format can hold.
+TEST(GpuOracle, MatchesCpuOnExpSpreadInEveryFormat) {
+  GEMMLAB_REQUIRE_GPU();
+  int checked = 0;
+  for (Format in : kInputs)
+    for (const char* name : {"expspread_0.5", "expspread_1", "expspread_2", "expspread_4", "expspread_10"}) {
+      const Distribution d = parse_distribution(name);
+      if (!unusable_reason(d, in).empty()) continue;
+      for (const auto& z : {std::array<int, 3>{100, 37, 129}, std::array<int, 3>{256, 256, 256}}) {
+        const Problem p = make(name, in, z[0], z[1], z[2], 8);
+        expect_same(exact_gemm_gpu_host(p.A, p.B, Format::fp32), exact_gemm(p.A, p.B, Format::fp32),
+                    std::string(name) + " " + info(in).name);
+        ++checked;
+      }
+    }
+  EXPECT_GE(checked, 2 * 12);
 }
 
 TEST(GpuOracle, WideExponentRangeSubnormalsAndZeros) {
