@@ -233,9 +233,15 @@ void run_fixed_int128(const Matrix& A, const Matrix& B, const Ranges& rg, const 
   const int ea = rg.a.any_nonzero ? rg.a.lsb_min : 0, eb = rg.b.any_nonzero ? rg.b.lsb_min : 0;
   const std::vector<std::int64_t> ia = to_int64(A, ea, false, Mp);
   const std::vector<std::int64_t> ib = to_int64(B, eb, true, Np);  // (N, K): B transposed
-  std::vector<std::int64_t> iaa(ia.size()), iba(ib.size());       // |ia|, |ib| for |A||B|
-  for (std::size_t x = 0; x < ia.size(); ++x) iaa[x] = ia[x] < 0 ? -ia[x] : ia[x];
-  for (std::size_t x = 0; x < ib.size(); ++x) iba[x] = ib[x] < 0 ? -ib[x] : ib[x];
+  // With no negative entry, |A||B| = A B and one accumulator serves both; otherwise |ia|, |ib|.
+  const bool nonneg = std::none_of(ia.begin(), ia.end(), [](std::int64_t v) { return v < 0; }) &&
+                      std::none_of(ib.begin(), ib.end(), [](std::int64_t v) { return v < 0; });
+  std::vector<std::int64_t> iaa, iba;
+  if (!nonneg) {
+    iaa.resize(ia.size()), iba.resize(ib.size());
+    for (std::size_t x = 0; x < ia.size(); ++x) iaa[x] = ia[x] < 0 ? -ia[x] : ia[x];
+    for (std::size_t x = 0; x < ib.size(); ++x) iba[x] = ib[x] < 0 ? -ib[x] : ib[x];
+  }
   // Output tiles of (kBI, kBJ) entries; K in chunks of kKC so that the tile's (kBI + kBJ) rows of
   // kKC int64 stay in L2 while every pair of rows meets.
   constexpr int kBI = 32, kBJ = 32, kKC = 512;
@@ -247,20 +253,22 @@ void run_fixed_int128(const Matrix& A, const Matrix& B, const Ranges& rg, const 
     i128 acc[kBI * kBJ] = {}, aacc[kBI * kBJ] = {};
     for (int k0 = 0; k0 < K; k0 += kKC) {
       const int n = std::min(kKC, K - k0);
-      for (int pass = 0; pass < 2; ++pass) {
-        const std::vector<std::int64_t>& xa = pass == 0 ? ia : iaa;
-        const std::vector<std::int64_t>& xb = pass == 0 ? ib : iba;
-        i128* ac = pass == 0 ? acc : aacc;
-        for (int i = i0; i < i1; i += 2) {
-          const std::int64_t* a0 = xa.data() + static_cast<std::size_t>(i) * K + k0;
-          for (int j = j0; j < j1; j += 2) {
-            const std::int64_t* b0 = xb.data() + static_cast<std::size_t>(j) * K + k0;
-            i128 s[4] = {ac[(i - i0) * kBJ + j - j0], ac[(i - i0) * kBJ + j + 1 - j0],
-                         ac[(i + 1 - i0) * kBJ + j - j0], ac[(i + 1 - i0) * kBJ + j + 1 - j0]};
-            micro_2x2(a0, a0 + K, b0, b0 + K, n, s);
-            ac[(i - i0) * kBJ + j - j0] = s[0], ac[(i - i0) * kBJ + j + 1 - j0] = s[1];
-            ac[(i + 1 - i0) * kBJ + j - j0] = s[2], ac[(i + 1 - i0) * kBJ + j + 1 - j0] = s[3];
+      for (int i = i0; i < i1; i += 2) {
+        const std::int64_t* a0 = ia.data() + static_cast<std::size_t>(i) * K + k0;
+        for (int j = j0; j < j1; j += 2) {
+          const std::int64_t* b0 = ib.data() + static_cast<std::size_t>(j) * K + k0;
+          const int at[4] = {(i - i0) * kBJ + j - j0, (i - i0) * kBJ + j + 1 - j0, (i + 1 - i0) * kBJ + j - j0,
+                             (i + 1 - i0) * kBJ + j + 1 - j0};
+          i128 s[4] = {acc[at[0]], acc[at[1]], acc[at[2]], acc[at[3]]};
+          micro_2x2(a0, a0 + K, b0, b0 + K, n, s);
+          if (!nonneg) {  // the magnitudes: a second pass over |ia|, |ib| (faster than one fused pass)
+            const std::int64_t* aa0 = iaa.data() + static_cast<std::size_t>(i) * K + k0;
+            const std::int64_t* bb0 = iba.data() + static_cast<std::size_t>(j) * K + k0;
+            i128 m[4] = {aacc[at[0]], aacc[at[1]], aacc[at[2]], aacc[at[3]]};
+            micro_2x2(aa0, aa0 + K, bb0, bb0 + K, n, m);
+            for (int q = 0; q < 4; ++q) aacc[at[q]] = m[q];
           }
+          for (int q = 0; q < 4; ++q) acc[at[q]] = s[q];
         }
       }
     }
@@ -270,7 +278,7 @@ void run_fixed_int128(const Matrix& A, const Matrix& B, const Ranges& rg, const 
         const u128 mag = s < 0 ? -static_cast<u128>(s) : static_cast<u128>(s);
         const std::uint64_t limbs[2] = {static_cast<std::uint64_t>(mag), static_cast<std::uint64_t>(mag >> 64)};
         o.set(i, j, limbs, 2, static_cast<long>(ea) + eb, s < 0);
-        const auto amag = static_cast<u128>(aacc[(i - i0) * kBJ + j - j0]);
+        const auto amag = static_cast<u128>(nonneg ? s : aacc[(i - i0) * kBJ + j - j0]);
         const std::uint64_t alimbs[2] = {static_cast<std::uint64_t>(amag), static_cast<std::uint64_t>(amag >> 64)};
         o.set_abs(i, j, alimbs, 2, static_cast<long>(ea) + eb);
       }
