@@ -11,10 +11,11 @@
 //  * kulisch: a two's-complement fixed-point accumulator of 64-bit limbs covering the whole product
 //    exponent range of the data (lsb_min(A) + lsb_min(B) up to top(A) + top(B) + log2 K), into which
 //    each 106-bit product is added at its bit offset with carry/borrow propagation. Any finite data.
-// The same engines sum |a||b| exactly (a second accumulator fed the magnitudes) for abs_ab.
+// The same engines sum |a||b| exactly for abs_ab (a second accumulator fed the magnitudes; in
+// fixed_int128 the signed one when A and B are non-negative).
 // The exact sum is then rounded once: to binary64 round-to-nearest-even for c, round-to-odd for
-// c_odd, and for c_out to binary64 round-to-odd followed by round_to(out, .), which equals a single round-to-nearest-even
-// into any format of precision <= 51 bits (Boldo & Melquiond, "Emulation of FMA and correctly
+// c_odd, and for c_out to binary64 round-to-odd followed by round_to(out, .), which equals a
+// single round-to-nearest-even into any format of precision <= 51 bits (Boldo & Melquiond, "Emulation of FMA and correctly
 // rounded sums: proved algorithms using rounding to odd", IEEE TC 2008); out == fp64 takes c.
 // Entries whose row of A or column of B holds an infinity or NaN follow IEEE/MPFR semantics
 // (nonfinite_dot). An exact zero sum is +0, as MPFR's round-to-nearest sums give.

@@ -357,6 +357,7 @@ const double* GpuReference::device_c_odd() const { return buffers ? buffers->c_o
 const double* GpuReference::device_abs_ab() const { return buffers ? buffers->abs_ab.p : nullptr; }
 
 GemmReference GpuReference::to_host(Format out) const {
+  if (!buffers) throw std::logic_error("GpuReference::to_host: this reference holds no data (moved from?)");
   GemmReference r;
   r.M = M, r.N = N, r.K = K, r.out = out, r.engine = engine, r.seconds = timing.total;
   const std::size_t n = static_cast<std::size_t>(M) * N;

@@ -22,9 +22,12 @@
 //    nearest-even (c) and round-to-odd (c_odd), exactly as reference/long_accumulator.hpp's
 //    round_bigint. |A||B| is the same computation on the digit magnitudes, rounded to nearest-even.
 //    An exact zero is +0.
-// Cost: S_A S_B int8 GEMMs twice (signed and magnitudes). fp16 data needs S <= 6, U[0,1) in fp32
-// about 6, logunif_-60_60 in fp32 about 21; the limit is kMaxDigits (any fp32, bf16 or tf32 data
-// needs at most 40).
+// Cost: S_A S_B int8 GEMMs, twice (signed and magnitudes) unless A and B are non-negative.
+// Measured digits (H100 run, results/oracle/): fp16 data 4 (at most 6), exactint 1, fp32 U[0,1),
+// U[-1,1), N(0,1), cancel_-10 7-8, logunif_-8_8 6; logunif_-60_60 in fp32 about 21. The limit is
+// kMaxDigits (any fp32, bf16 or tf32 data needs at most 40).
+// The cuBLAS handle and the pinned staging buffer are kept per process, on the device current at
+// the first call; calls from several host threads at once are not supported.
 //
 // What it refuses (GpuReferenceUnavailable; use exact_gemm on the CPU instead): an infinity or NaN
 // in A or B, more than kMaxDigits digits, or more GPU memory than is free. Any CUDA or cuBLAS error
