@@ -394,7 +394,7 @@ std::size_t gpu_oracle_bytes(long M, long N, long K, int digits_a, int digits_b)
   b += 2 * static_cast<std::size_t>(std::max(D, 1)) * rows * Np * 8 + rows * Np * 4;  // levels, int32
   b += 3 * 8 * mn;                   // c, c_odd, abs_ab
   b += 8 * (M + N) + 4096;           // grids
-  b += 3 * 8 * mn + (64u << 20);     // statistics: computed, keys + sorted keys, CUB scratch
+  b += 4 * 8 * mn + (64u << 20);     // statistics: computed, keys, sorted keys, CUB scratch (~ keys)
   b += kCublasWorkspace;
   return b;
 }
@@ -657,6 +657,16 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
 }
 
 }  // namespace
+
+GemmReference exact_reference(const Matrix& A, const Matrix& B, Format out, int threads, std::string* fallback_reason) {
+  if (fallback_reason) fallback_reason->clear();
+  try {
+    return exact_gemm_gpu_host(A, B, out);
+  } catch (const GpuReferenceUnavailable& e) {
+    if (fallback_reason) *fallback_reason = e.what();
+  }
+  return exact_gemm(A, B, out, threads);
+}
 
 GemmReference exact_gemm_gpu_host(const Matrix& A, const Matrix& B, Format out) {
   const auto t0 = std::chrono::steady_clock::now();

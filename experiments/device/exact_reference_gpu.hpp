@@ -116,4 +116,10 @@ GpuReference exact_gemm_gpu_device(const float* device_A, const float* device_B,
 // Convenience: exact_gemm_gpu(A, B).to_host(out), with seconds = the whole call.
 GemmReference exact_gemm_gpu_host(const Matrix& A, const Matrix& B, Format out);
 
+// The GPU engine, or the CPU engine (exact_gemm with `threads`) where the GPU cannot do this
+// problem exactly; the returned engine says which ran, and *fallback_reason (if given) why the GPU
+// did not (empty when it did). CUDA errors still throw.
+GemmReference exact_reference(const Matrix& A, const Matrix& B, Format out, int threads = 0,
+                              std::string* fallback_reason = nullptr);
+
 }  // namespace gemmlab::device

@@ -16,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "experiments/device/error_stats_gpu.hpp"
@@ -235,6 +236,33 @@ TEST(GpuOracle, DeviceResidentOperandsGiveTheSameReference) {
     const GemmReference d = device::exact_gemm_gpu_device(a.p, b.p, 100, 37, 129).to_host(Format::fp16);
     expect_same(d, exact_gemm(p.A, p.B, Format::fp16), std::string("device-resident ") + dist);
   }
+}
+
+// Long K: the int32 products are flushed to int64 every 2^17 terms, within a level (K = 20000 with
+// 7-8 digits) and within one GEMM (K = 140000 is cut into chunks).
+TEST(GpuOracle, LongKFlushesTheInt32Accumulator) {
+  GEMMLAB_REQUIRE_GPU();
+  for (const auto& [dist, in, M, N, K] :
+       {std::tuple{"normal_0_1", Format::fp32, 16, 16, 20000}, std::tuple{"uniform_-1_1", Format::fp16, 3, 2, 140000},
+        std::tuple{"cancel_-10", Format::fp32, 5, 7, 140001}}) {
+    const Problem p = make(dist, in, M, N, K, 6);
+    expect_same(exact_gemm_gpu_host(p.A, p.B, Format::fp32), exact_gemm(p.A, p.B, Format::fp32),
+                std::string(dist) + " K=" + std::to_string(K));
+  }
+}
+
+TEST(GpuOracle, ExactReferenceFallsBackToTheCpu) {
+  GEMMLAB_REQUIRE_GPU();
+  Problem p = make("normal_0_1", Format::fp32, 9, 8, 7, 2);
+  std::string why;
+  GemmReference g = device::exact_reference(p.A, p.B, Format::fp16, 0, &why);
+  EXPECT_EQ(g.engine, "gpu_int8_ozaki");
+  EXPECT_EQ(why, "");
+  p.A(2, 3) = std::numeric_limits<double>::infinity();
+  g = device::exact_reference(p.A, p.B, Format::fp16, 0, &why);
+  EXPECT_NE(g.engine, "gpu_int8_ozaki");
+  EXPECT_NE(why.find("infinity or NaN"), std::string::npos) << why;
+  expect_same(g, exact_gemm(p.A, p.B, Format::fp16), "fallback");
 }
 
 TEST(GpuOracle, RefusesWhatItCannotDoExactly) {
