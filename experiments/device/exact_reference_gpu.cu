@@ -488,6 +488,16 @@ bool trivial(GpuReference& ref, std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+long gpu_oracle_max_square(Format in, std::size_t bytes) {
+  long lo = 0, hi = 1L << 20;  // gpu_oracle_bytes grows with n
+  while (lo < hi) {
+    const long mid = (lo + hi + 1) / 2;
+    if (gpu_oracle_bytes(mid, mid, mid, in) <= bytes) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 GpuReference exact_gemm_gpu(const Matrix& A, const Matrix& B) {
   const auto t0 = std::chrono::steady_clock::now();
   if (A.v.size() != static_cast<std::size_t>(A.rows) * A.cols || B.v.size() != static_cast<std::size_t>(B.rows) * B.cols)

@@ -68,6 +68,10 @@ std::size_t gpu_oracle_bytes(long M, long N, long K, int digits_a, int digits_b)
 // generating anything).
 std::size_t gpu_oracle_bytes(long M, long N, long K, Format in);
 
+// The largest n such that an n x n x n problem of input format `in` fits `bytes` by the worst-case
+// estimate above (for messages that say what fits).
+long gpu_oracle_max_square(Format in, std::size_t bytes);
+
 // Timing of one GPU reference, seconds.
 struct GpuReferenceTiming {
   double upload = 0;   // A and B to the GPU (as binary64)

@@ -275,11 +275,22 @@ TEST(GpuOracle, RefusesWhatItCannotDoExactly) {
   // 2^-1000 and 2^1000 in one row: about 2000 bits, beyond kMaxDigits 7-bit digits.
   A(0, 0) = 0x1p-1000, A(0, 1) = 0x1p+1000;
   EXPECT_THROW(exact_gemm_gpu(A, B), device::GpuReferenceUnavailable);
-  // The memory estimate grows with the size and says 8192^3 fp16 fits an 80 GB GPU.
+}
+
+// The memory estimate (host arithmetic only: runs without a GPU too).
+TEST(GpuOracle, MemoryEstimateSaysWhatFits) {
   EXPECT_LT(device::gpu_oracle_bytes(8192, 8192, 8192, Format::fp16), std::size_t{40} << 30);
   EXPECT_GT(device::gpu_oracle_bytes(65536, 65536, 65536, Format::fp32), std::size_t{200} << 30);
+  EXPECT_LT(device::gpu_oracle_bytes(4096, 4096, 4096, 4, 4), device::gpu_oracle_bytes(4096, 4096, 4096, Format::fp16));
+  const long n = device::gpu_oracle_max_square(Format::fp16, std::size_t{80} << 30);
+  EXPECT_GT(n, 8192);
+  EXPECT_LE(device::gpu_oracle_bytes(n, n, n, Format::fp16), std::size_t{80} << 30);
+  EXPECT_GT(device::gpu_oracle_bytes(n + 1, n + 1, n + 1, Format::fp16), std::size_t{80} << 30);
   EXPECT_EQ(device::worst_case_digits(Format::fp16), 6);
+  EXPECT_EQ(device::worst_case_digits(Format::e4m3), 3);
+  EXPECT_EQ(device::worst_case_digits(Format::e5m2), 5);
   EXPECT_EQ(device::worst_case_digits(Format::fp32), 40);
+  EXPECT_GT(device::worst_case_digits(Format::fp64), device::kMaxDigits);
 }
 
 // ---- statistics ------------------------------------------------------------------------------
