@@ -6,6 +6,7 @@
 #include <vector>
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
+#include "reference/portable_fp.hpp"
 
 namespace gemmlab {
 
@@ -82,10 +83,112 @@ struct ErrorStats {
   bool within_bound = true;   // componentwise <= gamma_bound and nonfinite == 0
 };
 
-// computed: the kernel's output as doubles, (M, N) row-major. Sums are accumulated with Welford's
-// update in long double plus Neumaier compensation for the Frobenius sums, so 16M entries lose no
-// digits; percentiles by selection (no full sort). Multi-threaded where it pays.
+// computed: the kernel's output as doubles, (M, N) row-major, judged against `ref` for the output
+// format `out` (the correctly rounded value is round_to(out, c_odd), see exact_gemm.hpp). The
+// first form takes out = ref.out. Multi-threaded; every `threads` gives the same bits.
+//
+// Definitions (reproducible bit for bit on any machine, thread count and GPU; the GPU version,
+// experiments/device/error_stats_gpu.hpp, runs these same definitions from reference/portable_fp.hpp):
+//  * per entry, with x = computed, c = ref.c (exact C rounded to binary64), c_out as above,
+//    ab = ref.abs_ab, each operation one IEEE binary64 operation rounded to nearest-even, never
+//    fused or widened (reference/portable_fp.hpp):
+//      d = x - c,  r = d / |c| (entries with finite x and finite c != 0),
+//      e = d / ab (entries with ab > 0 and finite x); componentwise = max |e|, +inf where ab == 0
+//      but d != 0.
+//    Counts (entries, zero_reference, zero_ref_nonzero, nonfinite, correctly rounded: x == c_out)
+//    and maxima are exact.
+//  * sums: every sum of n terms is a fixed binary tree in double-double arithmetic: the terms are
+//    leaves 0..n-1 padded with zeros to P = max(1024, 2^ceil(log2 n)), each inner node is
+//    pfp::dd_add(left, right) of its two children (leaves 2i and 2i+1 form node i of the next
+//    level). The tree does not depend on threads or on the GPU's launch shape. Its relative error
+//    is below about (log2 P) 3 u^2 (u = 2^-53) of the sum of |terms|: far below the last bit of
+//    any statistic derived from it. Squares are exact double-doubles (pfp::square).
+//      mean_r = S(r).hi / n,  var_r = S((r - mean_r)^2).hi / (n - 1),  std_r = sqrt(var_r),
+//      ci95 = 1.96 std / sqrt(n); the same for e. The deviations use the already rounded mean, and
+//      their squares are summed exactly (to 2^-104), so the variance keeps its digits however
+//      large the mean is against the spread (a second pass; no Welford, no cancellation).
+//      normwise = sqrt(S(d^2).hi) / sqrt(S(c^2).hi) over the finite entries.
+//  * order statistics (median, p01, p99) are exact: with the rel_count values r sorted,
+//    position pos = (n - 1) p, k = floor(pos), f = pos - k, value = r_(k) + f (r_(k+1) - r_(k))
+//    (numpy's "linear"), r_(k) when f == 0 or k + 1 == n.
+//  * non-finite outputs are counted in `nonfinite` and left out of every sum and order statistic
+//    (which then describe the finite entries); they make within_bound false. A NaN counts as
+//    non-zero in zero_ref_nonzero.
 ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref,
                                const BoundModel& model, int threads = 0);
+ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref, Format out,
+                               const BoundModel& model, int threads = 0);
+
+// ---- the parts shared with the GPU statistics (experiments/device/error_stats_gpu.cu) ----------
+
+namespace stats_detail {
+
+constexpr std::size_t kLeafBlock = 1024;  // leaves summed by one block of the tree (a power of two)
+
+// Everything the statistics are assembled from: pass 1 (counts, maxima, sums of r, e, d^2, c^2),
+// pass 2 (sums of squared deviations from the rounded means) and the order statistics.
+struct Raw {
+  std::int64_t entries = 0, zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0;
+  std::int64_t rel_count = 0, cw_count = 0;
+  double rel_max_abs = 0, componentwise = 0;
+  pfp::DD rel_sum, cw_sum, err2_sum, ref2_sum;  // pass 1
+  pfp::DD rel_dev2_sum, cw_dev2_sum;            // pass 2
+  double q_lo[3] = {0, 0, 0}, q_hi[3] = {0, 0, 0};  // r_(k), r_(k+1) for kQuantiles
+};
+constexpr double kQuantiles[3] = {0.5, 0.01, 0.99};
+
+// The per-entry quantities (see compute_error_stats) of computed x against c, c_out, ab.
+struct Entry {
+  bool correct = false, zero_ref = false, zero_ref_nonzero = false, nonfinite = false, nan = false;
+  bool has_rel = false, has_cw = false;
+  double d = 0, r = 0, e = 0;
+  double cw_abs = 0;  // contribution to componentwise: |e|, or +inf where ab == 0 and d != 0
+};
+GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab) {
+  Entry t;
+  t.correct = x == c_out;
+  t.zero_ref = c == 0;
+  t.zero_ref_nonzero = t.zero_ref && x != 0;
+  t.nonfinite = !pfp::is_finite(x);
+  t.nan = pfp::is_nan(x);
+  if (t.nonfinite) return t;
+  t.d = pfp::sub(x, c);
+  if (ab > 0) {
+    t.has_cw = true;
+    t.e = pfp::div(t.d, ab);
+    t.cw_abs = pfp::fabs(t.e);
+  } else if (t.d != 0) {
+    t.cw_abs = pfp::from_bits(0x7FF0000000000000ull);
+  }
+  if (c != 0 && pfp::is_finite(c)) {
+    t.has_rel = true;
+    t.r = pfp::div(t.d, pfp::fabs(c));
+  }
+  return t;
+}
+
+// Position of quantile p among n sorted values: k and the interpolation weight f.
+inline void quantile_position(std::int64_t n, double p, std::int64_t& k, double& f) {
+  const double pos = pfp::mul(static_cast<double>(n - 1), p);
+  k = static_cast<std::int64_t>(pos);
+  if (k > n - 1) k = n - 1;
+  f = pfp::sub(pos, static_cast<double>(k));
+}
+
+// mean = S.hi / n (0 for n == 0): the value pass 2 subtracts.
+inline double mean_of(const pfp::DD& s, std::int64_t n) {
+  return n > 0 ? pfp::div(s.hi, static_cast<double>(n)) : 0.0;
+}
+
+// Reduces `count` (a power of two) double-doubles in place with the tree's pairing; returns a[0].
+pfp::DD tree_reduce(pfp::DD* a, std::size_t count);
+
+// The rounding parameters of a format, for pfp::round_format.
+pfp::FormatParams format_params(Format f);
+
+// The statistics from the raw parts (host code, shared by the CPU and GPU paths).
+ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model);
+
+}  // namespace stats_detail
 
 }  // namespace gemmlab

@@ -66,7 +66,7 @@ Command add_list(CLI::App& app) {
             }
             std::printf("\ndistributions (\"all\" runs these; parameters are part of the name):\n");
             for (const auto& d : default_distributions()) std::printf("  %s\n", d.name().c_str());
-            std::printf("  forms: uniform_0_1, uniform_-1_1, normal_0_1, logunif_L_H, cancel_E, exactint_R\n");
+            std::printf("  forms: uniform_0_1, uniform_-1_1, normal_0_1, logunif_L_H, cancel_E, exactint_R, expspread_PHI\n");
             std::printf("\nsuites:\n");
             for (const auto& s : list_suites()) std::printf("  %s\n", s.c_str());
             return 0;
