@@ -80,6 +80,20 @@ double gamma_bound_factor(const BoundModel& m) {
          d_prod * gamma * u_out;
 }
 
+double underflow_term(const BoundModel& m) {
+  const double f = gamma_bound_factor(m);
+  if (std::isinf(f)) return f;
+  auto eta = [&](Format fmt, Rounding r) {
+    const FormatInfo& fi = info(fmt);
+    if (m.subnormals_flushed || r == Rounding::unknown) return std::ldexp(1.0, fi.emin);
+    return std::ldexp(1.0, fi.emin - fi.precision + (r == Rounding::nearest_even ? 0 : 1));
+  };
+  const double u_eff = u_eff_of(m);
+  const double K = static_cast<double>(std::max(m.K, 0));
+  const double gamma = K * u_eff / (1 - K * u_eff);
+  return K * eta(m.accumulator, m.rounding) * (1 + gamma) + eta(m.output, m.rounding);
+}
+
 double sqrtk_u(const BoundModel& m) { return std::sqrt(static_cast<double>(std::max(m.K, 0))) * u_eff_of(m); }
 
 namespace stats_detail {
@@ -155,8 +169,19 @@ ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model) {
   st.cw_over_gamma = ratio(st.componentwise, st.gamma_bound);
   st.sqrtk_u = sqrtk_u(model);
   st.cw_over_sqrtk_u = ratio(st.componentwise, st.sqrtk_u);
-  st.within_bound = st.componentwise <= st.gamma_bound && st.nonfinite == 0;
+  st.subnormal_reference = raw.subnormal_reference;
+  st.underflow_bound = underflow_term(model);
+  st.bound_violations = raw.bound_violations;
+  st.within_bound = st.bound_violations == 0 && st.nonfinite == 0;
   return st;
+}
+
+Judge judge_of(Format out, const BoundModel& model) {
+  Judge j;
+  j.min_normal = std::ldexp(1.0, info(out).emin);
+  j.f = gamma_bound_factor(model);
+  j.g = underflow_term(model);
+  return j;
 }
 
 }  // namespace stats_detail
@@ -211,10 +236,12 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     throw std::invalid_argument("compute_error_stats: sizes disagree: M*N = " + std::to_string(n) + ", c_out " +
                                 std::to_string(ref.c_out.size()) + ", c_odd " + std::to_string(ref.c_odd.size()));
   const COut c_out(ref, out, n);
+  const stats_detail::Judge judge = stats_detail::judge_of(out, model);
 
   const std::size_t leaves = tree_leaves(n), nblocks = leaves / kLeafBlock;
   struct BlockStats {
     std::int64_t zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0, rel = 0, cw = 0;
+    std::int64_t subnormal_reference = 0, bound_violations = 0;
     double rel_max_abs = 0, componentwise = 0;
   };
   std::vector<BlockStats> blocks(nblocks);
@@ -227,7 +254,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     for (auto& l : leaf) l.assign(kLeafBlock, DD{});
     const std::size_t i0 = b * kLeafBlock, i1 = std::min(n, i0 + kLeafBlock);
     for (std::size_t i = i0; i < i1; ++i) {
-      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], c_out(i), ref.abs_ab[i]);
+      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], c_out(i), ref.abs_ab[i], judge);
       s.correct += t.correct;
       s.zero_reference += t.zero_ref;
       s.zero_ref_nonzero += t.zero_ref_nonzero;
@@ -236,6 +263,8 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
         s.unwritten += t.nan;
         continue;
       }
+      s.subnormal_reference += t.subnormal_ref;
+      s.bound_violations += t.violation;
       const std::size_t l = i - i0;
       leaf[2][l] = pfp::square(t.d);
       leaf[3][l] = pfp::square(ref.c[i]);
@@ -261,6 +290,8 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     raw.correct += s.correct;
     raw.rel_count += s.rel;
     raw.cw_count += s.cw;
+    raw.subnormal_reference += s.subnormal_reference;
+    raw.bound_violations += s.bound_violations;
     raw.rel_max_abs = std::max(raw.rel_max_abs, s.rel_max_abs);
     raw.componentwise = std::max(raw.componentwise, s.componentwise);
     offset[b + 1] = offset[b] + s.rel;
@@ -281,7 +312,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     std::size_t at = static_cast<std::size_t>(offset[b]);
     const std::size_t i0 = b * kLeafBlock, i1 = std::min(n, i0 + kLeafBlock);
     for (std::size_t i = i0; i < i1; ++i) {
-      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], 0.0, ref.abs_ab[i]);
+      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], 0.0, ref.abs_ab[i], judge);
       if (t.nonfinite) continue;
       if (t.has_rel) {
         r[at++] = t.r;

@@ -24,6 +24,8 @@ struct BoundModel {
   Rounding rounding = Rounding::nearest_even;
   double acc_unit_roundoff = 0;       // 0: use info(accumulator).unit_roundoff; set this where the
                                       // hardware keeps fewer bits (fp8 wgmma keeps ~13-14)
+  bool subnormals_flushed = false;    // the accumulation writes results below the normal range as 0
+                                      // (fp8 wgmma, results/probes); unknown rounding is judged so too
 };
 
 // Componentwise deterministic bound factor f with |C^ - C| <= f (|A||B|) for every entry
@@ -34,6 +36,16 @@ struct BoundModel {
 // u_out = unit roundoff of the output format if the output is narrower than the accumulator, else 0.
 // Returns +infinity if K u_eff >= 1 (no bound).
 double gamma_bound_factor(const BoundModel& m);
+// The absolute term g of the bound for gradual underflow (Higham, ASNA 2nd ed. §2.1, model (2.8), and
+// §3.1 with underflow; Demmel 1984): with subnormals every rounding commits |err| <= u |x| + eta, so
+//   |C^ - C| <= f (|A||B|) + g,   g = K eta_acc (1 + gamma_K(u_eff)) + eta_out,
+// eta = 2^(emin - p) (half the subnormal spacing) for round-to-nearest, 2^(emin - p + 1) (the whole
+// spacing) for truncation, and 2^emin (the smallest normal) where subnormal results are flushed to
+// zero or the rounding is unknown; emin, p of the accumulator (eta_acc) and of the output (eta_out).
+// Products of the inputs are exact (or rounded to a compute format with fp32's exponent range), so
+// they add no underflow term; inputs rounded to a compute format with a smaller range (fp16 under
+// CUBLAS_COMPUTE_32F_FAST_16F) are assumed not to underflow there. +infinity where f is.
+double underflow_term(const BoundModel& m);
 // Probabilistic scale sqrt(K) * u_eff (Higham & Mary 2019, with lambda = 1).
 double sqrtk_u(const BoundModel& m);
 
@@ -74,13 +86,19 @@ double sqrtk_u(const BoundModel& m);
   X(double, gamma_bound, "gamma_bound_factor(model)")                                                 \
   X(double, cw_over_gamma, "componentwise / gamma_bound")                                             \
   X(double, sqrtk_u, "sqrt(K) u_eff")                                                                 \
-  X(double, cw_over_sqrtk_u, "componentwise / sqrtk_u")
+  X(double, cw_over_sqrtk_u, "componentwise / sqrtk_u")                                              \
+  /* Underflow (appended: earlier columns keep their places). */                                     \
+  X(std::int64_t, subnormal_reference,                                                              \
+    "entries with exact C != 0 below the output format's normal range: left out of the relative "    \
+    "errors (there they measure underflow, not accuracy) and counted here")                          \
+  X(double, underflow_bound, "g, the absolute term of the bound: |C^ - C| <= gamma_bound |A||B| + g")  \
+  X(std::int64_t, bound_violations, "finite entries with |C^ - C| > gamma_bound |A||B| + underflow_bound")
 
 struct ErrorStats {
 #define GEMMLAB_DECLARE_FIELD(type, name, doc) type name = 0;
   GEMMLAB_ERROR_STATS_FIELDS(GEMMLAB_DECLARE_FIELD)
 #undef GEMMLAB_DECLARE_FIELD
-  bool within_bound = true;   // componentwise <= gamma_bound and nonfinite == 0
+  bool within_bound = true;   // bound_violations == 0 and nonfinite == 0
 };
 
 // computed: the kernel's output as doubles, (M, N) row-major, judged against `ref` for the output
@@ -94,7 +112,12 @@ struct ErrorStats {
 //    fused or widened (reference/portable_fp.hpp):
 //      d = x - c,  r = d / |c| (entries with finite x and finite c != 0),
 //      e = d / ab (entries with ab > 0 and finite x); componentwise = max |e|, +inf where ab == 0
-//      but d != 0.
+//      but d != 0. Entries whose c is non-zero but below the output format's smallest normal are
+//      left out of r (their relative error measures underflow) and counted in subnormal_reference.
+//      An entry violates the bound when |d| > f ab + g (f = gamma_bound_factor, g = underflow_term),
+//      or when ab == 0 and d != 0; bound_violations counts them, and within_bound is
+//      bound_violations == 0 and nonfinite == 0. So an output whose every entry is correctly
+//      rounded (|d| <= u_out |c| + eta_out <= f ab + g) always passes.
 //    Counts (entries, zero_reference, zero_ref_nonzero, nonfinite, correctly rounded: x == c_out)
 //    and maxima are exact.
 //  * sums: every sum of n terms is a fixed binary tree in double-double arithmetic: the terms are
@@ -129,7 +152,7 @@ constexpr std::size_t kLeafBlock = 1024;  // leaves summed by one block of the t
 // pass 2 (sums of squared deviations from the rounded means) and the order statistics.
 struct Raw {
   std::int64_t entries = 0, zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0;
-  std::int64_t rel_count = 0, cw_count = 0;
+  std::int64_t rel_count = 0, cw_count = 0, subnormal_reference = 0, bound_violations = 0;
   double rel_max_abs = 0, componentwise = 0;
   pfp::DD rel_sum, cw_sum, err2_sum, ref2_sum;  // pass 1
   pfp::DD rel_dev2_sum, cw_dev2_sum;            // pass 2
@@ -137,14 +160,21 @@ struct Raw {
 };
 constexpr double kQuantiles[3] = {0.5, 0.01, 0.99};
 
+// What an entry is judged by: the output's smallest normal (relative errors below it measure
+// underflow) and the bound |d| <= f ab + g.
+struct Judge {
+  double min_normal = 0;  // 2^emin of the output format
+  double f = 0, g = 0;    // gamma_bound_factor, underflow_term
+};
+
 // The per-entry quantities (see compute_error_stats) of computed x against c, c_out, ab.
 struct Entry {
   bool correct = false, zero_ref = false, zero_ref_nonzero = false, nonfinite = false, nan = false;
-  bool has_rel = false, has_cw = false;
+  bool has_rel = false, has_cw = false, subnormal_ref = false, violation = false;
   double d = 0, r = 0, e = 0;
   double cw_abs = 0;  // contribution to componentwise: |e|, or +inf where ab == 0 and d != 0
 };
-GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab) {
+GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab, const Judge& j) {
   Entry t;
   t.correct = x == c_out;
   t.zero_ref = c == 0;
@@ -157,12 +187,20 @@ GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab) {
     t.has_cw = true;
     t.e = pfp::div(t.d, ab);
     t.cw_abs = pfp::fabs(t.e);
+    t.violation = pfp::fabs(t.d) > pfp::add(pfp::mul(j.f, ab), j.g);
   } else if (t.d != 0) {
+    // ab == 0: every product is exactly zero (the exact |A||B| of nonzero products is never 0 in
+    // binary64), so nothing rounds and any nonzero output is wrong.
     t.cw_abs = pfp::from_bits(0x7FF0000000000000ull);
+    t.violation = true;
   }
   if (c != 0 && pfp::is_finite(c)) {
-    t.has_rel = true;
-    t.r = pfp::div(t.d, pfp::fabs(c));
+    if (pfp::fabs(c) < j.min_normal) {
+      t.subnormal_ref = true;
+    } else {
+      t.has_rel = true;
+      t.r = pfp::div(t.d, pfp::fabs(c));
+    }
   }
   return t;
 }
@@ -185,6 +223,9 @@ pfp::DD tree_reduce(pfp::DD* a, std::size_t count);
 
 // The rounding parameters of a format, for pfp::round_format.
 pfp::FormatParams format_params(Format f);
+
+// The Judge of a model and output format (host code, shared by the CPU and GPU paths).
+Judge judge_of(Format out, const BoundModel& model);
 
 // The statistics from the raw parts (host code, shared by the CPU and GPU paths).
 ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model);

@@ -37,7 +37,7 @@ struct DevBuf {
 
 // Counters of pass 1 (unsigned long long for atomicAdd / atomicMax).
 struct Counters {
-  unsigned long long zero_reference, zero_ref_nonzero, nonfinite, unwritten, correct, rel, cw;
+  unsigned long long zero_reference, zero_ref_nonzero, nonfinite, unwritten, correct, rel, cw, subnormal, violations;
   unsigned long long rel_max_bits, cw_max_bits;  // bit patterns of non-negative doubles
 };
 
@@ -68,12 +68,12 @@ __device__ __forceinline__ void max_bits(unsigned long long* at, double v) {
 // Pass 1: counts, maxima, the sums of r, e, d^2, c^2, and the keys to sort (r, or +NaN).
 __global__ void pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
                              const double* __restrict__ c_odd, const double* __restrict__ ab, std::size_t n,
-                             pfp::FormatParams fp, std::size_t nblocks, DD* __restrict__ part,
-                             Counters* __restrict__ cnt, double* __restrict__ keys) {
+                             pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
+                             DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys) {
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
   DD leaf[4][kLeavesPerThread];
-  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0;
+  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0;
   double rmax = 0, cmax = 0;
   for (int l = 0; l < kLeavesPerThread; ++l) {
     for (int q = 0; q < 4; ++q) leaf[q][l] = DD{};
@@ -81,7 +81,7 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     if (i >= n) continue;
     const double ci = c[i];
     const double c_out = fp.identity ? ci : pfp::round_format(c_odd[i], fp);  // fp64: c itself
-    const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i]);
+    const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i], judge);
     corr += t.correct;
     zr += t.zero_ref;
     zrn += t.zero_ref_nonzero;
@@ -91,6 +91,8 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
       nan += t.nan;
       continue;
     }
+    sub += t.subnormal_ref;
+    viol += t.violation;
     leaf[2][l] = pfp::square(t.d);
     leaf[3][l] = pfp::square(ci);
     cmax = fmax(cmax, t.cw_abs);
@@ -114,6 +116,8 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     corr += __shfl_xor_sync(0xffffffffu, corr, o);
     rel += __shfl_xor_sync(0xffffffffu, rel, o);
     cw += __shfl_xor_sync(0xffffffffu, cw, o);
+    sub += __shfl_xor_sync(0xffffffffu, sub, o);
+    viol += __shfl_xor_sync(0xffffffffu, viol, o);
   }
   if (threadIdx.x % 32 == 0) {
     if (zr) atomicAdd(&cnt->zero_reference, zr);
@@ -123,6 +127,8 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     if (corr) atomicAdd(&cnt->correct, corr);
     if (rel) atomicAdd(&cnt->rel, rel);
     if (cw) atomicAdd(&cnt->cw, cw);
+    if (sub) atomicAdd(&cnt->subnormal, sub);
+    if (viol) atomicAdd(&cnt->violations, viol);
   }
   max_bits(&cnt->rel_max_bits, rmax);
   max_bits(&cnt->cw_max_bits, cmax);
@@ -130,8 +136,8 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
 
 // Pass 2: the sums of squared deviations from the rounded means.
 __global__ void pass2_kernel(const double* __restrict__ x, const double* __restrict__ c,
-                             const double* __restrict__ ab, std::size_t n, double mean_r, double mean_e,
-                             std::size_t nblocks, DD* __restrict__ part) {
+                             const double* __restrict__ ab, std::size_t n, stats_detail::Judge judge,
+                             double mean_r, double mean_e, std::size_t nblocks, DD* __restrict__ part) {
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
   DD leaf[2][kLeavesPerThread];
@@ -139,7 +145,7 @@ __global__ void pass2_kernel(const double* __restrict__ x, const double* __restr
     leaf[0][l] = leaf[1][l] = DD{};
     const std::size_t i = base + l;
     if (i >= n) continue;
-    const stats_detail::Entry t = stats_detail::entry(x[i], c[i], 0.0, ab[i]);
+    const stats_detail::Entry t = stats_detail::entry(x[i], c[i], 0.0, ab[i], judge);
     if (t.nonfinite) continue;
     if (t.has_rel) leaf[0][l] = pfp::square(pfp::sub(t.r, mean_r));
     if (t.has_cw) leaf[1][l] = pfp::square(pfp::sub(t.e, mean_e));
@@ -166,8 +172,9 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   DevBuf<Counters> cnt(1);
   DevBuf<double> keys(std::max<std::size_t>(n, 1)), sorted(std::max<std::size_t>(n, 1));
   GEMMLAB_CUDA_CHECK(cudaMemset(cnt.p, 0, sizeof(Counters)));
+  const stats_detail::Judge judge = stats_detail::judge_of(out, model);
   pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, n, stats_detail::format_params(out),
-                                                             nblocks, part.p, cnt.p, keys.p);
+                                                             judge, nblocks, part.p, cnt.p, keys.p);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   std::vector<DD> h(4 * nblocks);
   Counters hc{};
@@ -180,6 +187,8 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.correct = static_cast<std::int64_t>(hc.correct);
   raw.rel_count = static_cast<std::int64_t>(hc.rel);
   raw.cw_count = static_cast<std::int64_t>(hc.cw);
+  raw.subnormal_reference = static_cast<std::int64_t>(hc.subnormal);
+  raw.bound_violations = static_cast<std::int64_t>(hc.violations);
   raw.rel_max_abs = pfp::from_bits(hc.rel_max_bits);
   raw.componentwise = pfp::from_bits(hc.cw_max_bits);
   raw.rel_sum = stats_detail::tree_reduce(h.data() + 0 * nblocks, nblocks);
@@ -188,7 +197,8 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.ref2_sum = stats_detail::tree_reduce(h.data() + 3 * nblocks, nblocks);
 
   pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
-      x, c, ab, n, stats_detail::mean_of(raw.rel_sum, raw.rel_count), stats_detail::mean_of(raw.cw_sum, raw.cw_count),
+      x, c, ab, n, judge, stats_detail::mean_of(raw.rel_sum, raw.rel_count),
+      stats_detail::mean_of(raw.cw_sum, raw.cw_count),
       nblocks, part.p);
   GEMMLAB_LAUNCH_CHECK("pass2_kernel");
   GEMMLAB_CUDA_CHECK(cudaMemcpy(h.data(), part.p, 2 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));

@@ -193,7 +193,11 @@ void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Num
   std::string note;
   if (ok && !bounded) note += "K u_eff >= 1: no deterministic bound applies; judge by the statistics; ";
   if (s.unwritten) note += std::to_string(s.unwritten) + " entries left unwritten (NaN poison); ";
-  if (!s.within_bound) note += "componentwise error above the gamma_K bound; ";
+  if (s.bound_violations)
+    note += std::to_string(s.bound_violations) + " entries above the bound gamma_K |A||B| + underflow term; ";
+  if (s.subnormal_reference)
+    note += std::to_string(s.subnormal_reference) +
+            " exact entries below the output's normal range, left out of the relative errors; ";
   if (d.kind == DistKind::exactint)
     if (std::string why = exact_in(d, n.compute, narrowest(n.accumulator, n.output), row.K); !why.empty())
       note += "exactint not exact here: " + why;
