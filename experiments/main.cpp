@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   CLI::App app{"gemmlab: accuracy and speed of GPU GEMM kernels against an exact (MPFR-checked) reference"};
   app.require_subcommand(1);
   const std::vector<cli::Command> commands = {
-      cli::add_list(app),  cli::add_run(app, command_line), cli::add_bench_reference(app),
+      cli::add_list(app),  cli::add_run(app, command_line), cli::add_bench_reference(app, command_line),
       cli::add_tune(app),  cli::add_probe(app, command_line), cli::add_order(app, command_line),
       cli::add_predict(app, command_line),                  cli::add_bench_mma_ceiling(app, command_line),
   };

@@ -2,7 +2,7 @@
 // engines (fixed_int128 / kulisch) and to MPFR, for every input format and distribution, at sizes
 // from 1x1x1 to 1024^3 including odd and non-square ones, on wide exponent ranges, subnormals, exact
 // zeros and massive cancellation; the GPU statistics are bit-identical to compute_error_stats.
-// A DISABLED_ test writes the CPU-vs-GPU timing table (run with --gtest_also_run_disabled_tests).
+// The CPU-vs-GPU timing table is `gemmlab bench-reference` (experiments/device/bench_reference.hpp).
 #include <cuda_runtime.h>
 
 #include <array>
@@ -367,114 +367,6 @@ TEST(GpuOracle, StatisticsMatchTheCpuBitForBit) {
       if (cs.specials) EXPECT_GT(cpu.nonfinite, 0) << what;
       EXPECT_GT(cpu.rel_count, 0) << what;
     }
-  }
-}
-
-// ---- timing table (DISABLED_: run explicitly) -----------------------------------------------------
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Env: GEMMLAB_ORACLE_CSV (output path, required), GEMMLAB_ORACLE_SIZES (e.g. "4096,8192"),
-// GEMMLAB_ORACLE_CPU ("all": CPU at every size; "4096+normal": CPU at 4096 for all, beyond only
-// normal_0_1; "none"), GEMMLAB_ORACLE_STATS_N (size of the square statistics comparison, 0 = skip).
-TEST(GpuOracleTiming, DISABLED_Table) {
-  GEMMLAB_REQUIRE_GPU();
-  const char* path = std::getenv("GEMMLAB_ORACLE_CSV");
-  if (!path) GTEST_SKIP() << "set GEMMLAB_ORACLE_CSV to the output CSV path";
-  const std::string sizes_env = std::getenv("GEMMLAB_ORACLE_SIZES") ? std::getenv("GEMMLAB_ORACLE_SIZES") : "4096";
-  const std::string cpu_mode = std::getenv("GEMMLAB_ORACLE_CPU") ? std::getenv("GEMMLAB_ORACLE_CPU") : "4096+normal";
-  const int stats_n = std::getenv("GEMMLAB_ORACLE_STATS_N") ? std::atoi(std::getenv("GEMMLAB_ORACLE_STATS_N")) : 0;
-  std::vector<int> sizes;
-  for (std::size_t at = 0; at < sizes_env.size();) {
-    const std::size_t comma = sizes_env.find(',', at);
-    sizes.push_back(std::atoi(sizes_env.substr(at, comma - at).c_str()));
-    at = comma == std::string::npos ? sizes_env.size() : comma + 1;
-  }
-  std::ofstream csv(path);
-  csv << "what,distribution,input,M,N,K,engine,seconds,gpu_upload_s,gpu_compute_s,digits_a,digits_b,speedup_vs_cpu,"
-         "bit_identical_to_cpu\n";
-  {  // warm-up: cuBLAS handle, CUB, module load
-    const Problem p = make("normal_0_1", Format::fp16, 256, 256, 256, 1);
-    exact_gemm_gpu_host(p.A, p.B, Format::fp32);
-  }
-  for (int n : sizes)
-    for (Format in : {Format::fp32, Format::fp16})
-      for (const Distribution& d : default_distributions()) {
-        if (!unusable_reason(d, in).empty()) continue;
-        const Problem p = make(d.name(), in, n, n, n, 1);
-        // GPU: two runs, the faster reported (the first may include one-off allocations).
-        double best = 1e30;
-        device::GpuReferenceTiming tbest;
-        int da = 0, db = 0;
-        GemmReference g;
-        for (int rep = 0; rep < 2; ++rep) {
-          const double t0 = now_s();
-          device::GpuReference r = exact_gemm_gpu(p.A, p.B);
-          const double t = now_s() - t0;
-          if (t < best) best = t, tbest = r.timing;
-          da = r.digits_a, db = r.digits_b;
-          if (rep == 1) g = r.to_host(Format::fp32);
-        }
-        double resident = 0;  // operands already on the GPU as fp32 (what gemmlab run will have)
-        {
-          const DeviceFloats a(p.A), b(p.B);
-          resident = 1e30;
-          for (int rep = 0; rep < 2; ++rep) {
-            const double t0 = now_s();
-            device::GpuReference r = device::exact_gemm_gpu_device(a.p, b.p, n, n, n);
-            resident = std::min(resident, now_s() - t0);
-          }
-        }
-        const bool cpu = cpu_mode == "all" || (cpu_mode == "4096+normal" && (n <= 4096 || d.name() == "normal_0_1"));
-        double tc = 0;
-        std::string same = "not_checked";
-        if (cpu) {
-          const double t0 = now_s();
-          const GemmReference c = exact_gemm(p.A, p.B, Format::fp32);
-          tc = now_s() - t0;
-          const bool ok = g.c == c.c && g.c_odd == c.c_odd && g.abs_ab == c.abs_ab && g.c_out == c.c_out;
-          same = ok ? "yes" : "NO";
-          EXPECT_TRUE(ok) << d.name() << " " << info(in).name << " " << n;
-          csv << "reference," << d.name() << "," << info(in).name << "," << n << "," << n << "," << n << "," << c.engine
-              << "," << tc << ",,,,,,\n";
-        }
-        csv << "reference," << d.name() << "," << info(in).name << "," << n << "," << n << "," << n << ",gpu_int8_ozaki,"
-            << best << "," << tbest.upload << "," << tbest.compute << "," << da << "," << db << ","
-            << (cpu ? std::to_string(tc / best) : "") << "," << same << "\n";
-        csv << "reference," << d.name() << "," << info(in).name << "," << n << "," << n << "," << n
-            << ",gpu_int8_ozaki_resident," << resident << ",0,," << da << "," << db << ","
-            << (cpu ? std::to_string(tc / resident) : "") << "," << same << "\n";
-        csv.flush();
-        std::printf("%s %s %d: gpu %.4f s (upload %.4f, compute %.4f; resident %.4f) digits %dx%d, cpu %.3f s, same %s\n",
-                    d.name().c_str(), info(in).name, n, best, tbest.upload, tbest.compute, resident, da, db, tc, same.c_str());
-        std::fflush(stdout);
-      }
-  if (stats_n > 0) {
-    const Problem p = make("normal_0_1", Format::fp32, stats_n, stats_n, 256, 1);
-    device::GpuReference g = exact_gemm_gpu(p.A, p.B);
-    const GemmReference ref = g.to_host(Format::fp32);
-    const std::vector<double> x = perturbed(ref, Format::fp32, 1, true);
-    BoundModel m;
-    m.K = 256;
-    double t0 = now_s();
-    const ErrorStats cpu = compute_error_stats(x, ref, Format::fp32, m);
-    const double tc = now_s() - t0;
-    device::GpuStatsTiming tg;
-    device::compute_error_stats_gpu(x, g, Format::fp32, m, &tg);  // warm-up (CUB temp sizes)
-    double best = 1e30;
-    ErrorStats gs;
-    for (int rep = 0; rep < 3; ++rep) {
-      gs = device::compute_error_stats_gpu(x, g, Format::fp32, m, &tg);
-      best = std::min(best, tg.total);
-    }
-    const bool ok = static_cast<bool>(same_stats(gs, cpu));
-    EXPECT_TRUE(ok);
-    csv << "statistics,normal_0_1,fp32," << stats_n << "," << stats_n << ",256,cpu," << tc << ",,,,,,\n";
-    csv << "statistics,normal_0_1,fp32," << stats_n << "," << stats_n << ",256,gpu," << best << ",,,,," << tc / best
-        << "," << (ok ? "yes" : "NO") << "\n";
-    std::printf("stats %d^2: cpu %.3f s, gpu %.4f s (incl. upload of computed), same %d\n", stats_n, tc, best, ok);
   }
 }
 
