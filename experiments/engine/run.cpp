@@ -89,6 +89,8 @@ std::vector<int> parse_gpus(const std::string& text, int count) {
     for (int i = 0; i < count; ++i) out.push_back(i);
     return out;
   }
+  // The whole list is read first, so that a malformed entry is named before any missing GPU.
+  std::vector<int> asked;
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find(',', start);
@@ -96,14 +98,16 @@ std::vector<int> parse_gpus(const std::string& text, int count) {
     const std::string tok = text.substr(start, end - start);
     if (tok.empty() || tok.size() > 4 || tok.find_first_not_of("0123456789") != std::string::npos)
       throw UsageError("--gpus '" + text + "' is not understood: give 'all' or GPU indices such as 0,1");
-    const int i = std::stoi(tok);
+    asked.push_back(std::stoi(tok));
+    start = end + 1;
+  }
+  for (int i : asked) {
     if (i >= count)
       throw UsageError("--gpus names GPU " + std::to_string(i) + ", but " + have +
                        (count ? ": use --gpus all or indices below " + std::to_string(count) : ""));
     if (std::find(out.begin(), out.end(), i) != out.end())
       throw UsageError("--gpus names GPU " + std::to_string(i) + " twice: list each GPU once");
     out.push_back(i);
-    start = end + 1;
   }
   return out;
 }
