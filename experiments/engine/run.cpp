@@ -464,6 +464,8 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
   er.rows = p.rows;
   er.session = {req.resume, req.force, req.command_line};
   er.argv = req.argv;
+  // Without -o the output's name has the start time in it: the resume command must name it.
+  if (req.out_csv.empty() && !er.argv.empty()) er.argv.insert(er.argv.end(), {"-o", p.out});
   er.workers = req.dry_run ? 1 : static_cast<int>(devices.size());
   if (!req.dry_run) er.worker_start = [&](int w) { devices[w]->bind_thread(); };
   er.log = req.log;
