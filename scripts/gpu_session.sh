@@ -7,8 +7,8 @@
 # in OUT_DIR, and calling the same PART again with the same OUT_DIR continues it (--resume).
 # `engine` checks --gpus on a multi-GPU host: the plan ENGINE_PLAN (default: the default suite at
 # 2048^3 on two distributions) on GPU 0 alone, then on every GPU (statistics must be identical bit
-# for bit, wall time about 1/n), then on every GPU SIGKILLed after ENGINE_KILL_AFTER seconds (60)
-# and resumed (no row missing, none twice, same statistics).
+# for bit, wall time about 1/n), then on every GPU SIGKILLed after ENGINE_KILL_AFTER seconds (default:
+# half the --gpus all wall time) and resumed (no row missing, none twice, same statistics).
 set -uo pipefail
 bin=$1; out=$2; shift 2
 mkdir -p "$out"
@@ -53,13 +53,15 @@ for part in "$@"; do
         t0=$(date +%s)
         run "$out/engine_gpus_$g.csv" "${plan[@]}" --gpus "$g" >/dev/null 2>>"$out/engine_gpus_$g.log"
         echo "engine --gpus $g rc=$? wall $(($(date +%s) - t0)) s"
+        wall_all=$(($(date +%s) - t0))
       done
       same_statistics "$out/engine_gpus_0.csv" "$out/engine_gpus_all.csv"
       killed=$out/engine_killed.csv
       "$bin"/gemmlab run "${plan[@]}" --gpus all -o "$killed" >/dev/null 2>"$out/engine_killed.log" &
       pid=$!
-      sleep "${ENGINE_KILL_AFTER:-60}"
-      kill -KILL "$pid"; wait "$pid"; echo "engine: SIGKILLed after ${ENGINE_KILL_AFTER:-60} s, rc=$?"
+      kill_after=${ENGINE_KILL_AFTER:-$((wall_all / 2 > 5 ? wall_all / 2 : 5))}
+      sleep "$kill_after"
+      kill -KILL "$pid"; wait "$pid"; echo "engine: SIGKILLed after $kill_after s, rc=$?"
       echo "engine: journal keeps $(($(wc -l <"$killed.journal") - 1)) rows (lines after the identity; a row's note may span lines)"
       "$bin"/gemmlab run "${plan[@]}" --gpus all -o "$killed" --resume >/dev/null 2>"$out/engine_resumed.log"
       echo "engine --resume rc=$?; $(grep -m1 resuming "$out/engine_resumed.log")"
