@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/common/per_device.cuh"
+
 // Device code of this family compiles only for the sm_90a target; elsewhere kernels have an empty
 // (or trapping) body and their descriptors say requires_sm90a, so the harness reports not_supported.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -87,15 +89,15 @@ inline CUtensorMap make_f32_store_tensor_map(void* base, int rows, int cols, int
   return map;
 }
 
-// Number of SMs of the current device (cached per device; the harness uses one device).
+// Number of SMs of the current device (cached per device: --gpus runs one worker per GPU).
 inline int sm_count() {
-  static int n = [] {
+  static PerDevice<int> n;
+  return n.get([] {
     int dev = 0, count = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev);
     return count > 0 ? count : 1;
-  }();
-  return n;
+  });
 }
 
 #ifdef GEMMLAB_SM90A_DEVICE

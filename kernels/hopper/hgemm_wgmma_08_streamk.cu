@@ -46,6 +46,8 @@
 // workspace needs no zeroing and repeated launches work with no reset (a flag left from an earlier
 // launch never matches; the counter wraps after 2^32 launches).
 
+#include <atomic>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -252,7 +254,7 @@ void launch(const GemmArgs& a) {
   using S = Shape<T>;
   if (!a.workspace || a.workspace_bytes < WORKSPACE_BYTES)
     throw std::runtime_error("hgemm_wgmma_08_streamk: the harness passed less workspace than Kernel::workspace_bytes");
-  static std::uint32_t launches = 0;  // epoch of the flags: new for every launch in this process
+  static std::atomic<std::uint32_t> launches{0};  // epoch of the flags: new for every launch in this process (any GPU)
   const std::uint64_t epoch = EPOCH_MAGIC | ++launches;
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);

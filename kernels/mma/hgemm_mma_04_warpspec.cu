@@ -47,6 +47,7 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/per_device.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "kernels/common/mma_ptx.cuh"
 #include "kernels/kernel.hpp"
@@ -324,11 +325,11 @@ void launch(const GemmArgs& a) {
   auto* kern = hgemm_mma_warpspec<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT, EPI_TMA>;
   constexpr int SMEM = C::SMEM_BYTES + (EPI_TMA ? C::CWARPS * EPI_WARP_BYTES : 0);
   static_assert(SMEM <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
-  static const bool attr_set = [kern] {
+  static PerDevice<bool> attr_set;  // once per GPU: the attribute belongs to the current device
+  attr_set.get([kern] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     return true;
-  }();
-  (void)attr_set;
+  });
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 2, C::BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 2, C::BN);
   const CUtensorMap mapC = EPI_TMA ? hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 8) : mapB;  // unused without EPI_TMA
