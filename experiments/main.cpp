@@ -3,7 +3,8 @@
 //
 // Exit codes: 0 success; 1 internal error; 2 bad input (the message says what and what to do);
 // 3 the run finished but some kernel raised an error (its CSV row says which); 4 `gemmlab order`
-// found outputs that do not form a summation tree.
+// found outputs that do not form a summation tree; 128 + signal: `gemmlab run` stopped by SIGINT or
+// SIGTERM after the row in progress (the journal keeps every finished row; the log says how to resume).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -16,13 +17,14 @@
 using namespace gemmlab;
 
 int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv, argv + argc);
   std::string command_line;
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
 
   CLI::App app{"gemmlab: accuracy and speed of GPU GEMM kernels against an exact (MPFR-checked) reference"};
   app.require_subcommand(1);
   const std::vector<cli::Command> commands = {
-      cli::add_list(app),  cli::add_run(app, command_line), cli::add_bench_reference(app),
+      cli::add_list(app),  cli::add_run(app, args), cli::add_merge(app), cli::add_bench_reference(app, command_line),
       cli::add_tune(app),  cli::add_probe(app, command_line), cli::add_order(app, command_line),
       cli::add_predict(app, command_line),                  cli::add_bench_mma_ceiling(app, command_line),
       cli::add_inputs(app, command_line),                   cli::add_evaluate(app, command_line),

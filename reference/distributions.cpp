@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kValidForms =
     "valid distributions: uniform_0_1, uniform_-1_1, normal_0_1, logunif_L_H (integers L < H, "
     "e.g. logunif_-8_8), cancel_E (integer E <= -1, e.g. cancel_-10), exactint_R (integer R >= 1, "
-    "e.g. exactint_8), or the aliases uniform01, uniform_pm1, normal, logunif (= logunif_-8_8), "
+    "e.g. exactint_8), expspread_PHI (decimal 0 < PHI <= 16, e.g. expspread_0.5), or the aliases uniform01, uniform_pm1, normal, logunif (= logunif_-8_8), "
     "cancel (= cancel_-10), exactint (= exactint_8)";
 
 constexpr int kDefaultLogL = -8, kDefaultLogH = 8;
@@ -51,6 +51,16 @@ std::optional<long long> parse_int(std::string_view s) {
 
 std::string int_str(double v) { return std::to_string(static_cast<long long>(v)); }
 
+// The shortest decimal that reads back as v (std::to_chars): 0.5, 4, 1.25.
+std::string decimal_str(double v) {
+  char buf[64];
+  const auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, p) : std::to_string(v);
+}
+
+// Largest |z| rng::normal returns: sqrt(-2 ln 2^-53) < 8.58.
+constexpr double kNormalMax = 8.58;
+
 // Philox stream id: distribution kind and operand (and nothing else, so a distribution's A and
 // B never share values, and two kinds never share a stream).
 std::uint32_t stream_of(DistKind k, Operand op) {
@@ -69,6 +79,7 @@ std::string Distribution::name() const {
     case DistKind::logunif: return "logunif_" + int_str(p1) + "_" + int_str(p2);
     case DistKind::cancel: return "cancel_" + int_str(p1);
     case DistKind::exactint: return "exactint_" + int_str(p1);
+    case DistKind::expspread: return "expspread_" + decimal_str(p1);
   }
   return "unknown";
 }
@@ -103,6 +114,15 @@ Distribution parse_distribution(std::string_view name) {
     if (!R) reject(name, "R of exactint_R must be an integer");
     if (*R < 1 || *R > (1ll << 30)) reject(name, "exactint_R needs 1 <= R <= 2^30");
     return make(DistKind::exactint, static_cast<double>(*R));
+  }
+  if (starts("expspread_")) {
+    const std::string_view v = name.substr(10);
+    double phi = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), phi);
+    if (v.empty() || v.front() == '+' || ec != std::errc() || p != v.data() + v.size())
+      reject(name, "PHI of expspread_PHI must be a decimal number such as 0.5 or 4");
+    if (!(phi > 0 && phi <= 16)) reject(name, "expspread_PHI needs 0 < PHI <= 16");
+    return make(DistKind::expspread, phi);
   }
   throw std::invalid_argument("unknown distribution '" + std::string(name) + "'; " + kValidForms);
 }
@@ -143,6 +163,14 @@ std::string unusable_reason(const Distribution& d, Format in) {
                int_str(std::ldexp(1.0, fi.precision)) + "); use R <= " +
                int_str(std::ldexp(1.0, fi.precision));
       return {};
+    case DistKind::expspread: {
+      const double top = 0.5 * rng::exp(d.p1 * kNormalMax);
+      if (top > fi.max_finite)
+        return d.name() + ": magnitudes reach 0.5 e^(8.58 PHI) = " + std::to_string(top) + ", beyond " + fname +
+               "'s largest finite number " + std::to_string(fi.max_finite) + "; use PHI <= " +
+               std::to_string(std::log(2 * fi.max_finite) / kNormalMax);
+      return {};
+    }
     default:
       return {};
   }
@@ -201,6 +229,12 @@ Matrix generate(const Distribution& d, Operand which, int rows, int cols, Format
       case DistKind::exactint:
         return static_cast<double>(static_cast<std::int64_t>(rng::below(rng::word64(block(i, j), 0), 2 * R + 1)) -
                                    static_cast<std::int64_t>(R));
+      case DistKind::expspread: {
+        const rng::Block b = block(i, j);  // the normal's two words
+        const rng::Block u = rng::bits(seed, stream | 0x10000u, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
+        const double z = rng::normal(rng::word64(b, 0), rng::word64(b, 1));
+        return (rng::uniform53(rng::word64(u, 0)) - 0.5) * rng::exp(d.p1 * z);
+      }
       case DistKind::cancel: {
         // Base entries live at (row, k) of A and (k, col) of B with k < h.
         if (which == Operand::A) {

@@ -13,11 +13,14 @@
 //   exactint_R           integers in [-R, R]; every product and partial sum is exact in the output
 //                        format when K R^2 <= 2^p_out (checked: see exact_in), so the only correct
 //                        error is zero
+//   expspread_PHI        exponent spread: (U - 0.5) exp(PHI N(0,1)), U uniform in [0, 1): the
+//                        test matrices of exact / emulated GEMM studies (Ozaki, Uchino & Imamura;
+//                        GEMMul8 uses PHI = 0.5 ... 4), so gemmlab's rows compare with their tables
 // The parser accepts these names and the aliases "uniform01", "uniform_pm1", "normal", "logunif",
 // "cancel", "exactint" (default parameters), and rejects anything else with a message that lists
 // the valid names.
 //
-// Parameters are integers. Defaults (the aliases, and default_distributions()): logunif_-8_8,
+// Parameters are integers, except PHI of expspread (a decimal, e.g. expspread_0.5). Defaults (the aliases, and default_distributions()): logunif_-8_8,
 // cancel_-10, exactint_8. Details (reference/distributions.cpp):
 //   uniform_-1_1         2u - 1 with u a 53-bit uniform: multiples of 2^-52.
 //   normal_0_1           Box-Muller with hand-written ln and cos (bit-reproducible, |z| < 8.6).
@@ -39,6 +42,15 @@
 //                        otherwise generate() throws).
 //   exactint_R           R >= 1; uniform integers in [-R, R]; every one must be representable in
 //                        the input format: R <= 2^p_in (e4m3: 16, e5m2: 8, bf16: 256).
+//   expspread_PHI        0 < PHI <= 16, written in the name as the shortest decimal that reads back
+//                        as the same double (expspread_0.5, expspread_4). U from one Philox word
+//                        (53 bits, so U - 0.5 is exact), N(0,1) from the normal above (second
+//                        Philox block, |N| < 8.58), e^x by rng::exp (hand-written, bit-
+//                        reproducible), one binary64 product, then one rounding to the format.
+//                        |values| < 0.5 e^(8.58 PHI) must stay below the format's largest finite
+//                        number (fp16: PHI <= 1.37, e4m3: 0.79, e5m2: 1.35, fp32/bf16/tf32: 10.4;
+//                        otherwise generate() throws); values below the smallest subnormal round to
+//                        +-0. Not in the default list: it is a family of its own (choose PHI).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -50,11 +62,11 @@
 
 namespace gemmlab {
 
-enum class DistKind { uniform01, uniform_pm1, normal, logunif, cancel, exactint };
+enum class DistKind { uniform01, uniform_pm1, normal, logunif, cancel, exactint, expspread };
 
 struct Distribution {
   DistKind kind = DistKind::uniform01;
-  double p1 = 0, p2 = 0;  // logunif: L, H binades; cancel: E; exactint: R
+  double p1 = 0, p2 = 0;  // logunif: L, H binades; cancel: E; exactint: R; expspread: PHI
   std::string name() const;  // canonical name, e.g. "logunif_-8_8"
 };
 

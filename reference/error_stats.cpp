@@ -1,18 +1,12 @@
 // Error statistics of one computed product against its exact reference (see error_stats.hpp).
 //
-// Numerics of the statistics themselves:
-//  * entries are cut into fixed chunks of 2^16; each chunk keeps Welford's (n, mean, M2) in long
-//    double and Neumaier-compensated long double sums for the Frobenius norms; chunks are merged in
-//    index order with Chan's pairwise update and Neumaier again. The chunking does not depend on
-//    the thread count, so the result is the same for every `threads`.
-//  * the signed relative error r = (C^ - C) / |C| is formed in long double (C is exact C rounded to
-//    binary64; its relative error 2^-53 is far below any kernel's).
-//  * percentiles interpolate linearly between order statistics (numpy's default "linear": position
-//    (n-1) p), each found by std::nth_element on one copy of the r values: O(n), no sort.
-//  * non-finite outputs are counted in `nonfinite` and left out of the relative, normwise and
-//    componentwise statistics (which then describe the finite entries); they make within_bound
-//    false. zero_reference counts every entry with C == 0, zero_ref_nonzero those where C^ != 0
-//    (a NaN counts as nonzero).
+// The definitions (per-entry binary64 operations, fixed double-double summation trees, exact
+// counts, maxima and order statistics) are documented in error_stats.hpp. This file is compiled
+// with -ffp-contract=off so the host arithmetic is exactly the named binary64 operations.
+//  * pass 1 and pass 2 run over blocks of kLeafBlock consecutive entries (threads take whole
+//    blocks); each block reduces its leaves with the tree's pairing, then the block results are
+//    reduced with the same pairing: the tree of error_stats.hpp whatever the thread count.
+//  * order statistics by std::nth_element on one copy of the r values: O(n), exact.
 #include "reference/error_stats.hpp"
 
 #include <algorithm>
@@ -31,56 +25,6 @@ double acc_u(const BoundModel& m) {
 double u_eff_of(const BoundModel& m) {
   return m.rounding == Rounding::nearest_even ? acc_u(m) : 2.0 * acc_u(m);
 }
-
-// Neumaier's compensated sum in long double.
-struct NeumaierSum {
-  long double s = 0, c = 0;
-  void add(long double x) {
-    const long double t = s + x;
-    if (std::fabs(s) >= std::fabs(x))
-      c += (s - t) + x;
-    else
-      c += (x - t) + s;
-    s = t;
-  }
-  long double value() const { return s + c; }
-};
-
-struct Welford {
-  std::int64_t n = 0;
-  long double mean = 0, m2 = 0;
-  void add(long double x) {
-    ++n;
-    const long double d = x - mean;
-    mean += d / static_cast<long double>(n);
-    m2 += d * (x - mean);
-  }
-  // Chan, Golub, LeVeque: merge two partial results.
-  void merge(const Welford& o) {
-    if (o.n == 0) return;
-    if (n == 0) {
-      *this = o;
-      return;
-    }
-    const long double na = static_cast<long double>(n), nb = static_cast<long double>(o.n);
-    const long double nn = na + nb;
-    const long double d = o.mean - mean;
-    mean += d * (nb / nn);
-    m2 += o.m2 + d * d * (na * nb / nn);
-    n += o.n;
-  }
-};
-
-struct ChunkStats {
-  std::int64_t zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0;
-  Welford rel;
-  double rel_max_abs = 0;
-  NeumaierSum err2, ref2;  // sum (C^ - C)^2 and sum C^2
-  double componentwise = 0;
-  Welford cw;              // signed (C^ - C) / (|A||B|) over entries with |A||B| > 0
-};
-
-constexpr std::size_t kChunk = std::size_t{1} << 16;
 
 // Runs body(chunk_index) for every chunk on `threads` threads (0: hardware_concurrency).
 template <class F>
@@ -101,26 +45,12 @@ void for_chunks(std::size_t nchunks, int threads, F&& body) {
   for (auto& th : pool) th.join();
 }
 
-// Whether entry i enters the relative statistics, and its r.
-inline bool relative_error(double computed, double c, double& r) {
-  if (!std::isfinite(computed) || c == 0) return false;
-  r = static_cast<double>((static_cast<long double>(computed) - static_cast<long double>(c)) /
-                          std::fabs(static_cast<long double>(c)));
-  return true;
-}
-
-// Quantile p of v (modified: partially reordered), linear interpolation at position (n-1) p.
-double quantile(std::vector<double>& v, double p) {
-  const std::size_t n = v.size();
-  if (n == 0) return 0;
-  const double pos = static_cast<double>(n - 1) * p;
-  const std::size_t k = std::min(static_cast<std::size_t>(pos), n - 1);
-  const double frac = pos - static_cast<double>(k);
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  const double lo = v[k];
-  if (frac == 0 || k + 1 >= n) return lo;
-  const double hi = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(k) + 1, v.end());
-  return lo + frac * (hi - lo);
+// r_(k) and r_(k+1) of v (modified: partially reordered); r_(k+1) = r_(k) when k + 1 == n.
+void order_statistics(std::vector<double>& v, std::int64_t k, double& lo, double& hi) {
+  const std::size_t n = v.size(), ku = static_cast<std::size_t>(k);
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(ku), v.end());
+  lo = v[ku];
+  hi = ku + 1 < n ? *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(ku) + 1, v.end()) : lo;
 }
 
 // a / b for a, b >= 0 without NaN: an infinite bound gives 0 (unless the error is infinite too), a
@@ -150,129 +80,259 @@ double gamma_bound_factor(const BoundModel& m) {
          d_prod * gamma * u_out;
 }
 
+double underflow_term(const BoundModel& m) {
+  const double f = gamma_bound_factor(m);
+  if (std::isinf(f)) return f;
+  auto eta = [&](Format fmt, Rounding r) {
+    const FormatInfo& fi = info(fmt);
+    if (m.subnormals_flushed || r == Rounding::unknown) return std::ldexp(1.0, fi.emin);
+    return std::ldexp(1.0, fi.emin - fi.precision + (r == Rounding::nearest_even ? 0 : 1));
+  };
+  const double u_eff = u_eff_of(m);
+  const double K = static_cast<double>(std::max(m.K, 0));
+  const double gamma = K * u_eff / (1 - K * u_eff);
+  return K * eta(m.accumulator, m.rounding) * (1 + gamma) + eta(m.output, m.rounding);
+}
+
 double sqrtk_u(const BoundModel& m) { return std::sqrt(static_cast<double>(std::max(m.K, 0))) * u_eff_of(m); }
 
-ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref,
-                               const BoundModel& model, int threads) {
-  const std::size_t n = static_cast<std::size_t>(std::max(ref.M, 0)) * static_cast<std::size_t>(std::max(ref.N, 0));
-  if (computed.size() != n || ref.c.size() != n || ref.c_out.size() != n || ref.abs_ab.size() != n)
-    throw std::invalid_argument(
-        "compute_error_stats: sizes disagree: M*N = " + std::to_string(n) + ", computed " +
-        std::to_string(computed.size()) + ", reference c " + std::to_string(ref.c.size()) +
-        ", c_out " + std::to_string(ref.c_out.size()) + ", abs_ab " + std::to_string(ref.abs_ab.size()));
+namespace stats_detail {
 
-  const std::size_t nchunks = (n + kChunk - 1) / kChunk;
-  std::vector<ChunkStats> chunks(nchunks);
-  for_chunks(nchunks, threads, [&](std::size_t ci) {
-    ChunkStats& s = chunks[ci];
-    const std::size_t end = std::min(n, (ci + 1) * kChunk);
-    for (std::size_t i = ci * kChunk; i < end; ++i) {
-      const double x = computed[i], c = ref.c[i];
-      if (x == ref.c_out[i]) ++s.correct;
-      if (c == 0) {
-        ++s.zero_reference;
-        if (x != 0) ++s.zero_ref_nonzero;
-      }
-      if (!std::isfinite(x)) {
-        ++s.nonfinite;
-        if (std::isnan(x)) ++s.unwritten;
-        continue;
-      }
-      s.ref2.add(static_cast<long double>(c) * c);
-      const long double diff = static_cast<long double>(x) - c;
-      s.err2.add(diff * diff);
-      const double ab = ref.abs_ab[i];
-      if (ab > 0) {
-        s.componentwise = std::max(s.componentwise, static_cast<double>(std::fabs(diff) / ab));
-        s.cw.add(diff / ab);
-      } else if (diff != 0) {
-        s.componentwise = std::numeric_limits<double>::infinity();
-      }
-      double r;
-      if (relative_error(x, c, r)) {
-        s.rel.add(r);
-        s.rel_max_abs = std::max(s.rel_max_abs, std::fabs(r));
-      }
-    }
-  });
+pfp::DD tree_reduce(pfp::DD* a, std::size_t count) {
+  for (std::size_t w = count / 2; w >= 1; w /= 2)
+    for (std::size_t i = 0; i < w; ++i) a[i] = pfp::dd_add(a[2 * i], a[2 * i + 1]);
+  return a[0];
+}
 
+pfp::FormatParams format_params(Format f) {
+  const FormatInfo& fi = info(f);
+  pfp::FormatParams p;
+  p.precision = fi.precision;
+  p.emin = fi.emin;
+  p.max_finite = fi.max_finite;
+  p.has_infinity = fi.has_infinity;
+  p.identity = f == Format::fp64;
+  return p;
+}
+
+ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model) {
+  using namespace pfp;
   ErrorStats st;
-  st.entries = static_cast<std::int64_t>(n);
-  Welford rel, cw;
-  NeumaierSum err2, ref2;
-  std::int64_t correct = 0;
-  std::vector<std::int64_t> offset(nchunks + 1, 0);
-  for (std::size_t ci = 0; ci < nchunks; ++ci) {
-    const ChunkStats& s = chunks[ci];
-    st.zero_reference += s.zero_reference;
-    st.zero_ref_nonzero += s.zero_ref_nonzero;
-    st.nonfinite += s.nonfinite;
-    st.unwritten += s.unwritten;
-    correct += s.correct;
-    rel.merge(s.rel);
-    cw.merge(s.cw);
-    st.rel_max_abs = std::max(st.rel_max_abs, s.rel_max_abs);
-    err2.add(s.err2.s);
-    err2.add(s.err2.c);
-    ref2.add(s.ref2.s);
-    ref2.add(s.ref2.c);
-    st.componentwise = std::max(st.componentwise, s.componentwise);
-    offset[ci + 1] = offset[ci] + s.rel.n;
-  }
-  st.rel_count = rel.n;
-
-  // Second pass: the r values, in index order, for the order statistics.
-  std::vector<double> r(static_cast<std::size_t>(rel.n));
-  for_chunks(nchunks, threads, [&](std::size_t ci) {
-    std::size_t at = static_cast<std::size_t>(offset[ci]);
-    const std::size_t end = std::min(n, (ci + 1) * kChunk);
-    for (std::size_t i = ci * kChunk; i < end; ++i) {
-      double ri;
-      if (relative_error(computed[i], ref.c[i], ri)) r[at++] = ri;
+  st.entries = raw.entries;
+  st.zero_reference = raw.zero_reference;
+  st.zero_ref_nonzero = raw.zero_ref_nonzero;
+  st.nonfinite = raw.nonfinite;
+  st.unwritten = raw.unwritten;
+  st.rel_count = raw.rel_count;
+  st.rel_max_abs = raw.rel_max_abs;
+  st.componentwise = raw.componentwise;
+  auto ci95 = [](double sd, std::int64_t n) { return div(mul(1.96, sd), sqrt(static_cast<double>(n))); };
+  if (raw.rel_count > 0) {
+    st.rel_mean = mean_of(raw.rel_sum, raw.rel_count);
+    if (raw.rel_count > 1) {
+      st.rel_std = sqrt(div(raw.rel_dev2_sum.hi, static_cast<double>(raw.rel_count - 1)));
+      st.rel_mean_ci95 = ci95(st.rel_std, raw.rel_count);
     }
-  });
-
-  if (rel.n > 0) {
-    st.rel_mean = static_cast<double>(rel.mean);
-    if (rel.n > 1) {
-      const long double var = rel.m2 / static_cast<long double>(rel.n - 1);
-      st.rel_std = static_cast<double>(std::sqrt(var));
-      st.rel_mean_ci95 = 1.96 * st.rel_std / std::sqrt(static_cast<double>(rel.n));
-    }
-    st.rel_median = quantile(r, 0.5);
-    st.rel_p01 = quantile(r, 0.01);
-    st.rel_p99 = quantile(r, 0.99);
-  }
-
-  if (cw.n > 0) {
-    st.cw_mean = static_cast<double>(cw.mean);
-    if (cw.n > 1) {
-      st.cw_std = static_cast<double>(std::sqrt(cw.m2 / static_cast<long double>(cw.n - 1)));
-      st.cw_mean_ci95 = 1.96 * st.cw_std / std::sqrt(static_cast<double>(cw.n));
+    double* q[3] = {&st.rel_median, &st.rel_p01, &st.rel_p99};
+    for (int i = 0; i < 3; ++i) {
+      std::int64_t k;
+      double f;
+      quantile_position(raw.rel_count, kQuantiles[i], k, f);
+      *q[i] = (f == 0 || k + 1 >= raw.rel_count) ? raw.q_lo[i]
+                                                  : add(raw.q_lo[i], mul(f, sub(raw.q_hi[i], raw.q_lo[i])));
     }
   }
+  if (raw.cw_count > 0) {
+    st.cw_mean = mean_of(raw.cw_sum, raw.cw_count);
+    if (raw.cw_count > 1) {
+      st.cw_std = sqrt(div(raw.cw_dev2_sum.hi, static_cast<double>(raw.cw_count - 1)));
+      st.cw_mean_ci95 = ci95(st.cw_std, raw.cw_count);
+    }
+  }
+  st.u_out = info(out).unit_roundoff;
+  st.rel_mean_u = div(st.rel_mean, st.u_out);
+  st.rel_std_u = div(st.rel_std, st.u_out);
+  st.rel_median_u = div(st.rel_median, st.u_out);
+  st.rel_p01_u = div(st.rel_p01, st.u_out);
+  st.rel_p99_u = div(st.rel_p99, st.u_out);
+  st.rel_max_abs_u = div(st.rel_max_abs, st.u_out);
 
-  st.u_out = info(ref.out).unit_roundoff;
-  st.rel_mean_u = st.rel_mean / st.u_out;
-  st.rel_std_u = st.rel_std / st.u_out;
-  st.rel_median_u = st.rel_median / st.u_out;
-  st.rel_p01_u = st.rel_p01 / st.u_out;
-  st.rel_p99_u = st.rel_p99 / st.u_out;
-  st.rel_max_abs_u = st.rel_max_abs / st.u_out;
-
-  const long double num = err2.value(), den = ref2.value();
+  const double num = raw.err2_sum.hi, den = raw.ref2_sum.hi;
   if (den > 0)
-    st.normwise = static_cast<double>(std::sqrt(num) / std::sqrt(den));
+    st.normwise = div(sqrt(num), sqrt(den));
   else
     st.normwise = num > 0 ? std::numeric_limits<double>::infinity() : 0.0;
 
-  st.frac_correctly_rounded = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+  st.frac_correctly_rounded =
+      raw.entries > 0 ? div(static_cast<double>(raw.correct), static_cast<double>(raw.entries)) : 0.0;
   st.gamma_bound = gamma_bound_factor(model);
   st.cw_over_gamma = ratio(st.componentwise, st.gamma_bound);
   st.sqrtk_u = sqrtk_u(model);
   st.cw_over_sqrtk_u = ratio(st.componentwise, st.sqrtk_u);
-  st.within_bound = st.componentwise <= st.gamma_bound && st.nonfinite == 0;
+  st.subnormal_reference = raw.subnormal_reference;
+  st.underflow_bound = underflow_term(model);
+  st.bound_violations = raw.bound_violations;
+  st.within_bound = st.bound_violations == 0 && st.nonfinite == 0;
   return st;
+}
+
+Judge judge_of(Format out, const BoundModel& model) {
+  Judge j;
+  j.min_normal = std::ldexp(1.0, info(out).emin);
+  j.f = gamma_bound_factor(model);
+  j.g = underflow_term(model);
+  return j;
+}
+
+}  // namespace stats_detail
+
+namespace {
+
+// c_out of entry i for format out: the stored c_out when it is for that format, else one rounding
+// of c_odd (fp64: c).
+struct COut {
+  const GemmReference& ref;
+  Format out;
+  bool stored;
+  pfp::FormatParams fp;
+  COut(const GemmReference& r, Format o, std::size_t n)
+      : ref(r), out(o), stored(o == r.out && r.c_out.size() == n), fp(stats_detail::format_params(o)) {
+    if (!stored && out != Format::fp64 && r.c_odd.size() != n)
+      throw std::invalid_argument(std::string("compute_error_stats: the reference has no c_out for ") +
+                                  info(o).name + " and no c_odd to round from (it was made for " +
+                                  info(r.out).name + ")");
+  }
+  double operator()(std::size_t i) const {
+    if (stored) return ref.c_out[i];
+    if (out == Format::fp64) return ref.c[i];
+    return pfp::round_format(ref.c_odd[i], fp);
+  }
+};
+
+std::size_t tree_leaves(std::size_t n) {
+  std::size_t p = stats_detail::kLeafBlock;
+  while (p < n) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref,
+                               const BoundModel& model, int threads) {
+  return compute_error_stats(computed, ref, ref.out, model, threads);
+}
+
+ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref, Format out,
+                               const BoundModel& model, int threads) {
+  using stats_detail::kLeafBlock;
+  using pfp::DD;
+  const std::size_t n = static_cast<std::size_t>(std::max(ref.M, 0)) * static_cast<std::size_t>(std::max(ref.N, 0));
+  if (computed.size() != n || ref.c.size() != n || ref.abs_ab.size() != n)
+    throw std::invalid_argument(
+        "compute_error_stats: sizes disagree: M*N = " + std::to_string(n) + ", computed " +
+        std::to_string(computed.size()) + ", reference c " + std::to_string(ref.c.size()) +
+        ", c_out " + std::to_string(ref.c_out.size()) + ", abs_ab " + std::to_string(ref.abs_ab.size()));
+  if (out == ref.out && ref.c_out.size() != n && ref.c_odd.size() != n)
+    throw std::invalid_argument("compute_error_stats: sizes disagree: M*N = " + std::to_string(n) + ", c_out " +
+                                std::to_string(ref.c_out.size()) + ", c_odd " + std::to_string(ref.c_odd.size()));
+  const COut c_out(ref, out, n);
+  const stats_detail::Judge judge = stats_detail::judge_of(out, model);
+
+  const std::size_t leaves = tree_leaves(n), nblocks = leaves / kLeafBlock;
+  struct BlockStats {
+    std::int64_t zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0, rel = 0, cw = 0;
+    std::int64_t subnormal_reference = 0, bound_violations = 0;
+    double rel_max_abs = 0, componentwise = 0;
+  };
+  std::vector<BlockStats> blocks(nblocks);
+  // Block results of the four pass-1 sums: r, e, d^2, c^2.
+  std::vector<DD> part[4];
+  for (auto& p : part) p.assign(nblocks, DD{});
+  for_chunks(nblocks, threads, [&](std::size_t b) {
+    BlockStats& s = blocks[b];
+    std::vector<DD> leaf[4];
+    for (auto& l : leaf) l.assign(kLeafBlock, DD{});
+    const std::size_t i0 = b * kLeafBlock, i1 = std::min(n, i0 + kLeafBlock);
+    for (std::size_t i = i0; i < i1; ++i) {
+      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], c_out(i), ref.abs_ab[i], judge);
+      s.correct += t.correct;
+      s.zero_reference += t.zero_ref;
+      s.zero_ref_nonzero += t.zero_ref_nonzero;
+      if (t.nonfinite) {
+        ++s.nonfinite;
+        s.unwritten += t.nan;
+        continue;
+      }
+      s.subnormal_reference += t.subnormal_ref;
+      s.bound_violations += t.violation;
+      const std::size_t l = i - i0;
+      leaf[2][l] = pfp::square(t.d);
+      leaf[3][l] = pfp::square(ref.c[i]);
+      s.componentwise = std::max(s.componentwise, t.cw_abs);
+      if (t.has_cw) ++s.cw, leaf[1][l] = DD{t.e, 0};
+      if (t.has_rel) {
+        ++s.rel, leaf[0][l] = DD{t.r, 0};
+        s.rel_max_abs = std::max(s.rel_max_abs, pfp::fabs(t.r));
+      }
+    }
+    for (int q = 0; q < 4; ++q) part[q][b] = stats_detail::tree_reduce(leaf[q].data(), kLeafBlock);
+  });
+
+  stats_detail::Raw raw;
+  raw.entries = static_cast<std::int64_t>(n);
+  std::vector<std::int64_t> offset(nblocks + 1, 0);
+  for (std::size_t b = 0; b < nblocks; ++b) {
+    const BlockStats& s = blocks[b];
+    raw.zero_reference += s.zero_reference;
+    raw.zero_ref_nonzero += s.zero_ref_nonzero;
+    raw.nonfinite += s.nonfinite;
+    raw.unwritten += s.unwritten;
+    raw.correct += s.correct;
+    raw.rel_count += s.rel;
+    raw.cw_count += s.cw;
+    raw.subnormal_reference += s.subnormal_reference;
+    raw.bound_violations += s.bound_violations;
+    raw.rel_max_abs = std::max(raw.rel_max_abs, s.rel_max_abs);
+    raw.componentwise = std::max(raw.componentwise, s.componentwise);
+    offset[b + 1] = offset[b] + s.rel;
+  }
+  raw.rel_sum = stats_detail::tree_reduce(part[0].data(), nblocks);
+  raw.cw_sum = stats_detail::tree_reduce(part[1].data(), nblocks);
+  raw.err2_sum = stats_detail::tree_reduce(part[2].data(), nblocks);
+  raw.ref2_sum = stats_detail::tree_reduce(part[3].data(), nblocks);
+  const double mean_r = stats_detail::mean_of(raw.rel_sum, raw.rel_count);
+  const double mean_e = stats_detail::mean_of(raw.cw_sum, raw.cw_count);
+
+  // Pass 2: squared deviations from the rounded means, and the r values in index order.
+  std::vector<double> r(static_cast<std::size_t>(raw.rel_count));
+  for (auto& p : part) p.assign(nblocks, DD{});
+  for_chunks(nblocks, threads, [&](std::size_t b) {
+    std::vector<DD> leaf[2];
+    for (auto& l : leaf) l.assign(kLeafBlock, DD{});
+    std::size_t at = static_cast<std::size_t>(offset[b]);
+    const std::size_t i0 = b * kLeafBlock, i1 = std::min(n, i0 + kLeafBlock);
+    for (std::size_t i = i0; i < i1; ++i) {
+      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], 0.0, ref.abs_ab[i], judge);
+      if (t.nonfinite) continue;
+      if (t.has_rel) {
+        r[at++] = t.r;
+        leaf[0][i - i0] = pfp::square(pfp::sub(t.r, mean_r));
+      }
+      if (t.has_cw) leaf[1][i - i0] = pfp::square(pfp::sub(t.e, mean_e));
+    }
+    for (int q = 0; q < 2; ++q) part[q][b] = stats_detail::tree_reduce(leaf[q].data(), kLeafBlock);
+  });
+  raw.rel_dev2_sum = stats_detail::tree_reduce(part[0].data(), nblocks);
+  raw.cw_dev2_sum = stats_detail::tree_reduce(part[1].data(), nblocks);
+
+  if (raw.rel_count > 0)
+    for (int q = 0; q < 3; ++q) {
+      std::int64_t k;
+      double f;
+      stats_detail::quantile_position(raw.rel_count, stats_detail::kQuantiles[q], k, f);
+      order_statistics(r, k, raw.q_lo[q], raw.q_hi[q]);
+    }
+  return stats_detail::assemble(raw, out, model);
 }
 
 }  // namespace gemmlab

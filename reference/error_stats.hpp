@@ -6,6 +6,7 @@
 #include <vector>
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
+#include "reference/portable_fp.hpp"
 
 namespace gemmlab {
 
@@ -23,6 +24,8 @@ struct BoundModel {
   Rounding rounding = Rounding::nearest_even;
   double acc_unit_roundoff = 0;       // 0: use info(accumulator).unit_roundoff; set this where the
                                       // hardware keeps fewer bits (fp8 wgmma keeps ~13-14)
+  bool subnormals_flushed = false;    // the accumulation writes results below the normal range as 0
+                                      // (fp8 wgmma, results/probes); unknown rounding is judged so too
 };
 
 // Componentwise deterministic bound factor f with |C^ - C| <= f (|A||B|) for every entry
@@ -33,6 +36,16 @@ struct BoundModel {
 // u_out = unit roundoff of the output format if the output is narrower than the accumulator, else 0.
 // Returns +infinity if K u_eff >= 1 (no bound).
 double gamma_bound_factor(const BoundModel& m);
+// The absolute term g of the bound for gradual underflow (Higham, ASNA 2nd ed. §2.1, model (2.8), and
+// §3.1 with underflow; Demmel 1984): with subnormals every rounding commits |err| <= u |x| + eta, so
+//   |C^ - C| <= f (|A||B|) + g,   g = K eta_acc (1 + gamma_K(u_eff)) + eta_out,
+// eta = 2^(emin - p) (half the subnormal spacing) for round-to-nearest, 2^(emin - p + 1) (the whole
+// spacing) for truncation, and 2^emin (the smallest normal) where subnormal results are flushed to
+// zero or the rounding is unknown; emin, p of the accumulator (eta_acc) and of the output (eta_out).
+// Products of the inputs are exact (or rounded to a compute format with fp32's exponent range), so
+// they add no underflow term; inputs rounded to a compute format with a smaller range (fp16 under
+// CUBLAS_COMPUTE_32F_FAST_16F) are assumed not to underflow there. +infinity where f is.
+double underflow_term(const BoundModel& m);
 // Probabilistic scale sqrt(K) * u_eff (Higham & Mary 2019, with lambda = 1).
 double sqrtk_u(const BoundModel& m);
 
@@ -73,19 +86,150 @@ double sqrtk_u(const BoundModel& m);
   X(double, gamma_bound, "gamma_bound_factor(model)")                                                 \
   X(double, cw_over_gamma, "componentwise / gamma_bound")                                             \
   X(double, sqrtk_u, "sqrt(K) u_eff")                                                                 \
-  X(double, cw_over_sqrtk_u, "componentwise / sqrtk_u")
+  X(double, cw_over_sqrtk_u, "componentwise / sqrtk_u")                                              \
+  /* Underflow (appended: earlier columns keep their places). */                                     \
+  X(std::int64_t, subnormal_reference,                                                              \
+    "entries with exact C != 0 below the output format's normal range: left out of the relative "    \
+    "errors (there they measure underflow, not accuracy) and counted here")                          \
+  X(double, underflow_bound, "g, the absolute term of the bound: |C^ - C| <= gamma_bound |A||B| + g")  \
+  X(std::int64_t, bound_violations, "finite entries with |C^ - C| > gamma_bound |A||B| + underflow_bound")
 
 struct ErrorStats {
 #define GEMMLAB_DECLARE_FIELD(type, name, doc) type name = 0;
   GEMMLAB_ERROR_STATS_FIELDS(GEMMLAB_DECLARE_FIELD)
 #undef GEMMLAB_DECLARE_FIELD
-  bool within_bound = true;   // componentwise <= gamma_bound and nonfinite == 0
+  bool within_bound = true;   // bound_violations == 0 and nonfinite == 0
 };
 
-// computed: the kernel's output as doubles, (M, N) row-major. Sums are accumulated with Welford's
-// update in long double plus Neumaier compensation for the Frobenius sums, so 16M entries lose no
-// digits; percentiles by selection (no full sort). Multi-threaded where it pays.
+// computed: the kernel's output as doubles, (M, N) row-major, judged against `ref` for the output
+// format `out` (the correctly rounded value is round_to(out, c_odd), see exact_gemm.hpp). The
+// first form takes out = ref.out. Multi-threaded; every `threads` gives the same bits.
+//
+// Definitions (reproducible bit for bit on any machine, thread count and GPU; the GPU version,
+// experiments/device/error_stats_gpu.hpp, runs these same definitions from reference/portable_fp.hpp):
+//  * per entry, with x = computed, c = ref.c (exact C rounded to binary64), c_out as above,
+//    ab = ref.abs_ab, each operation one IEEE binary64 operation rounded to nearest-even, never
+//    fused or widened (reference/portable_fp.hpp):
+//      d = x - c,  r = d / |c| (entries with finite x and finite c != 0),
+//      e = d / ab (entries with ab > 0 and finite x); componentwise = max |e|, +inf where ab == 0
+//      but d != 0. Entries whose c is non-zero but below the output format's smallest normal are
+//      left out of r (their relative error measures underflow) and counted in subnormal_reference.
+//      An entry violates the bound when |d| > f ab + g (f = gamma_bound_factor, g = underflow_term),
+//      or when ab == 0 and d != 0; bound_violations counts them, and within_bound is
+//      bound_violations == 0 and nonfinite == 0. So an output whose every entry is correctly
+//      rounded (|d| <= u_out |c| + eta_out <= f ab + g) always passes.
+//    Counts (entries, zero_reference, zero_ref_nonzero, nonfinite, correctly rounded: x == c_out)
+//    and maxima are exact.
+//  * sums: every sum of n terms is a fixed binary tree in double-double arithmetic: the terms are
+//    leaves 0..n-1 padded with zeros to P = max(1024, 2^ceil(log2 n)), each inner node is
+//    pfp::dd_add(left, right) of its two children (leaves 2i and 2i+1 form node i of the next
+//    level). The tree does not depend on threads or on the GPU's launch shape. Its relative error
+//    is below about (log2 P) 3 u^2 (u = 2^-53) of the sum of |terms|: far below the last bit of
+//    any statistic derived from it. Squares are exact double-doubles (pfp::square).
+//      mean_r = S(r).hi / n,  var_r = S((r - mean_r)^2).hi / (n - 1),  std_r = sqrt(var_r),
+//      ci95 = 1.96 std / sqrt(n); the same for e. The deviations use the already rounded mean, and
+//      their squares are summed exactly (to 2^-104), so the variance keeps its digits however
+//      large the mean is against the spread (a second pass; no Welford, no cancellation).
+//      normwise = sqrt(S(d^2).hi) / sqrt(S(c^2).hi) over the finite entries.
+//  * order statistics (median, p01, p99) are exact: with the rel_count values r sorted,
+//    position pos = (n - 1) p, k = floor(pos), f = pos - k, value = r_(k) + f (r_(k+1) - r_(k))
+//    (numpy's "linear"), r_(k) when f == 0 or k + 1 == n.
+//  * non-finite outputs are counted in `nonfinite` and left out of every sum and order statistic
+//    (which then describe the finite entries); they make within_bound false. A NaN counts as
+//    non-zero in zero_ref_nonzero.
 ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref,
                                const BoundModel& model, int threads = 0);
+ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref, Format out,
+                               const BoundModel& model, int threads = 0);
+
+// ---- the parts shared with the GPU statistics (experiments/device/error_stats_gpu.cu) ----------
+
+namespace stats_detail {
+
+constexpr std::size_t kLeafBlock = 1024;  // leaves summed by one block of the tree (a power of two)
+
+// Everything the statistics are assembled from: pass 1 (counts, maxima, sums of r, e, d^2, c^2),
+// pass 2 (sums of squared deviations from the rounded means) and the order statistics.
+struct Raw {
+  std::int64_t entries = 0, zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0;
+  std::int64_t rel_count = 0, cw_count = 0, subnormal_reference = 0, bound_violations = 0;
+  double rel_max_abs = 0, componentwise = 0;
+  pfp::DD rel_sum, cw_sum, err2_sum, ref2_sum;  // pass 1
+  pfp::DD rel_dev2_sum, cw_dev2_sum;            // pass 2
+  double q_lo[3] = {0, 0, 0}, q_hi[3] = {0, 0, 0};  // r_(k), r_(k+1) for kQuantiles
+};
+constexpr double kQuantiles[3] = {0.5, 0.01, 0.99};
+
+// What an entry is judged by: the output's smallest normal (relative errors below it measure
+// underflow) and the bound |d| <= f ab + g.
+struct Judge {
+  double min_normal = 0;  // 2^emin of the output format
+  double f = 0, g = 0;    // gamma_bound_factor, underflow_term
+};
+
+// The per-entry quantities (see compute_error_stats) of computed x against c, c_out, ab.
+struct Entry {
+  bool correct = false, zero_ref = false, zero_ref_nonzero = false, nonfinite = false, nan = false;
+  bool has_rel = false, has_cw = false, subnormal_ref = false, violation = false;
+  double d = 0, r = 0, e = 0;
+  double cw_abs = 0;  // contribution to componentwise: |e|, or +inf where ab == 0 and d != 0
+};
+GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab, const Judge& j) {
+  Entry t;
+  t.correct = x == c_out;
+  t.zero_ref = c == 0;
+  t.zero_ref_nonzero = t.zero_ref && x != 0;
+  t.nonfinite = !pfp::is_finite(x);
+  t.nan = pfp::is_nan(x);
+  if (t.nonfinite) return t;
+  t.d = pfp::sub(x, c);
+  if (ab > 0) {
+    t.has_cw = true;
+    t.e = pfp::div(t.d, ab);
+    t.cw_abs = pfp::fabs(t.e);
+    t.violation = pfp::fabs(t.d) > pfp::add(pfp::mul(j.f, ab), j.g);
+  } else if (t.d != 0) {
+    // ab == 0: every product is exactly zero (the exact |A||B| of nonzero products is never 0 in
+    // binary64), so nothing rounds and any nonzero output is wrong.
+    t.cw_abs = pfp::from_bits(0x7FF0000000000000ull);
+    t.violation = true;
+  }
+  if (c != 0 && pfp::is_finite(c)) {
+    if (pfp::fabs(c) < j.min_normal) {
+      t.subnormal_ref = true;
+    } else {
+      t.has_rel = true;
+      t.r = pfp::div(t.d, pfp::fabs(c));
+    }
+  }
+  return t;
+}
+
+// Position of quantile p among n sorted values: k and the interpolation weight f.
+inline void quantile_position(std::int64_t n, double p, std::int64_t& k, double& f) {
+  const double pos = pfp::mul(static_cast<double>(n - 1), p);
+  k = static_cast<std::int64_t>(pos);
+  if (k > n - 1) k = n - 1;
+  f = pfp::sub(pos, static_cast<double>(k));
+}
+
+// mean = S.hi / n (0 for n == 0): the value pass 2 subtracts.
+inline double mean_of(const pfp::DD& s, std::int64_t n) {
+  return n > 0 ? pfp::div(s.hi, static_cast<double>(n)) : 0.0;
+}
+
+// Reduces `count` (a power of two) double-doubles in place with the tree's pairing; returns a[0].
+pfp::DD tree_reduce(pfp::DD* a, std::size_t count);
+
+// The rounding parameters of a format, for pfp::round_format.
+pfp::FormatParams format_params(Format f);
+
+// The Judge of a model and output format (host code, shared by the CPU and GPU paths).
+Judge judge_of(Format out, const BoundModel& model);
+
+// The statistics from the raw parts (host code, shared by the CPU and GPU paths).
+ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model);
+
+}  // namespace stats_detail
 
 }  // namespace gemmlab

@@ -11,15 +11,15 @@
 //  * kulisch: a two's-complement fixed-point accumulator of 64-bit limbs covering the whole product
 //    exponent range of the data (lsb_min(A) + lsb_min(B) up to top(A) + top(B) + log2 K), into which
 //    each 106-bit product is added at its bit offset with carry/borrow propagation. Any finite data.
-// The exact sum is then rounded once: to binary64 round-to-nearest-even for c, and for c_out to
-// binary64 round-to-odd followed by round_to(out, .), which equals a single round-to-nearest-even
-// into any format of precision <= 51 bits (Boldo & Melquiond, "Emulation of FMA and correctly
+// The same engines sum |a||b| exactly for abs_ab (a second accumulator fed the magnitudes; in
+// fixed_int128 the signed one when A and B are non-negative).
+// The exact sum is then rounded once: to binary64 round-to-nearest-even for c, round-to-odd for
+// c_odd, and for c_out to binary64 round-to-odd followed by round_to(out, .), which equals a
+// single round-to-nearest-even into any format of precision <= 51 bits (Boldo & Melquiond, "Emulation of FMA and correctly
 // rounded sums: proved algorithms using rounding to odd", IEEE TC 2008); out == fp64 takes c.
 // Entries whose row of A or column of B holds an infinity or NaN follow IEEE/MPFR semantics
 // (nonfinite_dot). An exact zero sum is +0, as MPFR's round-to-nearest sums give.
 #include "reference/exact_gemm.hpp"
-
-#include <Eigen/Dense>
 
 #include <atomic>
 #include <chrono>
@@ -90,21 +90,14 @@ void check_shapes(const Matrix& A, const Matrix& B, const char* who) {
                                 std::to_string(B.cols) + "; A's columns must equal B's rows (K)");
 }
 
-std::vector<double> abs_product(const Matrix& A, const Matrix& B, int threads) {
-  using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const int M = A.rows, K = A.cols, N = B.cols;
-  std::vector<double> out(static_cast<std::size_t>(M) * N, 0.0);
-  if (M == 0 || N == 0 || K == 0) return out;
-  const RowMat absA = Eigen::Map<const RowMat>(A.v.data(), M, K).cwiseAbs();
-  const RowMat absB = Eigen::Map<const RowMat>(B.v.data(), K, N).cwiseAbs();
-  Eigen::Map<RowMat> C(out.data(), M, N);
-  constexpr int kRows = 64;  // fixed blocks: the same Eigen calls whatever the thread count
-  const long blocks = (M + kRows - 1) / kRows;
-  parallel_for(blocks, threads, [&](long b) {
-    const int r0 = static_cast<int>(b) * kRows, n = std::min(kRows, M - r0);
-    C.middleRows(r0, n).noalias() = absA.middleRows(r0, n) * absB;
-  });
-  return out;
+double nonfinite_abs_dot(const Matrix& A, const Matrix& B, int i, int j) {
+  bool inf = false;
+  for (int k = 0; k < A.cols; ++k) {
+    const double p = std::fabs(A(i, k)) * std::fabs(B(k, j));  // inf * 0 = NaN
+    if (std::isnan(p)) return std::numeric_limits<double>::quiet_NaN();
+    inf = inf || std::isinf(p);
+  }
+  return inf ? std::numeric_limits<double>::infinity() : 0.0;  // (callers only ask when inf or NaN occurs)
 }
 
 }  // namespace detail
@@ -148,7 +141,8 @@ NonFinite find_nonfinite(const Matrix& A, const Matrix& B) {
   return nf;
 }
 
-// Writes c and c_out of entry (i, j) from the exact sum sign * mag * 2^e0.
+// Writes c, c_odd and c_out of entry (i, j) from the exact sum sign * mag * 2^e0, and abs_ab from
+// the exact sum of |a||b|, amag * 2^e0.
 struct Output {
   GemmReference& r;
   const Matrix& A;
@@ -157,13 +151,20 @@ struct Output {
   void set(int i, int j, const std::uint64_t* mag, int limbs, long e0, bool neg) const {
     const std::size_t idx = static_cast<std::size_t>(i) * r.N + j;
     if (nf.any && (nf.row[i] || nf.col[j])) {
-      r.c[idx] = detail::nonfinite_dot(A, B, i, j);
+      r.c[idx] = r.c_odd[idx] = detail::nonfinite_dot(A, B, i, j);
       r.c_out[idx] = round_to(r.out, r.c[idx]);
       return;
     }
     r.c[idx] = detail::round_bigint(mag, limbs, e0, neg, false);
-    r.c_out[idx] = r.out == Format::fp64 ? r.c[idx]
-                                         : round_to(r.out, detail::round_bigint(mag, limbs, e0, neg, true));
+    r.c_odd[idx] = detail::round_bigint(mag, limbs, e0, neg, true);
+    r.c_out[idx] = r.out == Format::fp64 ? r.c[idx] : round_to(r.out, r.c_odd[idx]);
+  }
+  void set_abs(int i, int j, const std::uint64_t* amag, int limbs, long e0) const {
+    const std::size_t idx = static_cast<std::size_t>(i) * r.N + j;
+    if (nf.any && (nf.row[i] || nf.col[j]))
+      r.abs_ab[idx] = detail::nonfinite_abs_dot(A, B, i, j);
+    else
+      r.abs_ab[idx] = detail::round_bigint(amag, limbs, e0, false, false);
   }
 };
 
@@ -204,6 +205,15 @@ void run_fixed_int128(const Matrix& A, const Matrix& B, const Ranges& rg, const 
   const int ea = rg.a.any_nonzero ? rg.a.lsb_min : 0, eb = rg.b.any_nonzero ? rg.b.lsb_min : 0;
   const std::vector<std::int64_t> ia = to_int64(A, ea, false, Mp);
   const std::vector<std::int64_t> ib = to_int64(B, eb, true, Np);  // (N, K): B transposed
+  // With no negative entry, |A||B| = A B and one accumulator serves both; otherwise |ia|, |ib|.
+  const bool nonneg = std::none_of(ia.begin(), ia.end(), [](std::int64_t v) { return v < 0; }) &&
+                      std::none_of(ib.begin(), ib.end(), [](std::int64_t v) { return v < 0; });
+  std::vector<std::int64_t> iaa, iba;
+  if (!nonneg) {
+    iaa.resize(ia.size()), iba.resize(ib.size());
+    for (std::size_t x = 0; x < ia.size(); ++x) iaa[x] = ia[x] < 0 ? -ia[x] : ia[x];
+    for (std::size_t x = 0; x < ib.size(); ++x) iba[x] = ib[x] < 0 ? -ib[x] : ib[x];
+  }
   // Output tiles of (kBI, kBJ) entries; K in chunks of kKC so that the tile's (kBI + kBJ) rows of
   // kKC int64 stay in L2 while every pair of rows meets.
   constexpr int kBI = 32, kBJ = 32, kKC = 512;
@@ -211,18 +221,26 @@ void run_fixed_int128(const Matrix& A, const Matrix& B, const Ranges& rg, const 
   parallel_for(tiles_i * tiles_j, threads, [&](long t) {
     const int i0 = static_cast<int>(t / tiles_j) * kBI, j0 = static_cast<int>(t % tiles_j) * kBJ;
     const int i1 = std::min(i0 + kBI, Mp), j1 = std::min(j0 + kBJ, Np);
-    i128 acc[kBI * kBJ] = {};  // acc[(i - i0) * kBJ + (j - j0)]
+    // acc[(i - i0) * kBJ + (j - j0)]: sum of products; aacc: sum of |products| (< 2^125: fits)
+    i128 acc[kBI * kBJ] = {}, aacc[kBI * kBJ] = {};
     for (int k0 = 0; k0 < K; k0 += kKC) {
       const int n = std::min(kKC, K - k0);
       for (int i = i0; i < i1; i += 2) {
         const std::int64_t* a0 = ia.data() + static_cast<std::size_t>(i) * K + k0;
         for (int j = j0; j < j1; j += 2) {
           const std::int64_t* b0 = ib.data() + static_cast<std::size_t>(j) * K + k0;
-          i128 s[4] = {acc[(i - i0) * kBJ + j - j0], acc[(i - i0) * kBJ + j + 1 - j0],
-                       acc[(i + 1 - i0) * kBJ + j - j0], acc[(i + 1 - i0) * kBJ + j + 1 - j0]};
+          const int at[4] = {(i - i0) * kBJ + j - j0, (i - i0) * kBJ + j + 1 - j0, (i + 1 - i0) * kBJ + j - j0,
+                             (i + 1 - i0) * kBJ + j + 1 - j0};
+          i128 s[4] = {acc[at[0]], acc[at[1]], acc[at[2]], acc[at[3]]};
           micro_2x2(a0, a0 + K, b0, b0 + K, n, s);
-          acc[(i - i0) * kBJ + j - j0] = s[0], acc[(i - i0) * kBJ + j + 1 - j0] = s[1];
-          acc[(i + 1 - i0) * kBJ + j - j0] = s[2], acc[(i + 1 - i0) * kBJ + j + 1 - j0] = s[3];
+          if (!nonneg) {  // the magnitudes: a second pass over |ia|, |ib| (faster than one fused pass)
+            const std::int64_t* aa0 = iaa.data() + static_cast<std::size_t>(i) * K + k0;
+            const std::int64_t* bb0 = iba.data() + static_cast<std::size_t>(j) * K + k0;
+            i128 m[4] = {aacc[at[0]], aacc[at[1]], aacc[at[2]], aacc[at[3]]};
+            micro_2x2(aa0, aa0 + K, bb0, bb0 + K, n, m);
+            for (int q = 0; q < 4; ++q) aacc[at[q]] = m[q];
+          }
+          for (int q = 0; q < 4; ++q) acc[at[q]] = s[q];
         }
       }
     }
@@ -232,6 +250,9 @@ void run_fixed_int128(const Matrix& A, const Matrix& B, const Ranges& rg, const 
         const u128 mag = s < 0 ? -static_cast<u128>(s) : static_cast<u128>(s);
         const std::uint64_t limbs[2] = {static_cast<std::uint64_t>(mag), static_cast<std::uint64_t>(mag >> 64)};
         o.set(i, j, limbs, 2, static_cast<long>(ea) + eb, s < 0);
+        const auto amag = static_cast<u128>(nonneg ? s : aacc[(i - i0) * kBJ + j - j0]);
+        const std::uint64_t alimbs[2] = {static_cast<std::uint64_t>(amag), static_cast<std::uint64_t>(amag >> 64)};
+        o.set_abs(i, j, alimbs, 2, static_cast<long>(ea) + eb);
       }
   });
 }
@@ -303,16 +324,19 @@ void run_kulisch(const Matrix& A, const Matrix& B, const Ranges& rg, const Outpu
   const long tiles_i = (M + kBI - 1) / kBI, tiles_j = (N + kBJ - 1) / kBJ;
   parallel_for(tiles_i * tiles_j, threads, [&](long t) {
     const int i0 = static_cast<int>(t / tiles_j) * kBI, j0 = static_cast<int>(t % tiles_j) * kBJ;
-    std::vector<std::uint64_t> acc(limbs);
+    std::vector<std::uint64_t> acc(limbs), aacc(limbs);  // sum of products, of |products|
     for (int i = i0; i < std::min(i0 + kBI, M); ++i)
       for (int j = j0; j < std::min(j0 + kBJ, N); ++j) {
         std::fill(acc.begin(), acc.end(), 0);
+        std::fill(aacc.begin(), aacc.end(), 0);
         const Term* a = ta.data() + static_cast<std::size_t>(i) * K;
         const Term* b = tb.data() + static_cast<std::size_t>(j) * K;
         for (int k = 0; k < K; ++k) {
           if ((a[k].m == 0) | (b[k].m == 0)) continue;
           const u128 p = static_cast<u128>(a[k].m) * b[k].m;
-          kulisch_add(acc.data(), limbs, static_cast<long>(a[k].lsb) + b[k].lsb - base, p, a[k].neg != b[k].neg);
+          const long at = static_cast<long>(a[k].lsb) + b[k].lsb - base;
+          kulisch_add(acc.data(), limbs, at, p, a[k].neg != b[k].neg);
+          kulisch_add(aacc.data(), limbs, at, p, false);
         }
         const bool neg = (acc[limbs - 1] >> 63) != 0;
         if (neg) {  // two's complement magnitude
@@ -323,6 +347,7 @@ void run_kulisch(const Matrix& A, const Matrix& B, const Ranges& rg, const Outpu
           }
         }
         o.set(i, j, acc.data(), limbs, base, neg);
+        o.set_abs(i, j, aacc.data(), limbs, base);
       }
   });
 }
@@ -335,7 +360,9 @@ GemmReference compute(const Matrix& A, const Matrix& B, Format out, int threads,
   r.M = A.rows, r.N = B.cols, r.K = A.cols, r.out = out;
   const std::size_t mn = static_cast<std::size_t>(r.M) * r.N;
   r.c.assign(mn, 0.0);
+  r.c_odd.assign(mn, 0.0);
   r.c_out.assign(mn, 0.0);
+  r.abs_ab.assign(mn, 0.0);
   const Ranges rg = scan(A, B);
   const NonFinite nf = (rg.a.any_nonfinite || rg.b.any_nonfinite) ? find_nonfinite(A, B) : NonFinite{};
   const Output o{r, A, B, nf};
@@ -352,12 +379,22 @@ GemmReference compute(const Matrix& A, const Matrix& B, Format out, int threads,
     r.engine = "fixed_int128";
     run_fixed_int128(A, B, rg, o, threads);
   }
-  if (with_abs) r.abs_ab = detail::abs_product(A, B, threads);
+  if (!with_abs) r.abs_ab.clear();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
 }  // namespace
+
+std::vector<double> output_reference(const GemmReference& ref, Format out) {
+  if (out == Format::fp64) return ref.c;
+  if (ref.c_odd.size() != ref.c.size())
+    throw std::invalid_argument("output_reference: this reference has no c_odd (" + std::to_string(ref.c_odd.size()) +
+                                " entries for " + std::to_string(ref.c.size()) + ")");
+  std::vector<double> r(ref.c_odd.size());
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = round_to(out, ref.c_odd[i]);
+  return r;
+}
 
 GemmReference exact_gemm(const Matrix& A, const Matrix& B, Format out, int threads, ExactEngine engine) {
   return compute(A, B, out, threads, engine, true);

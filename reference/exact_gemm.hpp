@@ -6,6 +6,7 @@
 //    exponent range allows it, otherwise a Kulisch-style multi-limb accumulator covering the whole
 //    product exponent range), multi-threaded over output entries;
 //  * mpfr_gemm (mpfr_gemm.hpp): MPFR at a precision chosen from the inputs so no rounding happens.
+// |A||B| comes from the same exact sums (of |a||b|), so it is exact before its one rounding too.
 // Both return the same GemmReference; tests prove them equal bit for bit.
 #pragma once
 #include <cstdint>
@@ -16,17 +17,31 @@
 
 namespace gemmlab {
 
+// One reference serves every output format of a problem: c_odd holds the exact sum rounded to
+// binary64 with round-to-odd, and one round-to-nearest-even of it into any format of precision
+// <= 51 bits equals the correct rounding of the exact sum into that format (Boldo & Melquiond,
+// "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE TC
+// 2008): output_reference(ref, out). c_out keeps that value for the format `out` the reference was
+// asked for, for callers that predate output_reference.
 struct GemmReference {
   int M = 0, N = 0, K = 0;
   std::vector<double> c;       // (M, N) row-major: exact C rounded to nearest-even binary64
+  std::vector<double> c_odd;   // (M, N): exact C rounded to binary64 with round-to-odd (truncate,
+                               // then set the last bit if anything was dropped; overflow gives
+                               // +-max finite, an exact zero +0)
   std::vector<double> c_out;   // (M, N): exact C rounded to nearest-even in the output format `out`
-                               // (one rounding from the exact value, never via binary64)
-  std::vector<double> abs_ab;  // (M, N): (|A||B|)(i,j), for componentwise errors and bounds.
-                               // All terms are >= 0, so binary64 summation is within gamma_K(2^-53).
+                               // (= round_to(out, c_odd); fp64: c)
+  std::vector<double> abs_ab;  // (M, N): (|A||B|)(i,j) = sum_k |a_ik| |b_kj| computed exactly and
+                               // rounded to nearest-even binary64 (order-independent, so every
+                               // engine, CPU or GPU, gives the same bits)
   Format out = Format::fp32;
-  std::string engine;          // "fixed_int128", "kulisch", "mpfr" (what actually ran)
+  std::string engine;          // "fixed_int128", "kulisch", "mpfr", "gpu_int8_ozaki" (what ran)
   double seconds = 0;          // wall time of the computation
 };
+
+// The exact C correctly rounded (nearest-even) into `out`, (M, N) row-major: round_to(out, c_odd),
+// or c for fp64. Entries computed from infinities or NaN keep them (rounded like any value).
+std::vector<double> output_reference(const GemmReference& ref, Format out);
 
 // threads = 0: std::thread::hardware_concurrency().
 GemmReference exact_gemm(const Matrix& A, const Matrix& B, Format out, int threads = 0);

@@ -1,6 +1,6 @@
 // Private helpers of the exact reference engines (exact_gemm.cpp, mpfr_gemm.cpp, their tests):
 // exact decomposition of doubles into odd integer significands, the inputs' exponent range,
-// correct rounding of a big integer to binary64 and the |A||B| product.
+// correct rounding of a big integer to binary64.
 // Not part of the public interface.
 #pragma once
 #include <algorithm>
@@ -86,9 +86,9 @@ double round_bigint(const std::uint64_t* mag, int limbs, long e0, bool neg, bool
 // is NaN (0 * inf, NaN input) or infinities of both signs occur, else the infinity.
 double nonfinite_dot(const Matrix& A, const Matrix& B, int i, int j);
 
-// (|A||B|) in binary64 through Eigen, (M, N) row-major, split over threads in fixed row blocks so
-// the result does not depend on the thread count.
-std::vector<double> abs_product(const Matrix& A, const Matrix& B, int threads);
+// (|A||B|)(i, j) when row i of A or column j of B holds an infinity or NaN: NaN if some |a||b| is
+// NaN (|inf| * 0, a NaN input), else +infinity.
+double nonfinite_abs_dot(const Matrix& A, const Matrix& B, int i, int j);
 
 // Throws std::invalid_argument unless A is (M, K) and B is (K, N).
 void check_shapes(const Matrix& A, const Matrix& B, const char* who);

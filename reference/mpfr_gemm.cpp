@@ -5,13 +5,19 @@
 // 2^(lsb_min(A) + lsb_min(B)) below 2^(top(A) + top(B) + ceil(log2 K)) in magnitude.
 // mpfr_exact_precision covers that span (plus a margin), so each mpfr_fma is exact; the ternary
 // value of every operation is checked, and a non-zero one (a rounding) throws std::logic_error.
-// The exact sum is then rounded once: mpfr_get_d (nearest-even, gradual underflow) for c and
-// round_to(out, mpfr value) for c_out. An exact zero sum is +0 (the accumulator starts at +0).
+// The exact sum is then rounded once: mpfr_get_d (nearest-even, gradual underflow) for c,
+// round_to(out, mpfr value) for c_out (directly from MPFR, so the tests check the round-to-odd
+// route of the fast engines independently), and round-to-odd for c_odd: mpfr_get_d toward zero,
+// then the last bit set when that was inexact (on the binary64 grid with gradual underflow; an
+// overflow gives the largest finite double). |A||B| is a second exact sum, of |a||b|, rounded to
+// nearest-even. An exact zero sum is +0 (the accumulator starts at +0).
 #include "reference/mpfr_gemm.hpp"
 
 #include <mpfr.h>
 
 #include <atomic>
+#include <bit>
+#include <cmath>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -48,14 +54,32 @@ struct MpfrMatrix {
   MpfrMatrix& operator=(const MpfrMatrix&) = delete;
 };
 
-// acc = sum_k a[k] * b[k], exactly; throws if MPFR reports a rounding.
-void exact_sum(mpfr_ptr acc, const __mpfr_struct* a, const __mpfr_struct* b, int K) {
+// acc = sum_k a[k] * b[k] (magnitudes: sum_k |a[k]| |b[k]|), exactly; throws if MPFR reports a
+// rounding. tmp: scratch at the same precision.
+void exact_sum(mpfr_ptr acc, mpfr_ptr tmp, const __mpfr_struct* a, const __mpfr_struct* b, int K,
+               bool magnitudes = false) {
   mpfr_set_zero(acc, +1);
-  for (int k = 0; k < K; ++k)
-    if (mpfr_fma(acc, a + k, b + k, acc, MPFR_RNDN) != 0)
-      throw std::logic_error("mpfr_gemm: an mpfr_fma rounded at precision " +
+  for (int k = 0; k < K; ++k) {
+    int inexact;
+    if (magnitudes) {
+      inexact = mpfr_mul(tmp, a + k, b + k, MPFR_RNDN);
+      mpfr_abs(tmp, tmp, MPFR_RNDN);
+      inexact |= mpfr_add(acc, acc, tmp, MPFR_RNDN);
+    } else {
+      inexact = mpfr_fma(acc, a + k, b + k, acc, MPFR_RNDN);
+    }
+    if (inexact != 0)
+      throw std::logic_error("mpfr_gemm: an MPFR sum rounded at precision " +
                              std::to_string(mpfr_get_prec(acc)) +
                              " bits; mpfr_exact_precision is too small for these inputs (a bug)");
+  }
+}
+
+// acc rounded to binary64 with round-to-odd.
+double round_odd(mpfr_srcptr acc) {
+  const double z = mpfr_get_d(acc, MPFR_RNDZ);
+  if (std::isnan(z) || mpfr_cmp_d(acc, z) == 0) return z;
+  return std::bit_cast<double>(std::bit_cast<std::uint64_t>(z) | 1);
 }
 
 }  // namespace
@@ -72,33 +96,41 @@ GemmReference mpfr_gemm(const Matrix& A, const Matrix& B, Format out, int thread
   r.M = A.rows, r.N = B.cols, r.K = A.cols, r.out = out, r.engine = "mpfr";
   const std::size_t mn = static_cast<std::size_t>(r.M) * r.N;
   r.c.assign(mn, 0.0);
+  r.c_odd.assign(mn, 0.0);
   r.c_out.assign(mn, 0.0);
+  r.abs_ab.assign(mn, 0.0);
   const long prec = mpfr_exact_precision(A, B);
   const MpfrMatrix ma(A, false), mb(B, true);  // (M, K) and (N, K)
   const int nt = std::min(resolve_threads(threads), std::max(r.M, 1));
   // Rows dealt round-robin to nt tasks; each task owns one accumulator and frees MPFR's
   // per-thread caches when done.
   parallel_for(nt, nt, [&](long t) {
-    mpfr_t acc;
+    mpfr_t acc, tmp;
     mpfr_init2(acc, prec);
+    mpfr_init2(tmp, prec);
     try {
       for (int i = static_cast<int>(t); i < r.M; i += nt)
         for (int j = 0; j < r.N; ++j) {
-          exact_sum(acc, ma.v.data() + static_cast<std::size_t>(i) * r.K, mb.v.data() + static_cast<std::size_t>(j) * r.K,
-                    r.K);
+          const __mpfr_struct* a = ma.v.data() + static_cast<std::size_t>(i) * r.K;
+          const __mpfr_struct* b = mb.v.data() + static_cast<std::size_t>(j) * r.K;
+          exact_sum(acc, tmp, a, b, r.K);
           const std::size_t idx = static_cast<std::size_t>(i) * r.N + j;
           r.c[idx] = mpfr_get_d(acc, MPFR_RNDN);
+          r.c_odd[idx] = round_odd(acc);
           r.c_out[idx] = round_to(out, acc);
+          exact_sum(acc, tmp, a, b, r.K, true);
+          r.abs_ab[idx] = mpfr_get_d(acc, MPFR_RNDN);
         }
     } catch (...) {
       mpfr_clear(acc);
+      mpfr_clear(tmp);
       mpfr_free_cache();
       throw;
     }
     mpfr_clear(acc);
+    mpfr_clear(tmp);
     mpfr_free_cache();
   });
-  r.abs_ab = detail::abs_product(A, B, threads);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -112,17 +144,20 @@ double mpfr_dot(const Matrix& A, const Matrix& B, int i, int j) {
   Matrix a(1, A.cols), b(B.rows, 1);
   for (int k = 0; k < A.cols; ++k) a(0, k) = A(i, k), b(k, 0) = B(k, j);
   const MpfrMatrix ma(a, false), mb(b, true);
-  mpfr_t acc;
+  mpfr_t acc, tmp;
   mpfr_init2(acc, mpfr_exact_precision(a, b));
+  mpfr_init2(tmp, mpfr_get_prec(acc));
   double result;
   try {
-    exact_sum(acc, ma.v.data(), mb.v.data(), a.cols);
+    exact_sum(acc, tmp, ma.v.data(), mb.v.data(), a.cols);
     result = mpfr_get_d(acc, MPFR_RNDN);
   } catch (...) {
     mpfr_clear(acc);
+    mpfr_clear(tmp);
     throw;
   }
   mpfr_clear(acc);
+  mpfr_clear(tmp);
   return result;
 }
 

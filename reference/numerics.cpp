@@ -88,6 +88,7 @@ BoundModel bound_model(const Numerics& n, int K) {
   m.output = n.output;
   m.rounding = n.accumulation_rounding;
   m.acc_unit_roundoff = n.acc_unit_roundoff;
+  m.subnormals_flushed = n.subnormals_flushed;
   return m;
 }
 

@@ -57,6 +57,7 @@ struct Numerics {
   Rounding accumulation_rounding = Rounding::nearest_even;  // see BoundModel::rounding
   double acc_unit_roundoff = 0;  // 0: from `accumulator`; set where the hardware keeps fewer bits
                                  // (fp8 wgmma keeps about 13 fraction bits: 2^-13)
+  bool subnormals_flushed = false;  // results below the normal range are written as 0 (fp8 wgmma)
 
   // Whether gemmlab's emulation can compute this kernel's output bit for bit (a known instruction
   // chained in a known order, or the fp32 FMA chain).
@@ -77,7 +78,8 @@ constexpr Numerics cuda_core_fp32_fma() {
 // fp16 / bf16 / e4m3 / e5m2 in, fp32 accumulate and out through wgmma (k-steps of 16, 32 for fp8)
 // in increasing k, the tensor core's truncating alignment: in_wgmma when promotion_interval_k is 0,
 // else promoted into fp32 registers every promotion_interval_k elements of K. fp8 wgmma keeps about
-// 13 fraction bits when aligning terms (results/probes), so its honest unit roundoff is 2^-13.
+// 13 fraction bits when aligning terms and flushes subnormal results (results/probes), so its honest
+// unit roundoff is 2^-13.
 constexpr Numerics wgmma_f32_numerics(Format in, int promotion_interval_k) {
   const bool fp8 = in == Format::e4m3 || in == Format::e5m2;
   return Numerics{.input = in, .compute = in, .accumulator = Format::fp32, .output = Format::fp32,
@@ -87,7 +89,8 @@ constexpr Numerics wgmma_f32_numerics(Format in, int promotion_interval_k) {
                                  : in == Format::e5m2 ? tc::Instruction::wgmma_m64n8k32_e5m2_f32
                                                       : tc::Instruction::wgmma_m64n8k16_f16_f32,
                   .k_step = fp8 ? 32 : 16, .promotion_interval_k = promotion_interval_k,
-                  .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0};
+                  .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
+                  .subnormals_flushed = fp8};
 }
 
 // The analytic error model this kernel's output is judged by at depth K.

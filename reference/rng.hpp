@@ -171,6 +171,22 @@ inline double exp2_frac(double f) {
   return r;
 }
 
+// e^x for |x| <= 700 (basic operations only): x = n ln2 + r with n = nearest integer to x / ln2
+// and r = (x - n ln2_hi) - n ln2_lo (Cody & Waite: ln2_hi has 33 significant bits, so n ln2_hi is
+// exact for |n| < 2^20), |r| <= 0.35; e^r by its Taylor series to degree 27 (truncation below
+// 1e-35), then scaled by 2^n exactly. Accurate to a few ulps, the same bits everywhere.
+inline double exp(double x) {
+  constexpr double ln2_hi = 0x1.62e42fefp-1;          // ln 2 to 33 bits
+  constexpr double ln2_lo = 0x1.473de6af278edp-34;    // ln 2 - ln2_hi
+  constexpr double inv_ln2 = 0x1.71547652b82fep+0;
+  const double t = x * inv_ln2;
+  const double n = static_cast<double>(static_cast<long long>(t < 0 ? t - 0.5 : t + 0.5));
+  const double r = (x - n * ln2_hi) - n * ln2_lo;
+  double e = 1.0;
+  for (int k = 27; k >= 1; --k) e = 1.0 + r * kInv[k] * e;
+  return std::ldexp(e, static_cast<int>(n));  // exact scaling (not a libm approximation)
+}
+
 // Standard normal from two uniforms by Box-Muller (cosine branch): sqrt(-2 ln u1) cos(2 pi u2),
 // u1 in (0, 1], u2 in [0, 1). |z| <= sqrt(2 * 53 ln 2) = 8.57.
 inline double normal(std::uint64_t x1, std::uint64_t x2) {

@@ -1,24 +1,71 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine with prebuilt binaries (no compiler or MPFR headers needed there):
 #   scripts/gpu_session.sh BIN_DIR OUT_DIR PART...
-# PART: tests | default-a | default-b | experiments | probes  (default-a/-b split the default suite's
-# distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR; a short table
-# is printed last.
+# PART: tests | default-a | default-b | experiments | probes | engine  (default-a/-b split the
+# default suite's distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR;
+# a short table is printed last. A run cut short (the call's time limit, a kill) leaves its journal
+# in OUT_DIR, and calling the same PART again with the same OUT_DIR continues it (--resume).
+# `engine` checks --gpus on a multi-GPU host: the plan ENGINE_PLAN (default: the default suite at
+# 2048^3 on two distributions) on GPU 0 alone, then on every GPU (statistics must be identical bit
+# for bit, wall time about 1/n), then on every GPU SIGKILLed after ENGINE_KILL_AFTER seconds (default:
+# half the --gpus all wall time) and resumed (no row missing, none twice, same statistics).
 set -uo pipefail
 bin=$1; out=$2; shift 2
 mkdir -p "$out"
+# gemmlab run into CSV, continuing its journal if an earlier call was cut short.
+run() {
+  local csv=$1 resume=()
+  shift
+  [ -e "$csv.journal" ] && resume=(--resume)
+  "$bin"/gemmlab run "$@" -o "$csv" "${resume[@]}"
+}
+# The rows of two CSVs equal in every column but the timings (and in order).
+same_statistics() {
+  python3 - "$1" "$2" <<'PY'
+import csv, sys
+timing = {"time_ms_median", "time_ms_min", "time_ms_max", "tflops", "sm_clock_mhz"}
+a, b = (list(csv.DictReader(open(f))) for f in sys.argv[1:3])
+keys = lambda rows: [(r["kernel"], r["distribution"], r["M"], r["N"], r["K"], r["seed"]) for r in rows]
+diff = [(x["kernel"], c) for x, y in zip(a, b) for c in x if c not in timing and x[c] != y.get(c)]
+ok = keys(a) == keys(b) and not diff
+print(f"{sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {len(a)} / {len(b)} rows, same keys in order: "
+      f"{keys(a) == keys(b)}, rows twice: {len(keys(b)) - len(set(keys(b)))}, non-timing fields differing: {len(diff)} {diff[:5]}"
+      f" -> {'IDENTICAL' if ok else 'DIFFERENT'}")
+sys.exit(0 if ok else 1)
+PY
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$out/gpu.txt"
 for part in "$@"; do
   case $part in
     tests)
       "$bin"/gemmlab_gpu_tests --gtest_brief=1 2>&1 | tee "$out/gpu_tests.log" | grep -E '^\[ *(FAILED|PASSED|SKIPPED) |tests ran' ;;
     default-a)
-      "$bin"/gemmlab run --suite default -d uniform_0_1,uniform_-1_1,normal_0_1 -o "$out/default_a.csv" 2>"$out/default_a.log"; echo "default-a rc=$?" ;;
+      run "$out/default_a.csv" --suite default -d uniform_0_1,uniform_-1_1,normal_0_1 2>>"$out/default_a.log"; echo "default-a rc=$?" ;;
     default-b)
-      "$bin"/gemmlab run --suite default -d logunif_-8_8,cancel_-10,exactint_8 -o "$out/default_b.csv" 2>"$out/default_b.log"; echo "default-b rc=$?" ;;
+      run "$out/default_b.csv" --suite default -d logunif_-8_8,cancel_-10,exactint_8 2>>"$out/default_b.log"; echo "default-b rc=$?" ;;
     experiments)
-      "$bin"/gemmlab run --suite accumulation_vs_k -o "$out/accumulation_vs_k.csv" 2>"$out/accumulation_vs_k.log"; echo "accumulation_vs_k rc=$?"
-      "$bin"/gemmlab run --suite fp8_promotion -o "$out/fp8_promotion.csv" 2>"$out/fp8_promotion.log"; echo "fp8_promotion rc=$?" ;;
+      run "$out/accumulation_vs_k.csv" --suite accumulation_vs_k 2>>"$out/accumulation_vs_k.log"; echo "accumulation_vs_k rc=$?"
+      run "$out/fp8_promotion.csv" --suite fp8_promotion 2>>"$out/fp8_promotion.log"; echo "fp8_promotion rc=$?" ;;
+    engine)
+      read -r -a plan <<<"${ENGINE_PLAN:---suite default -s 2048 -d uniform_0_1,normal_0_1}"
+      nvidia-smi -L | tee "$out/engine_gpus.txt"
+      for g in 0 all; do
+        t0=$(date +%s)
+        run "$out/engine_gpus_$g.csv" "${plan[@]}" --gpus "$g" >/dev/null 2>>"$out/engine_gpus_$g.log"
+        echo "engine --gpus $g rc=$? wall $(($(date +%s) - t0)) s"
+        wall_all=$(($(date +%s) - t0))
+      done
+      same_statistics "$out/engine_gpus_0.csv" "$out/engine_gpus_all.csv"
+      killed=$out/engine_killed.csv
+      "$bin"/gemmlab run "${plan[@]}" --gpus all -o "$killed" >/dev/null 2>"$out/engine_killed.log" &
+      pid=$!
+      kill_after=${ENGINE_KILL_AFTER:-$((wall_all / 2 > 5 ? wall_all / 2 : 5))}
+      sleep "$kill_after"
+      kill -KILL "$pid"; wait "$pid"; echo "engine: SIGKILLed after $kill_after s, rc=$?"
+      echo "engine: journal keeps $(($(wc -l <"$killed.journal") - 1)) rows (lines after the identity; a row's note may span lines)"
+      "$bin"/gemmlab run "${plan[@]}" --gpus all -o "$killed" --resume >/dev/null 2>"$out/engine_resumed.log"
+      echo "engine --resume rc=$?; $(grep -m1 resuming "$out/engine_resumed.log")"
+      same_statistics "$out/engine_gpus_0.csv" "$killed" ;;
     probes)
       "$bin"/gemmlab probe -o "$out/probes.csv" --validate 1000000 > "$out/probes.log" 2>&1; echo "probe rc=$?"; grep -E '^validate' "$out/probes.log" ;;
     *) echo "unknown part $part"; exit 2 ;;

@@ -7,9 +7,10 @@
 #   e.g. GEMMLAB_SBATCH_ARGS="--gres=gpu:1 --partition=gpu --time=2:00:00" \
 #        scripts/slurm_array.sh 8 results/big.csv --suite default
 #
-# Shard i writes OUT.shard-i-of-N.csv (+ .meta.json) beside OUT.csv. Every task runs with
-# --resume: a task that Slurm requeues (or one resubmitted by hand) continues its journal instead
-# of starting again; Slurm's SIGTERM at a time limit or preemption stops it after the current row.
+# Shard i writes OUT.shard-i-of-N.csv (+ .meta.json) beside OUT.csv. A task that Slurm requeues
+# (or one resubmitted by hand) continues its journal with --resume instead of starting again, or
+# does nothing if its shard is complete; Slurm's SIGTERM at a time limit or preemption stops it
+# after the current row.
 #
 # Environment: GEMMLAB (the gemmlab binary; default build/gemmlab), GEMMLAB_SBATCH_ARGS (extra
 # sbatch options for the shard tasks, e.g. a GPU request; the merge job needs no GPU).
@@ -27,7 +28,12 @@ if [ "${1:-}" = "__shard" ]; then
   out=$1
   shift
   i=$SLURM_ARRAY_TASK_ID n=$SLURM_ARRAY_TASK_COUNT
-  exec "$GEMMLAB" run "$@" --shard "$i/$n" -o "${out%.csv}.shard-$i-of-$n.csv" --resume
+  shard_csv="${out%.csv}.shard-$i-of-$n.csv"
+  # A requeued task: done already, or continue its journal (gemmlab refuses --resume without one).
+  if [ -e "$shard_csv" ] && [ ! -e "$shard_csv.journal" ]; then echo "shard $i/$n is complete: $shard_csv"; exit 0; fi
+  resume=()
+  [ -e "$shard_csv.journal" ] && resume=(--resume)
+  exec "$GEMMLAB" run "$@" --shard "$i/$n" -o "$shard_csv" "${resume[@]}"
 fi
 if [ "${1:-}" = "__merge" ]; then
   n=$2 out=$3

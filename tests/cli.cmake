@@ -31,6 +31,27 @@ gemmlab_cli_test(bad_reference_mode 2 "reference 'fast' is not known" ${_out}/h.
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --reference fast -o ${_out}/h.csv)
 gemmlab_cli_test(no_gpu 2 "needs a CUDA GPU" ${_out}/i.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/i.csv)
+# The engine from the command line (no GPU): --dry-run, --shard + merge, --force, --resume, the lock.
+add_test(NAME cli.engine COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_engine.sh $<TARGET_FILE:gemmlab> ${_out}/engine)
+set_tests_properties(cli.engine PROPERTIES LABELS cli)
+gemmlab_cli_test(shard_zero 2 "--shard takes i/n with 1 <= i <= n.*got '0/4'" ${_out}/sh0.csv
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --shard 0/4 -o ${_out}/sh0.csv)
+gemmlab_cli_test(shard_malformed 2 "--shard takes i/n" ${_out}/sh1.csv
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --shard 5/4 -o ${_out}/sh1.csv)
+gemmlab_cli_test(gpus_absent 2 "--gpus names GPU 99, but this host has" ${_out}/gp0.csv
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --gpus 99 -o ${_out}/gp0.csv)
+gemmlab_cli_test(gpus_malformed 2 "--gpus '0,x' is not understood: give 'all' or GPU indices" ${_out}/gp1.csv
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --gpus 0,x -o ${_out}/gp1.csv)
+gemmlab_cli_test(dry_run_gpus 2 "--dry-run runs nothing on a GPU: leave out --gpus" ${_out}/gp2.csv
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --gpus 0 -o ${_out}/gp2.csv)
+gemmlab_cli_test(merge_no_out 2 "--out is required" -
+  -- $<TARGET_FILE:gemmlab> merge ${_out}/a.csv)
+
+# A real single-node Slurm (munge, slurmctld, slurmd on localhost) runs a job array of --dry-run
+# shards and the merge job, with this gemmlab; skipped (77) where the daemons cannot start.
+add_test(NAME slurm.local_job_array COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/slurm/run_local_slurm.sh $<TARGET_FILE:gemmlab> 4)
+set_tests_properties(slurm.local_job_array PROPERTIES LABELS slurm SKIP_RETURN_CODE 77 TIMEOUT 180)
+
 add_test(NAME cli.list COMMAND $<TARGET_FILE:gemmlab> list)
 set_tests_properties(cli.list PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "sgemm_01_naive.*cublas_gemmex_fp16_f32")
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "experiments/cli/commands.hpp"
+#include "experiments/device/bench_reference.hpp"
 #include "experiments/device/mma_ceiling.hpp"
 #include "experiments/device/order.hpp"
 #include "experiments/device/predict.hpp"
@@ -85,43 +86,40 @@ Command add_order(CLI::App& app, const std::string& command_line) {
           }};
 }
 
-Command add_bench_reference(CLI::App& app) {
-  auto* bench = app.add_subcommand("bench-reference", "time the exact reference engines on the CPU");
+Command add_bench_reference(CLI::App& app, const std::string& command_line) {
+  auto* bench = app.add_subcommand("bench-reference", "time the exact reference engines, CPU and GPU side by side");
   struct Options {
-    std::string size = "512", dist = "uniform_0_1", format = "fp32", engine = "exact";
-    int threads = 0;
+    BenchReferenceOptions b;
+    std::vector<std::string> sizes, dists, formats;
+    bool no_gpu = false;
   };
   auto o = std::make_shared<Options>();
-  bench->add_option("--size", o->size, "N or MxNxK");
-  bench->add_option("--dist", o->dist, "distribution");
-  bench->add_option("--format", o->format, "input format");
-  bench->add_option("--engine", o->engine, "exact or mpfr");
-  bench->add_option("--threads", o->threads, "threads (0: all)");
-  return {bench, [o] {
-            Size z = parse_size(o->size);
-            Distribution d;
-            try {
-              d = parse_distribution(o->dist);
-            } catch (const std::invalid_argument& e) {
-              throw UsageError(e.what());
+  o->b.out_csv = "results/bench_reference.csv";
+  bench->add_option("-s,--size", o->sizes, "N or MxNxK; repeatable / comma-separated (default 4096)");
+  bench->add_option("-d,--dists", o->dists, "distributions (default: all)");
+  bench->add_option("--formats", o->formats, "input formats (default: fp32,fp16)");
+  bench->add_option("--cpu", o->b.cpu, "CPU engine: all, none, or N (only at sizes up to N^3)");
+  bench->add_flag("--no-gpu", o->no_gpu, "CPU engine only (no GPU needed)");
+  bench->add_option("--stats", o->b.stats_n, "also time the statistics of one (n, n) output, CPU vs GPU");
+  bench->add_option("--threads", o->b.threads, "CPU threads (0: all)");
+  bench->add_option("-o,--out", o->b.out_csv, "CSV of one row per engine x problem (metadata beside it)");
+  return {bench, [o, command_line] {
+            require_csv(o->b.out_csv);
+            if (!o->sizes.empty()) {
+              o->b.sizes.clear();
+              for (const auto& s : split_commas(o->sizes)) o->b.sizes.push_back(parse_size(s));
             }
-            auto f = parse_format(o->format);
-            if (!f) throw UsageError("unknown format '" + o->format + "' (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2)");
-            Matrix A = generate(d, Operand::A, z.M, z.K, *f, 1, o->threads);
-            Matrix B = generate(d, Operand::B, z.K, z.N, *f, 1, o->threads);
-            GemmReference r;
-            if (o->engine == "exact")
-              r = exact_gemm(A, B, Format::fp32, o->threads);
-            else if (o->engine == "mpfr")
-              r = mpfr_gemm(A, B, Format::fp32, o->threads);
-            else
-              throw UsageError("--engine must be exact or mpfr");
-            const double entries = double(z.M) * z.N;
-            std::printf(
-                "engine=%s size=%s dist=%s format=%s threads=%d seconds=%.3f entries_per_s=%.4g products_per_s=%.4g\n",
-                r.engine.c_str(), z.str().c_str(), d.name().c_str(), o->format.c_str(), o->threads, r.seconds,
-                entries / r.seconds, entries * z.K / r.seconds);
-            return 0;
+            if (!o->dists.empty()) o->b.distributions = split_commas(o->dists);
+            if (!o->formats.empty()) {
+              o->b.formats.clear();
+              for (const auto& f : split_commas(o->formats)) {
+                auto fmt = parse_format(f);
+                if (!fmt) throw UsageError("unknown format '" + f + "' (fp32, tf32, fp16, bf16, e4m3, e5m2)");
+                o->b.formats.push_back(*fmt);
+              }
+            }
+            o->b.gpu = !o->no_gpu;
+            return bench_reference(o->b, command_line);
           }};
 }
 

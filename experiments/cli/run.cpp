@@ -1,5 +1,6 @@
 // `gemmlab run` and `gemmlab list`.
 #include <cstdio>
+#include <memory>
 
 #include "experiments/cli/commands.hpp"
 #include "experiments/device/runner.hpp"
@@ -8,16 +9,17 @@
 
 namespace gemmlab::cli {
 
-Command add_run(CLI::App& app, const std::string& command_line) {
+Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   auto* run = app.add_subcommand("run", "run kernels on controlled inputs and write a tidy CSV plus metadata");
   struct Options {
     RunRequest req;
     std::vector<std::string> kernels, dists, sizes, seeds;
-    std::string suite, reference;
+    std::string suite, reference, gpus;
     int reps = -1, warmup = -1, spot = -1;
   };
   auto o = std::make_shared<Options>();
-  o->req.command_line = command_line;
+  for (const auto& a : argv) o->req.command_line += (o->req.command_line.empty() ? "" : " ") + a;
+  o->req.argv = argv;
   run->add_option("--suite", o->suite, "suite file or name (experiments/suites/<name>.toml); flags below override it");
   run->add_option("-k,--kernels", o->kernels, "kernel names, 'all', or 'family:<name>' (comma-separated)");
   run->add_option("-d,--dists", o->dists, "distributions, e.g. uniform_0_1,normal_0_1,logunif_-8_8, or 'all'");
@@ -29,7 +31,12 @@ Command add_run(CLI::App& app, const std::string& command_line) {
   run->add_option("--spot-checks", o->spot, "entries checked against MPFR per reference in auto mode");
   run->add_option("-o,--out", o->req.out_csv, "output CSV (default results/<suite>-<UTC time>.csv); metadata beside it");
   run->add_option("--save-matrices", o->req.save_matrices, "folder for .npy files of inputs, outputs and references");
-  run->add_option("--threads", o->req.threads, "CPU threads for the reference and statistics (default: all)");
+  run->add_option("--threads", o->req.threads, "CPU threads for the reference and statistics (default: all; shared by the GPUs' workers)");
+  run->add_flag("--resume", o->req.resume, "continue the interrupted run writing --out from its journal (<out>.csv.journal)");
+  run->add_flag("--force", o->req.force, "replace an existing --out, or discard the journal of an interrupted run");
+  run->add_option("--shard", o->req.shard, "compute only shard i of n (1-based, e.g. 2/8); `gemmlab merge` joins the shards");
+  run->add_option("--gpus", o->gpus, "'all' or GPU indices (e.g. 0,1): one worker per GPU, one CSV (default: GPU 0)");
+  run->add_flag("--dry-run", o->req.dry_run, "write the plan's rows with status `planned` without running anything (no GPU needed)");
   return {run, [o] {
             RunRequest& req = o->req;
             if (!o->suite.empty()) req.plan = load_suite(find_suite(o->suite));
@@ -44,7 +51,14 @@ Command add_run(CLI::App& app, const std::string& command_line) {
             if (o->warmup >= 0) req.plan.warmup = o->warmup;
             if (o->spot >= 0) req.plan.spot_checks = o->spot;
             if (!o->reference.empty()) req.plan.reference = o->reference;
-            return run_experiment(req, gpu_device());
+            if (req.dry_run) {
+              if (!o->gpus.empty()) throw UsageError("--dry-run runs nothing on a GPU: leave out --gpus");
+              return run_experiment(req, std::vector<Device*>{});
+            }
+            if (o->gpus.empty()) return run_experiment(req, gpu_device(0));
+            std::vector<Device*> devices;
+            for (int i : parse_gpus(o->gpus, device_count())) devices.push_back(&gpu_device(i));
+            return run_experiment(req, devices);
           }};
 }
 
@@ -66,7 +80,7 @@ Command add_list(CLI::App& app) {
             }
             std::printf("\ndistributions (\"all\" runs these; parameters are part of the name):\n");
             for (const auto& d : default_distributions()) std::printf("  %s\n", d.name().c_str());
-            std::printf("  forms: uniform_0_1, uniform_-1_1, normal_0_1, logunif_L_H, cancel_E, exactint_R\n");
+            std::printf("  forms: uniform_0_1, uniform_-1_1, normal_0_1, logunif_L_H, cancel_E, exactint_R, expspread_PHI\n");
             std::printf("\nsuites:\n");
             for (const auto& s : list_suites()) std::printf("  %s\n", s.c_str());
             return 0;

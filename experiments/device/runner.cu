@@ -10,6 +10,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -71,12 +73,14 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// Library handles, created once per process on first use.
+// Library handles and workspace of one GPU, created on its first use with that GPU current (a
+// cuBLAS handle belongs to the device that was current when it was created).
 struct Libraries {
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
   void* blas_workspace = nullptr;
-  Libraries() {
+  explicit Libraries(int device) {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(device));
     GEMMLAB_CUBLAS_CHECK(cublasCreate(&blas));
     GEMMLAB_CUBLAS_CHECK(cublasSetMathMode(blas, CUBLAS_DEFAULT_MATH));
     const std::size_t ws = 64u << 20;
@@ -85,44 +89,80 @@ struct Libraries {
     GEMMLAB_CUBLAS_CHECK(cublasLtCreate(&lt));
   }
 };
-Libraries& libraries() {
-  static Libraries libs;
-  return libs;
+Libraries& libraries(int device) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<Libraries>> libs;  // never destroyed before exit: handles stay valid
+  std::lock_guard<std::mutex> lock(mu);
+  auto& l = libs[device];
+  if (!l) l = std::make_unique<Libraries>(device);
+  return *l;
+}
+
+std::string format_uuid(const cudaUUID_t& u) {
+  // nvidia-smi's spelling: GPU-8-4-4-4-12 hex digits.
+  static const char* hex = "0123456789abcdef";
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    const auto b = static_cast<unsigned char>(u.bytes[i]);
+    s += hex[b >> 4], s += hex[b & 15];
+  }
+  return s;
+}
+
+DeviceInfo probe_device(int index) {
+  DeviceInfo d;
+  d.device = index;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    d.why_absent = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
+    cudaGetLastError();
+    return d;
+  }
+  if (n == 0) {
+    d.why_absent = "the CUDA runtime sees no device";
+    return d;
+  }
+  if (index < 0 || index >= n) {
+    d.why_absent = "there is no GPU " + std::to_string(index) + " (the CUDA runtime sees " + std::to_string(n) + ")";
+    return d;
+  }
+  cudaDeviceProp p{};
+  e = cudaGetDeviceProperties(&p, index);
+  if (e != cudaSuccess) {
+    d.why_absent = std::string("cudaGetDeviceProperties failed: ") + cudaGetErrorString(e);
+    return d;
+  }
+  d.present = true;
+  d.name = p.name;
+  d.uuid = format_uuid(p.uuid);
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.sm_count = p.multiProcessorCount;
+  d.l2_bytes = p.l2CacheSize;
+  d.global_mem_bytes = static_cast<long long>(p.totalGlobalMem);
+  return d;
 }
 
 }  // namespace
 
-const DeviceInfo& query_device() {
-  static const DeviceInfo dev = [] {
-    DeviceInfo d;
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess) {
-      d.why_absent = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(e);
-      cudaGetLastError();
-      return d;
-    }
-    if (n == 0) {
-      d.why_absent = "the CUDA runtime sees no device";
-      return d;
-    }
-    cudaDeviceProp p{};
-    e = cudaGetDeviceProperties(&p, 0);
-    if (e != cudaSuccess) {
-      d.why_absent = std::string("cudaGetDeviceProperties failed: ") + cudaGetErrorString(e);
-      return d;
-    }
-    d.present = true;
-    d.device = 0;
-    d.name = p.name;
-    d.cc_major = p.major;
-    d.cc_minor = p.minor;
-    d.sm_count = p.multiProcessorCount;
-    d.l2_bytes = p.l2CacheSize;
-    d.global_mem_bytes = static_cast<long long>(p.totalGlobalMem);
-    return d;
-  }();
-  return dev;
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+const DeviceInfo& query_device(int device) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<DeviceInfo>> cache;  // entries never move: references stay valid
+  std::lock_guard<std::mutex> lock(mu);
+  auto& d = cache[device];
+  if (!d) d = std::make_unique<DeviceInfo>(probe_device(device));
+  return *d;
 }
 
 std::string hardware_support(const Kernel& k, const DeviceInfo& dev) {
@@ -142,10 +182,11 @@ std::string hardware_support(const Kernel& k, const DeviceInfo& dev) {
   return {};
 }
 
-KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt) {
+KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device) {
   if (A.cols != B.rows) throw std::invalid_argument("run_kernel: A is (M,K) and B must be (K,N)");
+  const auto wall_start = std::chrono::steady_clock::now();
   const int M = A.rows, K = A.cols, N = B.cols;
-  const DeviceInfo& dev = query_device();
+  const DeviceInfo& dev = query_device(device);
   if (!dev.present) throw std::runtime_error("run_kernel: no CUDA GPU: " + dev.why_absent);
   GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
 
@@ -171,7 +212,7 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   args.B = dB.p;
   args.C = dC.p;
   args.stream = stream;
-  Libraries& libs = libraries();
+  Libraries& libs = libraries(dev.device);
   args.cublas = libs.blas;
   args.cublaslt = libs.lt;
   args.workspace = dW.p;
@@ -218,11 +259,12 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   GEMMLAB_CUDA_CHECK(cudaMemcpy(hC.data(), dC.p, c_bytes, cudaMemcpyDeviceToHost));
   run.c = unpack(hC, k.numerics.output, static_cast<std::size_t>(M) * N);
   run.unwritten = std::count_if(run.c.begin(), run.c.end(), [](double x) { return std::isnan(x); });
+  run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }
 
-int current_sm_clock_mhz() {
-  const DeviceInfo& dev = query_device();
+int current_sm_clock_mhz(int device) {
+  const DeviceInfo& dev = query_device(device);
   if (!dev.present) return -1;
   std::string cmd = "nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits -i " +
                     std::to_string(dev.device) + " 2>/dev/null";
@@ -235,9 +277,9 @@ int current_sm_clock_mhz() {
 }
 
 namespace {
-std::string smi(const std::string& field) {
+std::string smi(const std::string& field, int device) {
   std::string cmd = "nvidia-smi --query-gpu=" + field + " --format=csv,noheader,nounits -i " +
-                    std::to_string(query_device().device) + " 2>/dev/null";
+                    std::to_string(device) + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return "unknown";
   char buf[256] = {0};
@@ -248,7 +290,7 @@ std::string smi(const std::string& field) {
 }
 }  // namespace
 
-SoftwareVersions software_versions() {
+SoftwareVersions software_versions(int device) {
   SoftwareVersions v;
   cudaDriverGetVersion(&v.cuda_driver_api);
   cudaRuntimeGetVersion(&v.cuda_runtime);
@@ -257,10 +299,10 @@ SoftwareVersions software_versions() {
   cublasGetProperty(MINOR_VERSION, &mi);
   cublasGetProperty(PATCH_LEVEL, &pa);
   v.cublas = std::to_string(ma) + "." + std::to_string(mi) + "." + std::to_string(pa);
-  if (query_device().present) {
-    v.driver = smi("driver_version");
+  if (query_device(device).present) {
+    v.driver = smi("driver_version", device);
     try {
-      v.max_sm_clock_mhz = std::stoi(smi("clocks.max.sm"));
+      v.max_sm_clock_mhz = std::stoi(smi("clocks.max.sm", device));
     } catch (...) {
       v.max_sm_clock_mhz = -1;
     }
@@ -273,19 +315,30 @@ SoftwareVersions software_versions() {
 namespace {
 class GpuDevice final : public Device {
  public:
-  const DeviceInfo& info() override { return query_device(); }
-  SoftwareVersions software() override { return software_versions(); }
-  std::string hardware_support(const Kernel& k) override { return gemmlab::hardware_support(k, query_device()); }
+  explicit GpuDevice(int index) : index_(index) {}
+  const DeviceInfo& info() override { return query_device(index_); }
+  SoftwareVersions software() override { return software_versions(index_); }
+  std::string hardware_support(const Kernel& k) override { return gemmlab::hardware_support(k, query_device(index_)); }
   KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt) override {
-    return run_kernel(k, A, B, opt);
+    return run_kernel(k, A, B, opt, index_);
   }
-  int sm_clock_mhz() override { return current_sm_clock_mhz(); }
+  int sm_clock_mhz() override { return current_sm_clock_mhz(index_); }
+  void bind_thread() override {
+    if (query_device(index_).present) GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+  }
+
+ private:
+  int index_;
 };
 }  // namespace
 
-Device& gpu_device() {
-  static GpuDevice device;
-  return device;
+Device& gpu_device(int device) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<GpuDevice>> devices;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& d = devices[device];
+  if (!d) d = std::make_unique<GpuDevice>(device);
+  return *d;
 }
 
 }  // namespace gemmlab

@@ -31,6 +31,8 @@ EngineResult run_rows(const EngineRequest& req, const WorkerFn& compute, const s
   EngineResult result;
   result.resumed = session.resumed();
   if (!session.start_note().empty()) std::fprintf(req.log, "[gemmlab] %s\n", session.start_note().c_str());
+  if (req.on_resumed_row)
+    for (const auto& row : session.finished_rows()) req.on_resumed_row(row);
 
   Progress progress(req.rows.size(), session.resumed(), req.log, req.live_progress);
   std::atomic<std::size_t> computed{0};

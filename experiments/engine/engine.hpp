@@ -30,6 +30,9 @@ struct EngineRequest {
   std::function<void(int worker)> worker_start;  // e.g. cudaSetDevice(gpus[worker])
   std::FILE* log = stderr;
   std::optional<bool> live_progress;  // default: a live bar when `log` is a terminal
+  // Called before any row is computed with each row found finished in the journal (plan order),
+  // so the caller can count them as if computed now (e.g. error rows, for the exit status).
+  std::function<void(const std::vector<std::string>&)> on_resumed_row;
 };
 
 struct EngineResult {

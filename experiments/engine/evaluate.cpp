@@ -133,27 +133,28 @@ ResultRow evaluate(const Matrix& A, const Matrix& B, const std::vector<double>& 
       throw UsageError(e.what());
     }
   }
-  // judge reads NaN as the run's poison left unwritten and any non-finite entry as above the bound;
-  // a user's C has no poison, so it judges the finite entries and the non-finite ones are said here.
+  // judge reads NaN as the run's poison left unwritten, and any non-finite entry as a failure of the
+  // bound; a user's C has no poison, so judge sees the finite entries and the non-finite are said
+  // here. With accumulation unknown no bound is claimed: judge sees no violation, and the status is
+  // no_bound whatever the weakest model (u_eff = 2u, in gamma_bound) says.
+  const bool unknown = n.accumulation == Accumulation::unknown;
   ErrorStats finite = s;
   finite.unwritten = 0;
-  finite.within_bound = s.componentwise <= s.gamma_bound;
+  if (unknown) finite.bound_violations = 0;
+  finite.within_bound = finite.bound_violations == 0;
   judge(row, finite, dist, n);
   std::string note;
-  if (s.nonfinite) {
-    row.status = Status::failed_bound;
+  if (s.nonfinite)
     note += std::to_string(s.nonfinite) + " entries of C are NaN or infinite (" + std::to_string(s.unwritten) +
             " NaN), left out of the statistics; ";
-  }
-  if (n.accumulation == Accumulation::unknown && s.nonfinite == 0) {
+  if (unknown) {
     note += std::string("accumulation unknown: no bound is claimed (gamma_bound is the weakest model's, u_eff = 2u") +
-            (s.within_bound ? ")" : ", and the componentwise error is above it)") + "; ";
-    // judge's bound sentences do not apply: keep only what it says about the distribution.
-    const std::string exact = "exactint not exact here";
-    const auto at = row.note.find(exact);
-    row.note = at == std::string::npos ? "" : row.note.substr(at);
+            (s.bound_violations ? ", and " + std::to_string(s.bound_violations) + " entries are above it)" : ")") + "; ";
+    const std::string vacuous = "K u_eff >= 1: no deterministic bound applies; judge by the statistics; ";
+    if (row.note.rfind(vacuous, 0) == 0) row.note.erase(0, vacuous.size());
     row.status = Status::no_bound;
   }
+  if (s.nonfinite) row.status = Status::failed_bound;
   row.note = note + row.note;
   while (!row.note.empty() && (row.note.back() == ' ' || row.note.back() == ';')) row.note.pop_back();
   row.note = with_note(row.note);

@@ -6,7 +6,7 @@
 
 namespace gemmlab::engine {
 
-// One CSV line for `fields` (quoted only where needed, as experiments/output.hpp does), ending in '\n'.
+// One CSV line for `fields` (quoted only where needed, as experiments/report/files.hpp does), ending in '\n'.
 std::string csv_line(const std::vector<std::string>& fields);
 
 // Splits CSV text into records. A field may be quoted and then hold commas, quotes ("") and

@@ -65,8 +65,14 @@ void Progress::draw_locked() {
 void Progress::row_done() {
   std::lock_guard<std::mutex> lock(mu_);
   ++done_;
-  if (live_) draw_locked();
-  else std::fprintf(out_, "[gemmlab] %s\n", format_progress(snapshot_unlocked()).c_str());
+  if (live_) {
+    draw_locked();
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (last_line_ && done_ < total_ && now - *last_line_ < std::chrono::seconds(1)) return;
+  last_line_ = now;
+  std::fprintf(out_, "[gemmlab] %s\n", format_progress(snapshot_unlocked()).c_str());
 }
 
 void Progress::log(const std::string& line) {

@@ -1,7 +1,9 @@
 // Progress of a run: rows done out of total, elapsed time and an ETA.
 //
 // On a terminal the last line of stderr is a live bar, redrawn in place, with log lines printed
-// above it; in logs and CI (stderr not a terminal) each finished row prints one plain line.
+// above it; in logs and CI (stderr not a terminal) finished rows print plain lines: the first row
+// of the run, the last, and otherwise at most one line a second (a dry run of thousands of rows
+// would otherwise fill the log with them).
 // The bar is written here rather than taken from a library: Debian packages no C++ progress-bar
 // library (p-ranav/indicators would have to be vendored: a few thousand lines of headers), and what is needed is one
 // line that must interleave with gemmlab's own log lines, which a pure format function plus
@@ -47,6 +49,7 @@ class Progress {
   bool live_;
   std::size_t total_, resumed_, done_;
   std::chrono::steady_clock::time_point start_;
+  std::optional<std::chrono::steady_clock::time_point> last_line_;  // of the plain lines
   mutable std::mutex mu_;
 };
 

@@ -2,19 +2,25 @@
 #include "experiments/engine/run.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
+#include "experiments/engine/engine.hpp"
+#include "experiments/engine/merge.hpp"
+#include "experiments/engine/shard.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
 #include "reference/error_stats.hpp"
 #include "reference/mpfr_gemm.hpp"
+#include "reference/parallel.hpp"
 #include "reference/rng.hpp"
 
 namespace fs = std::filesystem;
@@ -60,6 +66,52 @@ ResolvedPlan resolve(const RunPlan& p) {
   return r;
 }
 
+engine::PlanSpec plan_spec(const RunPlan& p, const ResolvedPlan& r) {
+  engine::PlanSpec s;
+  for (auto* k : r.kernels) s.kernels.push_back({k->name, info(k->numerics.input).name});
+  for (const auto& d : r.distributions) s.distributions.push_back(d.name());
+  for (const auto& z : p.sizes) s.sizes.push_back({z.M, z.N, z.K});
+  s.seeds = p.seeds;
+  s.reps = p.reps;
+  s.warmup = p.warmup;
+  s.reference = p.reference;
+  s.spot_checks = p.spot_checks;
+  return s;
+}
+
+std::vector<int> parse_gpus(const std::string& text, int count) {
+  const std::string have = count == 0 ? "this host has no usable GPU"
+                                      : "this host has " + std::to_string(count) + " GPU" + (count == 1 ? "" : "s") +
+                                            " (0" + (count > 1 ? ".." + std::to_string(count - 1) : "") + ")";
+  std::vector<int> out;
+  if (text == "all") {
+    if (count == 0) throw UsageError("--gpus all: " + have);
+    for (int i = 0; i < count; ++i) out.push_back(i);
+    return out;
+  }
+  // The whole list is read first, so that a malformed entry is named before any missing GPU.
+  std::vector<int> asked;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string tok = text.substr(start, end - start);
+    if (tok.empty() || tok.size() > 4 || tok.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError("--gpus '" + text + "' is not understood: give 'all' or GPU indices such as 0,1");
+    asked.push_back(std::stoi(tok));
+    start = end + 1;
+  }
+  for (int i : asked) {
+    if (i >= count)
+      throw UsageError("--gpus names GPU " + std::to_string(i) + ", but " + have +
+                       (count ? ": use --gpus all or indices below " + std::to_string(count) : ""));
+    if (std::find(out.begin(), out.end(), i) != out.end())
+      throw UsageError("--gpus names GPU " + std::to_string(i) + " twice: list each GPU once");
+    out.push_back(i);
+  }
+  return out;
+}
+
 GemmReference compute_reference(const RunPlan& plan, const Matrix& A, const Matrix& B, Format out, int threads,
                                 std::uint64_t seed, std::string& label) {
   GemmReference ref = plan.reference == "mpfr" ? mpfr_gemm(A, B, out, threads) : exact_gemm(A, B, out, threads);
@@ -91,13 +143,20 @@ std::string file_tag(const Distribution& d, const Size& z, std::uint64_t seed, F
   return d.name() + "_" + z.str() + "_s" + std::to_string(seed) + "_" + info(in).name;
 }
 
-// Everything a run needs to know before the first row: checked plan, output paths, device.
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Everything a run needs to know before the first row: checked plan, its rows, output paths.
 struct Prepared {
   ResolvedPlan rp;
-  std::string out, meta_path;
+  engine::PlanSpec spec;
+  std::vector<engine::RowKey> rows;  // this run's: the plan's, or one shard's
+  std::string out;
+  engine::OutputPaths paths;
 };
 
-Prepared prepare(const RunRequest& req, Device& device) {
+Prepared prepare(const RunRequest& req, const std::vector<Device*>& devices) {
   const RunPlan& plan = req.plan;
   validate_numbers(plan);
   Prepared p;
@@ -110,77 +169,271 @@ Prepared prepare(const RunRequest& req, Device& device) {
   if (!unfit.empty())
     throw UsageError("some kernels cannot take the requested sizes:" + unfit +
                      "\nchoose sizes that fit or leave those kernels out");
+  p.spec = plan_spec(plan, p.rp);
+  p.rows = engine::plan_rows(p.spec);
+  if (!req.shard.empty()) p.rows = engine::shard_rows(p.rows, engine::parse_shard(req.shard));
 
   p.out = req.out_csv.empty() ? "results/" + plan.name + "-" + utc_now("%Y%m%dT%H%M%SZ") + ".csv" : req.out_csv;
-  if (p.out.size() < 5 || p.out.substr(p.out.size() - 4) != ".csv")
-    throw UsageError("--out must name a .csv file, got '" + p.out + "'");
+  p.paths = engine::OutputPaths::for_csv(p.out);
   check_writable(p.out);
-  p.meta_path = metadata_path(p.out);
   if (!req.save_matrices.empty()) {
+    if (req.dry_run) throw UsageError("--dry-run computes no matrix: leave out --save-matrices");
     std::error_code ec;
     if (!fs::is_directory(req.save_matrices, ec))
       throw UsageError("--save-matrices folder '" + req.save_matrices + "' does not exist: create it first");
     check_writable((fs::path(req.save_matrices) / "probe.npy").string());
   }
+  if (req.dry_run) return p;
 
-  const DeviceInfo& dev = device.info();
-  if (!dev.present)
-    throw UsageError("gemmlab run needs a CUDA GPU, and none is usable here (" + dev.why_absent +
-                     "). Run it on a machine with an NVIDIA GPU; `gemmlab list` works without one.");
-  for (const auto& z : plan.sizes) {
-    const double bytes = 8.0 * (double(z.M) * z.K + double(z.K) * z.N + double(z.M) * z.N) + 2.0 * dev.l2_bytes;
-    if (bytes > 0.8 * double(dev.global_mem_bytes))
-      throw UsageError("size " + z.str() + " needs about " + std::to_string(long(bytes / 1e9)) + " GB on the GPU, more than " +
-                       dev.name + " has free: choose a smaller size");
+  if (devices.empty()) throw std::logic_error("run_experiment: no device for a run that is not a dry run");
+  for (Device* device : devices) {
+    const DeviceInfo& dev = device->info();
+    if (!dev.present)
+      throw UsageError("gemmlab run needs a CUDA GPU, and none is usable here (" + dev.why_absent +
+                       "). Run it on a machine with an NVIDIA GPU; `gemmlab list` and `gemmlab run --dry-run` work without one.");
+    for (const auto& z : plan.sizes) {
+      const double bytes = 8.0 * (double(z.M) * z.K + double(z.K) * z.N + double(z.M) * z.N) + 2.0 * dev.l2_bytes;
+      if (bytes > 0.8 * double(dev.global_mem_bytes))
+        throw UsageError("size " + z.str() + " needs about " + std::to_string(long(bytes / 1e9)) + " GB on the GPU, more than " +
+                         dev.name + " has free: choose a smaller size");
+    }
   }
   return p;
 }
 
-nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, Device& device) {
+// What must match for a journal to be resumed: the plan, this binary, the GPUs (none for a dry run).
+engine::JournalIdentity identity(const RunRequest& req, const Prepared& p, const std::vector<Device*>& devices) {
+  engine::JournalIdentity id;
+  id.plan_hash = engine::plan_hash(p.spec);
+  id.git_commit = git_commit();
+  id.gemmlab_version = kGemmlabVersion;
+  if (!req.dry_run) {
+    std::vector<std::string> names;
+    for (Device* d : devices) {
+      if (std::find(names.begin(), names.end(), d->info().name) == names.end()) names.push_back(d->info().name);
+      id.gpu_uuid += (id.gpu_uuid.empty() ? "" : ",") + d->info().uuid;
+    }
+    for (const auto& n : names) id.gpu_name += (id.gpu_name.empty() ? "" : ",") + n;
+  }
+  id.shard = req.shard.empty() ? "" : engine::parse_shard(req.shard).str();
+  id.columns = result_columns();
+  return id;
+}
+
+nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std::vector<Device*>& devices) {
   const RunPlan& plan = req.plan;
   nlohmann::json meta = base_metadata("run", req.command_line, p.out);
   meta["plan"] = {{"name", plan.name},           {"kernels", plan.kernels}, {"distributions", plan.distributions},
                   {"seeds", plan.seeds},         {"reps", plan.reps},       {"warmup", plan.warmup},
                   {"reference", plan.reference}, {"spot_checks", plan.spot_checks}};
   for (const auto& z : plan.sizes) meta["plan"]["sizes"].push_back({z.M, z.N, z.K});
-  add_device_metadata(meta, device.info(), device.software(), device.sm_clock_mhz());
+  if (req.dry_run) {
+    meta["dry_run"] = true;
+    meta["gpu"] = {{"name", "none"}, {"why_absent", "--dry-run: nothing ran"}};
+  } else {
+    Device& first = *devices.front();
+    add_device_metadata(meta, first.info(), first.software(), first.sm_clock_mhz());
+    if (devices.size() > 1) {
+      meta["gpus"] = nlohmann::json::array();
+      for (Device* d : devices)
+        meta["gpus"].push_back({{"index", d->info().device}, {"name", d->info().name}, {"uuid", d->info().uuid}});
+    }
+  }
   meta["cpu_threads"] = req.threads ? req.threads : static_cast<int>(std::thread::hardware_concurrency());
   return meta;
 }
 
+// Seconds spent in each part of the work, summed over the workers (so with several GPUs they can
+// add up to more than the run's wall time).
+struct TimeSplit {
+  std::mutex mu;
+  double kernels = 0, reference = 0, statistics = 0, inputs = 0, io = 0;
+  void add(double TimeSplit::*part, double s) {
+    std::lock_guard<std::mutex> lock(mu);
+    this->*part += s;
+  }
+};
+
 // The references of one problem, one per output format, computed when a kernel first needs one.
 class ReferenceCache {
  public:
-  ReferenceCache(const RunRequest& req, const Matrix& A, const Matrix& B, const Size& z, std::uint64_t seed,
-                 std::string tag)
-      : req_(req), A_(A), B_(B), z_(z), seed_(seed), tag_(std::move(tag)) {}
+  ReferenceCache(const RunRequest& req, int threads, const Matrix& A, const Matrix& B, const Size& z, std::uint64_t seed,
+                 std::string tag, engine::WorkerContext& ctx, const std::string& who, TimeSplit& time)
+      : req_(req), threads_(threads), A_(A), B_(B), z_(z), seed_(seed), tag_(std::move(tag)), ctx_(ctx), who_(who),
+        time_(time) {}
 
   const std::pair<GemmReference, std::string>& get(Format out) {
     auto it = refs_.find(out);
     if (it != refs_.end()) return it->second;
     std::string label;
     const auto t0 = std::chrono::steady_clock::now();
-    GemmReference ref = compute_reference(req_.plan, A_, B_, out, req_.threads, seed_, label);
-    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::fprintf(stderr, "[gemmlab]   reference (%s, %s out): %.1f s\n", label.c_str(), info(out).name, ref.seconds);
+    // The one place a reference is computed (a GPU reference engine replaces this call).
+    GemmReference ref = compute_reference(req_.plan, A_, B_, out, threads_, seed_, label);
+    time_.add(&TimeSplit::reference, seconds_since(t0));
+    char line[256];
+    std::snprintf(line, sizeof line, "%s   reference (%s, %s out): %.1f s", who_.c_str(), label.c_str(), info(out).name,
+                  ref.seconds);
+    ctx_.log(line);
     if (!req_.save_matrices.empty()) {
+      const auto t1 = std::chrono::steady_clock::now();
       const std::string base = (fs::path(req_.save_matrices) / tag_).string();
       write_npy(base + "_ref_fp64.npy", ref.c, z_.M, z_.N);
       write_npy(base + "_ref_rn_" + info(out).name + ".npy", ref.c_out, z_.M, z_.N);
+      time_.add(&TimeSplit::io, seconds_since(t1));
     }
     return refs_.emplace(out, std::make_pair(std::move(ref), label)).first->second;
   }
-  double seconds() const { return seconds_; }
 
  private:
   const RunRequest& req_;
+  int threads_;
   const Matrix& A_;
   const Matrix& B_;
   Size z_;
   std::uint64_t seed_;
   std::string tag_;
+  engine::WorkerContext& ctx_;
+  const std::string& who_;
+  TimeSplit& time_;
   std::map<Format, std::pair<GemmReference, std::string>> refs_;
-  double seconds_ = 0;
+};
+
+// One problem's rows (every kernel of one distribution x size x seed x input format), computed on
+// one device and handed to the engine one by one as they finish.
+class ProblemRunner {
+ public:
+  ProblemRunner(const RunRequest& req, const Prepared& p, const std::vector<Device*>& devices, TimeSplit& time,
+                std::atomic<int>& errors)
+      : req_(req), devices_(devices), time_(time), errors_(errors) {
+    for (auto* k : p.rp.kernels) kernels_[k->name] = k, formats_[info(k->numerics.input).name] = k->numerics.input;
+    for (const auto& d : p.rp.distributions) dists_.emplace(d.name(), d);
+    const int workers = static_cast<int>(std::max<std::size_t>(1, devices.size()));
+    // The CPU threads are shared among the workers; the statistics do not depend on the count.
+    threads_ = workers == 1 ? req.threads : std::max(1, resolve_threads(req.threads) / workers);
+    topt_.reps = req.plan.reps;
+    topt_.warmup = req.plan.warmup;
+  }
+
+  void operator()(const engine::Problem& prob, engine::WorkerContext& ctx) {
+    const Distribution& d = dists_.at(prob.key.distribution);
+    const Size z{prob.key.size.M, prob.key.size.N, prob.key.size.K};
+    const std::uint64_t seed = prob.key.seed;
+    const Format in = formats_.at(prob.key.input_format);
+    const std::string who = devices_.size() > 1 ? "[gemmlab gpu" + std::to_string(devices_[ctx.worker]->info().device) + "]"
+                                                : std::string("[gemmlab]");
+    std::vector<const Kernel*> kernels;
+    for (const auto& r : prob.rows) kernels.push_back(kernels_.at(r.kernel));
+    auto emit = [&](const ResultRow& row) {
+      if (row.status == Status::error) ++errors_;
+      const auto t0 = std::chrono::steady_clock::now();
+      ctx.emit(to_fields(row));  // journaled (on disk) when it returns
+      time_.add(&TimeSplit::io, seconds_since(t0));
+    };
+
+    if (req_.dry_run) {
+      for (const Kernel* k : kernels) {
+        if (ctx.should_stop()) return;
+        ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
+        row.status = Status::planned;
+        emit(row);
+      }
+      return;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "%s %s %s seed %llu, %s inputs", who.c_str(), d.name().c_str(), z.str().c_str(),
+                  static_cast<unsigned long long>(seed), info(in).name);
+    ctx.log(line);
+    if (std::string why = unusable_reason(d, in); !why.empty()) {
+      // This distribution cannot be expressed in this input format: say so in every row.
+      for (const Kernel* k : kernels) {
+        if (ctx.should_stop()) return;
+        ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
+        row.status = Status::not_applicable;
+        row.note = why;
+        emit(row);
+      }
+      return;
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    const Matrix A = generate(d, Operand::A, z.M, z.K, in, seed, threads_);
+    const Matrix B = generate(d, Operand::B, z.K, z.N, in, seed, threads_);
+    time_.add(&TimeSplit::inputs, seconds_since(t0));
+    const std::string tag = file_tag(d, z, seed, in);
+    if (!req_.save_matrices.empty()) {
+      t0 = std::chrono::steady_clock::now();
+      write_npy((fs::path(req_.save_matrices) / (tag + "_A.npy")).string(), A.v, A.rows, A.cols);
+      write_npy((fs::path(req_.save_matrices) / (tag + "_B.npy")).string(), B.v, B.rows, B.cols);
+      time_.add(&TimeSplit::io, seconds_since(t0));
+    }
+    ReferenceCache refs(req_, threads_, A, B, z, seed, tag, ctx, who, time_);
+    Device& device = *devices_[ctx.worker];
+    for (const Kernel* k : kernels) {
+      if (ctx.should_stop()) return;
+      emit(run_row(*k, d, z, seed, A, B, tag, refs, device, ctx, who));
+    }
+  }
+
+ private:
+  // The row of kernel k on this problem: not_supported, not_applicable (exact result beyond the
+  // output format's range), error (the kernel raised one), or measured and judged.
+  ResultRow run_row(const Kernel& k, const Distribution& d, const Size& z, std::uint64_t seed, const Matrix& A,
+                    const Matrix& B, const std::string& tag, ReferenceCache& refs, Device& device,
+                    engine::WorkerContext& ctx, const std::string& who) {
+    ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
+    row.reps = req_.plan.reps;
+    if (std::string why = device.hardware_support(k); !why.empty()) {
+      row.status = Status::not_supported;
+      row.note = why;
+      return row;
+    }
+    const auto& [ref, label] = refs.get(k.numerics.output);
+    row.reference = label;
+    // An exact result beyond the output format's range cannot be computed by any kernel.
+    const double maxf = info(k.numerics.output).max_finite;
+    const long long over = std::count_if(ref.c.begin(), ref.c.end(), [&](double c) { return !(std::fabs(c) <= maxf); });
+    if (over) {
+      row.status = Status::not_applicable;
+      row.note = std::to_string(over) + " exact entries exceed " + info(k.numerics.output).name + "'s range (max " +
+                 fmt_double(maxf) + "): choose a narrower distribution for this output format";
+      return row;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      KernelRun run = device.run(k, A, B, topt_);
+      time_.add(&TimeSplit::kernels, run.wall_seconds);
+      row.timing = Timing{run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, device.sm_clock_mhz()};
+      const auto t1 = std::chrono::steady_clock::now();
+      row.stats = compute_error_stats(run.c, ref, bound_model(k.numerics, z.K), threads_);
+      judge(row, *row.stats, d, k.numerics);
+      time_.add(&TimeSplit::statistics, seconds_since(t1));
+      if (!req_.save_matrices.empty()) {
+        const auto t2 = std::chrono::steady_clock::now();
+        write_npy((fs::path(req_.save_matrices) / (tag + "_" + k.name + "_C.npy")).string(), run.c, z.M, z.N);
+        time_.add(&TimeSplit::io, seconds_since(t2));
+      }
+      char line[512];
+      std::snprintf(line, sizeof line, "%s   %-44s %9.3f ms %8.2f TFLOP/s  bias %+.3e  spread %.3e  %s", who.c_str(), k.name,
+                    run.time_ms_median, run.tflops, row.stats->rel_mean, row.stats->rel_std,
+                    row.status == Status::failed_bound ? "FAILED_BOUND" : to_string(row.status));
+      ctx.log(line);
+    } catch (const std::exception& e) {
+      time_.add(&TimeSplit::kernels, seconds_since(t0));
+      row.status = Status::error;
+      row.note = e.what();
+      ctx.log(who + "   " + k.name + ": error: " + e.what());
+    }
+    return row;
+  }
+
+  const RunRequest& req_;
+  const std::vector<Device*>& devices_;
+  TimeSplit& time_;
+  std::atomic<int>& errors_;
+  std::map<std::string, const Kernel*> kernels_;
+  std::map<std::string, Format> formats_;
+  std::map<std::string, Distribution> dists_;
+  int threads_ = 0;
+  TimingOptions topt_;
 };
 
 }  // namespace
@@ -193,115 +446,63 @@ void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Num
   std::string note;
   if (ok && !bounded) note += "K u_eff >= 1: no deterministic bound applies; judge by the statistics; ";
   if (s.unwritten) note += std::to_string(s.unwritten) + " entries left unwritten (NaN poison); ";
-  if (!s.within_bound) note += "componentwise error above the gamma_K bound; ";
+  if (s.bound_violations)
+    note += std::to_string(s.bound_violations) + " entries above the bound gamma_K |A||B| + underflow term; ";
+  if (s.subnormal_reference)
+    note += std::to_string(s.subnormal_reference) +
+            " exact entries below the output's normal range, left out of the relative errors; ";
   if (d.kind == DistKind::exactint)
     if (std::string why = exact_in(d, n.compute, narrowest(n.accumulator, n.output), row.K); !why.empty())
       note += "exactint not exact here: " + why;
   row.note = note;
 }
 
-int run_experiment(const RunRequest& req, Device& device) {
-  const RunPlan& plan = req.plan;
-  const Prepared p = prepare(req, device);
-  nlohmann::json meta = plan_metadata(req, p, device);
+int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
+  const auto start = std::chrono::steady_clock::now();
+  const Prepared p = prepare(req, devices);
+  nlohmann::json meta = plan_metadata(req, p, devices);
 
-  CsvWriter csv(p.out, result_columns());
-  auto emit = [&](const ResultRow& r) { csv.row(to_fields(r)); };
-  int errors = 0, rows = 0;
-  double ref_seconds = 0;
-  TimingOptions topt;
-  topt.reps = plan.reps;
-  topt.warmup = plan.warmup;
+  engine::EngineRequest er;
+  er.paths = p.paths;
+  er.identity = identity(req, p, devices);
+  er.rows = p.rows;
+  er.session = {req.resume, req.force, req.command_line};
+  er.argv = req.argv;
+  // Without -o the output's name has the start time in it: the resume command must name it.
+  if (req.out_csv.empty() && !er.argv.empty()) er.argv.insert(er.argv.end(), {"-o", p.out});
+  er.workers = req.dry_run ? 1 : static_cast<int>(devices.size());
+  if (!req.dry_run) er.worker_start = [&](int w) { devices[w]->bind_thread(); };
+  er.log = req.log;
+  er.live_progress = req.live_progress;
+  std::atomic<int> errors{0};
+  er.on_resumed_row = [&](const std::vector<std::string>& fields) {
+    if (from_fields(result_columns(), fields).status == Status::error) ++errors;
+  };
 
-  // Kernels grouped by input format: one set of inputs per format.
-  std::vector<Format> formats;
-  for (auto* k : p.rp.kernels)
-    if (std::find(formats.begin(), formats.end(), k->numerics.input) == formats.end())
-      formats.push_back(k->numerics.input);
-
-  for (const auto& z : plan.sizes)
-    for (const auto& d : p.rp.distributions)
-      for (std::uint64_t seed : plan.seeds)
-        for (Format in : formats) {
-          std::fprintf(stderr, "[gemmlab] %s %s seed %llu, %s inputs\n", d.name().c_str(), z.str().c_str(),
-                       static_cast<unsigned long long>(seed), info(in).name);
-          auto kernels_of_format = [&](auto&& fn) {
-            for (auto* k : p.rp.kernels)
-              if (k->numerics.input == in) fn(*k);
-          };
-          if (std::string why = unusable_reason(d, in); !why.empty()) {
-            // This distribution cannot be expressed in this input format: say so in every row.
-            kernels_of_format([&](const Kernel& k) {
-              ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
-              row.status = Status::not_applicable;
-              row.note = why;
-              emit(row), ++rows;
-            });
-            continue;
-          }
-          const Matrix A = generate(d, Operand::A, z.M, z.K, in, seed, req.threads);
-          const Matrix B = generate(d, Operand::B, z.K, z.N, in, seed, req.threads);
-          const std::string tag = file_tag(d, z, seed, in);
-          if (!req.save_matrices.empty()) {
-            write_npy((fs::path(req.save_matrices) / (tag + "_A.npy")).string(), A.v, A.rows, A.cols);
-            write_npy((fs::path(req.save_matrices) / (tag + "_B.npy")).string(), B.v, B.rows, B.cols);
-          }
-          ReferenceCache refs(req, A, B, z, seed, tag);
-          kernels_of_format([&](const Kernel& k) {
-            ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
-            row.reps = plan.reps;
-            if (std::string why = device.hardware_support(k); !why.empty()) {
-              row.status = Status::not_supported;
-              row.note = why;
-              emit(row), ++rows;
-              return;
-            }
-            const auto& [ref, label] = refs.get(k.numerics.output);
-            row.reference = label;
-            // An exact result beyond the output format's range cannot be computed by any kernel.
-            const double maxf = info(k.numerics.output).max_finite;
-            const long long over =
-                std::count_if(ref.c.begin(), ref.c.end(), [&](double c) { return !(std::fabs(c) <= maxf); });
-            if (over) {
-              row.status = Status::not_applicable;
-              row.note = std::to_string(over) + " exact entries exceed " + info(k.numerics.output).name +
-                         "'s range (max " + fmt_double(maxf) + "): choose a narrower distribution for this output format";
-              emit(row), ++rows;
-              return;
-            }
-            try {
-              KernelRun run = device.run(k, A, B, topt);
-              row.timing = Timing{run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, device.sm_clock_mhz()};
-              row.stats = compute_error_stats(run.c, ref, bound_model(k.numerics, z.K), req.threads);
-              judge(row, *row.stats, d, k.numerics);
-              if (!req.save_matrices.empty())
-                write_npy((fs::path(req.save_matrices) / (tag + "_" + k.name + "_C.npy")).string(), run.c, z.M, z.N);
-              std::fprintf(stderr, "[gemmlab]   %-44s %9.3f ms %8.2f TFLOP/s  bias %+.3e  spread %.3e  %s\n", k.name,
-                           run.time_ms_median, run.tflops, row.stats->rel_mean, row.stats->rel_std,
-                           row.status == Status::failed_bound ? "FAILED_BOUND" : to_string(row.status));
-            } catch (const std::exception& e) {
-              ++errors;
-              row.status = Status::error;
-              row.note = e.what();
-              std::fprintf(stderr, "[gemmlab]   %s: error: %s\n", k.name, e.what());
-            }
-            emit(row), ++rows;
-          });
-          ref_seconds += refs.seconds();
-        }
-
-  meta["gpu"]["sm_clock_mhz_end"] = device.sm_clock_mhz();
-  meta["rows"] = rows;
-  meta["kernel_errors"] = errors;
-  meta["reference_seconds"] = ref_seconds;
-  meta["columns"] = result_columns();
-  AtomicFile mf(p.meta_path);
-  mf.stream() << meta.dump(2) << "\n";
-  csv.commit();
-  mf.commit();
-  std::fprintf(stderr, "[gemmlab] wrote %s (%d rows) and %s\n", p.out.c_str(), rows, p.meta_path.c_str());
+  TimeSplit time;
+  ProblemRunner runner(req, p, devices, time, errors);
+  auto metadata = [&] {
+    if (!req.dry_run) meta["gpu"]["sm_clock_mhz_end"] = devices.front()->sm_clock_mhz();
+    meta["rows"] = p.rows.size();
+    meta["kernel_errors"] = errors.load();
+    meta["reference_seconds"] = time.reference;
+    meta["columns"] = result_columns();
+    meta["engine"] = engine::engine_metadata(p.spec, er.identity.shard);
+    meta["workers"] = er.workers;
+    // Wall time of this process, and the parts of the work summed over its workers. Rows resumed
+    // from a journal took their time in an earlier process and are not counted here.
+    meta["timing_seconds"] = {{"total", seconds_since(start)}, {"kernels", time.kernels},
+                              {"reference", time.reference},  {"statistics", time.statistics},
+                              {"inputs", time.inputs},        {"io", time.io}};
+    return meta;
+  };
+  const engine::EngineResult r =
+      engine::run_rows(er, [&](const engine::Problem& prob, engine::WorkerContext& ctx) { runner(prob, ctx); }, metadata);
+  if (!r.complete) return r.exit_status;
   std::printf("%s\n", p.out.c_str());
-  return errors ? 3 : 0;
+  return errors.load() ? 3 : 0;
 }
+
+int run_experiment(const RunRequest& req, Device& device) { return run_experiment(req, std::vector<Device*>{&device}); }
 
 }  // namespace gemmlab

@@ -2,13 +2,18 @@
 // runs every kernel x distribution x size x seed, checks each output against the exact reference and
 // writes one typed result row each (report/result.hpp) into a tidy CSV plus metadata.
 //
-// The loop reaches the GPU only through the Device interface (device/runner.hpp), so it is plain
-// C++: gpu_device() is the CUDA implementation, and tests drive the loop with a fake.
+// The rows go through the engine (engine.hpp): each is journaled as it finishes, a killed run
+// continues with --resume, --shard i/n computes one part of the plan, and --gpus runs one worker
+// per GPU. The loop reaches the GPU only through the Device interface (device/runner.hpp), so it
+// is plain C++: gpu_device(i) is the CUDA implementation, and tests drive the loop with a fake.
 #pragma once
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "experiments/device/runner.hpp"
+#include "experiments/engine/plan_rows.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/result.hpp"
 #include "kernels/kernel.hpp"
@@ -21,8 +26,15 @@ struct RunRequest {
   RunPlan plan;
   std::string out_csv;          // empty: results/<plan.name>-<UTC time>.csv
   std::string save_matrices;    // folder for .npy files, empty: none
-  int threads = 0;              // CPU threads for reference and statistics (0: all)
-  std::string command_line;     // recorded in the metadata
+  int threads = 0;              // CPU threads for reference and statistics (0: all), shared by the workers
+  std::string command_line;     // recorded in the metadata and the lock
+  std::vector<std::string> argv;  // the command as typed, for the resume hint
+  bool resume = false;          // continue the journal of an interrupted run
+  bool force = false;           // replace an existing CSV, or discard a journal
+  bool dry_run = false;         // write the plan's rows with status `planned`; no GPU needed
+  std::string shard;            // "i/n": only that shard's rows; "" for the whole plan
+  std::FILE* log = stderr;
+  std::optional<bool> live_progress;  // default: a live bar when `log` is a terminal
 };
 
 struct ResolvedPlan {
@@ -32,6 +44,9 @@ struct ResolvedPlan {
 
 // Throws UsageError naming the unknown kernel/distribution.
 ResolvedPlan resolve(const RunPlan& p);
+
+// The plan as the engine keys it: kernel names with their input formats, distribution names.
+engine::PlanSpec plan_spec(const RunPlan& p, const ResolvedPlan& r);
 
 // The exact reference of one problem with the self-check the plan asks for (MPFR spot checks on
 // entries chosen by the seed); `label` gets the engine name as the CSV's `reference` column says it.
@@ -43,8 +58,17 @@ GemmReference compute_reference(const RunPlan& plan, const Matrix& A, const Matr
 // distribution is exact in this kernel's formats.
 void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Numerics& n);
 
-// Returns the process exit code: 0 when every row was produced (passed, failed_bound, no_bound,
-// not_supported, not_applicable), 3 when some kernel raised an error (its row says so).
+// `--gpus all|0,1,...` on a host with `count` GPUs: the indices, in the order given. Throws
+// UsageError for a malformed list, a repeated index, or an index the host does not have.
+std::vector<int> parse_gpus(const std::string& text, int count);
+
+// Runs the plan with one worker per device (their indices are the --gpus list; a row's statistics
+// do not depend on which device computed it). `devices` may be empty for a dry run. Returns the
+// process exit code: 0 when every row was produced (passed, failed_bound, no_bound, not_supported,
+// not_applicable, planned), 3 when some kernel raised an error (its row says so; rows resumed from
+// the journal count), 128 + signal when SIGINT/SIGTERM stopped it (the journal keeps the finished
+// rows and the log says how to resume). Throws UsageError for bad input, having written nothing.
+int run_experiment(const RunRequest& req, const std::vector<Device*>& devices);
 int run_experiment(const RunRequest& req, Device& device);
 
 }  // namespace gemmlab

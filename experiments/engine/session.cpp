@@ -64,8 +64,10 @@ RunSession::RunSession(const OutputPaths& paths, const JournalIdentity& id, std:
   } else if (!have_journal) {
     if (opt.resume && !opt.force && fs::exists(paths_.csv, ec))
       throw UsageError("'" + paths_.csv + "' is complete, with no journal to resume: nothing to do (pass --force to run it again)");
+    if (opt.resume)
+      throw UsageError("--resume: there is no journal '" + paths_.journal +
+                       "' (no run writing this output was interrupted): run without --resume to start it");
     check_no_overwrite(paths_, opt.force);
-    if (opt.resume) note_ = "no journal '" + paths_.journal + "' to resume: starting from the first row";
   }
   journal_ = std::make_unique<JournalWriter>(paths_.journal, id_);
 }
@@ -77,6 +79,14 @@ std::vector<RowKey> RunSession::pending() const {
   std::vector<RowKey> out;
   for (const auto& k : rows_)
     if (!done_.count(k.str())) out.push_back(k);
+  return out;
+}
+
+std::vector<std::vector<std::string>> RunSession::finished_rows() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::vector<std::string>> out;
+  for (const auto& k : rows_)
+    if (auto it = done_.find(k.str()); it != done_.end()) out.push_back(it->second);
   return out;
 }
 

@@ -34,15 +34,15 @@ struct OutputPaths {
 void check_no_overwrite(const OutputPaths& paths, bool force);
 
 struct SessionOptions {
-  bool resume = false;       // continue the journal; without one, start from the first row
+  bool resume = false;       // continue the journal (refused when there is none)
   bool force = false;        // replace an existing final CSV, or discard an existing journal
   std::string command_line;  // written into the lock, for the message another run gets
 };
 
 class RunSession {
  public:
-  // In this order: takes the lock; with --resume, recovers the journal and refuses if its
-  // identity differs from `id` (plan, binary, GPU, shard or columns changed); without it,
+  // In this order: takes the lock; with --resume, recovers the journal and refuses if there is
+  // none or if its identity differs from `id` (plan, binary, GPU, shard or columns changed); without it,
   // refuses to replace a journal or a final CSV unless --force. `rows`: this run's rows
   // (the plan's, or one shard's) in plan order. Throws UsageError, having written nothing.
   RunSession(const OutputPaths& paths, const JournalIdentity& id, std::vector<RowKey> rows, const SessionOptions& opt);
@@ -51,6 +51,8 @@ class RunSession {
   const std::vector<RowKey>& rows() const { return rows_; }
   std::vector<RowKey> pending() const;   // rows not yet finished, in plan order
   std::size_t resumed() const { return resumed_; }
+  // The rows finished so far (resumed ones included), in plan order.
+  std::vector<std::vector<std::string>> finished_rows() const;
   // What the start did, for the log: "resumed out.csv.journal: 8 of 30 rows finished, …".
   const std::string& start_note() const { return note_; }
 

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "experiments/engine/evaluate.hpp"
@@ -299,6 +300,14 @@ void bind_stats(nb::module_& m) {
         "experiments/engine/evaluate.hpp evaluate(): the CSV fields of the row (result_columns() order).\n"
         "acc_rounding '' takes the accumulation's default; time_ms NaN and reps <= 0 mean not given.");
   m.def("result_columns", [] { return result_columns(); }, "The CSV columns of every result row, in order.");
+  m.def("integer_stats_columns", [] {
+    std::vector<std::string> v;
+#define GEMMLAB_INTEGER_FIELD(type, name, doc) \
+  if (std::is_integral_v<type>) v.push_back(#name);
+    GEMMLAB_ERROR_STATS_FIELDS(GEMMLAB_INTEGER_FIELD)
+#undef GEMMLAB_INTEGER_FIELD
+    return v;
+  }, "The statistics columns that are counts (GEMMLAB_ERROR_STATS_FIELDS of an integer type).");
   m.def("statuses", [] {
     std::vector<std::string> v;
     for (Status st : {Status::passed, Status::failed_bound, Status::no_bound, Status::not_supported,

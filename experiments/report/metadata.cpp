@@ -42,6 +42,8 @@ void add_device_metadata(nlohmann::json& meta, const DeviceInfo& dev, const Soft
     return;
   }
   meta["gpu"] = {{"name", dev.name},
+                 {"uuid", dev.uuid},
+                 {"index", dev.device},
                  {"compute_capability", std::to_string(dev.cc_major) + "." + std::to_string(dev.cc_minor)},
                  {"sm_count", dev.sm_count},
                  {"l2_bytes", dev.l2_bytes},

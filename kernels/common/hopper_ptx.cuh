@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/common/per_device.cuh"
+
 // Device code of this family compiles only for the sm_90a target; elsewhere kernels have an empty
 // (or trapping) body and their descriptors say requires_sm90a, so the harness reports not_supported.
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -87,15 +89,15 @@ inline CUtensorMap make_f32_store_tensor_map(void* base, int rows, int cols, int
   return map;
 }
 
-// Number of SMs of the current device (cached per device; the harness uses one device).
+// Number of SMs of the current device (cached per device: --gpus runs one worker per GPU).
 inline int sm_count() {
-  static int n = [] {
+  static PerDevice<int> n;
+  return n.get([] {
     int dev = 0, count = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev);
     return count > 0 ? count : 1;
-  }();
-  return n;
+  });
 }
 
 #ifdef GEMMLAB_SM90A_DEVICE
@@ -281,7 +283,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(std::uint64_t* bar, unsigned
 // the default .release.cta semantics (as CUTLASS's ClusterBarrier::arrive does). For releasing a slot
 // that was read only by wgmma (async proxy, already complete at wgmma.wait_group) no cluster-scope
 // ordering of this thread's generic memory operations is needed; .release.cluster (above) is much
-// slower in a k-loop (hgemm_wgmma_07_cluster2's header has the figures).
+// slower in a k-loop (figures: results/hopper/README.md#step-7).
 __device__ __forceinline__ void mbar_arrive_remote(std::uint64_t* bar, unsigned cta) {
   asm volatile(
       "{\n.reg .b32 remote;\n"

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/per_device.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "kernels/kernel.hpp"
 
@@ -60,7 +61,7 @@ __device__ __forceinline__ void load_slice(unsigned char* smem, std::uint64_t* f
 // producer multicasts into this slot too, so its empty barrier counts this warpgroup as well). The
 // remote arrive keeps the default .release.cta semantics: the slot was read only by wgmma, complete
 // at wgmma.wait_group, so no cluster-scope fence is needed (.release.cluster made steps 5 and 6's
-// cluster variant 40% slower: step 7's header).
+// cluster variant much slower: results/hopper/README.md#step-7).
 template <int CLUSTER>
 __device__ __forceinline__ void release_slot(std::uint64_t* empty, int s, unsigned rank) {
   mbar_arrive(&empty[s]);
@@ -197,7 +198,8 @@ void launch_persistent(const char* name, int threads, int smem_bytes, int items,
   cfg.stream = as_stream(stream);
   cfg.attrs = attr;
   cfg.numAttrs = CLUSTER == 1 ? 0 : 1;
-  static const int resident = [&] {
+  static PerDevice<int> resident_per_device;  // occupancy and the attribute belong to the current GPU
+  const int resident = resident_per_device.get([&] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
     int n = sm_count();
     if (CLUSTER > 1) {
@@ -209,7 +211,7 @@ void launch_persistent(const char* name, int threads, int smem_bytes, int items,
       std::fprintf(stderr, "%s: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n", name, n, CLUSTER,
                    smem_bytes, sm_count());
     return n > 0 ? n : 1;
-  }();
+  });
   int grid = resident < max_resident ? resident : max_resident;
   if (items < grid) grid = items;
   cfg.gridDim = dim3(CLUSTER * grid);

@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/per_device.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "kernels/kernel.hpp"
 
@@ -107,12 +108,12 @@ __global__ void __launch_bounds__(THREADS, 1)
 
 template <class T, int PROMOTE>
 void launch(const GemmArgs& a) {
-  static const bool attr_set = [] {
+  static PerDevice<bool> attr_set;  // once per GPU: the attribute belongs to the current device
+  attr_set.get([] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(hgemm_wgmma_tma<T, PROMOTE>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
     return true;
-  }();
-  (void)attr_set;
+  });
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 2, BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 2, BN);
   dim3 grid(a.N / BN, a.M / BM);

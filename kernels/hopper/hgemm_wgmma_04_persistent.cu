@@ -31,6 +31,7 @@
 #include <cuda_fp8.h>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/per_device.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "kernels/common/hopper_tile.cuh"
 #include "kernels/kernel.hpp"
@@ -144,12 +145,12 @@ __global__ void __launch_bounds__(THREADS, 1)
 template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 void launch(const GemmArgs& a) {
   using S = Shape<T, BN, STAGES>;
-  static const bool attr_set = [] {
+  static PerDevice<bool> attr_set;  // once per GPU: the attribute belongs to the current device
+  attr_set.get([] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(hgemm_wgmma_persistent<T, BN, STAGES, PROMOTE, SUPER_M>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
     return true;
-  }();
-  (void)attr_set;
+  });
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN);
   const int tiles = (a.M / BM) * (a.N / BN);

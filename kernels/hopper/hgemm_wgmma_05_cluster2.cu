@@ -7,12 +7,10 @@
 // multicast writes into its partner's slot too, a slot is free only when the consumers of BOTH blocks
 // have released it: `empty` counts 4 arrivals (2 consumer warpgroups x 2 blocks), each consumer arrives
 // locally and remotely (mapa + mbarrier.arrive.shared::cluster with the default .release.cta
-// semantics). Until session 3 (2026-11-21) both arrives were mbarrier.arrive.release.cluster, a
-// cluster-wide fence on every slice, and this step ran at 0.56x / 0.57x cuBLAS fp16->fp32 at 4096^3 /
-// 8192^3 (results/hopper/session3_series_h200.csv; step 7's header has the diagnosis); the figures
-// with the fast arrive are in results/hopper/step5_fix_h200.csv. Blocks meet in a cluster barrier
-// after initialising their mbarriers and before exiting. Cluster tiles are taken in the super_M
-// order of step 4 (SUPER_M counted in 128-row tile rows: 8 = 4 cluster rows).
+// semantics; a .release.cluster arrive would make every slice's release a cluster-wide fence:
+// results/hopper/README.md#step-5 has this step's history, #step-7 the diagnosis). Blocks meet in a
+// cluster barrier after initialising their mbarriers and before exiting. Cluster tiles are taken in
+// the super_M order of step 4 (SUPER_M counted in 128-row tile rows: 8 = 4 cluster rows).
 //
 // Numerics: identical to hgemm_wgmma_04_persistent (in_wgmma, truncating tensor-core accumulation;
 // fp8 judged with acc_unit_roundoff = 2^-13). Layouts: A row-major, B column-major (K-major).
@@ -21,6 +19,7 @@
 #include <cuda_fp8.h>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/per_device.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "kernels/common/hopper_tile.cuh"
 #include "kernels/kernel.hpp"
@@ -144,12 +143,12 @@ __global__ void __launch_bounds__(THREADS, 1)
 template <class T, int BN, int STAGES, int PROMOTE, int SUPER_M>
 void launch(const GemmArgs& a) {
   using S = Shape<T, BN, STAGES>;
-  static const bool attr_set = [] {
+  static PerDevice<bool> attr_set;  // once per GPU: the attribute belongs to the current device
+  attr_set.get([] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(hgemm_wgmma_cluster2<T, BN, STAGES, PROMOTE, SUPER_M>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM_BYTES));
     return true;
-  }();
-  (void)attr_set;
+  });
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / 2);
   cudaLaunchConfig_t cfg{};

@@ -24,21 +24,9 @@
 // adds every N-element partial sum into fp32 registers with round-to-nearest adds. The TMA store
 // copies fp32 bits unchanged. Layouts: A row-major (M, K), B column-major (K, N), both K-major.
 //
-// Measured on an H200 (results/hopper/hopper_step6_bench_h200.csv: one run, median of 21, L2 flushed,
-// ratios to cuBLAS cublasGemmEx fp32-out in the same run; an earlier run agreed within 0.3%):
-//   4096^3  fp16 0.1872 ms 734 TFLOP/s 0.990x (step 4: 0.971x); bf16 0.1813 ms 758 TFLOP/s 0.994x of bf16 cuBLAS
-//   8192^3  fp16 1.4731 ms 746 TFLOP/s 0.988x (step 4: 0.980x); bf16 1.3984 ms 786 TFLOP/s 0.998x of bf16 cuBLAS
-//   promoted_every_128k (128x128): fp16 0.776x / 0.769x, bf16 0.778x / 0.770x of the same-format cuBLAS
-//   (step 4's promoted 128x128: 0.736x / 0.731x fp16).
-// So the TMA-store epilogue buys ~2% at 4096^3 (3.9 waves: more epilogues per unit of work) and
-// ~0.5-1% at 8192^3, but does not reach cuBLAS (the issue's target is not met here).
-// Negative results (same run, registered for it, then removed):
-//   super_M 8 instead of 16: 0.987x / 0.985x (fp16, 4096^3 / 8192^3), 0.993x / 0.993x (bf16).
-//   CLUSTER = 2 (B multicast, grid sized by cudaOccupancyMaxActiveClusters): 0.59x / 0.62x, as slow
-//     as step 5 was; diagnosed in step 7 (.release.cluster arrives on every slice), which is this
-//     kernel in clusters of 2 done right. The cluster code path was removed from this file in
-//     session 3 (it was never registered); the shared slice/launch helpers of
-//     kernels/common/hopper_tile.cuh serve both.
+// NOTES: super_M 16 (8 was no faster). No cluster path here: step 7 is this kernel in clusters of 2;
+// both use the shared slice/launch helpers of kernels/common/hopper_tile.cuh.
+// Measurements and variants tried: results/hopper/README.md#step-6.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -6,59 +6,31 @@
 // adjacent tiles (tile rows 2i and 2i+1, the same tile column: one (256, BN) cluster tile) need the
 // same B slice, so each block loads its own A (128, 64) and HALF of B, (BN/2, 64), multicast into both
 // blocks (mask 0b11): 32 KB per block per k-step instead of 48 KB, a third less L2 traffic.
-// Each block's producer waits on its OWN empty barrier, which counts the releases of the consumers of
-// both blocks (2 x 2 = 4 arrivals per phase: its half of B lands in the partner's slot too). Each
-// consumer warpgroup releases a slot with one elected thread: a local arrive and one remote arrive
-// (mapa + mbarrier.arrive.release.cluster) on the partner. The full barrier expects the whole stage
-// (A + both halves of B). Launched with cudaLaunchKernelEx and a cluster dimension of 2; the grid is
-// the number of co-resident clusters from cudaOccupancyMaxActiveClusters (GEMMLAB_HOPPER_VERBOSE=1
-// prints it). Cluster tiles are taken in the super_M order of step 4 in units of cluster rows.
+// Each block's producer waits on its OWN empty barrier, which counts the releases of the consumers
+// of both blocks (2 x 2 = 4 arrivals per phase: its half of B lands in the partner's slot too).
+// Each consumer warpgroup releases a slot with one elected thread: a local arrive and one remote
+// arrive (mapa + mbarrier.arrive.shared::cluster, default .release.cta: see NOTES) on the partner.
+// The full barrier expects the whole stage (A + both halves of B). Launched with cudaLaunchKernelEx
+// and a cluster dimension of 2; the grid is the number of co-resident clusters from
+// cudaOccupancyMaxActiveClusters (GEMMLAB_HOPPER_VERBOSE=1 prints it). Cluster tiles are taken in
+// the super_M order of step 4 in units of cluster rows.
 //
 // Numerics: unchanged from steps 4 and 6. fp16/bf16 in (products exact), fp32 out, accumulation inside
 // the wgmma accumulator (in_wgmma, truncating alignment, judged with Rounding::toward_zero). The TMA
 // store copies fp32 bits unchanged. Layouts: A row-major (M, K), B column-major (K, N), both K-major.
 //
-// Measured on an H200 (results/hopper/hopper_step7_bench_h200.csv: one run, median of 21, L2 flushed,
-// ratios to cuBLAS cublasGemmEx fp32-out of the same format in the same run):
-//   4096^3  fp16 0.1887 ms 728 TFLOP/s 0.997x (step 6: 0.993x); bf16 0.1832 ms 750 TFLOP/s 0.998x (step 6: 0.996x)
-//   8192^3  fp16 1.4662 ms 750 TFLOP/s 1.013x (step 6: 0.998x); bf16 1.4054 ms 782 TFLOP/s 1.014x (step 6: 1.007x)
-// So multicast pays at 8192^3 (+1.5% over step 6) and is level with cuBLAS at 4096^3 (3.88 waves of
-// 128x256 tiles on 132 SMs: the last partial wave, not the mainloop, is what is left there).
-// Why step 5 and step 6's cluster variant ran at 0.59x: their consumers released each slot with
-// mbarrier.arrive.release.cluster on BOTH blocks (mapa even for the local one). A cluster-scope
-// release makes each arrive a cluster-wide fence of the thread's memory operations (MEMBAR-class), on
-// the k-loop's critical path, every slice. Measured in the first device run of this step: local arrive
-// + one .release.cluster remote arrive = 0.756x / 0.68x (fp16, 4096^3 / 8192^3); local arrive + one
-// remote arrive with the default .release.cta semantics (hopper::mbar_arrive_remote, as CUTLASS's
-// ClusterBarrier::arrive) = the figures above. The slot was read only by wgmma (async proxy,
-// complete at wgmma.wait_group), so no cluster-scope ordering of generic accesses is needed.
-// cudaOccupancyMaxActiveClusters reports 66 co-resident clusters of 2 at 226 KB (all 132 SMs):
-// occupancy was not the cause.
-// Negative results (registered, measured, removed):
-//   3 stages (178 KB) instead of 4: 0.933x / 0.989x fp16 (same run as the figures above).
-//   step 6 without clusters at super_M 32: 0.188 ms / 1.502 ms fp16 vs step 6 sm16 0.187 / 1.482 ms
-//   (first run): no gain from a taller super_M.
-// Session 2 (2026-11-21, H200, each a registered variant measured in one run beside this kernel and
-// cuBLAS fp16->fp32, median of 21, 4096^3 / 8192^3; CSVs under results/hopper/, then removed):
-//   * no epilogue at all (DIAGNOSTIC, wrong results): 1.067x / 1.043x against 1.001x / 1.011x: the
-//     epilogue costs ~6% at 4096^3 (~2.7 us per (128, 256) tile, 128 KB through 16 KB of staging)
-//     and ~3% at 8192^3 (step7_epilogue_diag_h200.csv). This is what is left to win at 4096^3.
-//   * super_M 8 / 32: 0.987x / 0.989x at 4096^3, 0.997x / 1.002x at 8192^3 (same file): 16 stays.
-//   * per-warp TMA-store epilogue in (16, 32) boxes, __syncwarp instead of the 128-thread named
-//     barriers: 0.997x / 1.009x against 1.001x / 1.011x (step7_epilogue_diag_h200.csv); per-warp
-//     (8, 32) boxes with 4 in flight per warp: 0.995x / 1.010x, and direct st.global from the
-//     fragments: 0.972x / 1.005x, against 0.995x / 1.006x (step7_epilogue_variants_h200.csv). So neither barrier cost nor boxes in flight limit the
-//     epilogue.
-//   * staggered start (cluster groups 2 or 4, each 2000-6000 SM cycles later than the previous, so
-//     the SMs' epilogues fall at different times): 0.971x-0.993x / 1.006x-1.007x against 0.997x /
-//     1.008x (step7_stagger_bench_h200.csv): the epilogue is not a chip-wide write burst either.
-//   * ping-pong consumer warpgroups (a whole (64, 256) tile per warpgroup, so one warpgroup's
-//     epilogue overlaps the other's mainloop): step 9, 0.81x: one warpgroup alone does not keep the
-//     tensor cores busy.
-//   * half of the epilogue stashed in registers and stored during the next tile's mainloop: step 10
-//     (session 3), +0.5-1% over this step, 1.009x / 1.012x: the fastest kernel at 4096^3.
-// cuBLAS's own choice (CUBLASLT_LOG_LEVEL=5, cublaslt_algo_4096_8192_h200.log): algo 66, tile 256x128,
-// cluster 1x2x1 at 4096^3; tile 320x128, cluster 1x2x1 at 8192^3.
+// NOTES:
+//  * The remote arrive keeps the default .release.cta semantics (hopper::mbar_arrive_remote, as
+//    CUTLASS's ClusterBarrier::arrive). The slot was read only by wgmma (async proxy, complete at
+//    wgmma.wait_group), so no cluster-scope ordering of generic accesses is needed. A cluster-scope
+//    release makes each arrive a cluster-wide fence of the thread's memory operations (MEMBAR-class)
+//    on the k-loop's critical path, every slice: that is what held steps 5 and 6's cluster variant back.
+//  * 4 stages (226 KB of shared memory; 66 co-resident clusters of 2 on 132 SMs) and super_M 16:
+//    3 stages and super_M 8 / 32 were no faster.
+//  * What is left at 4096^3 is the last partial wave (3.88 waves of 128x256 tiles on 132 SMs) and the
+//    epilogue: steps 8, 9 and 10 each take on one of them.
+// Measurements, the diagnosis of .release.cluster, the variants tried and cuBLAS's own choice of
+// algorithm: results/hopper/README.md#step-7.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -34,28 +34,10 @@
 // full waves are summed exactly as in step 7. The descriptor stays in_wgmma / truncate: the few extra
 // round-to-nearest adds (at most one per chunk boundary) are covered by the in_wgmma bound, which
 // already allows a rounding per k-step.
-// Measured on an H200 (results/hopper/hopper_step8_bench_h200.csv: one run, median of 21, L2 flushed,
-// ratios to cuBLAS cublasGemmEx fp32-out of the same format in the same run; 66 resident clusters):
-//   4096^3  fp16 0.1943 ms 707 TFLOP/s 0.955x (step 7 same run: 0.1860 ms 0.997x)
-//           bf16 0.1888 ms 728 TFLOP/s 0.952x (step 7 same run: 0.1805 ms 0.995x)
-//   8192^3  fp16 1.4212 ms 774 TFLOP/s 1.028x (step 7 same run: 1.4390 ms 1.015x)
-//           bf16 not measured (the run's time limit cut the bench off before it)
-// So the stream-K tail pays at 8192^3 (tail 52% full: +1.3% over step 7) and LOSES 4% at 4096^3
-// (tail 88% full), where it was meant to help: the 2.7% of slice-time it saves there is outweighed.
-// Not diagnosed on the device (no budget left). Suspect: in the data-parallel waves all clusters read
-// the same k-slice at the same moment, so tiles of one tile row (A) or column (B) share it in L2; in the
-// stream-K tail each cluster starts at a different k offset, that sharing is lost and the tail's
-// loads (64 KB per cluster per slice) go further out. The fix-up itself (at most one 128 KB partial
-// written and one read per block) is ~1-2 us. Next steps: a launcher rule that uses the stream-K tail
-// only when the last wave is at most about half full (4096^3 would then run as step 7), or a tail split
-// in equal, k-aligned chunks so that clusters stay in step along k.
-// The bf16 4096^3 row shows a larger relative-error spread (1.07e-2 against 2.97e-3 for cuBLAS and
-// step 7, bias similar, within the bound): the spread is dominated by the few entries with a near-zero
-// reference, where a different summation order changes the relative error most; fp16 at the same size
-// and both formats of streamk2w show spreads equal to or below step 7's.
-// Negative result (same run, registered, then removed; SK_WAVES = 2 below):
-//   streamk2w (last partial wave + one full wave split along K, ranges of ~120 slices at 4096^3):
-//   fp16 0.946x / 1.016x (4096^3 / 8192^3), bf16 0.945x at 4096^3: slower than streamk at both sizes.
+// Split tiles are summed in another order than full-wave tiles; that shows most in the relative error
+// of entries with a near-zero reference.
+// NOTES: SK_WAVES = 2 (streamk2w) stays in the template but is not registered: it was slower than
+// SK_WAVES = 1. Measurements, the loss at 4096^3 and what may cause it: results/hopper/README.md#step-8.
 //
 // Workspace: per (cluster, block, consumer warpgroup) a 64 KB fp32 partial slot and a 64-bit flag.
 // The flag is set (st.release.gpu, after a bar.sync of the 128 writers and a __threadfence) to an
@@ -63,6 +45,8 @@
 // new for every launch; the owner spins with ld.acquire.gpu until it reads this launch's value. So the
 // workspace needs no zeroing and repeated launches work with no reset (a flag left from an earlier
 // launch never matches; the counter wraps after 2^32 launches).
+
+#include <atomic>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -270,7 +254,7 @@ void launch(const GemmArgs& a) {
   using S = Shape<T>;
   if (!a.workspace || a.workspace_bytes < WORKSPACE_BYTES)
     throw std::runtime_error("hgemm_wgmma_08_streamk: the harness passed less workspace than Kernel::workspace_bytes");
-  static std::uint32_t launches = 0;  // epoch of the flags: new for every launch in this process
+  static std::atomic<std::uint32_t> launches{0};  // epoch of the flags: new for every launch in this process (any GPU)
   const std::uint64_t epoch = EPOCH_MAGIC | ++launches;
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / CLUSTER);

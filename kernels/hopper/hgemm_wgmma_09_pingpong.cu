@@ -2,30 +2,26 @@
 // TMA multicast of B, persistent warp-specialised producer/consumer, TMA-store epilogue) with the
 // consumer warpgroups in PING-PONG instead of cooperating on one tile.
 //
-// Why: step 7 timed without its epilogue (a diagnostic variant, results/hopper/
-// hopper_step9_diag_h200.csv) ran 6.7% faster at 4096^3 and 4.3% at 8192^3: ~2.7 us per (128, 256)
-// tile in which both consumer warpgroups copy 128 KB of fp32 out through 16 KB of staging while the
-// tensor cores idle (all 132 SMs store at the same moment, so the copy runs at the chip's write rate
-// shared 132 ways). Here each consumer warpgroup owns whole (64, 256) tiles: warpgroup 0 takes the
-// cluster's work items 0, 2, 4, ..., warpgroup 1 items 1, 3, 5, ... The producer fills one ring in
-// item order, so warpgroup 1's mainloop starts as warpgroup 0's ends, and warpgroup 0's epilogue
-// runs while warpgroup 1 keeps the tensor cores busy (one warpgroup issuing m64n256k16 back to back
-// can saturate them: each wgmma is 128 SM cycles of tensor work). Cost: the block tile per mainloop
-// halves, (64, 256) instead of (128, 256), so each slice of 64 K brings 8 KB of A + 16 KB (this
-// block's multicast half) of B per 1 M multiply-adds instead of 32 KB per 2 M: 1.5x the L2->SM
-// traffic of step 7 (the same per flop as step 6, which had no multicast).
+// Why: step 7's epilogue is exposed (step 7 timed without it runs faster:
+// results/hopper/README.md#step-7): per (128, 256) tile both consumer warpgroups copy 128 KB of
+// fp32 out through 16 KB of staging while the tensor cores idle (all 132 SMs store at the same
+// moment, so the copy runs at the chip's write rate shared 132 ways). Here each consumer warpgroup
+// owns whole (64, 256) tiles: warpgroup 0 takes the cluster's work items 0, 2, 4, ..., warpgroup 1
+// items 1, 3, 5, ... The producer fills one ring in item order, so warpgroup 1's mainloop starts as
+// warpgroup 0's ends, and warpgroup 0's epilogue runs while warpgroup 1 keeps the tensor cores busy
+// (one warpgroup issuing m64n256k16 back to back can saturate them: each wgmma is 128 SM cycles of
+// tensor work). Cost: the block tile per mainloop halves, (64, 256) instead of (128, 256), so each
+// slice of 64 K brings 8 KB of A + 16 KB (this block's multicast half) of B per 1 M multiply-adds
+// instead of 32 KB per 2 M: 1.5x the L2->SM traffic of step 7 (the same per flop as step 6, which
+// had no multicast).
 //
-// Measured on an H200 (2026-11-21, results/hopper/session2_final_bench_h200.csv: one run, median of
-// 21, L2 flushed, ratios to cuBLAS cublasGemmEx fp32-out of the same format in the same run):
-//   4096^3  fp16 0.2219 ms 0.808x (step 7: 0.993x); bf16 0.2194 ms 0.796x (step 7: 0.998x)
-//   8192^3  fp16 1.6940 ms 0.824x (step 7: 1.010x); bf16 1.6638 ms 0.801x (step 7: 1.013x)
-// A MEASURED NEGATIVE RESULT, kept registered because ping-pong is a standard Hopper technique and
-// its numerics are those of step 7 bit for bit (tested). super_M 8 and 32 gave 0.804x / 0.773x at
-// 4096^3 (step9_pingpong_bench_h200.csv). Reading: with one warpgroup in its mainloop at a time
-// the tensor cores run at ~0.8 of what two cooperating warpgroups reach (wgmma.wait_group with one
-// group in flight per warpgroup leaves gaps that a second warpgroup's wgmmas would fill), which
-// costs more than the ~6% of epilogue it hides. Not tried: three consumer warpgroups (two in the
-// mainloop while one stores) - a (64, 256) fp32 accumulator per warpgroup leaves too few registers.
+// A negative result, kept registered because ping-pong is a standard Hopper technique and its numerics
+// are those of step 7 bit for bit (tested): it is slower than step 7 (results/hopper/README.md#step-9).
+// Reading: with one warpgroup in its mainloop at a time the tensor cores run below what two
+// cooperating warpgroups reach (wgmma.wait_group with one group in flight per warpgroup leaves gaps
+// that a second warpgroup's wgmmas would fill), which costs more than the epilogue it hides. Not
+// tried: three consumer warpgroups (two in the mainloop while one stores) - a (64, 256) fp32
+// accumulator per warpgroup leaves too few registers.
 //
 // Cluster of 2 along M: a work item is a (128, 256) cluster tile; block r of the cluster takes its rows
 // r*64 .. r*64+63, so the two blocks' current warpgroups read the same B slice, multicast as in

@@ -2,18 +2,17 @@
 // TMA multicast of B, persistent warp-specialised producer/consumer, (128, 256) tiles, 4-stage ring,
 // TMA-store epilogue) with HALF OF EACH TILE'S EPILOGUE OVERLAPPED WITH THE NEXT TILE'S MAINLOOP.
 //
-// Why: step 7 timed without its epilogue ran 6.7% faster at 4096^3 and 4.3% at 8192^3, and none of
-// barrier cost, boxes in flight, direct stores or a chip-wide write burst explained it (step 7's
-// header): 128 KB of fp32 per tile leave each SM at its own store rate (~2.7 us per tile) while the
-// tensor cores wait, because the fp32 accumulators are needed by the next tile's first wgmma and the
-// 16 KB of staging per warpgroup holds only a quarter of a warpgroup's 64 KB. Here each consumer
-// warpgroup, once its tile's last wgmma is done, stores columns 0..127 of its (64, 256) fragment
-// through the staging buffers as before (4 boxes of (64, 32)), COPIES columns 128..255 into 64 spare
-// registers per thread (128 accumulators + 64 stash + addresses fit the 232 registers that
-// setmaxnreg gives a consumer; ptxas: no spill, wgmmas not serialised), and starts the next tile at
-// once; the stashed boxes go out during that tile's mainloop, one after each of its slices 3, 7, 11
-// and 15, between the wgmma wait and the next full-barrier wait, while the tensor cores work. The
-// exposed part of the epilogue halves.
+// Why: step 7's epilogue is exposed, and none of barrier cost, boxes in flight, direct stores or a
+// chip-wide write burst explained it (results/hopper/README.md#step-7): 128 KB of fp32 per tile
+// leave each SM at its own store rate while the tensor cores wait, because the fp32 accumulators
+// are needed by the next tile's first wgmma and the 16 KB of staging per warpgroup holds only a
+// quarter of a warpgroup's 64 KB. Here each consumer warpgroup, once its tile's last wgmma is done,
+// stores columns 0..127 of its (64, 256) fragment through the staging buffers as before (4 boxes of
+// (64, 32)), COPIES columns 128..255 into 64 spare registers per thread (128 accumulators + 64
+// stash + addresses fit the 232 registers that setmaxnreg gives a consumer; ptxas: no spill, wgmmas
+// not serialised), and starts the next tile at once; the stashed boxes go out during that tile's
+// mainloop, one after each of its slices 3, 7, 11 and 15, between the wgmma wait and the next
+// full-barrier wait, while the tensor cores work. The exposed part of the epilogue halves.
 //
 // Schedule per consumer warpgroup: slices of tile t (wgmma, release) with stash box q of tile t - 1
 // stored after slice 4q + 3 (SPACING = 4: after slices 3, 7, 11, 15); then, at the end of tile t: any
@@ -31,31 +30,12 @@
 // a second (64, 256) fp32 fragment (128 registers) beside the accumulator, which leaves no room for
 // the 64-register stash (step 4 carries the promoted and fp8 variants).
 //
-// Measured on an H200 (2026-11-21, session 3; one run each, median of 21 or 41, L2 flushed, ratios to
-// cuBLAS cublasGemmEx fp32-out of the same format in the same run; CSVs in results/hopper/):
-//                     4096^3 fp16   bf16      8192^3 fp16   bf16     step 7 fp16 (same run)
-//   final series run    1.007x        1.012x           1.013x   1.019x   0.995x / 1.006x
-//                       (0.1765 ms, 779 TFLOP/s; 1.3469 ms, 816 TFLOP/s; session3_series_h200.csv,
-//                       after the helper refactor: the same SASS as the runs below)
-//   first series run    1.009x        1.010x           1.012x   1.014x   0.996x / 1.005x  (session3_series_first_h200.csv)
-//   step 5 re-run       1.009x                         1.015x                              (step5_fix_h200.csv)
-//   spacing run         1.009x, 1.009x (two benches)   1.013x            0.997x / 1.005x  (step10_spacing_h200.csv)
-// So the fastest kernel of the series at 4096^3 (step 8's stream-K tail is faster at 8192^3:
-// 1.020x / 1.023x, but 0.956x at 4096^3), and at or above cuBLAS at both sizes in every run, by
-// about 1%: a small margin, of the order of cuBLAS's own run-to-run spread (its median moved
-// 0.1778-0.1798 ms at 4096^3 over these runs).
-// What the overlap buys is smaller than the epilogue's share (step 7 without any epilogue: 1.067x /
-// 1.043x): about +0.5-1% over step 7 at both sizes, not the ~3% that half of the epilogue would be.
-// Reading (not profiled): the staging traffic (each fp32 written to shared memory, then read by the
-// TMA engine) uses the shared-memory bandwidth that the wgmmas' operand reads need, so moving it
-// under the mainloop slows the mainloop by nearly what it saves at the boundary.
-// Measured and not kept (registered as experiments in the same runs, then removed):
-//   * stash boxes after every slice (SPACING 1: 1.001x-1.004x / 1.009x-1.018x) or every second slice
-//     (1.004x-1.005x / 1.011x fp16): spacing them 4 slices apart is best (step10_spacing_h200.csv).
-//   * the stash stored by st.global straight from the registers (no shared memory): 0.983x / 1.007x;
-//     both halves by st.global: 0.969x / 1.007x, against 1.003x / 1.018x for the TMA path in the same
-//     run (step10_stg_variants_h200.csv): the uncoalesced 8-byte stores of the fragment layout cost
-//     more than the staging they avoid.
+// NOTES: the stash boxes go out 4 slices apart (SPACING = 4), through the staging buffers and the TMA
+// store: after every slice or every second slice, or by st.global straight from the registers (the
+// uncoalesced 8-byte stores of the fragment layout), they were slower. The overlap buys less than
+// half of the epilogue's share; a likely reason (not profiled) is that the staging traffic uses the
+// shared-memory bandwidth that the wgmmas' operand reads need. Measurements:
+// results/hopper/README.md#step-10.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

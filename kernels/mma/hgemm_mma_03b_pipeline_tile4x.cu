@@ -2,7 +2,7 @@
 // cp.async pipeline with 4x register tiling: each warp holds a (64, WN) tile of C, 4 m16 tiles by
 // WN/8 n8 tiles, and issues 4 * WN/8 mma.sync.m16n8k16 per k16 step from 4 + WN/16 ldmatrix.x4.
 //  * 128x128 block (8 warps 2x4, warp tile 64x32): the post's step 3b; in_mma, external, promoted.
-//  * 128x256 block (8 warps 2x4, warp tile 64x64): the tile that reaches ~0.7x cuBLAS on Hopper;
+//  * 128x256 block (8 warps 2x4, warp tile 64x64): the larger tile, for Hopper;
 //    in_mma, external, bf16 inputs, and an fp16 accumulator. Promotion is not offered on it: it
 //    needs a second set of 128 accumulator registers per thread, which does not fit in 255.
 // BK = 64 (128-byte smem rows, 16-byte chunk c of row r stored at chunk c ^ (r % 8): ldmatrix and
@@ -10,23 +10,14 @@
 // fragments double-buffered across the four k16 steps of a tile. A row-major (M, K), B col-major
 // (stored as B^T (N, K) row-major) so both tiles are k-major and ldmatrix needs no .trans.
 // External mode of the 64x64 warp tile single-buffers the A fragments (A_SINGLE below): with both
-// fragment sets double-buffered it needed 255 registers and spilled 52 bytes in the loop (0.362x
-// cuBLAS); single-buffered it uses 255 registers with an 8-byte spill (one LDL.64 of a panel
-// pointer per k-tile, in the cp.async branch, not between the mma): 0.437x on an H200.
+// fragment sets double-buffered it needed 255 registers and spilled 52 bytes in the loop;
+// single-buffered it uses 255 registers with an 8-byte spill (one LDL.64 of a panel pointer per
+// k-tile, in the cp.async branch, not between the mma).
 //
-// Measured on an H200 at 4096^3 (median of 20, same run as cuBLAS fp16->fp32 at 740 TFLOP/s), this
-// file as committed: 128x256 in_mma 0.634x (0.2928 ms), external 0.439x (0.4233 ms, +45% time),
-// bf16 in_mma 0.641x, f16acc 0.674x; an earlier run of the same kernels gave 0.618x / 0.437x.
-// Tried and not kept (within run-to-run noise, 2026-11-21 H200):
-//  * ldmatrix of the next k-step issued before the k-tile's cp.async (ptxas cannot hoist an ldmatrix
-//    over a cp.async that may alias, so it had left the next step's fragments until after all 32 mma
-//    of k-step 0): 0.624x -> 0.618x, kept since it costs nothing and removes an exposed latency;
-//  * persistent grid (one block per SM, the next tile's pipeline fill issued before the current
-//    tile's epilogue): 0.621x in_mma, 0.431x external (and 8 bytes of spill);
-//  * persistent + 16-tile-row rasterization for L2 reuse: 0.624x in_mma, 0.435x external.
-// So neither the pipeline fill/epilogue nor L2 locality is what holds the kernel at ~0.62x; the
-// f16-accumulator variant (half the accumulator registers and C bytes) running 8% faster points at
-// register-file / epilogue pressure of the 128-register fp32 accumulator.
+// NOTES: the ldmatrix of the next k-step is issued before the k-tile's cp.async (ptxas cannot hoist an
+// ldmatrix over a cp.async that may alias, so it would leave the next step's fragments until after all
+// 32 mma of k-step 0): it costs nothing and removes an exposed latency.
+// Measurements and variants tried (persistent grid, L2 rasterization): results/mma/README.md#step-3b.
 //
 // Numerics (per output entry, K = 16 k-steps of 16 products each; see kernels/common/mma_ptx.cuh):
 //  * in_mma:   D = A*B + D: the fp32 accumulator goes through the tensor core's aligned,

@@ -22,55 +22,17 @@
 //    fp32 registers for the promoted sum does not fit beside a (64, 64) warp tile.
 // SASS (cuobjdump, sm_90a): HMMA.16816.F32 with .reuse of the A fragment, LDSM, SYNCS for the
 // mbarriers, USETMAXREG; no local memory in these three kernels; no C7508.
+// Also registered:
+//  * tmastore_128x256_w64x64_in_mma: the in_mma kernel made persistent (PERSISTENT: one block per SM,
+//    tiles strided, the producer filling the next tile's ring while the consumers store) with an
+//    asynchronous TMA-store epilogue (EPI_TMA: each warp stages its (64, 64) fp32 tile in (8, 32)
+//    boxes, four 1 KB boxes in flight per warp, 32 KB after the ring).
 //
-// Measured on an H200 at 4096^3 (MmaBench, median of 20, same process as cuBLAS fp16->fp32 at
-// 740 TFLOP/s; two runs, 2026-11-21):
-//    kernel                                  time_ms   TFLOP/s  x cuBLAS   (03b in the same run)
-//    128x256_w64x64_in_mma                   0.2740    501.6    0.678x     (0.634x; run 1: 0.673x)
-//    128x256_w64x64_external                 0.3846    357.3    0.483x     (0.439x; run 1: 0.483x)
-//    128x128_w64x32_promoted_every_128k      0.3771    364.5    0.492x
-// So warp specialisation buys ~7% on in_mma (0.634x -> 0.678x) and ~10% on external, but external
-// still costs +40% (run 1: +39%) against in_mma, as in 03b (+45%): the issue target (in_mma >= 0.70x,
-// external <= +10%) is not met. The extra time of external mode, 0.11 ms, is ~0.8 SM cycles per
-// FADD per SMSP: the 4 FADD per HMMA do not overlap with the HMMA stream at all, even with the
-// copies off the compute warps and no spill. Not a latency problem then (ptxas already places each
-// FADD 3-4 HMMA after the HMMA it reads) but a shared resource of HMMA and FADD on the SMSP
-// (dispatch or register-file read ports: external reads 8 more registers per HMMA).
-// Tried and not kept (same runs):
-//  * 16 consumer warps of (32, 64), 128x256 block (4 warps per scheduler so one warp's FADDs can
-//    overlap another's HMMA; 112 registers each, 4-byte spill): in_mma 0.622x / 0.601x, external
-//    0.421x / 0.405x (+48%): more warps did not hide the FADDs, and 192 B of ldmatrix per HMMA
-//    instead of 128 cost in_mma 8%.
-//  * persistent grid (one block per SM, tiles strided, the producer filling the next tile's ring
-//    while the consumers store: template parameter PERSISTENT): in_mma 0.683x vs 0.678x in the same
-//    run (noise), external 0.480x (+42%), and the tile loop costs 16 bytes of spill in in_mma.
-// Session 2 (2026-11-21, H200, same-run ratios to cuBLAS fp16->fp32, median of 21, 4096^3):
-//  * tmastore_128x256_w64x64_in_mma (registered): the in_mma kernel made persistent (PERSISTENT)
-//    with an asynchronous TMA-store epilogue (EPI_TMA: each warp stages its (64, 64) fp32 tile in
-//    (8, 32) boxes, four 1 KB boxes in flight per warp, 32 KB after the ring): 0.684x against
-//    0.667x for the plain kernel (results/hopper/session2_final_bench_h200.csv; 0.686x vs 0.669x in
-//    results/mma/mma04_tmastore_h200.csv, where the TMA store without persistence gave 0.679x).
-//    The fastest mma.sync kernel; still short of the issue's 0.70x. At 8192^3 it is level with
-//    the plain kernel (0.669x vs 0.671x).
-//  * external, persistent with the TMA-store epilogue: 0.452x (688 bytes of spill loads): removed.
-//  * external with B's columns read pairwise swapped so that every FADD acc, acc, T reads its two
-//    sources from registers of different parity (ptxas pairs acc with T's parity because of the
-//    float2 stores; bank = register % 2 on recent GPUs): 340 of 512 FADDs moved to different
-//    banks, time 0.3836 ms vs 0.3831 ms (results/mma/mma04_bankperm_h200.csv): register banks are
-//    not the cost. Removed.
-//  * The ceiling (tests/gpu/test_mma_ceiling.cu, results/mma/mma_ceiling_h200.csv): a register-only
-//    loop of mma.sync with the same (64, 64) warp tiles, 8 warps per SM, no memory at all, runs
-//    in_mma at 610 TFLOP/s and external at 471 TFLOP/s: external costs +29.5% with no loads at
-//    all (+18% with 16 warps of (64, 32), whose in_mma is slower: 551 TFLOP/s). 471 TFLOP/s is
-//    0.62-0.64x of cuBLAS: for external to cost at most 10% against an in_mma kernel at >= 0.70x
-//    it would have to run at 468-487 TFLOP/s (0.70x of cuBLAS at 735-766 TFLOP/s, today's range of
-//    cuBLAS on this GPU, over 1.1), i.e. at 99-103% of what it reaches with NO operand loads,
-//    while the in_mma kernel reaches 82% of its own memory-free ceiling. Not proven impossible,
-//    but out of reach for mma.sync here; the 4 fp32 adds per mma and thread are the cost (Hopper
-//    has no packed fp32 add).
-// A row-major (M, K), B col-major (B^T (N, K) row-major); both tiles k-major, BK = 64 (one
-// 128-byte swizzled row per M / N index: chunk c of row r at chunk c ^ (r % 8), as TMA writes it).
-//
+// NOTES: external mode costs its 4 FADD per HMMA in full: they do not overlap the HMMA stream, even
+// with the copies off the compute warps and no spill (Hopper has no packed fp32 add). A register-only
+// mma.sync loop with these warp tiles and no memory at all shows the same gap; more consumer warps per
+// scheduler, a persistent grid and register-bank placement of the FADDs did not hide it.
+// Measurements, the mma.sync ceiling and the variants tried and removed: results/mma/README.md#step-4.
 // Numerics (per output entry, K/16 k-steps of 16 products each, in increasing k; see mma_ptx.cuh):
 //  * in_mma:   D = A*B + D: the fp32 accumulator goes through the tensor core's truncating
 //              aligned 16-term addition at every k-step.
@@ -85,6 +47,7 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/per_device.cuh"
 #include "kernels/common/hopper_ptx.cuh"
 #include "kernels/common/mma_ptx.cuh"
 #include "kernels/kernel.hpp"
@@ -362,11 +325,11 @@ void launch(const GemmArgs& a) {
   auto* kern = hgemm_mma_warpspec<C, MODE, DBUF, PROMOTE_KSTEPS, PERSISTENT, EPI_TMA>;
   constexpr int SMEM = C::SMEM_BYTES + (EPI_TMA ? C::CWARPS * EPI_WARP_BYTES : 0);
   static_assert(SMEM <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
-  static const bool attr_set = [kern] {
+  static PerDevice<bool> attr_set;  // once per GPU: the attribute belongs to the current device
+  attr_set.get([kern] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM));
     return true;
-  }();
-  (void)attr_set;
+  });
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 2, C::BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 2, C::BN);
   const CUtensorMap mapC = EPI_TMA ? hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 8) : mapB;  // unused without EPI_TMA

@@ -3,10 +3,8 @@
 // owning a (64, 32) warp tile walked as 2 x 2 sub-tiles of (32, 16), each lane a (4, 4) block of
 // every sub-tile: 8 x 8 = 64 accumulators per lane, at most 128 registers so two blocks share an SM.
 // Beyond Boehm's kernel 10 it prefetches the next K-step's tiles into registers during the compute
-// (one shared stage, two barriers per K-step; sgemm_11 adds the second stage). Measured on an H200
-// (2026-11-21, 4096^3, median of 20): 2.81 ms = 48.9 TFLOP/s = 0.95x cuBLAS fp32 pedantic in the same
-// run. Without the prefetch the best shape in `gemmlab tune`'s table was 3.23 ms (BK = 16), 0.83x;
-// Boehm's A6000 shape (128 threads, (64, 64) warp tiles, 1 x 4 sub-tiles of (8, 4)) 3.35 ms.
+// (one shared stage, two barriers per K-step; sgemm_11 adds the second stage).
+// Measurements: results/simt/README.md#sgemm_10.
 //
 // Numerics: identical to sgemm_01_naive: each accumulator starts at +0 and gets one __fmaf_rn per k
 // in increasing k. Bit-identical to naive (tested). Sizes: M, N multiples of 128, K of 8 (declared).

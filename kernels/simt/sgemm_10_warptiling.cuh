@@ -15,6 +15,7 @@
 // Sizes: M a multiple of BM, N of BN, K of BK.
 #pragma once
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/common/per_device.cuh"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels::sgemm10 {
@@ -148,11 +149,11 @@ void launch(const GemmArgs& a) {
   using S = Shape<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
   constexpr int smem = S::stage_floats * 4;
   auto* fn = sgemm_warptiling<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB, PREFETCH>;
-  static const bool attr_set = [&] {  // once per instantiation: allow > 48 KB of dynamic shared memory
+  static PerDevice<bool> attr_set;  // once per instantiation and GPU: allow > 48 KB of dynamic shared memory
+  attr_set.get([&] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
-  }();
-  (void)attr_set;
+  });
   dim3 grid(a.N / BN, a.M / BM);
   fn<<<grid, NT, smem, as_stream(a.stream)>>>(a.M, a.N, a.K, static_cast<const float*>(a.A),
                                               static_cast<const float*>(a.B), static_cast<float*>(a.C));

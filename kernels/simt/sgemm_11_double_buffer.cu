@@ -2,11 +2,11 @@
 // sgemm_11_double_buffer.cuh): sgemm_10's warptiling with two shared-memory stages and the next
 // K-step's global loads in flight in registers during the compute, one barrier per K-step.
 // Block tile (128, 128), BK = 8, 256 threads, (64, 32) warp tiles, 2 x 2 lane tiles of (4, 4), at most
-// 128 registers (two blocks per SM): the fastest sgemm_11 shape in `gemmlab tune` on an H200
-// (2026-11-21): 2.98 ms at 4096^3 = 0.90x cuBLAS fp32 pedantic. With BK = 16 and no register cap
-// the prefetch registers push it to 153 registers, one block per SM, and 4.4 ms. On that H200 it is
-// slower than sgemm_10 with register prefetch (2.81 ms): the second stage saves one barrier per
-// K-step but costs the larger shared footprint and stage-address arithmetic; Boehm saw no gain either.
+// 128 registers (two blocks per SM): the fastest sgemm_11 shape in `gemmlab tune`. With BK = 16 and no
+// register cap the prefetch registers leave room for only one block per SM. It is not faster than
+// sgemm_10 with register prefetch: the second stage saves one barrier per K-step but costs the larger
+// shared footprint and stage-address arithmetic; Boehm saw no gain either.
+// Measurements: results/simt/README.md#sgemm_11.
 //
 // Numerics: identical to sgemm_01_naive: each accumulator starts at +0 and gets one __fmaf_rn per k
 // in increasing k. Bit-identical to naive (tested). Sizes: M, N multiples of 128, K of 8 (declared).

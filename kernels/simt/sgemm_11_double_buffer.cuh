@@ -9,6 +9,7 @@
 // change when data arrives, not the arithmetic): bit-identical to sgemm_01_naive (tested).
 // Sizes: M a multiple of BM, N of BN, K of BK.
 #pragma once
+#include "kernels/common/per_device.cuh"
 #include "kernels/simt/sgemm_10_warptiling.cuh"
 
 namespace gemmlab::kernels::sgemm11 {
@@ -96,11 +97,11 @@ void launch(const GemmArgs& a) {
   using S = Shape<BM, BN, BK, WM, WN, WNITER, TM, TN, NT>;
   constexpr int smem = 2 * S::stage_floats * 4;
   auto* fn = sgemm_double_buffer<BM, BN, BK, WM, WN, WNITER, TM, TN, NT, MINB>;
-  static const bool attr_set = [&] {
+  static PerDevice<bool> attr_set;  // once per GPU: the attribute belongs to the current device
+  attr_set.get([&] {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return true;
-  }();
-  (void)attr_set;
+  });
   dim3 grid(a.N / BN, a.M / BM);
   fn<<<grid, NT, smem, as_stream(a.stream)>>>(a.M, a.N, a.K, static_cast<const float*>(a.A),
                                               static_cast<const float*>(a.B), static_cast<float*>(a.C));

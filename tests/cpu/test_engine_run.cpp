@@ -2,6 +2,7 @@
 // dispatch), with fake workers on the CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -59,6 +60,23 @@ TEST(EngineProgress, PlainLinesInLogsAndABarOnATerminal) {
       EXPECT_NE(out.find("[gemmlab] 2/3 rows"), std::string::npos) << out;
     }
   }
+}
+
+TEST(EngineProgress, PlainLinesAreAtMostOneASecondBesidesTheFirstAndTheLast) {
+  char* buf = nullptr;
+  std::size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  {
+    Progress p(1000, 0, f, false);
+    for (int i = 0; i < 1000; ++i) p.row_done();  // a dry run: far faster than one a second
+    p.finish();
+  }
+  std::fclose(f);
+  const std::string out(buf, len);
+  std::free(buf);
+  EXPECT_EQ(out.rfind("[gemmlab] 1/1000 rows", 0), 0u) << out;
+  EXPECT_NE(out.find("[gemmlab] 1000/1000 rows (100.0%)"), std::string::npos) << out;
+  EXPECT_LE(std::count(out.begin(), out.end(), '\n'), 4) << out;
 }
 
 TEST(EngineSignals, SigtermAndSigintAskToStopAndASecondOneKills) {

@@ -27,8 +27,7 @@ STATUSES: tuple[str, ...] = tuple(_core.statuses())
 _TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
          "accumulation", "layout_a", "layout_b", "distribution", "reference", "note"}
 # Counts: nullable, because rows that did not run (not_applicable, not_supported) leave them empty.
-_INT = {"promotion_interval_k", "M", "N", "K", "entries", "zero_reference", "zero_ref_nonzero", "nonfinite",
-        "unwritten", "rel_count", "reps", "sm_clock_mhz"}
+_INT = {"promotion_interval_k", "M", "N", "K", "reps", "sm_clock_mhz", *_core.integer_stats_columns()}
 
 
 def dtypes() -> dict[str, Any]:
