@@ -72,9 +72,14 @@ def test_same_statistics_as_gemmlab_run_on_the_h200(root):
         C = gemmlab.tc.emulate(order, A, B)
         got = gemmlab.evaluate(A, B, C, output_format="fp32", input_format=fmt, accumulation=acc,
                                seed=int(want["seed"]), kernel=kernel, distribution="normal_0_1")
-        for col in ("entries", "rel_count", "rel_mean", "rel_std", "rel_median", "rel_p01", "rel_p99",
-                    "rel_max_abs", "normwise", "componentwise", "frac_correctly_rounded", "gamma_bound", "sqrtk_u"):
+        for col in ("entries", "rel_count", "rel_mean", "rel_median", "rel_p01", "rel_p99",
+                    "rel_max_abs", "frac_correctly_rounded", "gamma_bound", "sqrtk_u"):
             assert float(got[col]) == float(want[col]), (kernel, col)
+        # The CSV predates the reproducible CPU/GPU statistics and the exact |A||B| (merge 749010b,
+        # issue 12): sums in another order move these in the last bits. Bit identity of evaluate and
+        # run on one binary: tests/gpu/test_evaluate.cpp.
+        for col in ("rel_std", "normwise", "componentwise"):
+            assert float(got[col]) == pytest.approx(float(want[col]), rel=1e-14), (kernel, col)
         assert got["reference"] == want["reference"] and got["status"] == want["status"]
 
 
