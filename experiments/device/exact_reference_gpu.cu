@@ -13,6 +13,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <memory>
+#include <map>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -309,20 +311,26 @@ void compose(int NL, const long long* Ls, const long long* La, int D, std::size_
   throw std::logic_error("exact_gemm_gpu: " + std::to_string(NL) + " limbs exceed the compiled maximum (a bug)");
 }
 
-// One cuBLAS handle for the process (creating one per call costs milliseconds).
+// One cuBLAS handle per GPU (creating one per call costs milliseconds; a handle belongs to the
+// device that was current when it was made, and `gemmlab run --gpus` has one worker thread per GPU).
 struct Cublas {
   cublasHandle_t h = nullptr;
   DevBuf<char> workspace;
 };
 Cublas& cublas() {
-  static Cublas c;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    GEMMLAB_CUBLAS_CHECK(cublasCreate(&c.h));
-    c.workspace = DevBuf<char>(kCublasWorkspace);
-    GEMMLAB_CUBLAS_CHECK(cublasSetWorkspace(c.h, c.workspace.p, kCublasWorkspace));
-  });
-  return c;
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<Cublas>> per_device;  // never destroyed before exit
+  int dev = 0;
+  GEMMLAB_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  auto& c = per_device[dev];
+  if (!c) {
+    c = std::make_unique<Cublas>();
+    GEMMLAB_CUBLAS_CHECK(cublasCreate(&c->h));
+    c->workspace = DevBuf<char>(kCublasWorkspace);
+    GEMMLAB_CUBLAS_CHECK(cublasSetWorkspace(c->h, c->workspace.p, kCublasWorkspace));
+  }
+  return *c;
 }
 
 int ceil_log2(long n) {

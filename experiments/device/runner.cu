@@ -6,11 +6,18 @@
 #include "experiments/device/runner.hpp"
 
 #include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <dlfcn.h>
+#include <thrust/count.h>
+#include <thrust/device_ptr.h>
+#include <thrust/execution_policy.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <cmath>
 #include <cstdio>
@@ -19,7 +26,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
+#include "experiments/device/error_stats_gpu.hpp"
+#include "experiments/device/exact_reference_gpu.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
 #include "reference/parallel.hpp"
@@ -182,23 +192,30 @@ std::string hardware_support(const Kernel& k, const DeviceInfo& dev) {
   return {};
 }
 
-KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device) {
-  if (A.cols != B.rows) throw std::invalid_argument("run_kernel: A is (M,K) and B must be (K,N)");
-  const auto wall_start = std::chrono::steady_clock::now();
-  const int M = A.rows, K = A.cols, N = B.cols;
-  const DeviceInfo& dev = query_device(device);
-  if (!dev.present) throw std::runtime_error("run_kernel: no CUDA GPU: " + dev.why_absent);
-  GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
+namespace {
 
-  // Inputs in the kernel's format and layouts: converted here, outside anything timed.
-  auto hA = pack(A, k.numerics.input, k.layout_a);
-  auto hB = pack(B, k.numerics.input, k.layout_b);
+// A and B in kernel k's input format and layouts, on the GPU (converted on the host, outside
+// anything timed).
+struct Operands {
+  DeviceBuffer A, B;
+  Operands(const Kernel& k, const Matrix& a, const Matrix& b)
+      : A(a.size() * storage_bytes(k.numerics.input)), B(b.size() * storage_bytes(k.numerics.input)) {
+    auto hA = pack(a, k.numerics.input, k.layout_a);
+    auto hB = pack(b, k.numerics.input, k.layout_b);
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(A.p, hA.data(), hA.size(), cudaMemcpyHostToDevice));
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(B.p, hB.data(), hB.size(), cudaMemcpyHostToDevice));
+  }
+};
+
+// The one timing helper: warm-up, then `reps` timed launches, each after an L2 flush and a NaN
+// poison of C, CUDA events around the launch alone. `consume(dC, stream)` sees the last output
+// before the buffers are freed. Fills every field of KernelRun but c, unwritten and wall_seconds.
+KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
+                    const DeviceInfo& dev, const std::function<void(const void*, cudaStream_t)>& consume) {
   const std::size_t c_bytes = static_cast<std::size_t>(M) * N * storage_bytes(k.numerics.output);
-  DeviceBuffer dA(hA.size()), dB(hB.size()), dC(c_bytes), dW(k.workspace_bytes);
+  DeviceBuffer dC(c_bytes), dW(k.workspace_bytes);
   const std::size_t flush_bytes = opt.flush_l2 ? std::max<std::size_t>(2 * dev.l2_bytes, 8u << 20) : 0;
   DeviceBuffer dFlush(flush_bytes);
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(dA.p, hA.data(), hA.size(), cudaMemcpyHostToDevice));
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(dB.p, hB.data(), hB.size(), cudaMemcpyHostToDevice));
 
   cudaStream_t stream;
   GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -208,8 +225,8 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   args.M = M;
   args.N = N;
   args.K = K;
-  args.A = dA.p;
-  args.B = dB.p;
+  args.A = dA;
+  args.B = dB;
   args.C = dC.p;
   args.stream = stream;
   Libraries& libs = libraries(dev.device);
@@ -254,18 +271,77 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   run.time_ms_max = sorted.back();
   run.time_ms_median = reps % 2 ? sorted[reps / 2] : 0.5 * (double(sorted[reps / 2 - 1]) + sorted[reps / 2]);
   run.tflops = 2.0 * M * N * double(K) / (run.time_ms_median * 1e-3) / 1e12;
+  consume(dC.p, stream);
+  return run;
+}
 
-  std::vector<unsigned char> hC(c_bytes);
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(hC.data(), dC.p, c_bytes, cudaMemcpyDeviceToHost));
-  run.c = unpack(hC, k.numerics.output, static_cast<std::size_t>(M) * N);
+std::vector<double> download(const void* dC, Format out, std::size_t n) {
+  std::vector<unsigned char> hC(n * storage_bytes(out));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(hC.data(), dC, hC.size(), cudaMemcpyDeviceToHost));
+  return unpack(hC, out, n);
+}
+
+}  // namespace
+
+KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device) {
+  if (A.cols != B.rows) throw std::invalid_argument("run_kernel: A is (M,K) and B must be (K,N)");
+  const auto wall_start = std::chrono::steady_clock::now();
+  const int M = A.rows, K = A.cols, N = B.cols;
+  const DeviceInfo& dev = query_device(device);
+  if (!dev.present) throw std::runtime_error("run_kernel: no CUDA GPU: " + dev.why_absent);
+  GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
+  const Operands ops(k, A, B);
+  std::vector<double> c;
+  KernelRun run = run_timed(k, M, N, K, ops.A.p, ops.B.p, opt, dev, [&](const void* dC, cudaStream_t) {
+    c = download(dC, k.numerics.output, static_cast<std::size_t>(M) * N);
+  });
+  run.c = std::move(c);
   run.unwritten = std::count_if(run.c.begin(), run.c.end(), [](double x) { return std::isnan(x); });
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }
 
+namespace {
+
+// NVML, loaded at run time from the driver (libnvidia-ml.so.1 exists only where a GPU driver is
+// installed, so the binary must not link it): a clock read costs microseconds, against tens of
+// milliseconds for a call of nvidia-smi, which the run loop would pay on every row.
+class Nvml {
+ public:
+  static Nvml& get() {
+    static Nvml n;
+    return n;
+  }
+  // SM clock in MHz of the GPU with this UUID ("GPU-..."), -1 if NVML is unavailable.
+  int sm_clock(const std::string& uuid) {
+    if (!ok_ || uuid.empty()) return -1;
+    void* dev = nullptr;
+    if (by_uuid_(uuid.c_str(), &dev) != 0) return -1;
+    unsigned mhz = 0;
+    if (clock_(dev, 1 /* NVML_CLOCK_SM */, &mhz) != 0) return -1;
+    return static_cast<int>(mhz);
+  }
+
+ private:
+  Nvml() {
+    void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return;
+    auto init = reinterpret_cast<int (*)()>(dlsym(h, "nvmlInit_v2"));
+    by_uuid_ = reinterpret_cast<int (*)(const char*, void**)>(dlsym(h, "nvmlDeviceGetHandleByUUID"));
+    clock_ = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(h, "nvmlDeviceGetClockInfo"));
+    ok_ = init && by_uuid_ && clock_ && init() == 0;
+  }
+  bool ok_ = false;
+  int (*by_uuid_)(const char*, void**) = nullptr;
+  int (*clock_)(void*, int, unsigned*) = nullptr;
+};
+
+}  // namespace
+
 int current_sm_clock_mhz(int device) {
   const DeviceInfo& dev = query_device(device);
   if (!dev.present) return -1;
+  if (const int mhz = Nvml::get().sm_clock(dev.uuid); mhz >= 0) return mhz;
   std::string cmd = "nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits -i " +
                     std::to_string(dev.device) + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
@@ -313,6 +389,45 @@ SoftwareVersions software_versions(int device) {
 }
 
 namespace {
+
+// The output of a kernel widened to binary64 on the GPU (the NaN poison stays NaN).
+__global__ void widen_kernel(const void* __restrict__ c, int fmt, std::size_t n, double* __restrict__ out) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (fmt == 0) out[i] = static_cast<const float*>(c)[i];
+    else if (fmt == 1) out[i] = __half2float(static_cast<const __half*>(c)[i]);
+    else out[i] = __bfloat162float(static_cast<const __nv_bfloat16*>(c)[i]);
+  }
+}
+
+struct BeyondRange {
+  double max_finite;
+  __device__ bool operator()(double c) const { return !(fabs(c) <= max_finite); }
+};
+
+// A reference kept on the GPU (device/exact_reference_gpu.hpp).
+class GpuProblemReference final : public ProblemReference {
+ public:
+  explicit GpuProblemReference(device::GpuReference g) : g(std::move(g)) {}
+  long long count_beyond(double max_finite) override {
+    const auto c = thrust::device_pointer_cast(g.device_c());
+    const auto n = static_cast<std::ptrdiff_t>(g.M) * g.N;
+    const long long over = thrust::count_if(thrust::device, c, c + n, BeyondRange{max_finite});
+    GEMMLAB_CUDA_CHECK(cudaGetLastError());
+    return over;
+  }
+  const GemmReference& host() override {
+    if (!host_) host_ = std::make_unique<GemmReference>(g.to_host(Format::fp32));
+    return *host_;
+  }
+  device::GpuReference g;
+
+ private:
+  std::unique_ptr<GemmReference> host_;
+};
+
+std::string info_name(Format f) { return gemmlab::info(f).name; }
+
 class GpuDevice final : public Device {
  public:
   explicit GpuDevice(int index) : index_(index) {}
@@ -327,9 +442,97 @@ class GpuDevice final : public Device {
     if (query_device(index_).present) GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
   }
 
+  // The kernel's operands, output and scratch (as run_timed allocates them), plus the GPU reference and
+  // statistics for the worst data of the input format (device/exact_reference_gpu.hpp).
+  std::string check_memory(int M, int N, int K, Format in) override {
+    const DeviceInfo& dev = query_device(index_);
+    const std::size_t kernel = 4 * (std::size_t(M) * K + std::size_t(K) * N + std::size_t(M) * N) +
+                               2 * std::size_t(dev.l2_bytes) + (64u << 20);
+    const std::size_t need = kernel + device::gpu_oracle_bytes(M, N, K, in);
+    const std::size_t have = static_cast<std::size_t>(0.9 * double(dev.global_mem_bytes));
+    if (need <= have) return {};
+    return "size " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " with " + info_name(in) +
+           " inputs needs up to " + std::to_string(need >> 30) + " GiB on the GPU (kernel buffers, exact reference and "
+           "statistics), more than the " + std::to_string(have >> 30) + " GiB usable on " + dev.name +
+           "; the largest square size that fits is " + std::to_string(device::gpu_oracle_max_square(in, have - kernel)) +
+           "^3: choose a smaller size";
+  }
+
+  // The GPU engine where it can be exact (mode auto / exact / gpu), else the CPU's; MPFR spot checks
+  // read the checked entries back from the GPU.
+  std::unique_ptr<ProblemReference> reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt) override {
+    ++problem_;
+    operands_.clear();
+    if (opt.mode == "cpu" || opt.mode == "mpfr") return cpu_reference(A, B, opt);
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<GpuProblemReference> ref;
+    try {
+      ref = std::make_unique<GpuProblemReference>(device::exact_gemm_gpu(A, B));
+    } catch (const device::GpuReferenceUnavailable& e) {
+      if (opt.mode == "gpu") throw std::runtime_error(std::string("--reference gpu: ") + e.what());
+      std::fprintf(stderr, "[gemmlab] the GPU cannot compute this reference exactly (%s): the CPU engine does\n",
+                   e.what());
+      return cpu_reference(A, B, opt);
+    }
+    ref->label = ref->g.engine;
+    if (opt.mode != "exact" && opt.spot_checks > 0) {
+      const int n = static_cast<int>(std::min<long long>(opt.spot_checks, static_cast<long long>(A.rows) * B.cols));
+      spot_check(A, B, n, opt.seed, ref->g.engine, [&](long long idx) {
+        double v = 0;
+        GEMMLAB_CUDA_CHECK(cudaMemcpy(&v, ref->g.device_c() + idx, sizeof v, cudaMemcpyDeviceToHost));
+        return v;
+      });
+      ref->label += "+mpfr_spot" + std::to_string(n);
+    }
+    ref->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return ref;
+  }
+
+  // With a GPU reference the output never leaves the GPU: widened to binary64 there and judged by
+  // the GPU statistics (bit for bit the CPU's). The operands of a problem are uploaded once per
+  // format and layout and reused by every kernel that takes them.
+  Measurement measure(const Kernel& k, const Matrix& A, const Matrix& B, ProblemReference& ref,
+                      const TimingOptions& opt, const BoundModel& model, bool keep_output, int threads) override {
+    auto* g = dynamic_cast<GpuProblemReference*>(&ref);
+    const Format out = k.numerics.output;
+    const int fmt = out == Format::fp32 ? 0 : out == Format::fp16 ? 1 : out == Format::bf16 ? 2 : -1;
+    if (!g || fmt < 0) return Device::measure(k, A, B, ref, opt, model, keep_output, threads);
+    const auto wall_start = std::chrono::steady_clock::now();
+    const DeviceInfo& dev = query_device(index_);
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    const int M = A.rows, K = A.cols, N = B.cols;
+    const std::size_t n = static_cast<std::size_t>(M) * N;
+    auto key = std::make_tuple(static_cast<int>(k.numerics.input), static_cast<int>(k.layout_a),
+                               static_cast<int>(k.layout_b));
+    auto& ops = operands_[key];
+    if (!ops) ops = std::make_unique<Operands>(k, A, B);
+    DeviceBuffer x(n * sizeof(double));
+    std::vector<double> c;
+    Measurement m;
+    m.run = run_timed(k, M, N, K, ops->A.p, ops->B.p, opt, dev, [&](const void* dC, cudaStream_t s) {
+      const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 65535));
+      widen_kernel<<<std::max(blocks, 1u), 256, 0, s>>>(dC, fmt, n, static_cast<double*>(x.p));
+      GEMMLAB_CUDA_CHECK(cudaGetLastError());
+      GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(s));
+      if (keep_output) c = download(dC, out, n);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    m.stats = device::compute_error_stats_gpu(static_cast<const double*>(x.p), g->g, out, model);
+    m.stats_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.run.c = std::move(c);
+    m.run.unwritten = m.stats.unwritten;
+    m.run.wall_seconds =
+        std::chrono::duration<double>(t0 - wall_start).count();  // the kernel's part; statistics apart
+    return m;
+  }
+
  private:
   int index_;
+  std::uint64_t problem_ = 0;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<Operands>> operands_;  // this problem's uploads
 };
+
 }  // namespace
 
 Device& gpu_device(int device) {

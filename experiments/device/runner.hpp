@@ -6,9 +6,14 @@
 // cuBLAS/cuBLASLt handles and workspace, created on first use, and the calling thread is bound to
 // the device (cudaSetDevice) before anything runs, so one thread per GPU can run kernels at once.
 #pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 #include "kernels/kernel.hpp"
+#include "reference/error_stats.hpp"
+#include "reference/exact_gemm.hpp"
 #include "reference/matrix.hpp"
 
 namespace gemmlab {
@@ -67,7 +72,42 @@ struct SoftwareVersions {
 };
 SoftwareVersions software_versions(int device = 0);
 
-// What the run loop (experiments/engine) needs from the machine that runs kernels.
+// How a run wants its exact references: mode "auto" (the GPU engine where it can be exact, else the
+// CPU's), "gpu" (the GPU engine or an error), "cpu", "exact" (auto without spot checks) or "mpfr"
+// (MPFR for every entry, CPU); `spot_checks` entries chosen by the seed are re-checked against MPFR.
+struct ReferenceOptions {
+  std::string mode = "auto";
+  int spot_checks = 16;
+  std::uint64_t seed = 0;
+  int threads = 0;  // CPU threads
+};
+
+// The exact reference of one problem, kept where its statistics are computed (host or GPU). One
+// per problem: it serves every output format (c_odd rounds once to any of them).
+class ProblemReference {
+ public:
+  virtual ~ProblemReference() = default;
+  std::string label;    // the CSV's `reference` column: the engine that ran (+ MPFR spot checks)
+  double seconds = 0;   // wall time of computing and checking it
+  // Exact entries a kernel writing a format of this largest finite value cannot represent
+  // (|c| > max_finite, or not finite).
+  virtual long long count_beyond(double max_finite) = 0;
+  // The reference on the host (c, c_odd, abs_ab; c_out for fp32): for --save-matrices and CPU
+  // statistics. A GPU reference is copied on first use.
+  virtual const GemmReference& host() = 0;
+};
+
+// A kernel's timing and its statistics against a problem's reference.
+struct Measurement {
+  KernelRun run;             // run.c is filled only when keep_output was asked for
+  ErrorStats stats;
+  double stats_seconds = 0;
+};
+
+// What the run loop (experiments/engine) needs from the machine that runs kernels. reference() and
+// measure() have CPU defaults (experiments/engine/device_defaults.cpp: the CPU exact engines and
+// statistics on run()'s output); the GPU overrides both to keep the reference, the output and the
+// statistics on the GPU.
 class Device {
  public:
   virtual ~Device() = default;
@@ -79,7 +119,24 @@ class Device {
   virtual int sm_clock_mhz() = 0;
   // Called once in each worker thread before its first row (a GPU binds the thread to itself).
   virtual void bind_thread() {}
+  // Empty if a problem of this size and input format fits this device's memory (the kernel's
+  // buffers, and the reference and statistics where the device computes them); else a message
+  // saying what fits.
+  virtual std::string check_memory(int M, int N, int K, Format in);
+  // The exact reference of A B (throws std::runtime_error if a spot check disagrees).
+  virtual std::unique_ptr<ProblemReference> reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt);
+  // Runs k (timed as run() does) and judges its output against ref for k's output format.
+  virtual Measurement measure(const Kernel& k, const Matrix& A, const Matrix& B, ProblemReference& ref,
+                              const TimingOptions& opt, const BoundModel& model, bool keep_output, int threads);
 };
+
+// The CPU reference of A B as the options ask (exact engine or MPFR; spot checks), labelled.
+std::unique_ptr<ProblemReference> cpu_reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt);
+
+// The MPFR spot checks: `n` entries chosen by splitmix64 of the seed; c(idx) gives the reference's
+// binary64 value of entry idx. Throws std::runtime_error naming the first entry that differs.
+void spot_check(const Matrix& A, const Matrix& B, int n, std::uint64_t seed, const std::string& engine,
+                const std::function<double(long long)>& c);
 
 // GPU `device` through the functions above (one object per index, alive for the process).
 Device& gpu_device(int device = 0);

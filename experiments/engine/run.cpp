@@ -114,25 +114,13 @@ std::vector<int> parse_gpus(const std::string& text, int count) {
 
 GemmReference compute_reference(const RunPlan& plan, const Matrix& A, const Matrix& B, Format out, int threads,
                                 std::uint64_t seed, std::string& label) {
-  GemmReference ref = plan.reference == "mpfr" ? mpfr_gemm(A, B, out, threads) : exact_gemm(A, B, out, threads);
-  label = ref.engine;
-  if (plan.reference == "auto" && plan.spot_checks > 0) {
-    // Check the fast engine against MPFR on entries chosen by the seed (STYLE habit 6).
-    const long long total = static_cast<long long>(ref.M) * ref.N;
-    const int n = static_cast<int>(std::min<long long>(plan.spot_checks, total));
-    for (int s = 0; s < n; ++s) {
-      const long long idx = static_cast<long long>(splitmix64(seed * 1315423911ull + static_cast<std::uint64_t>(s)) %
-                                                   static_cast<std::uint64_t>(total));
-      const int i = static_cast<int>(idx / ref.N), j = static_cast<int>(idx % ref.N);
-      const double m = mpfr_dot(A, B, i, j);
-      if (!(m == ref.c[idx]) && !(std::isnan(m) && std::isnan(ref.c[idx])))
-        throw std::runtime_error("reference self-check failed: " + ref.engine + " gives " + fmt_double(ref.c[idx]) +
-                                 " for C(" + std::to_string(i) + "," + std::to_string(j) + ") but MPFR gives " +
-                                 fmt_double(m) + " (seed " + std::to_string(seed) + "); please report this");
-    }
-    label += "+mpfr_spot" + std::to_string(n);
-  }
-  return ref;
+  ReferenceOptions o{plan.reference == "gpu" ? "cpu" : plan.reference, plan.spot_checks, seed, threads};
+  auto ref = cpu_reference(A, B, o);
+  label = ref->label;
+  GemmReference r = ref->host();
+  r.c_out = output_reference(r, out);
+  r.out = out;
+  return r;
 }
 
 namespace {
@@ -145,6 +133,13 @@ std::string file_tag(const Distribution& d, const Size& z, std::uint64_t seed, F
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The input formats of the plan's kernels.
+std::map<std::string, Format> formats_of(const ResolvedPlan& rp) {
+  std::map<std::string, Format> f;
+  for (const Kernel* k : rp.kernels) f.emplace(info(k->numerics.input).name, k->numerics.input);
+  return f;
 }
 
 // Everything a run needs to know before the first row: checked plan, its rows, output paths.
@@ -191,12 +186,9 @@ Prepared prepare(const RunRequest& req, const std::vector<Device*>& devices) {
     if (!dev.present)
       throw UsageError("gemmlab run needs a CUDA GPU, and none is usable here (" + dev.why_absent +
                        "). Run it on a machine with an NVIDIA GPU; `gemmlab list` and `gemmlab run --dry-run` work without one.");
-    for (const auto& z : plan.sizes) {
-      const double bytes = 8.0 * (double(z.M) * z.K + double(z.K) * z.N + double(z.M) * z.N) + 2.0 * dev.l2_bytes;
-      if (bytes > 0.8 * double(dev.global_mem_bytes))
-        throw UsageError("size " + z.str() + " needs about " + std::to_string(long(bytes / 1e9)) + " GB on the GPU, more than " +
-                         dev.name + " has free: choose a smaller size");
-    }
+    for (const auto& z : plan.sizes)
+      for (const auto& [name, in] : formats_of(p.rp))
+        if (std::string why = device->check_memory(z.M, z.N, z.K, in); !why.empty()) throw UsageError(why);
   }
   return p;
 }
@@ -254,34 +246,36 @@ struct TimeSplit {
   }
 };
 
-// The references of one problem, one per output format, computed when a kernel first needs one.
+// The exact reference of one problem, computed by the device when a kernel first needs it, once for
+// every output format.
 class ReferenceCache {
  public:
   ReferenceCache(const RunRequest& req, int threads, const Matrix& A, const Matrix& B, const Size& z, std::uint64_t seed,
-                 std::string tag, engine::WorkerContext& ctx, const std::string& who, TimeSplit& time)
+                 std::string tag, engine::WorkerContext& ctx, const std::string& who, TimeSplit& time, Device& device)
       : req_(req), threads_(threads), A_(A), B_(B), z_(z), seed_(seed), tag_(std::move(tag)), ctx_(ctx), who_(who),
-        time_(time) {}
+        time_(time), device_(device) {}
 
-  const std::pair<GemmReference, std::string>& get(Format out) {
-    auto it = refs_.find(out);
-    if (it != refs_.end()) return it->second;
-    std::string label;
+  ProblemReference& get() {
+    if (ref_) return *ref_;
     const auto t0 = std::chrono::steady_clock::now();
-    // The one place a reference is computed (a GPU reference engine replaces this call).
-    GemmReference ref = compute_reference(req_.plan, A_, B_, out, threads_, seed_, label);
+    // The one place a reference is computed: the device's engine (GPU, with a CPU fallback).
+    ref_ = device_.reference(A_, B_, ReferenceOptions{req_.plan.reference, req_.plan.spot_checks, seed_, threads_});
     time_.add(&TimeSplit::reference, seconds_since(t0));
     char line[256];
-    std::snprintf(line, sizeof line, "%s   reference (%s, %s out): %.1f s", who_.c_str(), label.c_str(), info(out).name,
-                  ref.seconds);
+    std::snprintf(line, sizeof line, "%s   reference (%s): %.3f s", who_.c_str(), ref_->label.c_str(), ref_->seconds);
     ctx_.log(line);
-    if (!req_.save_matrices.empty()) {
-      const auto t1 = std::chrono::steady_clock::now();
-      const std::string base = (fs::path(req_.save_matrices) / tag_).string();
-      write_npy(base + "_ref_fp64.npy", ref.c, z_.M, z_.N);
-      write_npy(base + "_ref_rn_" + info(out).name + ".npy", ref.c_out, z_.M, z_.N);
-      time_.add(&TimeSplit::io, seconds_since(t1));
-    }
-    return refs_.emplace(out, std::make_pair(std::move(ref), label)).first->second;
+    return *ref_;
+  }
+
+  // --save-matrices: the binary64 reference and its rounding to `out`, once per format.
+  void save(Format out) {
+    if (req_.save_matrices.empty() || !saved_.insert(out).second) return;
+    const auto t1 = std::chrono::steady_clock::now();
+    const GemmReference& r = get().host();
+    const std::string base = (fs::path(req_.save_matrices) / tag_).string();
+    if (saved_.size() == 1) write_npy(base + "_ref_fp64.npy", r.c, z_.M, z_.N);
+    write_npy(base + "_ref_rn_" + info(out).name + ".npy", output_reference(r, out), z_.M, z_.N);
+    time_.add(&TimeSplit::io, seconds_since(t1));
   }
 
  private:
@@ -295,7 +289,9 @@ class ReferenceCache {
   engine::WorkerContext& ctx_;
   const std::string& who_;
   TimeSplit& time_;
-  std::map<Format, std::pair<GemmReference, std::string>> refs_;
+  Device& device_;
+  std::unique_ptr<ProblemReference> ref_;
+  std::set<Format> saved_;
 };
 
 // One problem's rows (every kernel of one distribution x size x seed x input format), computed on
@@ -365,8 +361,8 @@ class ProblemRunner {
       write_npy((fs::path(req_.save_matrices) / (tag + "_B.npy")).string(), B.v, B.rows, B.cols);
       time_.add(&TimeSplit::io, seconds_since(t0));
     }
-    ReferenceCache refs(req_, threads_, A, B, z, seed, tag, ctx, who, time_);
     Device& device = *devices_[ctx.worker];
+    ReferenceCache refs(req_, threads_, A, B, z, seed, tag, ctx, who, time_, device);
     for (const Kernel* k : kernels) {
       if (ctx.should_stop()) return;
       emit(run_row(*k, d, z, seed, A, B, tag, refs, device, ctx, who));
@@ -386,11 +382,12 @@ class ProblemRunner {
       row.note = why;
       return row;
     }
-    const auto& [ref, label] = refs.get(k.numerics.output);
-    row.reference = label;
+    ProblemReference& ref = refs.get();
+    refs.save(k.numerics.output);
+    row.reference = ref.label;
     // An exact result beyond the output format's range cannot be computed by any kernel.
     const double maxf = info(k.numerics.output).max_finite;
-    const long long over = std::count_if(ref.c.begin(), ref.c.end(), [&](double c) { return !(std::fabs(c) <= maxf); });
+    const long long over = ref.count_beyond(maxf);
     if (over) {
       row.status = Status::not_applicable;
       row.note = std::to_string(over) + " exact entries exceed " + info(k.numerics.output).name + "'s range (max " +
@@ -399,13 +396,14 @@ class ProblemRunner {
     }
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      KernelRun run = device.run(k, A, B, topt_);
+      const bool keep = !req_.save_matrices.empty();
+      Measurement m = device.measure(k, A, B, ref, topt_, bound_model(k.numerics, z.K), keep, threads_);
+      const KernelRun& run = m.run;
       time_.add(&TimeSplit::kernels, run.wall_seconds);
+      time_.add(&TimeSplit::statistics, m.stats_seconds);
       row.timing = Timing{run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, device.sm_clock_mhz()};
-      const auto t1 = std::chrono::steady_clock::now();
-      row.stats = compute_error_stats(run.c, ref, bound_model(k.numerics, z.K), threads_);
+      row.stats = m.stats;
       judge(row, *row.stats, d, k.numerics);
-      time_.add(&TimeSplit::statistics, seconds_since(t1));
       if (!req_.save_matrices.empty()) {
         const auto t2 = std::chrono::steady_clock::now();
         write_npy((fs::path(req_.save_matrices) / (tag + "_" + k.name + "_C.npy")).string(), run.c, z.M, z.N);

@@ -118,7 +118,7 @@ RunPlan load_suite(const std::string& path) {
   if (auto n = t.get("spot_checks")) p.spot_checks = static_cast<int>(integer(*n, path, "spot_checks", 0, 1000000));
   if (auto n = t.get("reference")) {
     auto v = n->value<std::string>();
-    if (!v) bad(path, "reference", "must be a string: auto, exact or mpfr");
+    if (!v) bad(path, "reference", "must be a string: auto, gpu, cpu, exact or mpfr");
     p.reference = *v;
   }
   if (auto n = t.get("description"); n && !n->is_string()) bad(path, "description", "must be a string");
@@ -131,9 +131,11 @@ RunPlan load_suite(const std::string& path) {
 }
 
 void validate_numbers(const RunPlan& p) {
-  if (p.reference != "auto" && p.reference != "exact" && p.reference != "mpfr")
-    throw UsageError("reference '" + p.reference + "' is not known: use auto (exact engine + MPFR spot checks), "
-                     "exact, or mpfr (MPFR for every entry; slow, for small sizes)");
+  if (p.reference != "auto" && p.reference != "exact" && p.reference != "mpfr" && p.reference != "cpu" &&
+      p.reference != "gpu")
+    throw UsageError("reference '" + p.reference + "' is not known: use auto (the GPU exact engine where it can be "
+                     "exact, else the CPU's, + MPFR spot checks), gpu or cpu (that engine only, + spot checks), exact "
+                     "(auto without spot checks), or mpfr (MPFR for every entry; slow, for small sizes)");
   if (p.reps < 1) throw UsageError("reps must be at least 1");
   if (p.warmup < 0) throw UsageError("warmup must not be negative");
   for (const auto& z : p.sizes)

@@ -26,7 +26,7 @@ struct RunPlan {
   std::vector<std::uint64_t> seeds = {1};
   int reps = 20;
   int warmup = 3;
-  std::string reference = "auto";                 // auto (exact + MPFR spot checks) | exact | mpfr
+  std::string reference = "auto";                 // auto | gpu | cpu | exact | mpfr (device/runner.hpp ReferenceOptions)
   int spot_checks = 16;                            // MPFR-checked entries per reference in auto mode
 };
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -78,4 +79,39 @@ TEST(EngineGpus, TwoGpusGiveTheOneGpuStatisticsBitForBit) {
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << "row " << i << " (" << a[i][0] << ")";
   std::fclose(one.log);
   std::fclose(two.log);
+}
+
+// The GPU oracle inside `gemmlab run`: the same plan with the reference and statistics on the GPU
+// (reference = auto) and on the CPU (reference = cpu) gives the same rows, every statistic bit for
+// bit; only the `reference` column (the engine's name) and the timings differ. Every default
+// distribution and a wide exponent range, several input and output formats, a non-square size.
+TEST(EngineGpus, GpuOracleRowsEqualTheCpuOraclesBitForBit) {
+  GEMMLAB_REQUIRE_GPU();
+  Dir dir;
+  auto request = [&](const std::string& name, const std::string& reference) {
+    auto r = smoke_request(dir.path, name);
+    r.plan.kernels = {"sgemm_01_naive",          "cublas_gemmex_fp16_f32",   "cublas_gemmex_bf16_f32",
+                      "cublas_gemmex_fp16_f16",  "hgemm_mma_01_naive_in_mma", "cublas_gemmex_fp32_fast_tf32"};
+    r.plan.distributions = {"all", "logunif_-60_60", "expspread_2"};
+    r.plan.sizes = {{256, 192, 320}};
+    r.plan.reference = reference;
+    return r;
+  };
+  auto gpu = request("gpu.csv", "auto"), cpu = request("cpu.csv", "cpu");
+  EXPECT_EQ(gemmlab::run_experiment(gpu, gemmlab::gpu_device(0)), 0);
+  EXPECT_EQ(gemmlab::run_experiment(cpu, gemmlab::gpu_device(0)), 0);
+  auto a = without_timings(rows_of(gpu.out_csv)), b = without_timings(rows_of(cpu.out_csv));
+  ASSERT_EQ(a.size(), b.size());
+  const auto& header = a.at(0);
+  const std::size_t ref_col = std::find(header.begin(), header.end(), "reference") - header.begin();
+  ASSERT_LT(ref_col, header.size());
+  int on_gpu = 0;
+  for (std::size_t i = 1; i < a.size(); ++i) {
+    on_gpu += a[i][ref_col].rfind("gpu_int8_ozaki", 0) == 0;
+    a[i][ref_col] = b[i][ref_col] = "";
+    EXPECT_EQ(a[i], b[i]) << "row " << i << " (" << a[i][0] << ", " << a[i][header.size() > 10 ? 10 : 0] << ")";
+  }
+  EXPECT_GT(on_gpu, 0) << "no row's reference ran on the GPU";
+  std::fclose(gpu.log);
+  std::fclose(cpu.log);
 }

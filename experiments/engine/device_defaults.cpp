@@ -1,0 +1,88 @@
+// The CPU side of the Device interface (device/runner.hpp): exact references on the CPU with their
+// MPFR spot checks, and statistics on the host from run()'s output. Devices that keep data on a
+// GPU override reference() and measure(); tests' fake devices use these.
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "experiments/device/runner.hpp"
+#include "experiments/report/files.hpp"
+#include "reference/mpfr_gemm.hpp"
+#include "reference/rng.hpp"
+
+namespace gemmlab {
+
+void spot_check(const Matrix& A, const Matrix& B, int n, std::uint64_t seed, const std::string& engine,
+                const std::function<double(long long)>& c) {
+  const long long total = static_cast<long long>(A.rows) * B.cols;
+  for (int s = 0; s < n; ++s) {
+    const long long idx = static_cast<long long>(splitmix64(seed * 1315423911ull + static_cast<std::uint64_t>(s)) %
+                                                 static_cast<std::uint64_t>(total));
+    const int i = static_cast<int>(idx / B.cols), j = static_cast<int>(idx % B.cols);
+    const double m = mpfr_dot(A, B, i, j), v = c(idx);
+    if (!(m == v) && !(std::isnan(m) && std::isnan(v)))
+      throw std::runtime_error("reference self-check failed: " + engine + " gives " + fmt_double(v) + " for C(" +
+                               std::to_string(i) + "," + std::to_string(j) + ") but MPFR gives " + fmt_double(m) +
+                               " (seed " + std::to_string(seed) + "); please report this");
+  }
+}
+
+namespace {
+
+class HostReference final : public ProblemReference {
+ public:
+  explicit HostReference(GemmReference r) : ref_(std::move(r)) {}
+  long long count_beyond(double max_finite) override {
+    long long n = 0;
+    for (double c : ref_.c) n += !(std::fabs(c) <= max_finite);
+    return n;
+  }
+  const GemmReference& host() override { return ref_; }
+
+ private:
+  GemmReference ref_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProblemReference> cpu_reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  GemmReference r = opt.mode == "mpfr" ? mpfr_gemm(A, B, Format::fp32, opt.threads) : exact_gemm(A, B, Format::fp32, opt.threads);
+  std::string label = r.engine;
+  const bool checked = opt.mode == "auto" || opt.mode == "cpu" || opt.mode == "gpu";
+  if (checked && opt.spot_checks > 0) {
+    const int n = static_cast<int>(std::min<long long>(opt.spot_checks, static_cast<long long>(r.M) * r.N));
+    spot_check(A, B, n, opt.seed, r.engine, [&](long long idx) { return r.c[static_cast<std::size_t>(idx)]; });
+    label += "+mpfr_spot" + std::to_string(n);
+  }
+  auto ref = std::make_unique<HostReference>(std::move(r));
+  ref->label = label;
+  ref->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return ref;
+}
+
+std::string Device::check_memory(int M, int N, int K, Format) {
+  const DeviceInfo& dev = info();
+  const double bytes = 8.0 * (double(M) * K + double(K) * N + double(M) * N) + 2.0 * dev.l2_bytes;
+  if (bytes <= 0.8 * double(dev.global_mem_bytes)) return {};
+  return "size " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) + " needs about " +
+         std::to_string(long(bytes / 1e9)) + " GB on the GPU, more than " + dev.name + " has: choose a smaller size";
+}
+
+std::unique_ptr<ProblemReference> Device::reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt) {
+  if (opt.mode == "gpu") throw std::runtime_error("--reference gpu: this device has no GPU reference engine");
+  return cpu_reference(A, B, opt);
+}
+
+Measurement Device::measure(const Kernel& k, const Matrix& A, const Matrix& B, ProblemReference& ref,
+                            const TimingOptions& opt, const BoundModel& model, bool keep_output, int threads) {
+  Measurement m;
+  m.run = run(k, A, B, opt);
+  const auto t0 = std::chrono::steady_clock::now();
+  m.stats = compute_error_stats(m.run.c, ref.host(), k.numerics.output, model, threads);
+  m.stats_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!keep_output) m.run.c.clear();
+  return m;
+}
+
+}  // namespace gemmlab
