@@ -111,6 +111,8 @@ const char* to_string(AlignReference r) {
   return r == AlignReference::exponent_sum ? "exponent_sum" : "value_exponent";
 }
 
+const char* to_string(CEntry c) { return c == CEntry::first_block ? "first_block" : "final_add"; }
+
 int TcParams::fraction_bits() const { return gemmlab::info(output).precision - 1 + neab; }
 
 std::string TcParams::describe() const {
@@ -119,21 +121,30 @@ std::string TcParams::describe() const {
     << " align=" << to_string(align_rounding) << " out=" << to_string(output_rounding)
     << " ref=" << to_string(align_reference) << " c_in_alignment=" << (c_in_alignment ? "yes" : "no")
     << " subnormal_in=" << (subnormal_inputs ? "kept" : "flushed")
-    << " subnormal_out=" << (subnormal_output ? "kept" : "flushed");
+    << " subnormal_out=" << (subnormal_output ? "kept" : "flushed") << " result_cut=";
+  if (result_fraction_bits < 0) s << "none";
+  else s << result_fraction_bits;
+  s << " zero_c=" << (zero_c_aligns ? "emin" : "absent") << " split=";
+  if (step_interleave == 0) s << "contiguous";
+  else s << "interleave" << step_interleave;
+  s << " c_entry=" << to_string(c_entry)
+    << " operands=" << (operand_conversion ? gemmlab::info(*operand_conversion).name : "as_is");
   return s.str();
 }
 
 namespace {
 
-// Round an exact number into format f.
-double round_exact(Format f, Exact x, Rounding mode, bool subnormals) {
+// Round an exact number into format f, keeping `fraction_bits` below the leading bit (-1: the
+// format's p - 1) within f's exponent range.
+double round_exact(Format f, Exact x, Rounding mode, bool subnormals, int fraction_bits = -1) {
   if (x.v == 0) return 0.0;
   const FormatInfo& ff = gemmlab::info(f);
+  const int fb = fraction_bits < 0 ? ff.precision - 1 : std::min(fraction_bits, ff.precision - 1);
   bool neg = x.v < 0;
   u128 mag = uabs(x.v);
   int nb = bit_length(mag);
   int E = x.e + nb - 1;  // exponent of the exact value
-  int lsb = std::max(E - (ff.precision - 1), ff.emin - (ff.precision - 1));
+  int lsb = std::max(E, ff.emin) - fb;
   int s = lsb - x.e;
   u128 t = mag;
   if (s > 0) {
@@ -196,7 +207,10 @@ struct Term {
 
 // One fused block: c + sum of `n` products.
 double block(const TcParams& p, const double* a, const double* b, int n, double c) {
-  const FormatInfo &fi = gemmlab::info(p.input), &fo = gemmlab::info(p.output);
+  // Products and their alignment exponents are those of the operands as the multiplier sees them
+  // (after an exact conversion, e.g. e4m3 -> fp16, subnormal e4m3 values become normal fp16 ones).
+  const FormatInfo &fi = gemmlab::info(p.operand_conversion ? *p.operand_conversion : p.input),
+                   &fo = gemmlab::info(p.output);
   const int F = p.fraction_bits();
   Term terms[64];
   int nt = 0;
@@ -222,20 +236,20 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
     ce = {dc.neg ? -(i128)dc.m : (i128)dc.m, dc.lsb};
     cref = p.align_reference == AlignReference::exponent_sum ? dc.exponent : ce.e + bit_length(uabs(ce.v)) - 1;
   }
-  if (nt == 0) {
-    // Nothing to add: C passes through (re-rounded only by flushing).
-    if (c == 0) {
-      // sign of an all-zero sum: IEEE semantics of c + (+-0 products)
-      double z = c;
-      for (int i = 0; i < n; ++i) z = z + a[i] * b[i] * 0.0;
-      return z == 0 ? z : 0.0;
-    }
-    return round_exact(p.output, ce, p.output_rounding, p.subnormal_output);
+  if (nt == 0 && c == 0) {
+    // sign of an all-zero sum: IEEE semantics of c + (+-0 products)
+    double z = c;
+    for (int i = 0; i < n; ++i) z = z + a[i] * b[i] * 0.0;
+    return z == 0 ? z : 0.0;
   }
+  if (nt == 0 && !p.c_in_alignment)  // C passes through, re-rounded only by flushing and the cut
+    return round_exact(p.output, ce, p.output_rounding, p.subnormal_output, p.result_fraction_bits);
   int emax = std::numeric_limits<int>::min();
   for (int i = 0; i < nt; ++i) emax = std::max(emax, terms[i].ref);
   bool c_joins = p.c_in_alignment && c != 0;
   if (c_joins) emax = std::max(emax, cref);
+  // A zero C enters the datapath with the smallest exponent field, i.e. the output's emin.
+  if (p.zero_c_aligns && p.c_in_alignment && c == 0) emax = std::max(emax, fo.emin);
   const int q = emax - F;  // exponent of the quantum of the aligned sum
   i128 sum = 0;
   auto aligned = [&](Exact v) -> i128 {
@@ -248,7 +262,7 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
   if (c_joins) total.v += aligned(ce);
   else if (c != 0) total = add(total, ce);
   if (total.v == 0) return 0.0;
-  return round_exact(p.output, total, p.output_rounding, p.subnormal_output);
+  return round_exact(p.output, total, p.output_rounding, p.subnormal_output, p.result_fraction_bits);
 }
 
 bool special(double x) { return std::isnan(x) || std::isinf(x); }
@@ -273,9 +287,34 @@ double dot(const TcParams& p, const double* a, const double* b, int k, double c)
   }
   if (p.block_size <= 0 || k % p.block_size != 0) throw std::invalid_argument("tc_model: block size must divide k");
   if (p.fraction_bits() < 0 || p.fraction_bits() > 96) throw std::invalid_argument("tc_model: F out of range");
-  double acc = c;
-  for (int j = 0; j < k && std::isfinite(acc); j += p.block_size) acc = block(p, a + j, b + j, p.block_size, acc);
+  if (p.step_interleave < 0 || p.block_size > 64) throw std::invalid_argument("tc_model: bad block split");
+  const int nblocks = k / p.block_size;
+  double acc = p.c_entry == CEntry::first_block ? c : 0.0;
+  double ga[64], gb[64];
+  for (int j = 0; j < nblocks && std::isfinite(acc); ++j) {
+    const double *pa = a + j * p.block_size, *pb = b + j * p.block_size;
+    if (p.step_interleave > 0 && nblocks > 1) {  // groups of g indices dealt round robin
+      int n = 0;
+      for (int i = 0; i < k; ++i)
+        if ((i / p.step_interleave) % nblocks == j) {
+          ga[n] = a[i];
+          gb[n] = b[i];
+          ++n;
+        }
+      if (n != p.block_size) throw std::invalid_argument("tc_model: interleave does not deal equal blocks");
+      pa = ga;
+      pb = gb;
+    }
+    acc = block(p, pa, pb, p.block_size, acc);
+  }
   // an overflowed block result stays infinite: the remaining inputs are finite
+  if (p.c_entry == CEntry::final_add && std::isfinite(acc)) {
+    // one addition C + acc rounded to nearest even in the output format (an FADD: no flush)
+    if (c == 0 && acc == 0) return c + acc;  // IEEE sign of a zero sum
+    Exact s = add(exact_of(acc), exact_of(c));
+    if (s.v == 0) return 0.0;
+    return round_exact(p.output, s, Rounding::nearest_even, true);
+  }
   return acc;
 }
 

@@ -7,6 +7,19 @@
 // once and rounded to the output format (`output_rounding`). Blocks of `block_size` products chain:
 // each block's rounded result is the C of the next block.
 //
+// Four refinements cover what Hopper's fp8 and subnormal results showed (results/probes/README.md):
+// - result_fraction_bits: the normalised block result is cut to this many fraction bits before it
+//   is written (MMA-Sim's "e8m13" fp32 result of fp8 wgmma: 13), with the output's exponent range;
+// - zero_c_aligns: a zero C still takes part in the alignment, with the output's smallest normal
+//   exponent (as C = +-0 enters the datapath with a biased exponent of 0), so the aligned sum's
+//   quantum never falls below 2^(emin_out - F);
+// - step_interleave and c_entry: how the k products are dealt to the blocks (contiguous, or in
+//   groups of g indices round robin), and whether C enters the first block or is added at the end
+//   by one round-to-nearest addition in the output format (the blocks then start from +0), as
+//   nvcc's sm_90 code for fp8 mma.sync does (two fp16 HMMA.16816 steps, then FADD);
+// - operand_conversion: operands converted (exactly) to another format before the multiply, which
+//   sets the exponents a product is aligned by (fp8 mma.sync on sm_90 runs through fp16).
+//
 // Plain C++ (no CUDA header). Values travel as doubles: every value of every input and output
 // format is exact in a double, and the model never rounds through a double (the aligned sums are
 // exact __int128 fixed-point numbers).
@@ -28,7 +41,13 @@ namespace gemmlab::tc {
 // product in [1, 4), as a multiplier array produces it) or the exponent of its exact value.
 enum class AlignReference { exponent_sum, value_exponent };
 
+// Where C enters: as the C of the first block (aligned with its products when c_in_alignment), or
+// after the chain of blocks (which then starts from +0) by one addition rounded to nearest even in
+// the output format.
+enum class CEntry { first_block, final_add };
+
 const char* to_string(AlignReference r);
+const char* to_string(CEntry c);
 
 struct TcParams {
   Format input = Format::fp16;
@@ -42,6 +61,13 @@ struct TcParams {
                                   // false: C is added exactly to the block's aligned sum
   bool subnormal_inputs = true;   // false: subnormal a_i, b_i are flushed to zero
   bool subnormal_output = true;   // false: subnormal C is read as zero and subnormal results flush
+  int result_fraction_bits = -1;  // >= 0: the normalised block result is cut (output_rounding) to this
+                                  // many fraction bits; -1: the output format's own (p_out - 1)
+  bool zero_c_aligns = false;     // a zero C joins the alignment with the output's emin
+  int step_interleave = 0;        // 0: block j takes products [j bs, (j+1) bs); g > 0: index i goes to
+                                  // block (i / g) mod (k / bs)
+  CEntry c_entry = CEntry::first_block;
+  std::optional<Format> operand_conversion;  // operands converted to this format before the multiply
 
   int fraction_bits() const;      // F
   std::string describe() const;   // one line, for tables and test messages
