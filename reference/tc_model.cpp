@@ -15,12 +15,9 @@ using i128 = __int128;
 using u128 = unsigned __int128;
 
 int bit_length(u128 v) {
-  int n = 0;
-  while (v) {
-    ++n;
-    v >>= 1;
-  }
-  return n;
+  const std::uint64_t hi = (std::uint64_t)(v >> 64), lo = (std::uint64_t)v;
+  if (hi) return 128 - __builtin_clzll(hi);
+  return lo ? 64 - __builtin_clzll(lo) : 0;
 }
 
 u128 uabs(i128 v) { return v < 0 ? (u128)(-v) : (u128)v; }
@@ -43,6 +40,24 @@ struct Decomposed {
 
 Decomposed decompose(double x, int p, int emin) {
   Decomposed d{std::signbit(x), 0, 0, 0};
+  std::uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int be = (int)((bits >> 52) & 0x7ff);
+  if (be != 0 && be != 0x7ff) {  // a normal double (every value the model sees): read the bits
+    const int e = be - 1023;
+    const std::uint64_t m53 = (bits & ((std::uint64_t(1) << 52) - 1)) | (std::uint64_t(1) << 52);
+    d.exponent = std::max(e, emin);
+    d.lsb = d.exponent - (p - 1);
+    const int shift = d.lsb - (e - 52);  // bits of m53 below the format's last place
+    if (shift <= 0) {
+      d.m = m53 << -shift;
+    } else {
+      d.m = shift >= 64 ? 0 : m53 >> shift;
+      if (shift >= 64 || (d.m << shift) != m53)
+        throw std::logic_error("tc_model: value not representable in the format's precision");
+    }
+    return d;
+  }
   double ax = std::fabs(x);
   int e = std::ilogb(ax);
   if (e < emin) e = emin;
@@ -216,9 +231,10 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
   int nt = 0;
   for (int i = 0; i < n; ++i) {
     double x = a[i], y = b[i];
-    if (!p.subnormal_inputs) {
-      if (std::fabs(x) < std::ldexp(1.0, fi.emin)) x = 0;
-      if (std::fabs(y) < std::ldexp(1.0, fi.emin)) y = 0;
+    if (!p.subnormal_inputs) {  // subnormal in the instruction's input format
+      const double nmin = std::ldexp(1.0, gemmlab::info(p.input).emin);
+      if (std::fabs(x) < nmin) x = 0;
+      if (std::fabs(y) < nmin) y = 0;
     }
     if (x == 0 || y == 0) continue;
     Decomposed dx = decompose(x, fi.precision, fi.emin), dy = decompose(y, fi.precision, fi.emin);
