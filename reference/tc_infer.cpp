@@ -229,18 +229,20 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
         B.add_terms("result_cut/c_alone" + tail, "result_cut", {}, {}, X + small);
         B.add_terms("result_cut/c_plus_one" + tail, "result_cut", {X}, {0}, X + small);
       }
-  // A zero C aligned at the output's emin: a tiny negative term below 2^(emin_out - F) survives
-  // only if the alignment exponent is the products' own (far below emin_out). Two bases: one
-  // visible under truncation, one a tie under round to nearest once the tiny term is lost.
-  for (int j = 1; j <= 60; ++j) {
-    double tiny = -std::ldexp(1.0, fo.emin - 4 - j);
-    B.add_terms("zero_c/rz/j=" + std::to_string(j), "zero_c_alignment", {std::ldexp(1.0, fo.emin - 4), tiny}, {0, 1},
-                0.0, true);
-    B.add_terms("zero_c/rn/j=" + std::to_string(j), "zero_c_alignment",
-                {std::ldexp(1.0, fo.emin - 4), 3 * std::ldexp(1.0, fo.emin - pout), tiny}, {0, 1, 2}, 0.0, true);
-    B.add_terms("zero_c/c_neg_zero/j=" + std::to_string(j), "zero_c_alignment", {std::ldexp(1.0, fo.emin - 4), tiny},
-                {0, 1}, -0.0, true);
-  }
+  // A zero C joining the alignment with exponent emin_out - d: below it, the aligned sum's quantum
+  // stops following the products' own largest exponent. A base term 2^(emin_out - s) and a tiny
+  // negative one 2^(emin_out - s - j): the tiny term is lost once j exceeds F (s <= d) or
+  // F - (s - d) (s > d). Two variants: one visible under truncation, one a tie under round to
+  // nearest once the tiny term is lost.
+  for (int s = 0; s <= 14; s += 2)
+    for (int j = 1; j <= 40; ++j) {
+      const double base = std::ldexp(1.0, fo.emin - s), tiny = -std::ldexp(1.0, fo.emin - s - j);
+      const std::string tail = "/s=" + std::to_string(s) + "/j=" + std::to_string(j);
+      B.add_terms("zero_c/rz" + tail, "zero_c_alignment", {base, tiny}, {0, 1}, 0.0, true);
+      B.add_terms("zero_c/rn" + tail, "zero_c_alignment", {base, 3 * std::ldexp(1.0, fo.emin - pout), tiny}, {0, 1, 2},
+                  0.0, true);
+      if (s == 4) B.add_terms("zero_c/c_neg_zero" + tail, "zero_c_alignment", {base, tiny}, {0, 1}, -0.0, true);
+    }
   // Alignment of a product with a subnormal operand: its exponent sum is the input format's emin
   // plus the other exponent, unless the operands are first converted to a wider format (fp8 ->
   // fp16), where the same value is normal with a smaller exponent, so more of a small term survives.
@@ -368,6 +370,20 @@ std::vector<int> result_cuts(int F, int pout) {
   return v;
 }
 
+// Exponents a zero C may join the alignment with, emin_out - offset (-1: it takes no part). Only
+// offered where products can reach below emin_out - 12 (tf32, bf16 -> fp32; fp16 -> fp16): fp16
+// and fp8 products never fall that far below fp32's emin, so there it could not be seen.
+std::vector<int> zero_c_offsets(const InstructionInfo& ins) {
+  const FormatInfo &fi = gemmlab::info(ins.input), &fo = gemmlab::info(ins.output);
+  const int min_product_exponent = 2 * (fi.emin - (fi.precision - 1));
+  if (min_product_exponent > fo.emin - 12) return {-1};
+  // beyond this offset the floor 2^(emin_out - d - 25) would lie below every product of fp16 -> fp16
+  const int d_max = std::min(10, fo.emin - 25 - min_product_exponent - 2);
+  std::vector<int> v{-1};
+  for (int d = 0; d <= d_max; ++d) v.push_back(d);
+  return v;
+}
+
 // Exact conversions of the operands a datapath may make before multiplying: fp8 through fp16. Only
 // e4m3 is listed: e5m2 has fp16's exponent range, so its conversion to fp16 changes no exponent.
 std::vector<std::optional<Format>> conversions(Format in) {
@@ -388,8 +404,8 @@ std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
               for (auto orr : {Rounding::toward_zero, Rounding::nearest_even})
                 for (auto ref : {AlignReference::exponent_sum, AlignReference::value_exponent})
                   for (bool cin : {true, false})
-                    for (bool zc : {false, true}) {
-                      if (zc && !cin) continue;  // a zero C can only align where C joins the alignment
+                    for (int zc : zero_c_offsets(ins)) {
+                      if (zc >= 0 && !cin) continue;  // a zero C can only align where C joins the alignment
                       for (bool si : {true, false})
                         for (bool so : {true, false}) {
                           TcParams p;
@@ -404,7 +420,7 @@ std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
                           p.subnormal_inputs = si;
                           p.subnormal_output = so;
                           p.result_fraction_bits = cut;
-                          p.zero_c_aligns = zc;
+                          p.zero_c_offset = zc;
                           p.step_interleave = g;
                           p.c_entry = centry;
                           p.operand_conversion = conv;
@@ -533,14 +549,22 @@ std::vector<FeatureDef> feature_defs() {
                }});
   f.push_back({"zero_c_alignment",
                [](const TcParams& p) {
-                 return std::string(p.zero_c_aligns ? "a zero C aligns at the output's smallest normal exponent"
-                                                    : "a zero C takes no part in the alignment");
+                 return p.zero_c_offset < 0
+                            ? std::string("a zero C takes no part in the alignment")
+                            : "a zero C aligns with exponent emin_out - " + std::to_string(p.zero_c_offset) +
+                                  " (the aligned sum's quantum is at least 2^(emin_out - " +
+                                  std::to_string(p.zero_c_offset) + " - F))";
                },
-               [](const TcParams& p, const InstructionInfo&) {
-                 TcParams q = p;
-                 q.zero_c_aligns = !p.zero_c_aligns;
-                 if (q.zero_c_aligns && !q.c_in_alignment) return std::vector<TcParams>{};
-                 return std::vector<TcParams>{q};
+               [](const TcParams& p, const InstructionInfo& ins) {
+                 std::vector<TcParams> v;
+                 for (int d : zero_c_offsets(ins))
+                   if (d != p.zero_c_offset && (d < 0 || p.c_in_alignment) &&
+                       (p.zero_c_offset < 0 ? d <= 1 : std::abs(d - p.zero_c_offset) == 1 || d < 0)) {
+                     TcParams q = p;
+                     q.zero_c_offset = d;
+                     v.push_back(q);
+                   }
+                 return v;
                }});
   f.push_back({"block_split",
                [](const TcParams& p) {

@@ -139,7 +139,10 @@ std::string TcParams::describe() const {
     << " subnormal_out=" << (subnormal_output ? "kept" : "flushed") << " result_cut=";
   if (result_fraction_bits < 0) s << "none";
   else s << result_fraction_bits;
-  s << " zero_c=" << (zero_c_aligns ? "emin" : "absent") << " split=";
+  s << " zero_c=";
+  if (zero_c_offset < 0) s << "absent";
+  else s << "emin-" << zero_c_offset;
+  s << " split=";
   if (step_interleave == 0) s << "contiguous";
   else s << "interleave" << step_interleave;
   s << " c_entry=" << to_string(c_entry)
@@ -264,8 +267,8 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
   for (int i = 0; i < nt; ++i) emax = std::max(emax, terms[i].ref);
   bool c_joins = p.c_in_alignment && c != 0;
   if (c_joins) emax = std::max(emax, cref);
-  // A zero C enters the datapath with the smallest exponent field, i.e. the output's emin.
-  if (p.zero_c_aligns && p.c_in_alignment && c == 0) emax = std::max(emax, fo.emin);
+  // A zero C enters the datapath with a fixed small exponent: the aligned sum's quantum has a floor.
+  if (p.zero_c_offset >= 0 && p.c_in_alignment && c == 0) emax = std::max(emax, fo.emin - p.zero_c_offset);
   const int q = emax - F;  // exponent of the quantum of the aligned sum
   i128 sum = 0;
   auto aligned = [&](Exact v) -> i128 {
@@ -411,9 +414,25 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
     case Instruction::wgmma_m64n8k8_tf32_f32:
       p.block_size = 8;
       return p;
-    default:
-      return std::nullopt;  // fp8: open (results/probes/README.md)
+    case Instruction::mma_m16n8k32_e4m3_f32:
+    case Instruction::mma_m16n8k32_e5m2_f32:
+      // sm_90 runs fp8 mma.sync as nvcc's SASS shows: operands converted to fp16, HMMA.16816 on
+      // k = {0,1,4,5,...,28,29} from C = 0, HMMA.16816 on k = {2,3,6,7,...,30,31} with the first
+      // result as C (the fp16 mma numerics above), then FADD with the instruction's C.
+      p.step_interleave = 2;
+      p.c_entry = CEntry::final_add;
+      p.operand_conversion = Format::fp16;
+      return p;
+    case Instruction::wgmma_m64n8k32_e4m3_f32:
+    case Instruction::wgmma_m64n8k32_e5m2_f32:
+      // one block of 32 products and C aligned with 13 fraction bits, the normalised result cut to
+      // 13 fraction bits toward zero (an "e8m13" fp32 result)
+      p.block_size = 32;
+      p.neab = -10;
+      p.result_fraction_bits = 13;
+      return p;
   }
+  return std::nullopt;
 }
 
 }  // namespace gemmlab::tc

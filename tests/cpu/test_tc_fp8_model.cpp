@@ -75,29 +75,35 @@ TEST(TcModelResultCut, CAloneLosesItsLastTenBits) {
   EXPECT_EQ(run(fp8_block32_f13(13), 32, {}, p2(-127) + p2(-140)), p2(-127));
 }
 
-TEST(TcModelZeroC, AlignsAtTheOutputsEmin) {
+TEST(TcModelZeroC, AlignsBelowTheOutputsEmin) {
   // tf32: 2^-145 - 2^-160 with C = 0. Aligned to the product's own exponent (-145, 25 bits) the
-  // tiny term is kept and the result truncates to 2^-145 - 2^-149; aligned at emin = -126 the
-  // quantum is 2^-151, the tiny term is lost and 2^-145 is written.
+  // tiny term is kept and the result truncates to 2^-145 - 2^-149. A zero C at exponent
+  // emin - d = -126 - d raises the alignment exponent to -126 - d and the quantum to 2^(-151 - d):
+  // the tiny term is lost for d < 9 (2^-145 is written) and kept for d >= 9.
   TcParams p = make(Format::tf32, Format::fp32, 8, 2);
   std::vector<std::tuple<int, double, double>> t = {{0, p2(-73), p2(-72)}, {1, -p2(-80), p2(-80)}};
   EXPECT_EQ(run(p, 8, t, 0.0), p2(-145) - p2(-149));
-  p.zero_c_aligns = true;
-  EXPECT_EQ(run(p, 8, t, 0.0), p2(-145));
+  for (int d : {0, 4, 6, 8, 9, 10}) {
+    p.zero_c_offset = d;
+    EXPECT_EQ(run(p, 8, t, 0.0), d < 9 ? p2(-145) : p2(-145) - p2(-149)) << d;
+  }
   // a non-zero C is aligned by its own exponent either way; C = 2^-149 (subnormal: exponent emin)
-  // gives the same quantum, so the tiny term is lost with or without the flag
+  // gives the quantum 2^-151, so the tiny term is lost with or without the offset
+  p.zero_c_offset = -1;
+  EXPECT_EQ(run(p, 8, t, p2(-149)), p2(-145) + p2(-149));
+  p.zero_c_offset = 6;
   EXPECT_EQ(run(p, 8, t, p2(-149)), p2(-145) + p2(-149));
 }
 
 // The first H200 mismatch of the tf32 validation (wgmma m64n8k8, seed 1, tile 50403, D(39,2)):
-// the exact sum is -91.9997 * 2^-149; terms truncated at 2^-151 (a zero C aligned at emin) give
+// the exact sum is -91.9997 * 2^-149; terms truncated at 2^-157 (a zero C at emin - 6) give
 // -92 * 2^-149 = 0x8000005c, which the hardware wrote; the model without it wrote 0x8000005b.
 TEST(TcModelZeroC, RegressionWgmmaTf32Seed1Tile50403) {
   const double a[8] = {0x1.84cp-93, 0x1.cap-98, -0x1.f2p-95, 0x1.e1p-63, 0x1.928p-83, -0x1.d44p-68, -0x1.368p-110, 0x1.78cp-102};
   const double b[8] = {-0x1.a64p-83, -0x1.b78p-86, 0x1.e68p-85, 0x1.31p-109, -0x1.604p-122, -0x1.d48p-80, -0x1.0bcp-122, -0x1.0c4p-41};
   TcParams p = make(Format::tf32, Format::fp32, 8, 2);
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x8000005bu);
-  p.zero_c_aligns = true;
+  p.zero_c_offset = 6;
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x8000005cu);
 }
 
@@ -107,7 +113,7 @@ TEST(TcModelZeroC, RegressionMmaTf32Seed1Tile366915) {
   const double b[8] = {-0x1.784p-108, 0x1.d28p-110, 0x1.41p-75, -0x1.c1cp-97, 0x1.be8p-120, -0x1.874p-33, -0x1.828p-113, -0x1.13cp-119};
   TcParams p = make(Format::tf32, Format::fp32, 8, 2);
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x00006d14u);
-  p.zero_c_aligns = true;
+  p.zero_c_offset = 6;
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x00006d15u);
 }
 
@@ -159,7 +165,7 @@ TEST(TcModelOperandConversion, SubnormalFp8BecomesNormalFp16) {
 
 TEST(TcModelParams, DescribeNamesTheNewParameters) {
   TcParams p = fp8_two_hmma(2, CEntry::final_add);
-  p.zero_c_aligns = true;
+  p.zero_c_offset = 6;
   std::string d = p.describe();
   EXPECT_NE(d.find("split=interleave2"), std::string::npos) << d;
   EXPECT_NE(d.find("c_entry=final_add"), std::string::npos) << d;
@@ -171,4 +177,29 @@ TEST(TcModelParams, DescribeNamesTheNewParameters) {
   bad.step_interleave = 16;
   std::vector<double> z(32, 0.0);
   EXPECT_THROW(dot(bad, z.data(), z.data(), 32, 0.0), std::invalid_argument);
+}
+
+// The measured Hopper models of the fp8 instructions on the H200 probes that the single-block
+// model could not explain (results/probes/README.md).
+TEST(TcModelMeasured, Fp8InstructionsReproduceTheirKeyProbes) {
+  auto mma = measured_hopper_params(Instruction::mma_m16n8k32_e4m3_f32);
+  auto wg = measured_hopper_params(Instruction::wgmma_m64n8k32_e4m3_f32);
+  ASSERT_TRUE(mma && wg);
+  // alignment/j=28/f=1/pos/X=2^16: 2^16 - 2^16 + 2^-12 -> 2^-12 on the H200 (mma.sync)
+  std::vector<std::tuple<int, double, double>> t = {{0, p2(8), p2(8)}, {1, -p2(8), p2(8)}, {2, p2(-6), p2(-6)}};
+  EXPECT_EQ(run(*mma, 32, t, 0.0), p2(-12));
+  // c_small/j=29: C = 3*2^-31 under 1 - 1 survives (mma.sync); wgmma truncates it with the pair
+  std::vector<std::tuple<int, double, double>> t2 = {{0, 1.0, 1.0}, {1, -1.0, 1.0}};
+  EXPECT_EQ(run(*mma, 32, t2, 3 * p2(-31)), 3 * p2(-31));
+  EXPECT_EQ(run(*wg, 32, t2, 3 * p2(-31)), 0.0);
+  // wgmma: 1 - 1 + 2^-13 survives, 2^-14 does not, 0.75*2^-12 = 3*2^-14 is truncated to 2^-13
+  std::vector<std::tuple<int, double, double>> t3 = {{0, 1.0, 1.0}, {1, -1.0, 1.0}, {2, p2(-6), p2(-7)}};
+  EXPECT_EQ(run(*wg, 32, t3, 0.0), p2(-13));
+  t3[2] = {2, p2(-7), p2(-7)};
+  EXPECT_EQ(run(*wg, 32, t3, 0.0), 0.0);
+  t3[2] = {2, 0.75 * p2(-6), p2(-6)};
+  EXPECT_EQ(run(*wg, 32, t3, 0.0), p2(-13));
+  // the mma.sync path keeps all of them (25 bits)
+  EXPECT_EQ(run(*mma, 32, t3, 0.0), 0.75 * p2(-12));
+  EXPECT_EQ(measured_hopper_params(Instruction::wgmma_m64n8k32_e5m2_f32)->result_fraction_bits, 13);
 }
