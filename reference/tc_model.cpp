@@ -400,33 +400,43 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
   p.subnormal_inputs = true;
   p.subnormal_output = true;
   switch (ins) {
+    // A zero C joins the alignment with exponent emin_out - 7 (H100, probes zero_c/rz/s=8/j=25):
+    // inferred for bf16, tf32 and fp16 -> fp16, where products reach below it; fp16 and fp8
+    // products never fall below fp32's emin - 12, so there it cannot be seen and stays absent.
     case Instruction::mma_m16n8k16_f16_f32:
-    case Instruction::mma_m16n8k16_bf16_f32:
     case Instruction::wgmma_m64n8k16_f16_f32:
-    case Instruction::wgmma_m64n8k16_bf16_f32:
     case Instruction::wmma_m16n16k16_f16_f32:
+      return p;
+    case Instruction::mma_m16n8k16_bf16_f32:
+    case Instruction::wgmma_m64n8k16_bf16_f32:
+      p.zero_c_offset = 7;
       return p;
     case Instruction::mma_m16n8k16_f16_f16:
       p.neab = 15;
       p.output_rounding = Rounding::nearest_even;
+      p.zero_c_offset = 7;
       return p;
     case Instruction::mma_m16n8k8_tf32_f32:
     case Instruction::wgmma_m64n8k8_tf32_f32:
       p.block_size = 8;
+      p.zero_c_offset = 7;
       return p;
     case Instruction::mma_m16n8k32_e4m3_f32:
     case Instruction::mma_m16n8k32_e5m2_f32:
-      // sm_90 runs fp8 mma.sync as nvcc's SASS shows: operands converted to fp16, HMMA.16816 on
-      // k = {0,1,4,5,...,28,29} from C = 0, HMMA.16816 on k = {2,3,6,7,...,30,31} with the first
-      // result as C (the fp16 mma numerics above), then FADD with the instruction's C.
+      // sm_90 runs fp8 mma.sync as nvcc's SASS shows (results/probes/sm90a_fp8_mma_sync_sass.txt):
+      // operands converted to fp16 (F2FP), HMMA.16816 on k = {0,1,4,5,...,28,29} from C = 0,
+      // HMMA.16816 on k = {2,3,6,7,...,30,31} with the first result as C (the fp16 mma numerics
+      // above), then FADD with the instruction's C. The probes infer the split and the final add;
+      // the fp16 conversion changes no output (no fp8 product with a subnormal operand can set a
+      // 25-bit alignment), so the inferred model, without it, is kept.
       p.step_interleave = 2;
       p.c_entry = CEntry::final_add;
-      p.operand_conversion = Format::fp16;
       return p;
     case Instruction::wgmma_m64n8k32_e4m3_f32:
     case Instruction::wgmma_m64n8k32_e5m2_f32:
-      // one block of 32 products and C aligned with 13 fraction bits, the normalised result cut to
-      // 13 fraction bits toward zero (an "e8m13" fp32 result)
+      // one block of 32 products and C aligned with 13 fraction bits by the fp8 exponents (no fp16
+      // conversion: probe operand_conversion/m=1/s=8/j=11), the normalised result cut to 13
+      // fraction bits toward zero (an "e8m13" fp32 result)
       p.block_size = 32;
       p.neab = -10;
       p.result_fraction_bits = 13;

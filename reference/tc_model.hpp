@@ -117,7 +117,7 @@ std::optional<Instruction> parse_instruction(const std::string& name);
 // The parameters `gemmlab probe` inferred on Hopper (H100 and H200 alike; results/probes/README.md,
 // "What the probes found"): every fp16/bf16 -> fp32 instruction: block 16, neab 2 (25 fraction
 // bits), alignment and output truncated toward zero (magnitude), alignment by exponent sum, C
-// joins the alignment (a zero C at the output's emin), subnormals kept; fp16 -> fp16: the same 25
+// joins the alignment (a zero C at emin_out - 7 where that can be seen), subnormals kept; fp16 -> fp16: the same 25
 // fraction bits (neab 15), output rounded to nearest even; tf32: block 8; fp8 wgmma: one block of
 // 32 at 13 fraction bits, result cut to 13 fraction bits; fp8 mma.sync (sm_90): two fp16 mma steps
 // over interleaved pairs of k, then C added by one fp32 round-to-nearest addition. wgmma and wmma

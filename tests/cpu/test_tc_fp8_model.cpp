@@ -91,19 +91,19 @@ TEST(TcModelZeroC, AlignsBelowTheOutputsEmin) {
   // gives the quantum 2^-151, so the tiny term is lost with or without the offset
   p.zero_c_offset = -1;
   EXPECT_EQ(run(p, 8, t, p2(-149)), p2(-145) + p2(-149));
-  p.zero_c_offset = 6;
+  p.zero_c_offset = 7;
   EXPECT_EQ(run(p, 8, t, p2(-149)), p2(-145) + p2(-149));
 }
 
 // The first H200 mismatch of the tf32 validation (wgmma m64n8k8, seed 1, tile 50403, D(39,2)):
-// the exact sum is -91.9997 * 2^-149; terms truncated at 2^-157 (a zero C at emin - 6) give
+// the exact sum is -91.9997 * 2^-149; terms truncated at 2^-158 (a zero C at emin - 7, as inferred on the H100) give
 // -92 * 2^-149 = 0x8000005c, which the hardware wrote; the model without it wrote 0x8000005b.
 TEST(TcModelZeroC, RegressionWgmmaTf32Seed1Tile50403) {
   const double a[8] = {0x1.84cp-93, 0x1.cap-98, -0x1.f2p-95, 0x1.e1p-63, 0x1.928p-83, -0x1.d44p-68, -0x1.368p-110, 0x1.78cp-102};
   const double b[8] = {-0x1.a64p-83, -0x1.b78p-86, 0x1.e68p-85, 0x1.31p-109, -0x1.604p-122, -0x1.d48p-80, -0x1.0bcp-122, -0x1.0c4p-41};
   TcParams p = make(Format::tf32, Format::fp32, 8, 2);
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x8000005bu);
-  p.zero_c_offset = 6;
+  p.zero_c_offset = 7;
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x8000005cu);
 }
 
@@ -113,7 +113,7 @@ TEST(TcModelZeroC, RegressionMmaTf32Seed1Tile366915) {
   const double b[8] = {-0x1.784p-108, 0x1.d28p-110, 0x1.41p-75, -0x1.c1cp-97, 0x1.be8p-120, -0x1.874p-33, -0x1.828p-113, -0x1.13cp-119};
   TcParams p = make(Format::tf32, Format::fp32, 8, 2);
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x00006d14u);
-  p.zero_c_offset = 6;
+  p.zero_c_offset = 7;
   EXPECT_EQ(to_bits(Format::fp32, dot(p, a, b, 8, 0.0)), 0x00006d15u);
 }
 
@@ -165,7 +165,7 @@ TEST(TcModelOperandConversion, SubnormalFp8BecomesNormalFp16) {
 
 TEST(TcModelParams, DescribeNamesTheNewParameters) {
   TcParams p = fp8_two_hmma(2, CEntry::final_add);
-  p.zero_c_offset = 6;
+  p.zero_c_offset = 7;
   std::string d = p.describe();
   EXPECT_NE(d.find("split=interleave2"), std::string::npos) << d;
   EXPECT_NE(d.find("c_entry=final_add"), std::string::npos) << d;
@@ -202,4 +202,28 @@ TEST(TcModelMeasured, Fp8InstructionsReproduceTheirKeyProbes) {
   // the mma.sync path keeps all of them (25 bits)
   EXPECT_EQ(run(*mma, 32, t3, 0.0), 0.75 * p2(-12));
   EXPECT_EQ(measured_hopper_params(Instruction::wgmma_m64n8k32_e5m2_f32)->result_fraction_bits, 13);
+}
+
+// The H100 validation's mismatch under the emin-only hypothesis (20,000-tile run, wgmma tf32,
+// seed 1, tile 9012, D(59,7)): exact -7846.9993 * 2^-149, hardware 0x80001ea7. A zero C at emin
+// (quantum 2^-151) also gives it, but the probe zero_c/rz/s=8/j=25 (2^-134 - 2^-159 -> kept) rules
+// that out; emin - 7 explains both.
+TEST(TcModelZeroC, RegressionWgmmaTf32H100Tile9012) {
+  const double a[8] = {0x1.02p-114, -0x1.858p-76, 0x1.69cp-92, 0x1.5ep-50, 0x1.2a4p-120, 0x1.a1p-121, -0x1.3p-82, -0x1.788p-113};
+  const double b[8] = {-0x1.1p-84, 0x1.b2cp-115, 0x1.1ap-89, 0x1.1ecp-110, -0x1.5d8p-79, 0x1.33p-76, 0x1.9dp-55, -0x1.168p-75};
+  auto p = measured_hopper_params(Instruction::wgmma_m64n8k8_tf32_f32);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->zero_c_offset, 7);
+  EXPECT_EQ(to_bits(Format::fp32, dot(*p, a, b, 8, 0.0)), 0x80001ea7u);
+  p->zero_c_offset = -1;
+  EXPECT_EQ(to_bits(Format::fp32, dot(*p, a, b, 8, 0.0)), 0x80001ea6u);
+  // the probe: 2^-134 - 2^-159 (base exponent emin - 8, tiny 25 below): the quantum with a zero C
+  // at emin - 7 is 2^-158, so the tiny term is lost and 2^-134 is written (absent: 2^-134 - 2^-149)
+  const double pa[8] = {0x1p-126, -0x1p-126, 0, 0, 0, 0, 0, 0}, pb[8] = {0x1p-8, 0x1p-33, 0, 0, 0, 0, 0, 0};
+  p->zero_c_offset = 7;
+  EXPECT_EQ(dot(*p, pa, pb, 8, 0.0), 0x1p-134);
+  p->zero_c_offset = 0;
+  EXPECT_EQ(dot(*p, pa, pb, 8, 0.0), 0x1p-134);
+  p->zero_c_offset = -1;
+  EXPECT_EQ(dot(*p, pa, pb, 8, 0.0), 0x1p-134 - 0x1p-149);
 }

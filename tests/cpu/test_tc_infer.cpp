@@ -160,15 +160,15 @@ TEST(TcInferRoundTrip, Fp8WgmmaResultCutTo13Bits) {
 TEST(TcInferRoundTrip, Tf32ZeroCAlignsAtEmin) {
   const auto& ins = info(Instruction::mma_m16n8k8_tf32_f32);
   TcParams t = with(ins, 8, 2, Rounding::toward_zero, Rounding::toward_zero);
-  t.zero_c_offset = 6;
+  t.zero_c_offset = 7;
   expect_round_trip(t, ins);
   const auto& ins2 = info(Instruction::mma_m16n8k16_bf16_f32);
   TcParams t2 = with(ins2, 16, 2, Rounding::toward_zero, Rounding::toward_zero);
-  t2.zero_c_offset = 6;
+  t2.zero_c_offset = 7;
   expect_round_trip(t2, ins2);
   const auto& ins3 = info(Instruction::mma_m16n8k16_f16_f16);  // fp16 output: emin -14 is reachable
   TcParams t3 = with(ins3, 16, 15, Rounding::toward_zero, Rounding::nearest_even);
-  t3.zero_c_offset = 6;
+  t3.zero_c_offset = 7;
   expect_round_trip(t3, ins3);
 }
 
