@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -56,8 +57,9 @@ struct Builder {
     out.push_back(std::move(p));
     return true;
   }
-  // Split a product value t into a*b with both representable (b a power of two), normal if possible.
-  bool split(double t, std::pair<double, double>& ab) const {
+  // Split a product value t into a*b with both representable (b a power of two), both normal; with
+  // allow_subnormal, a subnormal factor is accepted when no normal split exists.
+  bool split(double t, std::pair<double, double>& ab, bool allow_subnormal = false) const {
     if (t == 0) {
       ab = {0.0, 0.0};
       return true;
@@ -72,13 +74,22 @@ struct Builder {
           return true;
         }
       }
+    if (allow_subnormal)
+      for (int s = 0; s <= 300; ++s)
+        for (int j : {s, -s}) {
+          double b = std::ldexp(1.0, j), a = std::ldexp(t, -j);
+          if (a != 0 && representable(ins.input, a) && representable(ins.input, b)) {
+            ab = {a, b};
+            return true;
+          }
+        }
     return false;
   }
   bool add_terms(const std::string& id, const std::string& feature, const std::vector<double>& terms,
-                 const std::vector<int>& pos, double c) {
+                 const std::vector<int>& pos, double c, bool allow_subnormal = false) {
     std::vector<std::pair<double, double>> ab(terms.size());
     for (size_t t = 0; t < terms.size(); ++t)
-      if (!split(terms[t], ab[t])) return false;
+      if (!split(terms[t], ab[t], allow_subnormal)) return false;
     return add(id, feature, ab, pos, c);
   }
 };
@@ -199,6 +210,57 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
           B.add_terms("output_rounding/c" + tail, "output_rounding", {small}, {0}, X);
           B.add_terms("output_rounding/c_neg" + tail, "output_rounding", {-X, small}, {0, 1}, 2 * X);
         }
+  // The normalised result cut narrower than the output: a carry lifts the sum's leading bit above
+  // the alignment exponent (1.5 X + 1.5 X = 3 X, 4 X), and C alone passes through the cut.
+  for (int e : scales)
+    for (int j = 2; j <= pout + 1; ++j)
+      for (int sg : {1, -1}) {
+        double X = std::ldexp(1.0, e), small = sg * X * std::ldexp(1.0, -j);
+        std::string tail = "/j=" + std::to_string(j) + (sg > 0 ? "/pos/" : "/neg/") + xs(e);
+        B.add_terms("result_cut/carry1" + tail, "result_cut", {1.5 * X, 1.5 * X, small}, {0, 1, 2}, 0.0);
+        for (int n : {4, 8, 16}) {  // n equal terms: the sum's leading bit is log2(n) above X
+          if (n >= K) continue;
+          std::vector<double> terms(n, X);
+          std::vector<int> pos(n + 1);
+          for (int t = 0; t <= n; ++t) pos[t] = t;
+          terms.push_back(small);
+          B.add_terms("result_cut/carry_n=" + std::to_string(n) + tail, "result_cut", terms, pos, 0.0);
+        }
+        B.add_terms("result_cut/c_alone" + tail, "result_cut", {}, {}, X + small);
+        B.add_terms("result_cut/c_plus_one" + tail, "result_cut", {X}, {0}, X + small);
+      }
+  // A zero C joining the alignment with exponent emin_out - d: below it, the aligned sum's quantum
+  // stops following the products' own largest exponent. A base term 2^(emin_out - s) and a tiny
+  // negative one 2^(emin_out - s - j): the tiny term is lost once j exceeds F (s <= d) or
+  // F - (s - d) (s > d). Two variants: one visible under truncation, one a tie under round to
+  // nearest once the tiny term is lost.
+  for (int s = 0; s <= 14; s += 2)
+    for (int j = 1; j <= 40; ++j) {
+      const double base = std::ldexp(1.0, fo.emin - s), tiny = -std::ldexp(1.0, fo.emin - s - j);
+      const std::string tail = "/s=" + std::to_string(s) + "/j=" + std::to_string(j);
+      B.add_terms("zero_c/rz" + tail, "zero_c_alignment", {base, tiny}, {0, 1}, 0.0, true);
+      B.add_terms("zero_c/rn" + tail, "zero_c_alignment", {base, 3 * std::ldexp(1.0, fo.emin - pout), tiny}, {0, 1, 2},
+                  0.0, true);
+      if (s == 4) B.add_terms("zero_c/c_neg_zero" + tail, "zero_c_alignment", {base, tiny}, {0, 1}, -0.0, true);
+    }
+  // Alignment of a product with a subnormal operand: its exponent sum is the input format's emin
+  // plus the other exponent, unless the operands are first converted to a wider format (fp8 ->
+  // fp16), where the same value is normal with a smaller exponent, so more of a small term survives.
+  {
+    const double smin_in = std::ldexp(1.0, fi.emin - (pin - 1));
+    for (int s : {0, 4, 8, 12, 15})
+      for (double m : {1.0, 3.0})
+        for (int j = 1; j <= 40; ++j)
+          for (int sg : {1, -1}) {
+            double big_a = m * smin_in, big_b = std::ldexp(1.0, s);
+            if (big_a >= std::ldexp(1.0, fi.emin)) continue;  // must be subnormal in the input format
+            std::pair<double, double> small;
+            if (!B.split(sg * big_a * big_b * std::ldexp(1.0, -j), small)) continue;
+            std::string id = "operand_conversion/m=" + num(m) + "/s=" + std::to_string(s) + "/j=" + std::to_string(j) +
+                             (sg > 0 ? "/pos" : "/neg");
+            B.add(id, "operand_conversion", {{big_a, big_b}, small}, {0, 1}, 0.0);
+          }
+  }
   // Subnormals: inputs, products, C and outputs.
   {
     double smin_in = std::ldexp(1.0, fi.emin - (pin - 1)), nmin_in = std::ldexp(1.0, fi.emin);
@@ -288,32 +350,84 @@ double predict(const TcParams& p, const Probe& pr) {
   return dot(p, pr.a.data(), pr.b.data(), (int)pr.a.size(), pr.c);
 }
 
+// The ways the k products can be dealt to blocks of bs: contiguous (0), or groups of g < bs indices
+// round robin; and where C enters.
+std::vector<std::pair<int, CEntry>> splits(int bs, int k) {
+  std::vector<std::pair<int, CEntry>> v;
+  for (CEntry ce : {CEntry::first_block, CEntry::final_add}) {
+    v.push_back({0, ce});
+    if (bs < k)
+      for (int g = 1; g < bs; g *= 2) v.push_back({g, ce});
+  }
+  return v;
+}
+
+// Widths the normalised result may be cut to: none (-1), or within 2 bits of F when that is
+// narrower than the output's own fraction.
+std::vector<int> result_cuts(int F, int pout) {
+  std::vector<int> v{-1};
+  for (int c = std::max(1, F - 2); c <= std::min(F + 2, pout - 2); ++c) v.push_back(c);
+  return v;
+}
+
+// Exponents a zero C may join the alignment with, emin_out - offset (-1: it takes no part). Only
+// offered where products can reach below emin_out - 12 (tf32, bf16 -> fp32; fp16 -> fp16): fp16
+// and fp8 products never fall that far below fp32's emin, so there it could not be seen.
+std::vector<int> zero_c_offsets(const InstructionInfo& ins) {
+  const FormatInfo &fi = gemmlab::info(ins.input), &fo = gemmlab::info(ins.output);
+  const int min_product_exponent = 2 * (fi.emin - (fi.precision - 1));
+  if (min_product_exponent > fo.emin - 12) return {-1};
+  // beyond this offset the floor 2^(emin_out - d - 25) would lie below every product of fp16 -> fp16
+  const int d_max = std::min(10, fo.emin - 25 - min_product_exponent - 2);
+  std::vector<int> v{-1};
+  for (int d = 0; d <= d_max; ++d) v.push_back(d);
+  return v;
+}
+
+// Exact conversions of the operands a datapath may make before multiplying: fp8 through fp16. Only
+// e4m3 is listed: e5m2 has fp16's exponent range, so its conversion to fp16 changes no exponent.
+std::vector<std::optional<Format>> conversions(Format in) {
+  if (in == Format::e4m3) return {std::nullopt, Format::fp16};
+  return {std::nullopt};
+}
+
 std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
   std::vector<TcParams> v;
   const int pout = gemmlab::info(ins.output).precision;
   for (int bs = 1; bs <= ins.k; bs *= 2)
-    for (int neab = -16; neab <= 40; ++neab) {
-      if (pout - 1 + neab < 1) continue;
-      for (auto ar : {Rounding::toward_zero, Rounding::floor, Rounding::nearest_even})
-        for (auto orr : {Rounding::toward_zero, Rounding::nearest_even})
-          for (auto ref : {AlignReference::exponent_sum, AlignReference::value_exponent})
-            for (bool cin : {true, false})
-              for (bool si : {true, false})
-                for (bool so : {true, false}) {
-                  TcParams p;
-                  p.input = ins.input;
-                  p.output = ins.output;
-                  p.block_size = bs;
-                  p.neab = neab;
-                  p.align_rounding = ar;
-                  p.output_rounding = orr;
-                  p.align_reference = ref;
-                  p.c_in_alignment = cin;
-                  p.subnormal_inputs = si;
-                  p.subnormal_output = so;
-                  v.push_back(p);
-                }
-    }
+    for (auto [g, centry] : splits(bs, ins.k))
+      for (auto conv : conversions(ins.input))
+        for (int neab = -16; neab <= 40; ++neab) {
+          if (pout - 1 + neab < 1) continue;
+          for (int cut : result_cuts(pout - 1 + neab, pout))
+            for (auto ar : {Rounding::toward_zero, Rounding::floor, Rounding::nearest_even})
+              for (auto orr : {Rounding::toward_zero, Rounding::nearest_even})
+                for (auto ref : {AlignReference::exponent_sum, AlignReference::value_exponent})
+                  for (bool cin : {true, false})
+                    for (int zc : zero_c_offsets(ins)) {
+                      if (zc >= 0 && !cin) continue;  // a zero C can only align where C joins the alignment
+                      for (bool si : {true, false})
+                        for (bool so : {true, false}) {
+                          TcParams p;
+                          p.input = ins.input;
+                          p.output = ins.output;
+                          p.block_size = bs;
+                          p.neab = neab;
+                          p.align_rounding = ar;
+                          p.output_rounding = orr;
+                          p.align_reference = ref;
+                          p.c_in_alignment = cin;
+                          p.subnormal_inputs = si;
+                          p.subnormal_output = so;
+                          p.result_fraction_bits = cut;
+                          p.zero_c_offset = zc;
+                          p.step_interleave = g;
+                          p.c_entry = centry;
+                          p.operand_conversion = conv;
+                          v.push_back(p);
+                        }
+                    }
+        }
   return v;
 }
 
@@ -333,6 +447,7 @@ std::vector<FeatureDef> feature_defs() {
                    if (b != p.block_size) {
                      TcParams q = p;
                      q.block_size = b;
+                     if (q.step_interleave >= b) q.step_interleave = 0;
                      v.push_back(q);
                    }
                  return v;
@@ -415,6 +530,85 @@ std::vector<FeatureDef> feature_defs() {
                  q.subnormal_output = !p.subnormal_output;
                  return std::vector<TcParams>{q};
                }});
+  f.push_back({"result_cut",
+               [](const TcParams& p) {
+                 return p.result_fraction_bits < 0
+                            ? std::string("none (the normalised result keeps the output's fraction bits)")
+                            : "the normalised result is cut to " + std::to_string(p.result_fraction_bits) +
+                                  " fraction bits (" + to_string(p.output_rounding) + ")";
+               },
+               [](const TcParams& p, const InstructionInfo& ins) {
+                 std::vector<TcParams> v;
+                 for (int c : result_cuts(p.fraction_bits(), gemmlab::info(ins.output).precision))
+                   if (c != p.result_fraction_bits) {
+                     TcParams q = p;
+                     q.result_fraction_bits = c;
+                     v.push_back(q);
+                   }
+                 return v;
+               }});
+  f.push_back({"zero_c_alignment",
+               [](const TcParams& p) {
+                 return p.zero_c_offset < 0
+                            ? std::string("a zero C takes no part in the alignment")
+                            : "a zero C aligns with exponent emin_out - " + std::to_string(p.zero_c_offset) +
+                                  " (the aligned sum's quantum is at least 2^(emin_out - " +
+                                  std::to_string(p.zero_c_offset) + " - F))";
+               },
+               [](const TcParams& p, const InstructionInfo& ins) {
+                 std::vector<TcParams> v;
+                 for (int d : zero_c_offsets(ins))
+                   if (d != p.zero_c_offset && (d < 0 || p.c_in_alignment) &&
+                       (p.zero_c_offset < 0 ? d <= 1 : std::abs(d - p.zero_c_offset) == 1 || d < 0)) {
+                     TcParams q = p;
+                     q.zero_c_offset = d;
+                     v.push_back(q);
+                   }
+                 return v;
+               }});
+  f.push_back({"block_split",
+               [](const TcParams& p) {
+                 if (p.step_interleave == 0) return std::string("contiguous blocks of k");
+                 return "groups of " + std::to_string(p.step_interleave) + " consecutive k dealt round robin to the " +
+                        "blocks";
+               },
+               [](const TcParams& p, const InstructionInfo& ins) {
+                 std::vector<TcParams> v;
+                 for (auto [g, ce] : splits(p.block_size, ins.k))
+                   if (ce == p.c_entry && g != p.step_interleave) {
+                     TcParams q = p;
+                     q.step_interleave = g;
+                     v.push_back(q);
+                   }
+                 return v;
+               }});
+  f.push_back({"c_entry",
+               [](const TcParams& p) {
+                 return std::string(p.c_entry == CEntry::first_block
+                                        ? "first_block (C is the first block's C)"
+                                        : "final_add (the blocks start from +0; C is added last, rounded to nearest even)");
+               },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 q.c_entry = p.c_entry == CEntry::first_block ? CEntry::final_add : CEntry::first_block;
+                 return std::vector<TcParams>{q};
+               }});
+  f.push_back({"operand_conversion",
+               [](const TcParams& p) {
+                 return p.operand_conversion ? std::string("operands converted to ") + gemmlab::info(*p.operand_conversion).name +
+                                                   " before the multiply (alignment exponents of that format)"
+                                             : std::string("none (alignment exponents of the input format)");
+               },
+               [](const TcParams& p, const InstructionInfo& ins) {
+                 std::vector<TcParams> v;
+                 for (auto c : conversions(ins.input))
+                   if (c != p.operand_conversion) {
+                     TcParams q = p;
+                     q.operand_conversion = c;
+                     v.push_back(q);
+                   }
+                 return v;
+               }});
   return f;
 }
 
@@ -439,23 +633,32 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   // the probe that rejected the last candidate moves to the front (order affects speed only).
   int best = 0;
   std::vector<TcParams> best_set;
+  const unsigned n_threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
   {
-    std::vector<int> fast = order;
-    for (const TcParams& p : grid) {
-      bool ok = true;
-      for (size_t t = 0; t < fast.size(); ++t)
-        if (!reproduces(p, outcomes[fast[t]])) {
-          std::rotate(fast.begin(), fast.begin() + t, fast.begin() + t + 1);
-          ok = false;
-          break;
+    std::vector<char> ok(grid.size(), 0);
+    std::vector<std::thread> threads;
+    for (unsigned w = 0; w < n_threads; ++w)
+      threads.emplace_back([&, w] {
+        std::vector<int> fast = order;
+        for (size_t g = w; g < grid.size(); g += n_threads) {
+          bool good = true;
+          for (size_t t = 0; t < fast.size(); ++t)
+            if (!reproduces(grid[g], outcomes[fast[t]])) {
+              std::rotate(fast.begin(), fast.begin() + t, fast.begin() + t + 1);
+              good = false;
+              break;
+            }
+          ok[g] = good;
         }
-      if (ok) best_set.push_back(p);
-    }
+      });
+    for (auto& t : threads) t.join();
+    for (size_t g = 0; g < grid.size(); ++g)
+      if (ok[g]) best_set.push_back(grid[g]);
   }
   // Pass 2 (the hardware does something the model does not): fewest unexplained probes, in
   // parallel over slices of the grid.
   if (best_set.empty()) {
-    unsigned nt = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+    const unsigned nt = n_threads;
     std::vector<int> slice_best(nt, std::numeric_limits<int>::max());
     std::vector<std::vector<TcParams>> slice_set(nt);
     std::vector<std::thread> threads;

@@ -7,6 +7,19 @@
 // once and rounded to the output format (`output_rounding`). Blocks of `block_size` products chain:
 // each block's rounded result is the C of the next block.
 //
+// Four refinements cover what Hopper's fp8 and subnormal results showed (results/probes/README.md):
+// - result_fraction_bits: the normalised block result is cut to this many fraction bits before it
+//   is written (MMA-Sim's "e8m13" fp32 result of fp8 wgmma: 13), with the output's exponent range;
+// - zero_c_offset: a zero C still takes part in the alignment, with the exponent
+//   emin_out - zero_c_offset, so the aligned sum's quantum never falls below
+//   2^(emin_out - zero_c_offset - F) (seen with tf32 sums far below fp32's normal range);
+// - step_interleave and c_entry: how the k products are dealt to the blocks (contiguous, or in
+//   groups of g indices round robin), and whether C enters the first block or is added at the end
+//   by one round-to-nearest addition in the output format (the blocks then start from +0), as
+//   nvcc's sm_90 code for fp8 mma.sync does (two fp16 HMMA.16816 steps, then FADD);
+// - operand_conversion: operands converted (exactly) to another format before the multiply, which
+//   sets the exponents a product is aligned by (fp8 mma.sync on sm_90 runs through fp16).
+//
 // Plain C++ (no CUDA header). Values travel as doubles: every value of every input and output
 // format is exact in a double, and the model never rounds through a double (the aligned sums are
 // exact __int128 fixed-point numbers).
@@ -28,7 +41,13 @@ namespace gemmlab::tc {
 // product in [1, 4), as a multiplier array produces it) or the exponent of its exact value.
 enum class AlignReference { exponent_sum, value_exponent };
 
+// Where C enters: as the C of the first block (aligned with its products when c_in_alignment), or
+// after the chain of blocks (which then starts from +0) by one addition rounded to nearest even in
+// the output format.
+enum class CEntry { first_block, final_add };
+
 const char* to_string(AlignReference r);
+const char* to_string(CEntry c);
 
 struct TcParams {
   Format input = Format::fp16;
@@ -42,6 +61,14 @@ struct TcParams {
                                   // false: C is added exactly to the block's aligned sum
   bool subnormal_inputs = true;   // false: subnormal a_i, b_i are flushed to zero
   bool subnormal_output = true;   // false: subnormal C is read as zero and subnormal results flush
+  int result_fraction_bits = -1;  // >= 0: the normalised block result is cut (output_rounding) to this
+                                  // many fraction bits; -1: the output format's own (p_out - 1)
+  int zero_c_offset = -1;         // >= 0: a zero C joins the alignment with exponent emin_out - offset;
+                                  // -1: a zero C takes no part
+  int step_interleave = 0;        // 0: block j takes products [j bs, (j+1) bs); g > 0: index i goes to
+                                  // block (i / g) mod (k / bs)
+  CEntry c_entry = CEntry::first_block;
+  std::optional<Format> operand_conversion;  // operands converted to this format before the multiply
 
   int fraction_bits() const;      // F
   std::string describe() const;   // one line, for tables and test messages
@@ -88,11 +115,13 @@ const std::vector<Instruction>& all_instructions();
 std::optional<Instruction> parse_instruction(const std::string& name);
 
 // The parameters `gemmlab probe` inferred on Hopper (H100 and H200 alike; results/probes/README.md,
-// "What the probes found"), for the instructions whose model is settled: every fp16/bf16 -> fp32
-// instruction: block 16, neab 2 (25 fraction bits), alignment and output truncated toward zero
-// (magnitude), alignment by exponent sum, C joins the alignment, subnormals kept; fp16 -> fp16: the
-// same 25 fraction bits (neab 15), output rounded to nearest even; tf32: block 8. nullopt for the
-// instructions whose model is still open (fp8). wgmma and wmma fp16/bf16 share mma.sync's model.
+// "What the probes found"): every fp16/bf16 -> fp32 instruction: block 16, neab 2 (25 fraction
+// bits), alignment and output truncated toward zero (magnitude), alignment by exponent sum, C
+// joins the alignment (a zero C at emin_out - 7 where that can be seen), subnormals kept; fp16 -> fp16: the same 25
+// fraction bits (neab 15), output rounded to nearest even; tf32: block 8; fp8 wgmma: one block of
+// 32 at 13 fraction bits, result cut to 13 fraction bits; fp8 mma.sync (sm_90): two fp16 mma steps
+// over interleaved pairs of k, then C added by one fp32 round-to-nearest addition. wgmma and wmma
+// fp16/bf16 share mma.sync's model.
 std::optional<TcParams> measured_hopper_params(Instruction i);
 
 // D = A B + C on one tile: A (m, k) row-major, B (k, n) row-major, C and D (m, n) row-major.

@@ -41,23 +41,35 @@ Command add_probe(CLI::App& app, const std::string& command_line) {
     std::string out = "results/probes.csv";
     long long validate = 0;
     std::uint64_t seed = 1;
+    std::vector<std::string> instructions;
   };
   auto o = std::make_shared<Options>();
   probe->add_option("-o,--out", o->out, "findings CSV (raw outcomes go beside it as <out>_outcomes.csv)");
   probe->add_option("--validate", o->validate,
                     "then compare the inferred model with the hardware on this many random tiles per instruction");
   probe->add_option("--seed", o->seed, "seed of the validation tiles");
+  probe->add_option("--instructions", o->instructions,
+                    "validate only these instructions (comma-separated names; default all)")
+      ->delimiter(',');
   return {probe, [o, command_line] {
             require_csv(o->out);
             check_writable(o->out);
+            std::vector<std::string> names;
+            for (const std::string& n : o->instructions) {
+              if (!tc::parse_instruction(n)) throw UsageError("--instructions: unknown instruction '" + n + "'");
+              names.push_back(n);
+            }
+            if (names.empty())
+              for (auto ins : tc::all_instructions()) names.push_back(tc::info(ins).name);
             int rc = run_probes(o->out, true, command_line);
             if (rc != 0 || o->validate <= 0) return rc;
-            for (auto ins : tc::all_instructions()) {
-              const char* name = tc::info(ins).name;
-              std::string report;
-              validate_model(name, o->validate, o->seed, &report);
-              std::printf("validate %-24s %s\n", name, report.c_str());
+            std::vector<ValidationResult> results;
+            for (const std::string& name : names) {
+              results.push_back(validate_instruction(name, o->validate, o->seed));
+              std::printf("validate %-24s %s\n", name.c_str(), results.back().summary().c_str());
+              std::fflush(stdout);
             }
+            std::printf("validation table: %s\n", write_validation(o->out, results, command_line).c_str());
             return 0;
           }};
 }

@@ -16,6 +16,7 @@
 #include <mma.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -301,14 +302,23 @@ std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins) {
 
 // Random tiles for validation, from several distributions (tile index picks one), exact in the
 // input format. splitmix64 per tile, so tiles are independent of batching and threads.
+// The distribution is tile % 7; the range C is drawn from is (tile / 7) % 3:
+//   zero: C = 0 everywhere (the only case published fp8 data covers);
+//   unit: a quarter of the entries 0, the rest U[-1, 1), a third of those times 16 (the
+//         distribution-specific draws of wide_exponent and subnormal as before);
+//   wide: C = +-2^(e + U[-s, s]) (1 + U[0, 1)), e = floor(log2 sum_k |a_ik b_kj|) of that entry
+//         (0 when the products are all zero), s = 30 for fp32 output, 16 for fp16: from C
+//         negligible beside the products to C dominating them.
 
 const char* kDistributions[] = {"uniform01", "uniform11", "normal", "wide_exponent", "cancellation", "subnormal", "integers"};
+const char* kCRanges[] = {"zero", "unit", "wide"};
+constexpr int kNumDistributions = 7, kNumCRanges = 3;
 
 void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long tile, std::vector<double>& A,
                  std::vector<double>& B, std::vector<double>& C) {
   SplitMix r{seed * 0x100000001b3ull + (std::uint64_t)tile};
   const int K = I.k, M = I.m, N = I.n;
-  const int dist = (int)(tile % 7);
+  const int dist = (int)(tile % kNumDistributions), crange = (int)((tile / kNumDistributions) % kNumCRanges);
   const FormatInfo &fi = gemmlab::info(I.input), &fo = gemmlab::info(I.output);
   auto in = [&](double x) {
     x = std::clamp(x, -fi.max_finite, fi.max_finite);
@@ -354,49 +364,66 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
         B[(k + K / 2) * N + j] = (r.next() % 8 == 0) ? in(B[k * N + j] * 0.75) : B[k * N + j];
       }
   }
-  for (auto& x : C) {
-    std::uint64_t m = r.next() % 4;
-    double v = m == 0 ? 0.0 : (dist == 3 || dist == 5 ? gen() : 2 * r.uniform() - 1) * (m == 3 ? 16.0 : 1.0);
-    if (dist == 5 && m == 1) v = std::ldexp((double)(1 + r.next() % 7), fo.emin - fo.precision + 1);
-    x = tc::round_to_format(I.output, std::clamp(v, -fo.max_finite, fo.max_finite), Rounding::nearest_even);
+  const int wide_span = fo.precision > 11 ? 30 : 16;
+  for (int e = 0; e < M * N; ++e) {
+    double v = 0;
+    if (crange == 1) {
+      std::uint64_t m = r.next() % 4;
+      v = m == 0 ? 0.0 : (dist == 3 || dist == 5 ? gen() : 2 * r.uniform() - 1) * (m == 3 ? 16.0 : 1.0);
+      if (dist == 5 && m == 1) v = std::ldexp((double)(1 + r.next() % 7), fo.emin - fo.precision + 1);
+    } else if (crange == 2) {
+      const int i = e / N, j = e % N;
+      double mag = 0;  // sum of |products| in double: only its binade is used
+      for (int k = 0; k < K; ++k) mag += std::fabs(A[i * K + k] * B[k * N + j]);
+      int e0 = mag > 0 ? std::ilogb(mag) : 0;
+      double ex = e0 + (2 * r.uniform() - 1) * wide_span;
+      v = ((r.next() & 1) ? -1 : 1) * std::exp2(ex) * (1 + r.uniform());
+    }
+    C[e] = tc::round_to_format(I.output, std::clamp(v, -fo.max_finite, fo.max_finite), Rounding::nearest_even);
   }
 }
 
-
-
 }  // namespace
 
-long long validate_model(const std::string& instruction, long long n_tiles, std::uint64_t seed, std::string* report) {
+ValidationResult validate_instruction(const std::string& instruction, long long n_tiles, std::uint64_t seed) {
   auto ins = tc::parse_instruction(instruction);
-  if (!ins) throw std::runtime_error("validate_model: unknown instruction '" + instruction + "'");
+  if (!ins) throw std::runtime_error("validate: unknown instruction '" + instruction + "'");
   const tc::InstructionInfo& I = tc::info(*ins);
+  ValidationResult res;
+  res.instruction = instruction;
+  res.seed = seed;
+  res.tiles = n_tiles;
+  for (const char* d : kDistributions) res.distributions.push_back(d);
+  for (const char* c : kCRanges) res.c_ranges.push_back(c);
+  res.cells.assign(kNumDistributions * kNumCRanges, {});
   DeviceCaps dev = device_caps();
   if (!dev.present || dev.cc < I.min_cc) {
-    if (report) *report = instruction + ": not_supported";
-    return -1;
+    res.status = "not_supported";
+    return res;
   }
+  res.status = "validated";
+  auto t_start = std::chrono::steady_clock::now();
   tc::Inference inf = tc::infer(I, run_probe_set(*ins));
+  res.model = inf.params.describe();
   const int K = I.k, M = I.m, N = I.n, MN = M * N;
-  const long long batch = 1 << 16;
-  long long mismatches = 0, bits = 0, outputs = 0;
-  std::vector<long long> per_dist(7, 0);
-  std::string first;
+  const long long batch = 1 << 14;
   for (long long t0 = 0; t0 < n_tiles; t0 += batch) {
     const long long n = std::min(batch, n_tiles - t0);
-    std::vector<std::uint32_t> A(n * M * K), B(n * K * N), C(n * MN);
+    std::vector<std::uint32_t> Ab(n * M * K), Bb(n * K * N), Cb(n * MN);
+    std::vector<double> Ad(n * M * K), Bd(n * K * N), Cd(n * MN);  // kept for the model's pass
     parallel_for(static_cast<long>(n), 0, [&](long t) {
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
-      for (int i = 0; i < M * K; ++i) A[t * M * K + i] = (std::uint32_t)to_bits(I.input, a[i]);
-      for (int i = 0; i < K * N; ++i) B[t * K * N + i] = (std::uint32_t)to_bits(I.input, b[i]);
-      for (int i = 0; i < MN; ++i) C[t * MN + i] = (std::uint32_t)to_bits(I.output, c[i]);
+      for (int i = 0; i < M * K; ++i) Ab[t * M * K + i] = (std::uint32_t)to_bits(I.input, Ad[t * M * K + i] = a[i]);
+      for (int i = 0; i < K * N; ++i) Bb[t * K * N + i] = (std::uint32_t)to_bits(I.input, Bd[t * K * N + i] = b[i]);
+      for (int i = 0; i < MN; ++i) Cb[t * MN + i] = (std::uint32_t)to_bits(I.output, Cd[t * MN + i] = c[i]);
     });
-    std::vector<std::uint32_t> D = run_tiles(*ins, A, B, C);
+    std::vector<std::uint32_t> D = run_tiles(*ins, Ab, Bb, Cb);
     std::vector<long long> miss(n, 0), mbits(n, 0);
     std::vector<std::string> ex(n);
     parallel_for(static_cast<long>(n), 0, [&](long t) {
-      std::vector<double> a, b, c;
-      random_tile(I, seed, t0 + t, a, b, c);
+      std::vector<double> a(Ad.begin() + t * M * K, Ad.begin() + (t + 1) * M * K),
+          b(Bd.begin() + t * K * N, Bd.begin() + (t + 1) * K * N), c(Cd.begin() + t * MN, Cd.begin() + (t + 1) * MN);
       std::vector<double> d = tc::mma_tile(inf.params, I, a, b, c);
       for (int e = 0; e < MN; ++e) {
         std::uint32_t want = (std::uint32_t)to_bits(I.output, d[e]), got = D[t * MN + e];
@@ -407,7 +434,7 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
           if (ex[t].empty()) {
             int i = e / N, j = e % N;
             std::ostringstream s;
-            s << "tile " << (t0 + t) << " (" << kDistributions[(t0 + t) % 7] << ") D(" << i << "," << j << "): model "
+            s << std::hexfloat << "tile " << (t0 + t) << " D(" << i << "," << j << "): model "
               << tc::hex_bits(want, I.output) << " hardware " << tc::hex_bits(got, I.output) << "; row:";
             for (int k = 0; k < K; ++k) s << " " << a[i * K + k] << "*" << b[k * N + j];
             s << " c=" << c[e];
@@ -417,22 +444,88 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
       }
     });
     for (long long t = 0; t < n; ++t) {
-      mismatches += miss[t];
-      bits += mbits[t];
-      per_dist[(t0 + t) % 7] += miss[t];
-      if (first.empty() && !ex[t].empty()) first = ex[t];
+      const long long tile = t0 + t;
+      ValidationResult::Cell& cell =
+          res.cells[(tile % kNumDistributions) * kNumCRanges + (tile / kNumDistributions) % kNumCRanges];
+      cell.tiles += 1;
+      cell.outputs += MN;
+      cell.mismatching_outputs += miss[t];
+      cell.mismatching_bits += mbits[t];
+      if (cell.first_mismatch.empty() && !ex[t].empty()) cell.first_mismatch = ex[t];
     }
-    outputs += n * MN;
   }
-  if (report) {
-    std::ostringstream s;
-    s << instruction << ": " << n_tiles << " tiles (seed " << seed << "), " << outputs << " outputs, " << mismatches
-      << " mismatching outputs, " << bits << " mismatching bits; model " << inf.params.describe() << "; per distribution:";
-    for (int d = 0; d < 7; ++d) s << " " << kDistributions[d] << "=" << per_dist[d];
-    if (!first.empty()) s << "; first mismatch: " << first;
-    *report = s.str();
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  return res;
+}
+
+long long ValidationResult::mismatching_outputs() const {
+  long long m = 0;
+  for (const Cell& c : cells) m += c.mismatching_outputs;
+  return m;
+}
+
+std::string ValidationResult::summary() const {
+  std::ostringstream s;
+  if (status != "validated") return instruction + ": " + status;
+  long long outputs = 0, bits = 0;
+  std::string first;
+  for (const Cell& c : cells) {
+    outputs += c.outputs;
+    bits += c.mismatching_bits;
+    if (first.empty()) first = c.first_mismatch;
   }
-  return mismatches;
+  s << instruction << ": " << tiles << " tiles (seed " << seed << "), " << outputs << " outputs, "
+    << mismatching_outputs() << " mismatching outputs, " << bits << " mismatching bits, " << seconds
+    << " s; model " << model;
+  if (!first.empty()) s << "; first mismatch: " << first;
+  return s.str();
+}
+
+std::string write_validation(const std::string& findings_csv, const std::vector<ValidationResult>& results,
+                             const std::string& command_line) {
+  std::filesystem::path out(findings_csv);
+  const std::string path = (out.parent_path() / (out.stem().string() + "_validation.csv")).string();
+  const DeviceInfo& dev = query_device();
+  std::vector<std::vector<std::string>> rows;
+  for (const ValidationResult& r : results) {
+    auto row = [&](const std::string& dist, const std::string& cr, const ValidationResult::Cell& c) {
+      rows.push_back({r.instruction, dev.name, r.status, std::to_string(r.seed), dist, cr, std::to_string(c.tiles),
+                      std::to_string(c.outputs), std::to_string(c.mismatching_outputs),
+                      std::to_string(c.mismatching_bits), r.model, c.first_mismatch});
+    };
+    ValidationResult::Cell all;
+    for (size_t d = 0; d < r.distributions.size(); ++d)
+      for (size_t c = 0; c < r.c_ranges.size(); ++c) {
+        const ValidationResult::Cell& cell = r.cells[d * r.c_ranges.size() + c];
+        all.tiles += cell.tiles;
+        all.outputs += cell.outputs;
+        all.mismatching_outputs += cell.mismatching_outputs;
+        all.mismatching_bits += cell.mismatching_bits;
+        if (all.first_mismatch.empty()) all.first_mismatch = cell.first_mismatch;
+      }
+    row("all", "all", all);
+    if (r.status != "validated") continue;
+    for (size_t d = 0; d < r.distributions.size(); ++d)
+      for (size_t c = 0; c < r.c_ranges.size(); ++c)
+        row(r.distributions[d], r.c_ranges[c], r.cells[d * r.c_ranges.size() + c]);
+  }
+  nlohmann::json meta = base_metadata("probe_validation", command_line, path);
+  add_device_metadata(meta, dev, software_versions(), current_sm_clock_mhz());
+  meta["findings_csv"] = out.filename().string();
+  meta["tile_generator"] =
+      "experiments/device/probe.cu random_tile: distribution = tile % 7, c_range = (tile / 7) % 3, splitmix64 of "
+      "(seed * 0x100000001b3 + tile)";
+  write_table(path,
+              {"instruction", "gpu", "status", "seed", "distribution", "c_range", "tiles", "outputs",
+               "mismatching_outputs", "mismatching_bits", "model", "first_mismatch"},
+              rows, meta);
+  return path;
+}
+
+long long validate_model(const std::string& instruction, long long n_tiles, std::uint64_t seed, std::string* report) {
+  ValidationResult r = validate_instruction(instruction, n_tiles, seed);
+  if (report) *report = r.summary();
+  return r.status == "validated" ? r.mismatching_outputs() : -1;
 }
 
 int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gemmlab {
 
@@ -19,5 +20,29 @@ int run_probes(const std::string& out_csv_path, bool print_table, const std::str
 // is not supported here. `report`, if given, receives a one-line summary with the first mismatch.
 long long validate_model(const std::string& instruction, long long n_tiles, std::uint64_t seed,
                          std::string* report = nullptr);
+
+// The same validation with its counts per input distribution and per range C is drawn from
+// (zero, unit, wide: probe.cu's random_tile says how each is drawn).
+struct ValidationResult {
+  struct Cell {
+    long long tiles = 0, outputs = 0, mismatching_outputs = 0, mismatching_bits = 0;
+    std::string first_mismatch;  // tile, entry, model and hardware bits, the row's inputs (hex floats)
+  };
+  std::string instruction, status;  // validated | not_supported
+  std::string model;                // the inferred TcParams::describe()
+  std::uint64_t seed = 0;
+  long long tiles = 0;
+  double seconds = 0;
+  std::vector<std::string> distributions, c_ranges;
+  std::vector<Cell> cells;  // [distribution * c_ranges.size() + c_range]
+  long long mismatching_outputs() const;
+  std::string summary() const;  // one line
+};
+ValidationResult validate_instruction(const std::string& instruction, long long n_tiles, std::uint64_t seed);
+
+// Writes <findings stem>_validation.csv beside the findings CSV (tidy: one row per instruction x
+// distribution x c_range, plus an all/all row per instruction) and its metadata; returns its path.
+std::string write_validation(const std::string& findings_csv, const std::vector<ValidationResult>& results,
+                             const std::string& command_line);
 
 }  // namespace gemmlab

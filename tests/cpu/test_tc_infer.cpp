@@ -68,15 +68,19 @@ TEST(TcInferProbes, AreRepresentableAndUnique) {
   }
 }
 
+// fp16 products (>= 2^-48) never fall below fp32's emin, so whether a zero C aligns there cannot
+// be observed for fp16 -> fp32 (nor for fp8 -> fp32); inference says so instead of guessing.
 TEST(TcInferRoundTrip, Fp16LiteratureLike) {
   const auto& ins = info(Instruction::mma_m16n8k16_f16_f32);
-  expect_round_trip(with(ins, 16, 2, Rounding::toward_zero, Rounding::toward_zero), ins);
+  expect_round_trip(with(ins, 16, 2, Rounding::toward_zero, Rounding::toward_zero), ins, {"zero_c_alignment"});
+  Inference inf = infer(ins, synthesise(with(ins, 16, 2, Rounding::toward_zero, Rounding::toward_zero), ins));
+  EXPECT_EQ(inf.params, with(ins, 16, 2, Rounding::toward_zero, Rounding::toward_zero)) << inf.params.describe();
 }
 
 TEST(TcInferRoundTrip, Fp16TwosComplementBlock8) {
   const auto& ins = info(Instruction::mma_m16n8k16_f16_f32);
   expect_round_trip(with(ins, 8, 3, Rounding::floor, Rounding::toward_zero,
-                         AlignReference::value_exponent), ins);
+                         AlignReference::value_exponent), ins, {"zero_c_alignment"});
 }
 
 TEST(TcInferRoundTrip, Bf16NearestNoCJoinFlushes) {
@@ -100,9 +104,72 @@ TEST(TcInferRoundTrip, Fp8NarrowAccumulator) {
   // cannot be identified, and inference must say so rather than guess.
   const auto& ins = info(Instruction::mma_m16n8k32_e4m3_f32);
   expect_round_trip(with(ins, 32, -10, Rounding::toward_zero, Rounding::toward_zero), ins,
-                    {"output_rounding"});
+                    {"output_rounding", "zero_c_alignment"});
   const auto& ins2 = info(Instruction::mma_m16n8k32_e5m2_f32);
-  expect_round_trip(with(ins2, 16, -9, Rounding::floor, Rounding::toward_zero), ins2, {"output_rounding"});
+  // two chained blocks of 14 bits: the second re-aligns the first's result to 14 bits, so a cut
+  // of that result to 16 bits leaves no trace either
+  expect_round_trip(with(ins2, 16, -9, Rounding::floor, Rounding::toward_zero), ins2,
+                    {"output_rounding", "zero_c_alignment", "result_cut"});
+}
+
+// The refinements that Hopper's fp8 and subnormal results need (tc_model.hpp) are inferred, not
+// typed in: each generating model comes back from its own synthetic outcomes.
+TEST(TcInferRoundTrip, Fp8MmaSyncTwoFp16StepsAndFinalAdd) {
+  // sm_90 fp8 mma.sync as nvcc emits it: e4m3 -> fp16, HMMA on k = {0,1,4,5,..} from C = 0, HMMA
+  // on k = {2,3,6,7,..} with the first result as C, then FADD with C.
+  const auto& ins = info(Instruction::mma_m16n8k32_e4m3_f32);
+  TcParams t = with(ins, 16, 2, Rounding::toward_zero, Rounding::toward_zero);
+  t.step_interleave = 2;
+  t.c_entry = CEntry::final_add;
+  // fp8 products (>= 2^-18) never reach fp32's subnormal range, and with 25 bits no subnormal-
+  // operand product decides an alignment: these three cannot be told apart by any input.
+  Inference inf = infer(ins, synthesise(t, ins));
+  EXPECT_EQ(inf.mismatching_probes, 0);
+  for (const std::string& f : inf.ambiguous)
+    EXPECT_TRUE(f == "subnormal_output" || f == "zero_c_alignment" || f == "operand_conversion") << f;
+  EXPECT_EQ(inf.params, t) << inf.params.describe();
+  const auto& ins2 = info(Instruction::mma_m16n8k32_e5m2_f32);
+  TcParams t2 = with(ins2, 16, 2, Rounding::toward_zero, Rounding::toward_zero);
+  t2.step_interleave = 4;  // a different split must be told apart as well
+  t2.c_entry = CEntry::final_add;
+  Inference inf2 = infer(ins2, synthesise(t2, ins2));
+  EXPECT_EQ(inf2.mismatching_probes, 0);
+  EXPECT_EQ(inf2.params.step_interleave, 4);
+  EXPECT_EQ(inf2.params.c_entry, CEntry::final_add);
+  EXPECT_EQ(inf2.params.block_size, 16);
+}
+
+TEST(TcInferRoundTrip, Fp8WgmmaResultCutTo13Bits) {
+  const auto& ins = info(Instruction::wgmma_m64n8k32_e4m3_f32);
+  TcParams t = with(ins, 32, -10, Rounding::toward_zero, Rounding::toward_zero);
+  t.result_fraction_bits = 13;
+  t.operand_conversion = Format::fp16;  // identifiable here: 13 bits make a subnormal operand's exponent visible
+  expect_round_trip(t, ins, {"zero_c_alignment"});
+  Inference inf = infer(ins, synthesise(t, ins));
+  EXPECT_EQ(inf.params, t) << inf.params.describe();
+  const auto& ins2 = info(Instruction::wgmma_m64n8k32_e5m2_f32);
+  TcParams t2 = with(ins2, 32, -10, Rounding::toward_zero, Rounding::nearest_even);
+  t2.result_fraction_bits = 12;
+  Inference inf2 = infer(ins2, synthesise(t2, ins2));
+  EXPECT_EQ(inf2.mismatching_probes, 0);
+  EXPECT_EQ(inf2.params.result_fraction_bits, 12) << inf2.params.describe();
+  EXPECT_EQ(inf2.params.output_rounding, Rounding::nearest_even) << inf2.params.describe();
+  EXPECT_FALSE(inf2.params.operand_conversion.has_value()) << inf2.params.describe();  // never offered for e5m2
+}
+
+TEST(TcInferRoundTrip, Tf32ZeroCAlignsAtEmin) {
+  const auto& ins = info(Instruction::mma_m16n8k8_tf32_f32);
+  TcParams t = with(ins, 8, 2, Rounding::toward_zero, Rounding::toward_zero);
+  t.zero_c_offset = 7;
+  expect_round_trip(t, ins);
+  const auto& ins2 = info(Instruction::mma_m16n8k16_bf16_f32);
+  TcParams t2 = with(ins2, 16, 2, Rounding::toward_zero, Rounding::toward_zero);
+  t2.zero_c_offset = 7;
+  expect_round_trip(t2, ins2);
+  const auto& ins3 = info(Instruction::mma_m16n8k16_f16_f16);  // fp16 output: emin -14 is reachable
+  TcParams t3 = with(ins3, 16, 15, Rounding::toward_zero, Rounding::nearest_even);
+  t3.zero_c_offset = 7;
+  expect_round_trip(t3, ins3);
 }
 
 // The wgmma and wmma entries: one output of wgmma m64n8k16 (wmma 16x16x16) is the same k-term dot
