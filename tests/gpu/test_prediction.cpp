@@ -26,6 +26,9 @@ constexpr std::uint64_t kSeed = 1;
 std::vector<std::string> distributions_for(const Kernel& k) {
   std::string wide = "logunif_-40_40";
   if (k.numerics.input == Format::fp16) wide = k.numerics.output == Format::fp16 ? "logunif_-20_3" : "logunif_-20_14";
+  // fp8: the format's whole range, subnormals included (e4m3: 2^-9 .. 448; e5m2: 2^-16 .. 57344).
+  if (k.numerics.input == Format::e4m3) wide = "logunif_-9_8";
+  if (k.numerics.input == Format::e5m2) wide = "logunif_-16_15";
   return {"uniform_0_1", "normal_0_1", wide};
 }
 
