@@ -378,6 +378,12 @@ void bind_tc(nb::module_& m) {
       .def_rw("c_in_alignment", &tc::TcParams::c_in_alignment, "C is aligned (and truncated) with the products.")
       .def_rw("subnormal_inputs", &tc::TcParams::subnormal_inputs, "False: subnormal inputs are flushed to zero.")
       .def_rw("subnormal_output", &tc::TcParams::subnormal_output, "False: subnormal C and results flush to zero.")
+      .def_rw("result_fraction_bits", &tc::TcParams::result_fraction_bits,
+              "The normalised block result is cut to this many fraction bits (-1: the output format's).")
+      .def_rw("zero_c_offset", &tc::TcParams::zero_c_offset,
+              "A zero C joins the alignment with exponent emin_out - offset (-1: it takes no part).")
+      .def_rw("step_interleave", &tc::TcParams::step_interleave,
+              "0: contiguous blocks; g > 0: product i goes to block (i / g) mod (k / block_size).")
       .def_prop_ro("fraction_bits", &tc::TcParams::fraction_bits, "F, the fraction bits kept below the largest exponent.")
       .def("describe", &tc::TcParams::describe, "One line, as in gemmlab's tables.")
       .def("__repr__", [](const tc::TcParams& p) {

@@ -52,7 +52,10 @@ def published_params(name: str) -> TcParams:
     -> fp32: block 16, neab 2 (25 fraction bits), alignment and output truncated toward zero,
     alignment by exponent sum, C joins the alignment, subnormals kept; fp16 -> fp16: neab 15 (the
     same 25 bits) and output to nearest even; tf32: block 8. wgmma and wmma behave as mma.sync.
-    fp8 has no published model (an open question): ValueError.
+    fp8 (H100 probes, 2026-11-23): wgmma one block of 32 with the result cut to 13 fraction bits;
+    mma.sync m16n8k32 two interleaved fp16 steps and a final round-to-nearest add of C. tf32, bf16
+    and fp16 -> fp16: a zero C joins the alignment at emin - 7. ValueError for an instruction with
+    no measured model.
 
     Bound from C++: reference/tc_model.hpp ``measured_hopper_params``, the table the GPU tests use.
     """
