@@ -27,7 +27,7 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   run->add_option("--seeds", o->seeds, "seeds (comma-separated non-negative integers)");
   run->add_option("--reps", o->reps, "timed repetitions per kernel (median reported)");
   run->add_option("--warmup", o->warmup, "untimed warm-up launches");
-  run->add_option("--reference", o->reference, "auto (exact + MPFR spot checks), exact, or mpfr (every entry)");
+  run->add_option("--reference", o->reference, "auto (GPU exact engine where it can be exact, else CPU; + MPFR spot checks), gpu, cpu, exact (no spot checks), or mpfr (every entry)");
   run->add_option("--spot-checks", o->spot, "entries checked against MPFR per reference in auto mode");
   run->add_option("-o,--out", o->req.out_csv, "output CSV (default results/<suite>-<UTC time>.csv); metadata beside it");
   run->add_option("--save-matrices", o->req.save_matrices, "folder for .npy files of inputs, outputs and references");

@@ -84,9 +84,12 @@ std::string over_range_reason(const GemmReference& ref, Format out) {
   const double maxf = info(out).max_finite;
   long long over = 0;
   for (double c : ref.c) over += !(std::fabs(c) <= maxf);
-  if (!over) return "";
-  return std::to_string(over) + " exact entries exceed " + info(out).name + "'s range (max " + fmt_double(maxf) +
-         "): choose a narrower distribution for this output format";
+  return over ? over_range_note(over, out) : "";
+}
+
+std::string over_range_note(long long over, Format out) {
+  return std::to_string(over) + " exact entries exceed " + info(out).name + "'s range (max " +
+         fmt_double(info(out).max_finite) + "): choose a narrower distribution for this output format";
 }
 
 ResultRow evaluate(const Matrix& A, const Matrix& B, const std::vector<double>& C, const Declared& d,

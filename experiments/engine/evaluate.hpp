@@ -56,6 +56,9 @@ std::string check_output_values(const std::vector<double>& C, int cols, Format o
 // '' when every exact entry fits the output format; else the not_applicable note (no kernel can
 // compute an entry beyond the format's range).
 std::string over_range_reason(const GemmReference& ref, Format out);
+// The note of a not_applicable row whose exact result has `over` entries beyond `out`'s range
+// (shared by evaluate and the run loop, whose reference may live on the GPU).
+std::string over_range_note(long long over, Format out);
 
 // The row of C = A B as computed by the declared kernel, against `ref` (of these A and B, in
 // declared.numerics.output) labelled `reference_label`. Status: not_applicable (over_range_reason),

@@ -1,6 +1,8 @@
 // `gemmlab run`: the experiment loop (see run.hpp).
 #include "experiments/engine/run.hpp"
 
+#include "experiments/engine/evaluate.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include "experiments/engine/engine.hpp"
 #include "experiments/engine/merge.hpp"
 #include "experiments/engine/shard.hpp"
+#include "experiments/engine/evaluate.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
@@ -386,12 +389,9 @@ class ProblemRunner {
     refs.save(k.numerics.output);
     row.reference = ref.label;
     // An exact result beyond the output format's range cannot be computed by any kernel.
-    const double maxf = info(k.numerics.output).max_finite;
-    const long long over = ref.count_beyond(maxf);
-    if (over) {
+    if (const long long over = ref.count_beyond(info(k.numerics.output).max_finite)) {
       row.status = Status::not_applicable;
-      row.note = std::to_string(over) + " exact entries exceed " + info(k.numerics.output).name + "'s range (max " +
-                 fmt_double(maxf) + "): choose a narrower distribution for this output format";
+      row.note = over_range_note(over, k.numerics.output);
       return row;
     }
     const auto t0 = std::chrono::steady_clock::now();
