@@ -47,6 +47,10 @@ struct Kernel {
   // Extra size rules beyond the multiples (nullptr = none): returns nullptr if (M, N, K) is fine,
   // else a static message saying what the kernel needs.
   const char* (*supports)(int M, int N, int K) = nullptr;
+  // Numerics::k_chunked kernels only (nullptr otherwise): where the kernel cuts each output's K
+  // range at (M, N, K) on the current GPU (the cut depends on how many blocks are co-resident
+  // there). Host code; may throw std::runtime_error on a CUDA error.
+  KChunkMap (*k_chunks)(int M, int N, int K) = nullptr;
 };
 
 }  // namespace gemmlab

@@ -50,7 +50,6 @@ std::optional<Accumulation> parse_accumulation(std::string_view name) {
 }
 
 bool Numerics::predictable() const {
-  if (!same_order_every_entry) return false;
   switch (accumulation) {
     case Accumulation::fma: return split_k == 1;
     case Accumulation::library:
@@ -75,6 +74,7 @@ std::string Numerics::describe() const {
       s << ", promoted to fp32 every " << promotion_interval_k << " elements of K";
   }
   if (split_k > 1) s << ", k-steps dealt to " << split_k << " partial sums added at the end (fp32, nearest)";
+  if (k_chunked) s << ", some entries' K cut into chunks summed apart and added in k order (fp32, nearest)";
   s << ", output " << info(output).name;
   return s.str();
 }

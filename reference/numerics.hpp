@@ -51,9 +51,11 @@ struct Numerics {
   int promotion_interval_k = 0;    // promoted: elements of K summed in the instruction per promotion
   int split_k = 1;               // partial sums that take alternate k-steps, added at the end in
                                  // fp32 round-to-nearest (the WMMA v4 kernel's two warps)
-  // false where entries of one output are summed in different orders (a stream-K tail splits some
-  // tiles' K across blocks): no single order describes the kernel, so it is not predictable.
-  bool same_order_every_entry = true;
+  // true where some entries' K range is split into chunks (a stream-K tail splits tiles' K across
+  // blocks): each chunk is summed in the order above from +0, and the chunk sums are added in
+  // increasing k by fp32 round-to-nearest adds. Which entries and where they are cut depends on the
+  // GPU (co-resident blocks), so the kernel descriptor says it (Kernel::k_chunks).
+  bool k_chunked = false;
   Rounding accumulation_rounding = Rounding::nearest_even;  // see BoundModel::rounding
   double acc_unit_roundoff = 0;  // 0: from `accumulator`; set where the hardware keeps fewer bits
                                  // (fp8 wgmma keeps about 13 fraction bits: 2^-13)
@@ -65,6 +67,17 @@ struct Numerics {
   // One line, e.g. "in_mma, mma_m16n8k16_f16_f32, k-steps of 16 in increasing k, output fp32".
   std::string describe() const;
   bool operator==(const Numerics&) const = default;
+};
+
+// Where a k_chunked kernel cuts the K range of its outputs on one GPU at one size: output tiles of
+// (tile_m, tile_n) entries, tiles_n per row of tiles; bounds[r * tiles_n + c] = {0 = b_0 < b_1 <
+// ... < b_n = K} for tile (r, c) (one chunk: {0, K}). Made by Kernel::k_chunks.
+struct KChunkMap {
+  int tile_m = 0, tile_n = 0, tiles_n = 0;
+  std::vector<std::vector<int>> bounds;
+  const std::vector<int>& of(int i, int j) const {
+    return bounds[static_cast<std::size_t>(i / tile_m) * tiles_n + j / tile_n];
+  }
 };
 
 // The CUDA-core SGEMM numerics: fp32 throughout, each accumulator starts at +0 and gets one

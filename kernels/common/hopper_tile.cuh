@@ -22,10 +22,11 @@ constexpr int CBOX_BYTES = 64 * CBOX_COLS * 4;  // 8 KB
 
 // Tile `id` of the swizzled order -> (tile row, tile column): groups of SUPER_M tile rows, column by
 // column inside a group, the last group shorter when tiles_m is not a multiple of SUPER_M (step 4).
+// Host code calls it too (the stream-K kernel's chunk map for the CPU emulation).
 template <int SUPER_M>
-__device__ __forceinline__ void tile_coords(int id, int tiles_m, int tiles_n, int& row, int& col) {
-  const int first = (id / (SUPER_M * tiles_n)) * SUPER_M;  // first tile row of this group
-  const int h = min(SUPER_M, tiles_m - first);             // group height (smaller for the last one)
+__host__ __device__ __forceinline__ void tile_coords(int id, int tiles_m, int tiles_n, int& row, int& col) {
+  const int first = (id / (SUPER_M * tiles_n)) * SUPER_M;               // first tile row of this group
+  const int h = SUPER_M < tiles_m - first ? SUPER_M : tiles_m - first;  // group height (smaller for the last one)
   const int local = id - first * tiles_n;
   row = first + local % h;
   col = local / h;
@@ -177,13 +178,45 @@ constexpr Kernel wgmma_f32_kernel(const char* name, const char* desc, Numerics n
   };
 }
 
-// Persistent launch of KERNEL (one template instance per kernel, so the co-resident count below is
-// cached per kernel): blocks of `threads` with `smem_bytes` of dynamic shared memory, in clusters of
-// CLUSTER blocks along x (1: no cluster attribute). The grid holds as many blocks (clusters) as can
-// be resident at once, at most `items` and at most max_resident: for clusters that is what
+// Grid of a persistent launch of KERNEL (one template instance per kernel, so the co-resident count
+// is cached per kernel and GPU): blocks of `threads` with `smem_bytes` of dynamic shared memory, in
+// clusters of CLUSTER blocks along x. Returns the number of blocks (clusters) that can be resident
+// at once, at most `items` and at most max_resident: for clusters that is what
 // cudaOccupancyMaxActiveClusters says, not SMs / 2, since a cluster must fit in one GPC and a
 // cluster that is not resident would run only after the others (a second, nearly empty wave).
-// GEMMLAB_HOPPER_VERBOSE=1 prints the count.
+// GEMMLAB_HOPPER_VERBOSE=1 prints the count. Host code that must know a kernel's schedule (the
+// stream-K chunk map) asks this too, so it sees the grid the launch uses.
+template <auto KERNEL, int CLUSTER>
+int persistent_grid(const char* name, int threads, int smem_bytes, int items, int max_resident) {
+  static PerDevice<int> resident_per_device;  // occupancy and the attribute belong to the current GPU
+  const int resident = resident_per_device.get([&] {
+    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    int n = sm_count();
+    if (CLUSTER > 1) {
+      cudaLaunchConfig_t q{};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = CLUSTER;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      q.blockDim = dim3(threads);
+      q.dynamicSmemBytes = smem_bytes;
+      q.attrs = attr;
+      q.numAttrs = 1;
+      q.gridDim = dim3(CLUSTER * sm_count());
+      GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, KERNEL, &q));
+    }
+    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
+      std::fprintf(stderr, "%s: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n", name, n, CLUSTER,
+                   smem_bytes, sm_count());
+    return n > 0 ? n : 1;
+  });
+  int grid = resident < max_resident ? resident : max_resident;
+  if (items < grid) grid = items;
+  return grid;
+}
+
+// Persistent launch of KERNEL on the grid persistent_grid gives (clusters of CLUSTER along x).
 template <auto KERNEL, int CLUSTER, class... Args>
 void launch_persistent(const char* name, int threads, int smem_bytes, int items, int max_resident, void* stream,
                        Args... args) {
@@ -198,22 +231,7 @@ void launch_persistent(const char* name, int threads, int smem_bytes, int items,
   cfg.stream = as_stream(stream);
   cfg.attrs = attr;
   cfg.numAttrs = CLUSTER == 1 ? 0 : 1;
-  static PerDevice<int> resident_per_device;  // occupancy and the attribute belong to the current GPU
-  const int resident = resident_per_device.get([&] {
-    GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-    int n = sm_count();
-    if (CLUSTER > 1) {
-      cudaLaunchConfig_t q = cfg;
-      q.gridDim = dim3(CLUSTER * sm_count());
-      GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, KERNEL, &q));
-    }
-    if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
-      std::fprintf(stderr, "%s: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n", name, n, CLUSTER,
-                   smem_bytes, sm_count());
-    return n > 0 ? n : 1;
-  });
-  int grid = resident < max_resident ? resident : max_resident;
-  if (items < grid) grid = items;
+  const int grid = persistent_grid<KERNEL, CLUSTER>(name, threads, smem_bytes, items, max_resident);
   cfg.gridDim = dim3(CLUSTER * grid);
   GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, KERNEL, args...));
   GEMMLAB_LAUNCH_CHECK(name);

@@ -33,7 +33,8 @@
 // an H200), not on timing, so repeated launches give bit-identical results (tested). Tiles of the
 // full waves are summed exactly as in step 7. The descriptor stays in_wgmma / truncate: the few extra
 // round-to-nearest adds (at most one per chunk boundary) are covered by the in_wgmma bound, which
-// already allows a rounding per k-step.
+// already allows a rounding per k-step. It is marked k_chunked, and chunk_map (below) tells the CPU
+// emulation where each tile is cut on the GPU at hand, so `gemmlab predict` covers this step too.
 // Split tiles are summed in another order than full-wave tiles; that shows most in the relative error
 // of entries with a near-zero reference.
 // NOTES: SK_WAVES = 2 (streamk2w) stays in the template but is not registered: it was slower than
@@ -47,6 +48,7 @@
 // launch never matches; the counter wraps after 2^32 launches).
 
 #include <atomic>
+#include <vector>
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -267,18 +269,51 @@ void launch(const GemmArgs& a) {
       static_cast<unsigned char*>(a.workspace), epoch);
 }
 
-// The tail tiles' K is split over clusters and their fp32 partial sums added in k order, so those
-// entries are summed in another order than the rest: no single order describes this kernel.
+// The tail tiles' K is split over clusters and their fp32 partial sums added in k order: those
+// entries are summed in chunks (Numerics::k_chunked), where chunk_map says.
 constexpr Numerics streamk_numerics(Format in) {
   Numerics n = wgmma_f32_numerics(in, 0);
-  n.same_order_every_entry = false;
+  n.k_chunked = true;
   return n;
+}
+
+// Where this kernel cuts K on the current GPU: the schedule above with the grid the launch uses.
+// Every block tile of a cluster tile gets the cluster tile's cuts: the K-chunk boundaries are the
+// starts of the clusters' tail ranges that fall strictly inside the tile's slices (an empty range
+// adds no cut), in elements of K.
+template <class T, int SUPER_M, int SK_WAVES>
+KChunkMap chunk_map(int M, int N, int K) {
+  using S = Shape<T>;
+  const int tiles_m = M / BM, tiles_n = N / BN;
+  const int items = (M / (CLUSTER * BM)) * (N / BN);
+  const int G = hopper::persistent_grid<hgemm_wgmma_08<T, SUPER_M, SK_WAVES>, CLUSTER>(
+      "hgemm_wgmma_08_streamk", THREADS, S::SMEM_BYTES, items, MAX_CLUSTERS);
+  const Schedule s = make_schedule(M, N, K, S::BK, G, 0, SK_WAVES);
+  KChunkMap map{.tile_m = BM, .tile_n = BN, .tiles_n = tiles_n,
+                .bounds = std::vector<std::vector<int>>(std::size_t(tiles_m) * tiles_n)};
+  for (int item = 0; item < items; ++item) {
+    std::vector<int> cuts = {0};
+    if (item >= s.dp_waves * G) {
+      const long long first = (long long)(item - s.dp_waves * G) * s.slices, end = first + s.slices;
+      for (int c = 1; c < G; ++c) {
+        const long long x = s.range_start(c);
+        if (x > first && x < end && int(x - first) * S::BK != cuts.back()) cuts.push_back(int(x - first) * S::BK);
+      }
+    }
+    cuts.push_back(K);
+    int tr, tc;
+    tile_coords<SUPER_M / CLUSTER>(item, tiles_m / CLUSTER, tiles_n, tr, tc);
+    for (int r = 0; r < CLUSTER; ++r) map.bounds[std::size_t(CLUSTER * tr + r) * tiles_n + tc] = cuts;
+  }
+  return map;
 }
 
 template <class T, int SUPER_M, int SK_WAVES>
 constexpr Kernel make(const char* name, const char* desc, Format in) {
-  return hopper::wgmma_f32_kernel(name, desc, streamk_numerics(in), CLUSTER * BM, BN, Shape<T>::BK, WORKSPACE_BYTES,
-                                  launch<T, SUPER_M, SK_WAVES>);
+  Kernel k = hopper::wgmma_f32_kernel(name, desc, streamk_numerics(in), CLUSTER * BM, BN, Shape<T>::BK,
+                                      WORKSPACE_BYTES, launch<T, SUPER_M, SK_WAVES>);
+  k.k_chunks = chunk_map<T, SUPER_M, SK_WAVES>;
+  return k;
 }
 
 }  // namespace
