@@ -74,36 +74,90 @@ double emulate_dot(const Numerics& o, const double* a, const double* b, int K, c
   return total;
 }
 
+namespace {
+
+// The checks emulate() makes on an order and one K range of it.
+void check_range(const Numerics& o, int K) {
+  if (o.accumulation == Accumulation::fma) return;
+  if (o.k_step <= 0 || K % (o.k_step * o.split_k) != 0)
+    throw std::invalid_argument("emulate: K = " + std::to_string(K) + " must be a multiple of the k-step (" +
+                                std::to_string(o.k_step) + ") times split_k (" + std::to_string(o.split_k) + ")");
+  if (o.accumulation == Accumulation::promoted && (o.promotion_interval_k <= 0 || o.promotion_interval_k % o.k_step != 0))
+    throw std::invalid_argument("emulate: promotion_interval_k must be a positive multiple of the k-step");
+}
+
+// The chunk boundaries must run 0 = b_0 < b_1 < ... < b_n = K, each chunk a whole number of k-steps.
+void check_cuts(const Numerics& o, const std::vector<int>& cuts, int K) {
+  if (cuts.size() < 2 || cuts.front() != 0 || cuts.back() != K)
+    throw std::invalid_argument("emulate: chunk boundaries must run from 0 to K = " + std::to_string(K));
+  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+    if (cuts[c + 1] <= cuts[c]) throw std::invalid_argument("emulate: chunk boundaries must increase");
+    check_range(o, cuts[c + 1] - cuts[c]);
+  }
+}
+
+// One entry summed in chunks: each chunk from +0 in the order, the chunk sums added in k order.
+double emulate_chunked_dot(const Numerics& o, const double* a, const double* b, const std::vector<int>& cuts,
+                           const tc::TcParams& p) {
+  if (cuts.size() == 2) return emulate_dot(o, a, b, cuts[1], p);
+  float total = 0.0f;
+  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const float part = as_float(emulate_dot(o, a + cuts[c], b + cuts[c], cuts[c + 1] - cuts[c], p));
+    total = c == 0 ? part : fadd_rn(total, part);
+  }
+  return total;
+}
+
+// B^T (N, K): each output's column of B contiguous.
+std::vector<double> transposed(const Matrix& B) {
+  const int K = B.rows, N = B.cols;
+  std::vector<double> bt(static_cast<std::size_t>(N) * K);
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j) bt[static_cast<std::size_t>(j) * K + k] = B(k, j);
+  return bt;
+}
+
+}  // namespace
+
 std::vector<double> emulate(const Numerics& o, const Matrix& A, const Matrix& B, const tc::TcParams& params,
-                            int threads) {
+                            int threads, const KChunkMap* chunks) {
   const int M = A.rows, K = A.cols, N = B.cols;
   if (B.rows != K) throw std::invalid_argument("emulate: A is (M, K) and B must be (K, N)");
   if (!o.predictable())
     throw std::invalid_argument("emulate: gemmlab has no bit-exact model of this order (" + o.describe() + ")");
-  if (o.accumulation != Accumulation::fma) {
-    if (o.k_step <= 0 || K % (o.k_step * o.split_k) != 0)
-      throw std::invalid_argument("emulate: K = " + std::to_string(K) + " must be a multiple of the k-step (" +
-                                  std::to_string(o.k_step) + ") times split_k (" + std::to_string(o.split_k) + ")");
-    if (o.accumulation == Accumulation::promoted &&
-        (o.promotion_interval_k <= 0 || o.promotion_interval_k % o.k_step != 0))
-      throw std::invalid_argument("emulate: promotion_interval_k must be a positive multiple of the k-step");
-    if (tc::info(*o.instruction).k != o.k_step)
-      throw std::invalid_argument("emulate: k_step differs from the instruction's k");
+  if (o.k_chunked && !chunks)
+    throw std::invalid_argument("emulate: this order cuts K into chunks per entry; the kernel's chunk map is needed");
+  if (o.k_chunked && o.output != Format::fp32)
+    throw std::invalid_argument("emulate: chunk sums are added in fp32");
+  if (o.accumulation != Accumulation::fma && tc::info(*o.instruction).k != o.k_step)
+    throw std::invalid_argument("emulate: k_step differs from the instruction's k");
+  if (o.k_chunked) {
+    if (chunks->tile_m <= 0 || chunks->tile_n <= 0 ||
+        chunks->bounds.size() != static_cast<std::size_t>((M + chunks->tile_m - 1) / chunks->tile_m) * chunks->tiles_n ||
+        chunks->tiles_n != (N + chunks->tile_n - 1) / chunks->tile_n)
+      throw std::invalid_argument("emulate: the chunk map does not cover the (M, N) output");
+    for (const std::vector<int>& cuts : chunks->bounds) check_cuts(o, cuts, K);
+  } else {
+    check_range(o, K);
   }
-  // B^T (N, K): each output's column of B contiguous.
-  std::vector<double> bt(static_cast<std::size_t>(N) * K);
-  for (int k = 0; k < K; ++k)
-    for (int j = 0; j < N; ++j) bt[static_cast<std::size_t>(j) * K + k] = B(k, j);
+  const std::vector<double> bt = transposed(B);
+  const std::vector<int> whole = {0, K};
   std::vector<double> C(static_cast<std::size_t>(M) * N);
   parallel_for(M, threads, [&](long i) {
     const double* a = &A.v[static_cast<std::size_t>(i) * K];
-    for (int j = 0; j < N; ++j)
-      C[static_cast<std::size_t>(i) * N + j] = emulate_dot(o, a, &bt[static_cast<std::size_t>(j) * K], K, params);
+    for (int j = 0; j < N; ++j) {
+      const double* b = &bt[static_cast<std::size_t>(j) * K];
+      C[static_cast<std::size_t>(i) * N + j] =
+          o.k_chunked ? emulate_chunked_dot(o, a, b, chunks->of(static_cast<int>(i), j), params)
+                      : emulate_dot(o, a, b, K, params);
+    }
   });
   return C;
 }
 
-SummationTree expected_tree(const Numerics& o, int K) {
+namespace {
+
+SummationTree one_chunk_tree(const Numerics& o, int K) {
   switch (o.accumulation) {
     case Accumulation::fma: return sequential_tree(K);
     case Accumulation::in_mma:
@@ -120,6 +174,128 @@ SummationTree expected_tree(const Numerics& o, int K) {
       break;
   }
   throw std::invalid_argument("expected_tree: a library's order is not known; `gemmlab order` reveals it");
+}
+
+// Copies `src` into `dst` with its leaves shifted by `offset`; returns the id of src's root in dst.
+int append_shifted(SummationTree& dst, const SummationTree& src, int offset) {
+  std::vector<int> id(src.node_count());
+  for (int n = 0; n < src.node_count(); ++n) {
+    if (src.is_leaf(n)) {
+      id[n] = offset + n;
+      continue;
+    }
+    std::vector<int> children;
+    for (int c : src.children(n)) children.push_back(id[c]);
+    id[n] = dst.add_node(std::move(children));
+  }
+  return id[src.root()];
+}
+
+}  // namespace
+
+SummationTree expected_tree(const Numerics& o, int K, const std::vector<int>& cuts) {
+  if (cuts.size() <= 2) return one_chunk_tree(o, K);
+  check_cuts(o, cuts, K);
+  SummationTree t(K);
+  int sum = -1;
+  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const int part = append_shifted(t, one_chunk_tree(o, cuts[c + 1] - cuts[c]), cuts[c]);
+    sum = c == 0 ? part : t.add_node({sum, part});
+  }
+  return t;
+}
+
+std::optional<tc::TcParams> tree_node_params(Format input, int leaves) {
+  using tc::Instruction;
+  std::optional<Instruction> ins;
+  switch (input) {
+    case Format::fp16: if (leaves == 16) ins = Instruction::mma_m16n8k16_f16_f32; break;
+    case Format::bf16: if (leaves == 16) ins = Instruction::mma_m16n8k16_bf16_f32; break;
+    case Format::tf32: if (leaves == 8) ins = Instruction::mma_m16n8k8_tf32_f32; break;
+    case Format::e4m3:
+    case Format::e5m2:
+      if (leaves == 32)
+        ins = input == Format::e4m3 ? Instruction::wgmma_m64n8k32_e4m3_f32 : Instruction::wgmma_m64n8k32_e5m2_f32;
+      else if (leaves == 16)
+        ins = Instruction::mma_m16n8k16_f16_f32;  // fp8 values are exact in fp16: one HMMA step
+      break;
+    default: break;
+  }
+  if (!ins) return std::nullopt;
+  return tc::measured_hopper_params(*ins);
+}
+
+std::string tree_gap(const SummationTree& t, Format input) {
+  for (int n = t.leaves(); n < t.node_count(); ++n) {
+    const std::vector<int>& ch = t.children(n);
+    int leaves = 0;
+    for (int c : ch) leaves += t.is_leaf(c);
+    const int adds = static_cast<int>(ch.size()) - leaves;
+    if (ch.size() == 2) continue;
+    std::ostringstream why;
+    if (adds > 1) {
+      why << "node " << t.name(n) << " fuses " << adds << " partial sums with " << leaves
+          << " products: no instruction takes more than one C";
+      return why.str();
+    }
+    if (!tree_node_params(input, leaves)) {
+      why << "node " << t.name(n) << " fuses " << leaves << " products of " << info(input).name
+          << ": no modelled tensor-core instruction has a block of that size";
+      return why.str();
+    }
+  }
+  return "";
+}
+
+double emulate_tree_dot(const SummationTree& t, Format input, const double* a, const double* b) {
+  const int K = t.leaves();
+  if (K == 1) return as_float(a[0] * b[0]);
+  std::vector<float> value(t.node_count(), 0.0f);
+  double ga[64], gb[64];
+  for (int n = K; n < t.node_count(); ++n) {
+    const std::vector<int>& ch = t.children(n);
+    if (ch.size() == 2) {
+      const int x = ch[0], y = ch[1];
+      const bool lx = t.is_leaf(x), ly = t.is_leaf(y);
+      const auto fma = [&](int k, float c) { return std::fmaf(static_cast<float>(a[k]), static_cast<float>(b[k]), c); };
+      if (!lx && !ly) value[n] = fadd_rn(value[x], value[y]);
+      else if (lx && ly) value[n] = fma(std::max(x, y), fma(std::min(x, y), 0.0f));
+      else value[n] = lx ? fma(x, value[y]) : fma(y, value[x]);
+      continue;
+    }
+    int m = 0, c_node = -1;
+    for (int c : ch) {
+      if (!t.is_leaf(c)) {
+        if (c_node >= 0) throw std::invalid_argument("emulate_tree: " + tree_gap(t, input));
+        c_node = c;
+        continue;
+      }
+      if (m == 64) throw std::invalid_argument("emulate_tree: " + tree_gap(t, input));
+      ga[m] = a[c];
+      gb[m] = b[c];
+      ++m;
+    }
+    const std::optional<tc::TcParams> p = tree_node_params(input, m);
+    if (!p) throw std::invalid_argument("emulate_tree: " + tree_gap(t, input));
+    value[n] = as_float(tc::dot(*p, ga, gb, m, c_node >= 0 ? value[c_node] : 0.0));
+  }
+  return value[t.root()];
+}
+
+std::vector<double> emulate_tree(const SummationTree& t, Format input, const Matrix& A, const Matrix& B, int threads) {
+  const int M = A.rows, K = A.cols, N = B.cols;
+  if (B.rows != K || t.leaves() != K)
+    throw std::invalid_argument("emulate_tree: A (M, K), B (K, N) and a tree of K = " + std::to_string(t.leaves()) +
+                                " products must agree");
+  if (std::string gap = tree_gap(t, input); !gap.empty()) throw std::invalid_argument("emulate_tree: " + gap);
+  const std::vector<double> bt = transposed(B);
+  std::vector<double> C(static_cast<std::size_t>(M) * N);
+  parallel_for(M, threads, [&](long i) {
+    const double* a = &A.v[static_cast<std::size_t>(i) * K];
+    for (int j = 0; j < N; ++j)
+      C[static_cast<std::size_t>(i) * N + j] = emulate_tree_dot(t, input, a, &bt[static_cast<std::size_t>(j) * K]);
+  });
+  return C;
 }
 
 }  // namespace gemmlab::emulation

@@ -29,18 +29,46 @@ namespace gemmlab::emulation {
 
 // Predicts C = A B (A (M, K), B (K, N), values exact in the instruction's input format, or fp32
 // for fma) as the kernel computes it; returns (M, N) row-major. `params` is the tensor-core model
-// of order.instruction (unused for fma). threads <= 0: hardware concurrency. Throws
-// std::invalid_argument when the order is not predictable (Numerics::predictable), or K is not a
-// multiple of the k-step (times split_k) or of promotion_interval_k.
+// of order.instruction (unused for fma). threads <= 0: hardware concurrency. For a k_chunked order
+// `chunks` says where each entry's K is cut (Kernel::k_chunks): every chunk is emulated in the
+// order from +0 and the chunk sums are added in increasing k with fp32 round-to-nearest adds.
+// Throws std::invalid_argument when the order is not predictable (Numerics::predictable), K is not
+// a multiple of the k-step (times split_k) or of promotion_interval_k, or a k_chunked order comes
+// without its chunk map.
 std::vector<double> emulate(const Numerics& order, const Matrix& A, const Matrix& B,
-                            const tc::TcParams& params, int threads = 0);
+                            const tc::TcParams& params, int threads = 0, const KChunkMap* chunks = nullptr);
 
 // One output entry: a (K) and b (K) the row of A and the column of B.
 double emulate_dot(const Numerics& order, const double* a, const double* b, int K,
                    const tc::TcParams& params);
 
 // The summation tree this order implies for K products (leaves 0 .. K-1), to compare with the
-// tree `gemmlab order` measures on the hardware.
-SummationTree expected_tree(const Numerics& order, int K);
+// tree `gemmlab order` measures on the hardware. `cuts` (k_chunked orders): the entry's chunk
+// boundaries {0, ..., K}; empty: one chunk.
+SummationTree expected_tree(const Numerics& order, int K, const std::vector<int>& cuts = {});
+
+// A measured order: the tree `gemmlab order` revealed for one output entry of a kernel whose
+// internals gemmlab does not know (a library), composed with the tensor-core model node by node.
+// Inputs are exact in fp32 (every input format is); the running sums are fp32:
+//  * a binary node of two additions: fp32 round-to-nearest add;
+//  * a binary node of an addition and a product: one fp32 FMA (the product exact, one rounding);
+//  * a binary node of two products p < q: the start of an FMA chain, fma(a_q, b_q, fma(a_p, b_p, 0));
+//  * a fused node (more than two children) of n products and at most one addition: one
+//    tensor-core instruction over the n products, its C the addition (+0 when there is none), with
+//    the model tree_node_params gives for (input, n).
+// The tree fixes which terms meet where, not which operand of an FMA was the product, nor how a
+// tensor core deals a fused node's products to its steps: these are the rules above.
+// The model of a fused node of `leaves` products of format `input` with fp32 accumulation: the
+// instruction whose fused block has that many products (fp16/bf16: 16, tf32: 8, fp8: 32, the
+// wgmma block; fp8 with 16: one fp16 HMMA step of fp8 mma.sync on sm_90), nullopt when there is
+// none.
+std::optional<tc::TcParams> tree_node_params(Format input, int leaves);
+// Empty when every node of `tree` follows one of the rules above for `input`; else what does not.
+std::string tree_gap(const SummationTree& tree, Format input);
+// One entry: a (K), b (K) in k order. Throws std::invalid_argument where tree_gap is not empty.
+double emulate_tree_dot(const SummationTree& tree, Format input, const double* a, const double* b);
+// Every entry of C = A B summed in `tree` (K leaves); (M, N) row-major.
+std::vector<double> emulate_tree(const SummationTree& tree, Format input, const Matrix& A, const Matrix& B,
+                                 int threads = 0);
 
 }  // namespace gemmlab::emulation

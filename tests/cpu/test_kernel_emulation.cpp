@@ -210,7 +210,114 @@ TEST(KernelEmulationNames, NumericsOfRegisteredKernels) {
   EXPECT_EQ(v5->accumulation, Accumulation::external);
 
   EXPECT_FALSE(order_of("cublas_gemmex_fp16_f32"));
-  // A stream-K tail sums some entries in another order: no single order describes the kernel.
-  EXPECT_FALSE(order_of("hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma"));
+  EXPECT_FALSE(order_of("cublaslt_fp8_e4m3_f32"));
+  // A stream-K tail cuts some entries' K into chunks: predictable with the kernel's chunk map.
+  auto sk = order_of("hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma");
+  ASSERT_TRUE(sk);
+  EXPECT_TRUE(sk->k_chunked);
+  EXPECT_NE(find_kernel("hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma")->k_chunks, nullptr);
+  for (const Kernel* k : all_kernels())
+    EXPECT_EQ(k->numerics.k_chunked, k->k_chunks != nullptr) << k->name << ": k_chunked and the chunk map go together";
   EXPECT_FALSE(order_of("hgemm_mma_99_unknown_mode"));
+}
+
+// K = 64 cut into chunks [0, 16), [16, 48), [48, 64): each chunk in_mma from +0, the chunk sums
+// added to nearest in k order. Chunk 0 holds 1, chunk 1 the single term 3 * 2^-25 (0.75 ulp(1)),
+// chunk 2 nothing: unchunked, in_mma truncates 1 + 3 * 2^-25 to 1; chunked, 1 + 3 * 2^-25 rounds to
+// nearest: 1 + 2^-23.
+TEST(KernelEmulationChunks, ChunkSumsAreAddedToNearestInKOrder) {
+  std::vector<double> a(64, 0.0), b(64, 0.0);
+  a[0] = b[0] = 1;
+  a[20] = 3 * p2(-13);
+  b[20] = p2(-12);
+  Numerics o = tc_order(Accumulation::in_mma);
+  Matrix A(1, 64), B(64, 1);
+  for (int k = 0; k < 64; ++k) A(0, k) = a[k], B(k, 0) = b[k];
+  EXPECT_EQ(emulate(o, A, B, f16_f32(), 1)[0], 1.0);
+  o.k_chunked = true;
+  EXPECT_THROW(emulate(o, A, B, f16_f32(), 1), std::invalid_argument) << "a chunked order needs its chunk map";
+  KChunkMap map{.tile_m = 1, .tile_n = 1, .tiles_n = 1, .bounds = {{0, 16, 48, 64}}};
+  EXPECT_EQ(emulate(o, A, B, f16_f32(), 1, &map)[0], 1.0 + p2(-23));
+  map.bounds = {{0, 64}};  // one chunk: the unchunked order
+  EXPECT_EQ(emulate(o, A, B, f16_f32(), 1, &map)[0], 1.0);
+  map.bounds = {{0, 24, 64}};  // not a whole number of k-steps
+  EXPECT_THROW(emulate(o, A, B, f16_f32(), 1, &map), std::invalid_argument);
+  map.bounds = {{0, 32, 16, 64}};
+  EXPECT_THROW(emulate(o, A, B, f16_f32(), 1, &map), std::invalid_argument);
+}
+
+// The chunked order's tree: each chunk's in_mma chain, the chunk sums added left to right.
+TEST(KernelEmulationChunks, ExpectedTreeOfAChunkedEntry) {
+  const Numerics o = tc_order(Accumulation::in_mma);
+  const SummationTree t = expected_tree(o, 64, {0, 16, 48, 64});
+  SummationTree want(64);
+  const int c0 = want.add_node([] { std::vector<int> v; for (int k = 0; k < 16; ++k) v.push_back(k); return v; }());
+  int c1 = [&] { std::vector<int> v; for (int k = 16; k < 32; ++k) v.push_back(k); return want.add_node(v); }();
+  c1 = [&] { std::vector<int> v = {c1}; for (int k = 32; k < 48; ++k) v.push_back(k); return want.add_node(v); }();
+  const int c2 = [&] { std::vector<int> v; for (int k = 48; k < 64; ++k) v.push_back(k); return want.add_node(v); }();
+  want.add_node({want.add_node({c0, c1}), c2});
+  EXPECT_EQ(t.canonical(), want.canonical());
+  EXPECT_EQ(expected_tree(o, 64, {0, 64}).canonical(), blocked_tree(64, 16, true).canonical());
+}
+
+// A measured tree composed with the model must give what the numerics record gives for the same
+// order, bit for bit: the tree rules (FMA chains, fused nodes as instructions, fp32 adds) are the
+// emulation's orders seen from the tree.
+TEST(KernelEmulationTree, TreeOfEveryOrderReproducesTheOrder) {
+  struct Case { const char* kernel; const char* dist; };
+  const Case cases[] = {
+      {"sgemm_01_naive", "normal_0_1"},
+      {"hgemm_mma_01_naive_in_mma", "logunif_-20_14"},
+      {"hgemm_mma_01_naive_external", "normal_0_1"},
+      {"hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_64k", "normal_0_1"},
+      {"hgemm_mma_03b_pipeline_tile4x_128x256_s4_bf16_in_mma", "logunif_-40_40"},
+      {"hgemm_wmma_v4_in_mma", "normal_0_1"},
+      {"hgemm_wgmma_04_persistent_sm8_e4m3_in_wgmma", "logunif_-9_8"},
+      {"hgemm_wgmma_04_persistent_sm8_e5m2_promoted_every_128k", "normal_0_1"},
+  };
+  const int K = 256;
+  for (const Case& c : cases) {
+    auto o = order_of(c.kernel);
+    ASSERT_TRUE(o) << c.kernel;
+    const Matrix A = random_matrix(c.dist, Operand::A, 8, K, o->input, 7);
+    const Matrix B = random_matrix(c.dist, Operand::B, K, 8, o->input, 7);
+    const tc::TcParams params = o->instruction ? *tc::measured_hopper_params(*o->instruction) : tc::TcParams{};
+    const SummationTree t = expected_tree(*o, K);
+    ASSERT_EQ(tree_gap(t, o->compute), "") << c.kernel;
+    const std::vector<double> by_order = emulate(*o, A, B, params, 1);
+    const std::vector<double> by_tree = emulate_tree(t, o->compute, A, B, 1);
+    for (std::size_t e = 0; e < by_order.size(); ++e)
+      ASSERT_EQ(to_bits(Format::fp32, by_tree[e]), to_bits(Format::fp32, by_order[e])) << c.kernel << " entry " << e;
+  }
+}
+
+// Hand-computed, fp32 inputs. Products 1, 2^-24, 2^-24, 2^-24: sequentially each 1 + 2^-24 ties to
+// even, 1; pairwise ((k0 k1) (k2 k3)) gives 1 and 2^-24 + 2^-24 = 2^-23 exactly, then 1 + 2^-23.
+// Products -1 (k0) and (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 (k1) in one binary node: the chain starts
+// at the smaller k, fma(a1, b1, RN(-1)) = 2^-11 + 2^-24 (exact, one rounding); a rounded product
+// first would lose the 2^-24 (RN(1 + 2^-11 + 2^-24) = 1 + 2^-11, a tie to even), and so would the
+// chain started at k1 (fma(a0, b0, RN(p1)) = 2^-11).
+TEST(KernelEmulationTree, BinaryNodesAreFmaChainsAndFp32Adds) {
+  const std::vector<double> a = {1, p2(-24), p2(-24), p2(-24)}, b = {1, 1, 1, 1};
+  EXPECT_EQ(emulate_tree_dot(sequential_tree(4), Format::fp32, a.data(), b.data()), 1.0);
+  EXPECT_EQ(emulate_tree_dot(pairwise_tree(4), Format::fp32, a.data(), b.data()), 1.0 + p2(-23));
+  const std::vector<double> x = {-1, 1 + p2(-12)}, y = {1, 1 + p2(-12)};
+  EXPECT_EQ(emulate_tree_dot(sequential_tree(2), Format::fp32, x.data(), y.data()), p2(-11) + p2(-24));
+}
+
+TEST(KernelEmulationTree, GapsAreNamed) {
+  // Two partial sums and products in one fused node: no instruction takes two Cs.
+  SummationTree t(18);
+  const int x = t.add_node({0, 1}), y = t.add_node({2, 3});
+  std::vector<int> ch = {x, y};
+  for (int k = 4; k < 18; ++k) ch.push_back(k);
+  t.add_node(ch);
+  EXPECT_NE(tree_gap(t, Format::fp16).find("2 partial sums"), std::string::npos) << tree_gap(t, Format::fp16);
+  // A fused node of 8 fp16 products: no modelled fp16 instruction has a block of 8.
+  EXPECT_NE(tree_gap(blocked_tree(64, 8, true), Format::fp16).find("8 products"), std::string::npos);
+  EXPECT_EQ(tree_gap(blocked_tree(64, 8, true), Format::tf32), "");
+  EXPECT_EQ(tree_gap(blocked_tree(64, 16, false), Format::e4m3), "");  // fp8 mma.sync's fp16 HMMA steps
+  EXPECT_THROW(emulate_tree_dot(blocked_tree(64, 8, true), Format::fp16, std::vector<double>(64, 1).data(),
+                                std::vector<double>(64, 1).data()),
+               std::invalid_argument);
 }
