@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine with prebuilt binaries (no compiler or MPFR headers needed there):
 #   scripts/gpu_session.sh BIN_DIR OUT_DIR PART...
-# PART: tests | default-a | default-b | experiments | probes | engine  (default-a/-b split the
+# PART: tests | default-a | default-b | experiments | probes | engine | predict-kernels |
+# predict-library  (default-a/-b split the
 # default suite's distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR;
 # a short table is printed last. A run cut short (the call's time limit, a kill) leaves its journal
 # in OUT_DIR, and calling the same PART again with the same OUT_DIR continues it (--resume).
@@ -66,6 +67,26 @@ for part in "$@"; do
       "$bin"/gemmlab run "${plan[@]}" --gpus all -o "$killed" --resume >/dev/null 2>"$out/engine_resumed.log"
       echo "engine --resume rc=$?; $(grep -m1 resuming "$out/engine_resumed.log")"
       same_statistics "$out/engine_gpus_0.csv" "$killed" ;;
+    predict-kernels)
+      # Every kernel gemmlab builds, predicted bit for bit at 512^3 (the wgmma series by input format,
+      # each on U[0,1), N(0,1) and a wide range of its format), and stream-K at a size with a tail.
+      hop() { "$bin"/gemmlab list | awk -v f="$1" '$2 == "hopper" && $3 == f {print $1}' | paste -sd,; }
+      for spec in "fp16 logunif_-20_14" "bf16 logunif_-40_40" "e4m3 logunif_-9_8" "e5m2 logunif_-16_15"; do
+        read -r fmt wide <<<"$spec"
+        "$bin"/gemmlab predict -k "$(hop "$fmt")" -d "uniform_0_1,normal_0_1,$wide" -s 512 --seed 1 \
+          -o "$out/predict_wgmma_${fmt}_512.csv" >"$out/predict_wgmma_${fmt}_512.log" 2>&1
+        echo "predict wgmma $fmt rc=$?"
+      done
+      "$bin"/gemmlab predict -k hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma,hgemm_wgmma_08_streamk_sm16_bf16_in_wgmma \
+        -d normal_0_1 -s 4096x4096x1024 --seed 1 -o "$out/predict_streamk_4096.csv" >"$out/predict_streamk_4096.log" 2>&1
+      echo "predict stream-K 4096x4096x1024 rc=$?" ;;
+    predict-library)
+      # cuBLAS / cuBLASLt baselines through the tree gemmlab order reveals at each size.
+      lib=cublas_gemmex_fp16_f32,cublas_gemmex_bf16_f32,cublas_gemmex_fp32_pedantic,cublaslt_fp8_e4m3_f32,cublaslt_fp8_e4m3_f32_fast_accum
+      "$bin"/gemmlab predict -k "$lib" -d uniform_0_1,normal_0_1 -s 256 --seed 1 -o "$out/predict_library_256.csv" \
+        >"$out/predict_library_256.log" 2>&1; echo "predict library 256^3 rc=$?"
+      "$bin"/gemmlab predict -k "$lib" -d normal_0_1 -s 4096x4096x256 --seed 1 -o "$out/predict_library_4096x4096x256.csv" \
+        >"$out/predict_library_4096x4096x256.log" 2>&1; echo "predict library 4096x4096x256 rc=$?" ;;
     probes)
       "$bin"/gemmlab probe -o "$out/probes.csv" --validate 1000000 > "$out/probes.log" 2>&1; echo "probe rc=$?"; grep -E '^validate' "$out/probes.log" ;;
     *) echo "unknown part $part"; exit 2 ;;

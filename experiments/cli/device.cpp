@@ -138,13 +138,18 @@ Command add_bench_reference(CLI::App& app, const std::string& command_line) {
 Command add_predict(CLI::App& app, const std::string& command_line) {
   auto* predict = app.add_subcommand("predict", "predict kernels' outputs bit for bit on the CPU and compare with the GPU");
   struct Options {
-    std::vector<std::string> kernels, dists = {"uniform_0_1"};
+    std::vector<std::string> kernels, dists = {"uniform_0_1"}, tree_entries;
     std::string size = "512", out;
     std::uint64_t seed = 1;
   };
   auto o = std::make_shared<Options>();
-  predict->add_option("-k,--kernels", o->kernels, "registered kernels whose numerics gemmlab models (comma-separated)")
+  predict->add_option("-k,--kernels", o->kernels,
+                      "registered kernels (comma-separated): gemmlab's own through their numerics record, library "
+                      "kernels (cuBLAS, cuBLASLt) through the tree `gemmlab order` reveals on this GPU at this size")
       ->required();
+  predict->add_option("--tree-entries", o->tree_entries,
+                      "library kernels: the output entries I:J whose tree is revealed (comma-separated; default "
+                      "0:0, one near the middle, and the last); the first one's tree is used for every entry");
   predict->add_option("-d,--dists", o->dists, "distributions (comma-separated)");
   predict->add_option("-s,--size", o->size, "N or MxNxK");
   predict->add_option("--seed", o->seed, "seed of the inputs");
@@ -152,8 +157,16 @@ Command add_predict(CLI::App& app, const std::string& command_line) {
   return {predict, [o, command_line] {
             require_csv(o->out);
             Size z = parse_size(o->size);
+            std::vector<std::pair<int, int>> entries;
+            for (const std::string& e : split_commas(o->tree_entries)) {
+              int i = -1, j = -1;
+              char colon = 0, extra = 0;
+              if (std::sscanf(e.c_str(), "%d%c%d%c", &i, &colon, &j, &extra) != 3 || colon != ':')
+                throw UsageError("--tree-entries: '" + e + "' is not I:J (row:column of the output, e.g. 0:0)");
+              entries.emplace_back(i, j);
+            }
             return predict_command(split_commas(o->kernels), split_commas(o->dists), z.M, z.N, z.K, o->seed, o->out,
-                                   command_line);
+                                   command_line, entries);
           }};
 }
 

@@ -133,6 +133,26 @@ struct Experiment {
 
 }  // namespace
 
+RevealedTree reveal_tree(const Kernel& k, int M, int N, int K, int i, int j) {
+  const Masks masks = choose_masks(k, K);
+  const auto t0 = std::chrono::steady_clock::now();
+  Experiment ex(k, M, N, K, i, j, masks);
+  // Every product a unit: the kernel must return exactly K u, or the units are not summed exactly.
+  const double all = ex.run(-1, -1);
+  if (all != K * masks.unit()) {
+    std::ostringstream s;
+    s << "with every product u = 2^" << std::log2(masks.unit()) << ", C(" << i << "," << j << ") = " << all
+      << " instead of K u = " << K * masks.unit() << ": cannot count units";
+    throw std::runtime_error(s.str());
+  }
+  RevealedTree r;
+  r.tree = reconstruct(K, [&](int p, int q) { return K - ex.count_after(p, q); });
+  r.runs = ex.runs;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.masks = masks.describe();
+  return r;
+}
+
 int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv,
               const std::string& command_line) {
   const Kernel* k = find_kernel(kernel_name);
@@ -176,30 +196,21 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
               << " below M in " << info(k->numerics.input).name
               << "; an accumulator keeping more bits than that would make counts wrong (a smaller K helps)\n";
 
-  const auto t0 = std::chrono::steady_clock::now();
-  Experiment ex(*k, M, N, K, i, j, masks);
-  SummationTree tree(K);
+  RevealedTree revealed;
   try {
-    // Every product a unit: the kernel must return exactly K u, or the units are not summed exactly.
-    double all = ex.run(-1, -1);
-    if (all != K * masks.unit()) {
-      std::cerr << "gemmlab order: with every product u = 2^" << std::log2(masks.unit()) << ", C(" << i << "," << j
-                << ") = " << all << " instead of K u = " << K * masks.unit() << ": cannot count units\n";
-      return 4;
-    }
-    tree = reconstruct(K, [&](int p, int q) { return K - ex.count_after(p, q); });
+    revealed = reveal_tree(*k, M, N, K, i, j);
   } catch (const std::runtime_error& e) {
     std::cerr << "gemmlab order: " << k->name << ": " << e.what() << "\n";
     return 4;
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
+  const SummationTree& tree = revealed.tree;
   const std::string text = describe(tree);
   std::cout << k->name << ", " << M << "x" << N << "x" << K << ", C(" << i << "," << j << "): " << text << "\n";
-  std::cout << "  " << ex.runs << " kernel runs in " << secs << " s; " << masks.describe() << "\n";
+  std::cout << "  " << revealed.runs << " kernel runs in " << revealed.seconds << " s; " << revealed.masks << "\n";
   if (const Numerics* order = k->numerics.predictable() ? &k->numerics : nullptr) {
     try {
-      SummationTree expect = emulation::expected_tree(*order, K);
+      const std::vector<int> cuts = order->k_chunked ? k->k_chunks(M, N, K).of(i, j) : std::vector<int>{};
+      SummationTree expect = emulation::expected_tree(*order, K, cuts);
       bool same = expect.canonical() == tree.canonical();
       std::cout << "  " << (same ? "same tree as" : "DIFFERS from") << " the order gemmlab's emulation assumes ("
                 << order->describe() << ")\n";

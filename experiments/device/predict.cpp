@@ -1,11 +1,13 @@
 // `gemmlab predict` (see predict.hpp).
 #include "experiments/device/predict.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
+#include "experiments/device/order.hpp"
 #include "experiments/device/runner.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
@@ -36,15 +38,18 @@ std::string PredictionRow::summary() const {
 }
 
 const std::vector<std::string>& prediction_columns() {
-  static const std::vector<std::string> c = {"kernel", "order",   "distribution", "seed",    "M",
-                                             "N",      "K",       "outputs",      "mismatches", "first_i",
-                                             "first_j", "predicted_bits", "observed_bits"};
+  static const std::vector<std::string> c = {
+      "kernel",  "order_source",   "order",         "distribution", "seed",         "M",
+      "N",       "K",              "outputs",       "mismatches",   "first_i",      "first_j",
+      "predicted_bits", "observed_bits", "tree_entries", "trees_agree", "chunked_tiles"};
   return c;
 }
 
 std::vector<std::string> to_fields(const PredictionRow& r) {
   const bool any = r.mismatches > 0;
+  const bool measured = r.order_source == "measured";
   return {r.kernel,
+          r.order_source,
           r.order,
           r.distribution,
           std::to_string(r.seed),
@@ -56,7 +61,10 @@ std::vector<std::string> to_fields(const PredictionRow& r) {
           any ? std::to_string(r.first_i) : "",
           any ? std::to_string(r.first_j) : "",
           r.predicted_bits,
-          r.observed_bits};
+          r.observed_bits,
+          r.tree_entries,
+          measured ? (r.trees_agree ? "true" : "false") : "",
+          std::to_string(r.chunked_tiles)};
 }
 
 std::optional<tc::TcParams> prediction_params(const Kernel& k) {
@@ -65,55 +73,147 @@ std::optional<tc::TcParams> prediction_params(const Kernel& k) {
   return tc::measured_hopper_params(*k.numerics.instruction);
 }
 
-PredictionRow predict_and_compare(const Kernel& k, const Distribution& d, int M, int N, int K, std::uint64_t seed,
-                                  const tc::TcParams& params) {
+namespace {
+
+// Runs k once on the inputs and fills the comparison part of a row against `pred`.
+void compare(const Kernel& k, const Matrix& A, const Matrix& B, const std::vector<double>& pred, PredictionRow& r) {
   const Numerics& n = k.numerics;
-  const Matrix A = generate(d, Operand::A, M, K, n.input, seed);
-  const Matrix B = generate(d, Operand::B, K, N, n.input, seed);
   TimingOptions opt;
   opt.warmup = 0;
   opt.reps = 1;
   opt.flush_l2 = false;
   const KernelRun run = run_kernel(k, A, B, opt);
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<double> pred = emulation::emulate(n, A, B, params, 0);
-  PredictionRow r;
-  r.emulation_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.kernel = k.name;
-  r.order = n.describe();
-  r.distribution = d.name();
-  r.seed = seed;
-  r.M = M, r.N = N, r.K = K;
   r.outputs = static_cast<long long>(pred.size());
   r.unwritten = run.unwritten;
   for (std::size_t e = 0; e < pred.size(); ++e) {
     const bool both_nan = std::isnan(pred[e]) && std::isnan(run.c[e]);
     if (both_nan || to_bits(n.output, pred[e]) == to_bits(n.output, run.c[e])) continue;
     if (r.mismatches++ == 0) {
-      r.first_i = static_cast<int>(e / N);
-      r.first_j = static_cast<int>(e % N);
+      r.first_i = static_cast<int>(e / r.N);
+      r.first_j = static_cast<int>(e % r.N);
       r.predicted_bits = hex(to_bits(n.output, pred[e]), n.output);
       r.observed_bits = hex(to_bits(n.output, run.c[e]), n.output);
     }
   }
+}
+
+PredictionRow row_head(const Kernel& k, const Distribution& d, int M, int N, int K, std::uint64_t seed) {
+  PredictionRow r;
+  r.kernel = k.name;
+  r.distribution = d.name();
+  r.seed = seed;
+  r.M = M, r.N = N, r.K = K;
+  return r;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+PredictionRow predict_and_compare(const Kernel& k, const Distribution& d, int M, int N, int K, std::uint64_t seed,
+                                  const tc::TcParams& params) {
+  const Numerics& n = k.numerics;
+  const Matrix A = generate(d, Operand::A, M, K, n.input, seed);
+  const Matrix B = generate(d, Operand::B, K, N, n.input, seed);
+  PredictionRow r = row_head(k, d, M, N, K, seed);
+  r.order_source = "numerics";
+  r.order = n.describe();
+  std::optional<KChunkMap> chunks;
+  if (n.k_chunked) {
+    if (!k.k_chunks) throw std::runtime_error(std::string(k.name) + ": k_chunked but no chunk map in its descriptor");
+    chunks = k.k_chunks(M, N, K);
+    for (const std::vector<int>& cuts : chunks->bounds) r.chunked_tiles += cuts.size() > 2;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<double> pred = emulation::emulate(n, A, B, params, 0, chunks ? &*chunks : nullptr);
+  r.emulation_seconds = seconds_since(t0);
+  compare(k, A, B, pred, r);
+  return r;
+}
+
+std::vector<std::pair<int, int>> default_tree_entries(int M, int N) {
+  std::vector<std::pair<int, int>> e = {{0, 0}, {M / 2 + 1 < M ? M / 2 + 1 : M - 1, N / 2 + 3 < N ? N / 2 + 3 : N - 1},
+                                        {M - 1, N - 1}};
+  std::sort(e.begin(), e.end());
+  e.erase(std::unique(e.begin(), e.end()), e.end());
+  return e;
+}
+
+std::string measured_order_gap(const Kernel& k) {
+  const Numerics& n = k.numerics;
+  if (n.accumulation != Accumulation::library)
+    return "only library kernels are predicted through a measured order (this one declares " +
+           std::string(to_string(n.accumulation)) + ")";
+  if (n.input != n.compute)
+    return std::string("its operands are converted from ") + info(n.input).name + " to " + info(n.compute).name +
+           " in a way gemmlab has not measured";
+  if (n.accumulator != Format::fp32 || n.output != Format::fp32)
+    return "a measured order is composed with fp32 running sums and output only";
+  return "";
+}
+
+MeasuredOrder measure_order(const Kernel& k, int M, int N, int K, const std::vector<std::pair<int, int>>& entries) {
+  MeasuredOrder m;
+  std::string first;
+  for (const auto& [i, j] : entries) {
+    if (i < 0 || i >= M || j < 0 || j >= N)
+      throw UsageError("tree entry (" + std::to_string(i) + ", " + std::to_string(j) + ") lies outside the (" +
+                       std::to_string(M) + ", " + std::to_string(N) + ") output");
+    RevealedTree t = reveal_tree(k, M, N, K, i, j);
+    m.runs += t.runs;
+    m.seconds += t.seconds;
+    m.entries += (m.entries.empty() ? "" : " ") + std::to_string(i) + ":" + std::to_string(j);
+    if (first.empty()) {
+      first = t.tree.canonical();
+      m.tree = std::move(t.tree);
+    } else if (t.tree.canonical() != first) {
+      m.agree = false;
+      std::printf("[predict] %s: the tree at (%d, %d) differs from the one at (%d, %d): %s\n", k.name, i, j,
+                  entries.front().first, entries.front().second, describe(t.tree).c_str());
+    }
+  }
+  if (std::string gap = emulation::tree_gap(m.tree, k.numerics.compute); !gap.empty())
+    throw std::runtime_error(std::string(k.name) + ": the revealed tree cannot be composed with the tensor-core model: " +
+                             gap + " (tree: " + describe(m.tree) + ")");
+  return m;
+}
+
+PredictionRow predict_measured(const Kernel& k, const Distribution& d, int M, int N, int K, std::uint64_t seed,
+                               const MeasuredOrder& order) {
+  const Numerics& n = k.numerics;
+  const Matrix A = generate(d, Operand::A, M, K, n.input, seed);
+  const Matrix B = generate(d, Operand::B, K, N, n.input, seed);
+  PredictionRow r = row_head(k, d, M, N, K, seed);
+  r.order_source = "measured";
+  r.order = describe(order.tree);
+  r.tree_entries = order.entries;
+  r.trees_agree = order.agree;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<double> pred = emulation::emulate_tree(order.tree, n.compute, A, B, 0);
+  r.emulation_seconds = seconds_since(t0);
+  compare(k, A, B, pred, r);
   return r;
 }
 
 int predict_command(const std::vector<std::string>& kernels, const std::vector<std::string>& distributions, int M,
-                    int N, int K, std::uint64_t seed, const std::string& out_csv, const std::string& command_line) {
+                    int N, int K, std::uint64_t seed, const std::string& out_csv, const std::string& command_line,
+                    const std::vector<std::pair<int, int>>& tree_entries) {
   check_writable(out_csv);
   std::vector<const Kernel*> ks;
-  std::vector<tc::TcParams> params;
+  std::vector<std::optional<tc::TcParams>> params;  // nullopt: through a measured order
   for (const std::string& name : kernels) {
     const Kernel* k = find_kernel(name);
     if (!k) throw UsageError("unknown kernel '" + name + "' (`gemmlab list` shows them)");
     auto p = prediction_params(*k);
-    if (!p)
-      throw UsageError(name + ": gemmlab cannot predict this kernel (" + k->numerics.describe() +
-                       "): its order or its instruction's model is not known");
+    if (!p) {
+      if (std::string gap = measured_order_gap(*k); !gap.empty())
+        throw UsageError(name + ": gemmlab cannot predict this kernel (" + k->numerics.describe() + "): " + gap);
+    }
     if (std::string why = check_size(*k, M, N, K); !why.empty()) throw UsageError(why);
     ks.push_back(k);
-    params.push_back(*p);
+    params.push_back(p);
   }
   std::vector<Distribution> ds;
   for (const std::string& name : distributions) {
@@ -127,15 +227,25 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
   if (!dev.present) throw UsageError("gemmlab predict needs a CUDA GPU: " + dev.why_absent);
   for (const Kernel* k : ks)
     if (std::string why = hardware_support(*k, dev); !why.empty()) throw UsageError(std::string(k->name) + ": " + why);
+  const std::vector<std::pair<int, int>> entries = tree_entries.empty() ? default_tree_entries(M, N) : tree_entries;
   std::vector<std::vector<std::string>> rows;
   long long total_mismatches = 0;
-  for (std::size_t i = 0; i < ks.size(); ++i)
+  for (std::size_t i = 0; i < ks.size(); ++i) {
+    std::optional<MeasuredOrder> measured;
+    if (!params[i]) {
+      measured = measure_order(*ks[i], M, N, K, entries);
+      std::printf("[predict] %s: order revealed at %s in %lld kernel runs (%.1f s)%s: %s\n", ks[i]->name,
+                  measured->entries.c_str(), measured->runs, measured->seconds,
+                  measured->agree ? ", the same tree at each" : ", TREES DIFFER", describe(measured->tree).c_str());
+    }
     for (const Distribution& d : ds) {
-      PredictionRow r = predict_and_compare(*ks[i], d, M, N, K, seed, params[i]);
+      PredictionRow r = measured ? predict_measured(*ks[i], d, M, N, K, seed, *measured)
+                                 : predict_and_compare(*ks[i], d, M, N, K, seed, *params[i]);
       std::printf("[predict] %s [emulation %.1f s]\n", r.summary().c_str(), r.emulation_seconds);
       total_mismatches += r.mismatches;
       rows.push_back(to_fields(r));
     }
+  }
   nlohmann::json meta = base_metadata("predict", command_line, out_csv);
   add_device_metadata(meta, dev, software_versions(), current_sm_clock_mhz());
   write_table(out_csv, prediction_columns(), rows, meta);

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "experiments/device/order.hpp"
 #include "experiments/device/predict.hpp"
+#include "reference/kernel_emulation.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
@@ -24,7 +26,7 @@ constexpr std::uint64_t kSeed = 1;
 // U[0,1), N(0,1) and a wide exponent range (with subnormal inputs for fp16, kept finite in an
 // fp16 accumulator).
 std::vector<std::string> distributions_for(const Kernel& k) {
-  std::string wide = "logunif_-40_40";
+  std::string wide = "logunif_-40_40";  // fp32 / bf16
   if (k.numerics.input == Format::fp16) wide = k.numerics.output == Format::fp16 ? "logunif_-20_3" : "logunif_-20_14";
   // fp8: the format's whole range, subnormals included (e4m3: 2^-9 .. 448; e5m2: 2^-16 .. 57344).
   if (k.numerics.input == Format::e4m3) wide = "logunif_-9_8";
@@ -67,13 +69,88 @@ TEST_P(PredictionBitExact, WholeMatrixMatchesTheHardware) {
 INSTANTIATE_TEST_SUITE_P(Kernels, PredictionBitExact, ::testing::ValuesIn(predictable_kernels()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
-TEST(PredictionCoverage, EveryMmaWmmaAndSimtKernelHasAnOrder) {
+TEST(PredictionCoverage, EveryKernelGemmlabBuildsHasAnOrder) {
   for (const Kernel* k : all_kernels()) {
     const std::string fam = k->family;
-    if (fam == "mma" || fam == "wmma" || fam == "simt")
+    if (fam != "cublas")
       EXPECT_TRUE(prediction_params(*k).has_value()) << k->name << " (" << fam << ") has no modelled order";
+    else
+      EXPECT_EQ(k->numerics.accumulation, Accumulation::library) << k->name;
   }
 }
+
+// Stream-K (step 8) at a size with a tail: 2560 x 2048 is 80 cluster tiles, more than the 66
+// co-resident clusters of an H100 / H200, so the last 14 tiles' K = 512 (8 slices) is dealt over
+// every cluster and most of those tiles are cut into chunks. The kernel's chunk map says where;
+// the emulation adds the chunk sums as the owner does. The test insists that tiles were cut, so it
+// cannot pass on a size where stream-K did nothing.
+TEST(PredictionStreamK, SplitTilesMatchTheHardware) {
+  for (const char* name : {"hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma", "hgemm_wgmma_08_streamk_sm16_bf16_in_wgmma"}) {
+    GEMMLAB_REQUIRE_FAMILY("hopper");
+    const Kernel* k = find_kernel(name);
+    ASSERT_NE(k, nullptr);
+    GEMMLAB_REQUIRE_KERNEL(*k);
+    const auto params = prediction_params(*k);
+    ASSERT_TRUE(params.has_value());
+    for (const char* dist : {"normal_0_1", k->numerics.input == Format::fp16 ? "logunif_-20_14" : "logunif_-40_40"}) {
+      const PredictionRow r = predict_and_compare(*k, parse_distribution(dist), 2560, 2048, 512, kSeed, *params);
+      std::cout << "[prediction] " << r.summary() << ", " << r.chunked_tiles << " tiles cut into chunks\n";
+      EXPECT_GT(r.chunked_tiles, 0) << "no tile was split: this size does not exercise stream-K";
+      EXPECT_EQ(r.unwritten, 0);
+      EXPECT_EQ(r.mismatches, 0) << r.summary();
+    }
+  }
+}
+
+// The tree `gemmlab order` reveals for an entry of a split tile is the chunked order the emulation
+// assumes there (each chunk's in_wgmma chain, the chunk sums added left to right).
+TEST(PredictionStreamK, RevealedTreeOfASplitEntryIsTheChunkedOrder) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  const Kernel* k = find_kernel("hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma");
+  ASSERT_NE(k, nullptr);
+  GEMMLAB_REQUIRE_KERNEL(*k);
+  const int M = 2560, N = 2048, K = 512;
+  const KChunkMap map = k->k_chunks(M, N, K);
+  int ti = -1;
+  for (std::size_t t = 0; t < map.bounds.size() && ti < 0; ++t)
+    if (map.bounds[t].size() > 2) ti = static_cast<int>(t);
+  ASSERT_GE(ti, 0) << "no split tile at this size";
+  const int i = (ti / map.tiles_n) * map.tile_m + 5, j = (ti % map.tiles_n) * map.tile_n + 7;
+  const RevealedTree t = reveal_tree(*k, M, N, K, i, j);
+  const SummationTree want = emulation::expected_tree(k->numerics, K, map.of(i, j));
+  std::cout << "[order] " << k->name << " C(" << i << "," << j << "): " << describe(t.tree) << " (" << t.runs
+            << " runs)\n";
+  EXPECT_EQ(t.tree.canonical(), want.canonical()) << "revealed: " << describe(t.tree) << "\nassumed: " << describe(want);
+}
+
+// Library kernels, whose order gemmlab cannot know: the tree `gemmlab order` reveals on this GPU at
+// 256^3 (at three entries, which must agree), composed with the tensor-core model, predicts every
+// entry bit for bit.
+class PredictionLibrary : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PredictionLibrary, MeasuredOrderMatchesTheHardware) {
+  GEMMLAB_REQUIRE_FAMILY("cublas");
+  const Kernel* k = find_kernel(GetParam());
+  ASSERT_NE(k, nullptr);
+  GEMMLAB_REQUIRE_KERNEL(*k);
+  ASSERT_EQ(measured_order_gap(*k), "");
+  const int n = 256;
+  const MeasuredOrder order = measure_order(*k, n, n, n, default_tree_entries(n, n));
+  std::cout << "[order] " << k->name << " at " << order.entries << ": " << describe(order.tree) << "\n";
+  EXPECT_TRUE(order.agree) << "the trees at " << order.entries << " differ";
+  for (const std::string& dist : distributions_for(*k)) {
+    const PredictionRow r = predict_measured(*k, parse_distribution(dist), n, n, n, kSeed, order);
+    std::cout << "[prediction] " << r.summary() << "\n";
+    EXPECT_EQ(r.unwritten, 0);
+    EXPECT_EQ(r.mismatches, 0) << r.summary() << "\n  order: " << r.order;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Baselines, PredictionLibrary,
+                         ::testing::Values("cublas_gemmex_fp16_f32", "cublas_gemmex_bf16_f32",
+                                           "cublas_gemmex_fp32_pedantic", "cublaslt_fp8_e4m3_f32",
+                                           "cublaslt_fp8_e4m3_f32_fast_accum"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace gemmlab
