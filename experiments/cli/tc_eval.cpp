@@ -1,0 +1,67 @@
+// `gemmlab tc-eval`: the inferred tensor-core model on your own inputs (experiments/engine/tc_eval.hpp).
+//
+// Exit codes: 0 when every case was evaluated and every observed D (if any) matched; 5 when some
+// observed D differed from the model (the output CSV's match column says which); 2 for bad input.
+#include <cstdio>
+#include <memory>
+
+#include "experiments/cli/commands.hpp"
+#include "experiments/engine/tc_eval.hpp"
+#include "experiments/plan/plan.hpp"
+
+namespace gemmlab::cli {
+
+Command add_tc_eval(CLI::App& app, const std::string& command_line) {
+  auto* cmd = app.add_subcommand(
+      "tc-eval", "evaluate gemmlab's tensor-core model on your inputs: one instruction, A/B/C bits in, D bits out");
+  struct Options {
+    std::string instruction, a, b, c, d, in, out;
+    bool list = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("-i,--instruction", o->instruction,
+                  "instruction, e.g. mma_m16n8k16_f16_f32 (`gemmlab tc-eval --list` names them)");
+  cmd->add_option("--a", o->a,
+                  "row of A: k values (0x bit patterns in the input format, or exact numbers), comma-separated");
+  cmd->add_option("--b", o->b, "column of B: k values, as --a");
+  cmd->add_option("--c", o->c, "C (output format; default +0)");
+  cmd->add_option("--d", o->d, "observed D to compare with the model (output format)");
+  cmd->add_option("--in", o->in, "CSV of cases: columns instruction,a,b,c[,d] (a, b: k values separated by spaces)");
+  cmd->add_option("-o,--out", o->out, "with --in: the CSV to write (adds d_model, d_model_value, match)");
+  cmd->add_flag("--list", o->list, "list the instructions and the model of each");
+  return {cmd, [o, command_line] {
+            if (o->list) {
+              for (tc::Instruction i : tc::all_instructions()) {
+                const tc::InstructionInfo& ii = tc::info(i);
+                std::printf("%-26s k=%-2d %s -> %s  %s\n", ii.name, ii.k, info(ii.input).name, info(ii.output).name,
+                            tc::measured_hopper_params(i)->describe().c_str());
+              }
+              return 0;
+            }
+            if (!o->in.empty()) {
+              if (!o->instruction.empty() || !o->a.empty() || !o->b.empty())
+                throw UsageError("tc-eval: give either --in FILE (with -o) or one case (-i, --a, --b), not both");
+              if (o->out.empty()) throw UsageError("tc-eval --in needs -o OUT.csv for the results");
+              require_csv(o->out);
+              const TcEvalSummary s = tc_eval_file(o->in, o->out, command_line);
+              std::fprintf(stderr, "[gemmlab] tc-eval: %lld cases, %lld with an observed D, %lld differ from the model; wrote %s\n",
+                           s.cases, s.compared, s.mismatches, o->out.c_str());
+              return s.mismatches ? 5 : 0;
+            }
+            if (o->instruction.empty() || o->a.empty() || o->b.empty())
+              throw UsageError("tc-eval: give -i INSTRUCTION --a VALUES --b VALUES [--c C] [--d D], or --in FILE -o OUT");
+            const TcEvalCase c = parse_tc_case(o->instruction, o->a, o->b, o->c, o->d);
+            const TcEvalResult r = evaluate_tc_case(c);
+            const tc::InstructionInfo& ii = tc::info(c.instruction);
+            std::printf("%s %.17g\n", tc_hex(ii.output, r.d_bits).c_str(), r.d_value);
+            std::fprintf(stderr, "[gemmlab] %s model: %s\n", ii.name, tc::measured_hopper_params(c.instruction)->describe().c_str());
+            if (r.match && !*r.match) {
+              std::fprintf(stderr, "[gemmlab] the observed D %s differs from the model's %s\n",
+                           tc_hex(ii.output, *c.d_observed).c_str(), tc_hex(ii.output, r.d_bits).c_str());
+              return 5;
+            }
+            return 0;
+          }};
+}
+
+}  // namespace gemmlab::cli
