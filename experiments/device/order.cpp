@@ -94,26 +94,23 @@ struct Experiment {
   const Kernel& kernel;
   int M, N, K, i, j;
   Masks masks;
-  Matrix A, B;
-  TimingOptions opt;
+  EntryRunner runner;  // zero operands on the GPU; only row i of A and column j of B change
   long long runs = 0;
 
   Experiment(const Kernel& k, int M_, int N_, int K_, int i_, int j_, Masks m)
-      : kernel(k), M(M_), N(N_), K(K_), i(i_), j(j_), masks(m), A(M_, K_), B(K_, N_) {
-    opt.warmup = 0;
-    opt.reps = 1;
-    opt.flush_l2 = false;
-  }
+      : kernel(k), M(M_), N(N_), K(K_), i(i_), j(j_), masks(m), runner(k, Matrix(M_, K_), Matrix(K_, N_)) {}
 
   // C(i, j) with products p, q masked (p = q = -1: no mask, every product a unit).
   double run(int p, int q) {
+    std::vector<double> a(K), b(K);
     for (int k = 0; k < K; ++k) {
-      A(i, k) = (k == p || k == q) ? masks.a_big() : masks.a_unit();
-      B(k, j) = k == p ? masks.b_big() : k == q ? -masks.b_big() : masks.b_unit();
+      a[k] = (k == p || k == q) ? masks.a_big() : masks.a_unit();
+      b[k] = k == p ? masks.b_big() : k == q ? -masks.b_big() : masks.b_unit();
     }
+    runner.set_a_row(i, a);
+    runner.set_b_col(j, b);
     ++runs;
-    KernelRun r = run_kernel(kernel, A, B, opt);
-    return r.c[static_cast<std::size_t>(i) * N + j];
+    return runner.run_entry(i, j);
   }
 
   // Units added after p and q met, as read from C(i, j).

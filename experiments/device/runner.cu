@@ -301,6 +301,98 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   return run;
 }
 
+struct EntryRunner::Impl {
+  const Kernel& k;
+  const DeviceInfo& dev;
+  int M, N, K;
+  std::size_t eb_in, eb_out;
+  std::vector<unsigned char> hA, hB;  // the packed operands as on the GPU
+  DeviceBuffer A, B, C, W;
+  cudaStream_t stream = nullptr;
+  GemmArgs args;
+
+  Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device)
+      : k(k_), dev(query_device(device)), M(a.rows), N(b.cols), K(a.cols), eb_in(storage_bytes(k_.numerics.input)),
+        eb_out(storage_bytes(k_.numerics.output)), hA(pack(a, k_.numerics.input, k_.layout_a)),
+        hB(pack(b, k_.numerics.input, k_.layout_b)), A(hA.size()), B(hB.size()),
+        C(static_cast<std::size_t>(a.rows) * b.cols * storage_bytes(k_.numerics.output)), W(k_.workspace_bytes) {
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(A.p, hA.data(), hA.size(), cudaMemcpyHostToDevice));
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(B.p, hB.data(), hB.size(), cudaMemcpyHostToDevice));
+    GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    args.M = M;
+    args.N = N;
+    args.K = K;
+    args.A = A.p;
+    args.B = B.p;
+    args.C = C.p;
+    args.stream = stream;
+    Libraries& libs = libraries(dev.device);
+    args.cublas = libs.blas;
+    args.cublaslt = libs.lt;
+    args.workspace = W.p;
+    args.workspace_bytes = k.workspace_bytes;
+  }
+  ~Impl() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  // Re-encodes K elements of a packed operand, element t at first + t * stride (in elements), and
+  // uploads them (one copy, strided where the layout makes them so).
+  void update(std::vector<unsigned char>& host, void* device_ptr, std::size_t first, std::size_t stride,
+              const std::vector<double>& v) {
+    if (static_cast<int>(v.size()) != K) throw std::invalid_argument("EntryRunner: a row or column holds K values");
+    for (int t = 0; t < K; ++t) {
+      const std::uint64_t bits = to_bits(k.numerics.input, v[t]);
+      std::memcpy(host.data() + (first + t * stride) * eb_in, &bits, eb_in);  // little-endian: low bytes first
+    }
+    unsigned char* dst = static_cast<unsigned char*>(device_ptr) + first * eb_in;
+    const unsigned char* src = host.data() + first * eb_in;
+    if (stride == 1)
+      GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, K * eb_in, cudaMemcpyHostToDevice, stream));
+    else
+      GEMMLAB_CUDA_CHECK(cudaMemcpy2DAsync(dst, stride * eb_in, src, stride * eb_in, eb_in, K, cudaMemcpyHostToDevice,
+                                           stream));
+  }
+};
+
+EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device) {
+  if (A.cols != B.rows) throw std::invalid_argument("EntryRunner: A is (M,K) and B must be (K,N)");
+  const DeviceInfo& dev = query_device(device);
+  if (!dev.present) throw std::runtime_error("EntryRunner: no CUDA GPU: " + dev.why_absent);
+  GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
+  impl_ = std::make_unique<Impl>(k, A, B, device);
+}
+
+EntryRunner::~EntryRunner() = default;
+
+void EntryRunner::set_a_row(int i, const std::vector<double>& v) {
+  Impl& m = *impl_;
+  // A (M, K): row-major A(i, t) at i K + t; column-major at t M + i.
+  if (m.k.layout_a == Layout::row_major) m.update(m.hA, m.A.p, static_cast<std::size_t>(i) * m.K, 1, v);
+  else m.update(m.hA, m.A.p, i, m.M, v);
+}
+
+void EntryRunner::set_b_col(int j, const std::vector<double>& v) {
+  Impl& m = *impl_;
+  // B (K, N): row-major B(t, j) at t N + j; column-major at j K + t.
+  if (m.k.layout_b == Layout::row_major) m.update(m.hB, m.B.p, j, m.N, v);
+  else m.update(m.hB, m.B.p, static_cast<std::size_t>(j) * m.K, 1, v);
+}
+
+double EntryRunner::run_entry(int i, int j) {
+  Impl& m = *impl_;
+  GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, static_cast<std::size_t>(m.M) * m.N * m.eb_out, m.stream));
+  m.k.launch(m.args);
+  std::uint64_t bits = 0;
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&bits, static_cast<const unsigned char*>(m.C.p) +
+                                                (static_cast<std::size_t>(i) * m.N + j) * m.eb_out,
+                                     m.eb_out, cudaMemcpyDeviceToHost, m.stream));
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  GEMMLAB_CUDA_CHECK(cudaGetLastError());
+  return from_bits(m.k.numerics.output, bits);
+}
+
 namespace {
 
 // NVML, loaded at run time from the driver (libnvidia-ml.so.1 exists only where a GPU driver is

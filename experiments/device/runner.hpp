@@ -60,6 +60,28 @@ struct KernelRun {
 // sizes and support.
 KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device = 0);
 
+// One kernel launched many times on inputs that change only in one row of A and one column of B
+// between launches, reading back one entry of C: the masking experiment of `gemmlab order`
+// (order.cpp), whose thousands of launches would otherwise each pack, upload and download whole
+// matrices. Operands, C and the workspace stay on the GPU; a changed row or column is re-encoded on
+// the host and uploaded alone. Throws std::runtime_error on a CUDA error.
+class EntryRunner {
+ public:
+  // A (M, K) and B (K, N) as the first inputs (values exact in the kernel's input format).
+  EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device = 0);
+  ~EntryRunner();
+  EntryRunner(const EntryRunner&) = delete;
+  EntryRunner& operator=(const EntryRunner&) = delete;
+  void set_a_row(int i, const std::vector<double>& values);  // A(i, 0 .. K-1)
+  void set_b_col(int j, const std::vector<double>& values);  // B(0 .. K-1, j)
+  // One launch on the current inputs, C poisoned with NaN first; returns C(i, j) (NaN: unwritten).
+  double run_entry(int i, int j);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Sampled SM clock of GPU `device` in MHz (nvidia-smi), -1 if unknown.
 int current_sm_clock_mhz(int device = 0);
 
