@@ -69,7 +69,8 @@ for part in "$@"; do
       same_statistics "$out/engine_gpus_0.csv" "$killed" ;;
     predict-kernels)
       # Every kernel gemmlab builds, predicted bit for bit at 512^3 (the wgmma series by input format,
-      # each on U[0,1), N(0,1) and a wide range of its format), and stream-K at a size with a tail.
+      # each on U[0,1), N(0,1) and a wide range of its format), and stream-K at 4096 x 4096 (256 cluster
+      # tiles for 66 co-resident clusters: a tail of 58 tiles whose K is cut into chunks).
       hop() { "$bin"/gemmlab list | awk -v f="$1" '$2 == "hopper" && $3 == f {print $1}' | paste -sd,; }
       for spec in "fp16 logunif_-20_14" "bf16 logunif_-40_40" "e4m3 logunif_-9_8" "e5m2 logunif_-16_15"; do
         read -r fmt wide <<<"$spec"
@@ -78,8 +79,9 @@ for part in "$@"; do
         echo "predict wgmma $fmt rc=$?"
       done
       "$bin"/gemmlab predict -k hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma,hgemm_wgmma_08_streamk_sm16_bf16_in_wgmma \
-        -d normal_0_1 -s 4096x4096x1024 --seed 1 -o "$out/predict_streamk_4096.csv" >"$out/predict_streamk_4096.log" 2>&1
-      echo "predict stream-K 4096x4096x1024 rc=$?" ;;
+        -d normal_0_1 -s 4096x4096x256 --seed 1 -o "$out/predict_streamk_4096x4096x256.csv" \
+        >"$out/predict_streamk_4096x4096x256.log" 2>&1
+      echo "predict stream-K 4096x4096x256 rc=$?" ;;
     predict-library)
       # cuBLAS / cuBLASLt baselines through the tree gemmlab order reveals at each size.
       lib=cublas_gemmex_fp16_f32,cublas_gemmex_bf16_f32,cublas_gemmex_fp32_pedantic,cublaslt_fp8_e4m3_f32,cublaslt_fp8_e4m3_f32_fast_accum
