@@ -207,6 +207,25 @@ struct Operands {
   }
 };
 
+// A launch's arguments: operands, C and workspace on the GPU, the stream, the GPU's library handles.
+GemmArgs gemm_args(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, void* dC, void* dW,
+                   cudaStream_t stream, const DeviceInfo& dev) {
+  GemmArgs args;
+  args.M = M;
+  args.N = N;
+  args.K = K;
+  args.A = dA;
+  args.B = dB;
+  args.C = dC;
+  args.stream = stream;
+  Libraries& libs = libraries(dev.device);
+  args.cublas = libs.blas;
+  args.cublaslt = libs.lt;
+  args.workspace = dW;
+  args.workspace_bytes = k.workspace_bytes;
+  return args;
+}
+
 // The one timing helper: warm-up, then `reps` timed launches, each after an L2 flush and a NaN
 // poison of C, CUDA events around the launch alone. `consume(dC, stream)` sees the last output
 // before the buffers are freed. Fills every field of KernelRun but c, unwritten and wall_seconds.
@@ -221,19 +240,7 @@ KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const 
   GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> stream_guard(stream, [](cudaStream_t s) { cudaStreamDestroy(s); });
 
-  GemmArgs args;
-  args.M = M;
-  args.N = N;
-  args.K = K;
-  args.A = dA;
-  args.B = dB;
-  args.C = dC.p;
-  args.stream = stream;
-  Libraries& libs = libraries(dev.device);
-  args.cublas = libs.blas;
-  args.cublaslt = libs.lt;
-  args.workspace = dW.p;
-  args.workspace_bytes = k.workspace_bytes;
+  const GemmArgs args = gemm_args(k, M, N, K, dA, dB, dC.p, dW.p, stream, dev);
 
   auto prepare = [&] {
     if (flush_bytes) GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dFlush.p, 0, flush_bytes, stream));
@@ -319,18 +326,7 @@ struct EntryRunner::Impl {
     GEMMLAB_CUDA_CHECK(cudaMemcpy(A.p, hA.data(), hA.size(), cudaMemcpyHostToDevice));
     GEMMLAB_CUDA_CHECK(cudaMemcpy(B.p, hB.data(), hB.size(), cudaMemcpyHostToDevice));
     GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    args.M = M;
-    args.N = N;
-    args.K = K;
-    args.A = A.p;
-    args.B = B.p;
-    args.C = C.p;
-    args.stream = stream;
-    Libraries& libs = libraries(dev.device);
-    args.cublas = libs.blas;
-    args.cublaslt = libs.lt;
-    args.workspace = W.p;
-    args.workspace_bytes = k.workspace_bytes;
+    args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
   }
   ~Impl() {
     if (stream) cudaStreamDestroy(stream);

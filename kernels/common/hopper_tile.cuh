@@ -178,6 +178,27 @@ constexpr Kernel wgmma_f32_kernel(const char* name, const char* desc, Numerics n
   };
 }
 
+// A launch of blocks of `threads` with `smem_bytes` of dynamic shared memory in clusters of CLUSTER
+// along x (no cluster attribute for 1) on `grid` clusters; the attribute lives in the struct.
+template <int CLUSTER>
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  ClusterLaunch(int threads, int smem_bytes, int grid, cudaStream_t stream) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CLUSTER;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem_bytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = CLUSTER == 1 ? 0 : 1;
+    cfg.gridDim = dim3(CLUSTER * grid);
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;  // cfg.attrs points into this object
+};
+
 // Grid of a persistent launch of KERNEL (one template instance per kernel, so the co-resident count
 // is cached per kernel and GPU): blocks of `threads` with `smem_bytes` of dynamic shared memory, in
 // clusters of CLUSTER blocks along x. Returns the number of blocks (clusters) that can be resident
@@ -193,18 +214,8 @@ int persistent_grid(const char* name, int threads, int smem_bytes, int items, in
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(KERNEL, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
     int n = sm_count();
     if (CLUSTER > 1) {
-      cudaLaunchConfig_t q{};
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = CLUSTER;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      q.blockDim = dim3(threads);
-      q.dynamicSmemBytes = smem_bytes;
-      q.attrs = attr;
-      q.numAttrs = 1;
-      q.gridDim = dim3(CLUSTER * sm_count());
-      GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, KERNEL, &q));
+      const ClusterLaunch<CLUSTER> q(threads, smem_bytes, sm_count(), nullptr);
+      GEMMLAB_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, KERNEL, &q.cfg));
     }
     if (std::getenv("GEMMLAB_HOPPER_VERBOSE"))
       std::fprintf(stderr, "%s: %d resident clusters of %d at %d bytes of shared memory (%d SMs)\n", name, n, CLUSTER,
@@ -220,20 +231,9 @@ int persistent_grid(const char* name, int threads, int smem_bytes, int items, in
 template <auto KERNEL, int CLUSTER, class... Args>
 void launch_persistent(const char* name, int threads, int smem_bytes, int items, int max_resident, void* stream,
                        Args... args) {
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = CLUSTER;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = smem_bytes;
-  cfg.stream = as_stream(stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = CLUSTER == 1 ? 0 : 1;
   const int grid = persistent_grid<KERNEL, CLUSTER>(name, threads, smem_bytes, items, max_resident);
-  cfg.gridDim = dim3(CLUSTER * grid);
-  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, KERNEL, args...));
+  const ClusterLaunch<CLUSTER> cl(threads, smem_bytes, grid, as_stream(stream));
+  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cl.cfg, KERNEL, args...));
   GEMMLAB_LAUNCH_CHECK(name);
 }
 

@@ -151,23 +151,13 @@ void launch(const GemmArgs& a) {
   });
   const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, sizeof(T), BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, sizeof(T), BN / 2);
-  cudaLaunchConfig_t cfg{};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 2;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(THREADS);
-  cfg.dynamicSmemBytes = S::SMEM_BYTES;
-  cfg.stream = as_stream(a.stream);
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
   // One cluster per pair of SMs. (A first version sized the grid with cudaOccupancyMaxActiveClusters;
   // clusters that are not resident at once would only run later, so correctness never depends on it.)
   const int max_clusters = hopper::sm_count() / 2;
   const int ctiles = (a.M / (2 * BM)) * (a.N / BN);
-  cfg.gridDim = dim3(2 * (ctiles < max_clusters ? ctiles : max_clusters));
-  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cfg, hgemm_wgmma_cluster2<T, BN, STAGES, PROMOTE, SUPER_M>, a.M, a.N, a.K,
+  const hopper::ClusterLaunch<2> cl(THREADS, S::SMEM_BYTES, ctiles < max_clusters ? ctiles : max_clusters,
+                                    as_stream(a.stream));
+  GEMMLAB_CUDA_CHECK(cudaLaunchKernelEx(&cl.cfg, hgemm_wgmma_cluster2<T, BN, STAGES, PROMOTE, SUPER_M>, a.M, a.N, a.K,
                                         mapA, mapB, static_cast<float*>(a.C)));
   GEMMLAB_LAUNCH_CHECK("hgemm_wgmma_05_cluster2");
 }
