@@ -1,13 +1,17 @@
 #include "experiments/report/files.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
 
+#include "experiments/engine/files.hpp"
 #include "experiments/plan/plan.hpp"
 
 namespace fs = std::filesystem;
@@ -42,9 +46,16 @@ void AtomicFile::commit() {
   out_.flush();
   if (!out_) throw std::runtime_error("write to '" + partial_ + "' failed (disk full?)");
   out_.close();
+  // On disk before it takes the final name, and the rename itself made durable: a crash leaves the
+  // old file or the whole new one (as engine::write_durably does for the journal's files).
+  const int fd = ::open(partial_.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool synced = fd >= 0 && ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!synced) throw std::runtime_error("cannot flush '" + partial_ + "' to disk: " + std::strerror(errno));
   if (std::rename(partial_.c_str(), path_.c_str()) != 0)
     throw std::runtime_error("cannot rename '" + partial_ + "' to '" + path_ + "'");
   committed_ = true;
+  engine::fsync_parent(path_);
 }
 
 std::string csv_escape(const std::string& s) {

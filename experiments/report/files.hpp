@@ -1,6 +1,7 @@
-// Result files written whole or not at all: each is written to "<path>.partial" and renamed onto
-// its final name only by commit(), so an interrupted or failed run never leaves a half-written
-// CSV, .npy or metadata file under the name a reader looks for.
+// Result files written whole or not at all: each is written to "<path>.partial", synced to disk and
+// renamed onto its final name only by commit() (the folder synced after), so an interrupted or
+// failed run, or a crash of the machine, never leaves a half-written CSV, .npy or metadata file
+// under the name a reader looks for.
 #pragma once
 #include <cstdint>
 #include <fstream>
@@ -14,7 +15,7 @@ class AtomicFile {
   explicit AtomicFile(std::string path);  // throws UsageError if the folder is missing or not writable
   ~AtomicFile();                          // removes the partial file unless committed
   std::ofstream& stream() { return out_; }
-  void commit();                          // flush, close, rename; throws on I/O failure
+  void commit();                          // flush, fsync, rename, fsync the folder; throws on I/O failure
   const std::string& path() const { return path_; }
 
  private:
