@@ -174,3 +174,24 @@ gemmlab_cli_test(order_no_gpu 2 "no usable GPU" ${_out}/o3.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> order -k sgemm_01_naive -s 64 -o ${_out}/o3.csv)
 gemmlab_cli_test(probe_no_gpu 2 "no usable GPU" ${_out}/p3.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> probe -o ${_out}/p3.csv)
+# gemmlab tc-eval: the model on one case or a file of cases (no GPU needed).
+add_test(NAME cli.tc_eval_cases COMMAND $<TARGET_FILE:gemmlab> tc-eval --in ${_data}/tc_eval_cases.csv -o ${_out}/tc_cases.csv)
+set_tests_properties(cli.tc_eval_cases PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "4 cases, 4 with an observed D, 0 differ from the model")
+add_test(NAME cli.tc_eval_one COMMAND $<TARGET_FILE:gemmlab> tc-eval -i wgmma_m64n8k32_e4m3_f32 --c 0x3f800008
+  --a 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0
+  --b 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0)
+set_tests_properties(cli.tc_eval_one PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x3f800000 1[^.0-9]")
+gemmlab_cli_test(tc_eval_wrong_d 5 "1 differ from the model" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --in ${_data}/tc_eval_wrong_d.csv -o ${_out}/tc_wrong.csv)
+gemmlab_cli_test(tc_eval_malformed 2 "tc_eval_bad.csv line 3: 2 fields, the header has 5" ${_out}/tc_bad.csv
+  -- $<TARGET_FILE:gemmlab> tc-eval --in ${_data}/tc_eval_bad.csv -o ${_out}/tc_bad.csv)
+gemmlab_cli_test(tc_eval_wrong_k 2 "takes k = 16 values, got 2" -
+  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a 1,1 --b 1,1)
+gemmlab_cli_test(tc_eval_not_representable 2 "not exactly representable in fp16" -
+  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a 0.1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0
+     --b 1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0)
+gemmlab_cli_test(predict_unmeasured_conversion 2 "converted from fp32 to tf32" ${_out}/pr.csv
+  -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp32_fast_tf32 -s 256 -o ${_out}/pr.csv)
+gemmlab_cli_test(predict_bad_tree_entry 2 "'5' is not I:J" ${_out}/pr2.csv
+  -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp16_f32 -s 256 --tree-entries 0:0,5 -o ${_out}/pr2.csv)
