@@ -1,8 +1,9 @@
 // `gemmlab tc-eval` (experiments/engine/tc_eval.hpp): the inferred model on one instruction's inputs.
 // Hand-computed dyadic cases for the features that set Hopper apart (truncating alignment, the
 // fp8 wgmma result cut, the fp8 mma.sync interleaved steps), the file form, the errors a user
-// meets, and every probe the H100 answered (results/probes/h100_probes_20261123_outcomes.csv: the
-// hardware's D bits) replayed through tc-eval's parser and evaluation.
+// meets, and every probe the H100 answered (results/probes/h100_probes_20261123_outputs.csv: the
+// hardware's D bits, compacted from the raw outcomes by results/probes/compact_outcomes.py) replayed
+// through tc-eval's parser and evaluation.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "experiments/engine/files.hpp"
+#include "experiments/engine/plan_rows.hpp"
 #include "experiments/engine/tc_eval.hpp"
 #include "experiments/plan/plan.hpp"
 #include "reference/tc_infer.hpp"
@@ -147,34 +149,42 @@ TEST(TcEval, FileFormWritesEveryCaseAndCountsMismatches) {
 }
 
 // Every probe of every instruction, as the H100 answered it: the probe's values written as tc-eval
-// bit patterns, the hardware's D as the observed d. The model must give the hardware's bits for
-// all of them (72,954 probes over 12 instructions).
+// bit patterns, the hardware's D as the observed d. The file holds each instruction's output bits in
+// the order of its probes and the sha256 of their ids, so the test first checks that make_probes
+// builds the same probes in the same order. The model must give the hardware's bits for all of them
+// (72,954 probes over 12 instructions).
 TEST(TcEval, ReproducesEveryH100ProbeOutcome) {
-  const std::string path = std::string(GEMMLAB_SOURCE_DIR) + "/results/probes/h100_probes_20261123_outcomes.csv";
+  const std::string path = std::string(GEMMLAB_SOURCE_DIR) + "/results/probes/h100_probes_20261123_outputs.csv";
   const engine::CsvRecords csv = engine::parse_csv(engine::read_file(path));
-  ASSERT_GT(csv.records.size(), 1u);
-  std::map<std::pair<std::string, std::string>, std::string> hardware;  // (instruction, probe) -> bits
-  for (std::size_t r = 1; r < csv.records.size(); ++r)
-    hardware[{csv.records[r][0], csv.records[r][1]}] = csv.records[r][4];
+  ASSERT_EQ(csv.records.size(), tc::all_instructions().size() + 1) << path;
+  ASSERT_EQ(csv.records[0], (std::vector<std::string>{"instruction", "probes", "probe_ids_sha256", "output_bits"}));
   long long compared = 0, differing = 0;
-  for (tc::Instruction i : tc::all_instructions()) {
-    const tc::InstructionInfo& ii = tc::info(i);
-    for (const tc::Probe& p : tc::make_probes(ii)) {
-      const auto it = hardware.find({ii.name, p.id});
-      ASSERT_NE(it, hardware.end()) << ii.name << " " << p.id << " is not in " << path;
+  for (std::size_t row = 1; row < csv.records.size(); ++row) {
+    const std::vector<std::string>& rec = csv.records[row];
+    const auto ins = tc::parse_instruction(rec[0]);
+    ASSERT_TRUE(ins) << rec[0];
+    const tc::InstructionInfo& ii = tc::info(*ins);
+    const std::vector<tc::Probe> probes = tc::make_probes(ii);
+    std::string ids;
+    for (const tc::Probe& p : probes) ids += (ids.empty() ? "" : "\n") + p.id;
+    ASSERT_EQ(std::to_string(probes.size()), rec[1]) << ii.name << ": make_probes builds another probe set";
+    ASSERT_EQ(engine::sha256_hex(ids), rec[2]) << ii.name << ": make_probes builds other probes or another order";
+    std::istringstream hardware(rec[3]);
+    for (const tc::Probe& p : probes) {
+      std::string observed;
+      ASSERT_TRUE(hardware >> observed) << ii.name << ": fewer output bits than probes";
       std::string a, b;
       for (int k = 0; k < ii.k; ++k) {
         a += (k ? " " : "") + tc_hex(ii.input, to_bits(ii.input, p.a[k]));
         b += (k ? " " : "") + tc_hex(ii.input, to_bits(ii.input, p.b[k]));
       }
       const TcEvalResult r =
-          evaluate_tc_case(parse_tc_case(ii.name, a, b, tc_hex(ii.output, to_bits(ii.output, p.c)), it->second));
+          evaluate_tc_case(parse_tc_case(ii.name, a, b, tc_hex(ii.output, to_bits(ii.output, p.c)), observed));
       ++compared;
       if (!*r.match && ++differing <= 5)
-        ADD_FAILURE() << ii.name << " " << p.id << ": hardware " << it->second << ", model "
-                      << tc_hex(ii.output, r.d_bits);
+        ADD_FAILURE() << ii.name << " " << p.id << ": hardware " << observed << ", model " << tc_hex(ii.output, r.d_bits);
     }
   }
-  EXPECT_EQ(compared, static_cast<long long>(csv.records.size()) - 1);
+  EXPECT_EQ(compared, 72954);
   EXPECT_EQ(differing, 0);
 }
