@@ -16,28 +16,15 @@
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
 #include "reference/mpfr_gemm.hpp"
+#include "tests/same_bits.hpp"
 
 namespace gemmlab {
 namespace {
 
 const std::vector<Format> kOutFormats = {Format::fp32, Format::fp16, Format::bf16, Format::fp64};
 
-std::string hex(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", x);
-  return buf;
-}
-
-// Bit-for-bit equality of two result arrays (so -0 != +0), naming the first differing entry.
-::testing::AssertionResult same_bits(const std::vector<double>& got, const std::vector<double>& want, int N) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << got.size() << " vs " << want.size();
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]))
-      return ::testing::AssertionFailure() << "entry (" << i / N << ", " << i % N << "): " << hex(got[i])
-                                           << " vs " << hex(want[i]);
-  return ::testing::AssertionSuccess();
-}
+using testing::hex;
+using testing::same_bits;
 
 void expect_same(const GemmReference& got, const GemmReference& want) {
   ASSERT_EQ(got.M, want.M);

@@ -24,6 +24,7 @@
 #include "reference/mpfr_gemm.hpp"
 #include "reference/rng.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
+#include "tests/same_bits.hpp"
 
 namespace gemmlab {
 namespace {
@@ -33,23 +34,8 @@ using device::exact_gemm_gpu_host;
 
 const std::vector<Format> kInputs = {Format::fp32, Format::tf32, Format::fp16, Format::bf16, Format::e4m3, Format::e5m2};
 
-std::string hex(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", x);
-  return buf;
-}
-
-::testing::AssertionResult same_bits(const std::vector<double>& got, const std::vector<double>& want, int N) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "sizes differ: " << got.size() << " vs " << want.size();
-  std::size_t bad = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i)
-    if (std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]))
-      if (bad++ == 0) first = i;
-  if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << bad << " entries differ; first (" << first / N << ", " << first % N
-                                       << "): " << hex(got[first]) << " vs " << hex(want[first]);
-}
+using testing::hex;
+using testing::same_bits;
 
 void expect_same(const GemmReference& gpu, const GemmReference& cpu, const std::string& what) {
   ASSERT_EQ(gpu.M, cpu.M) << what;
