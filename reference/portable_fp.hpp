@@ -89,6 +89,18 @@ GEMMLAB_HD int clz64(std::uint64_t x) {
 #endif
 }
 // 2^e for -1022 <= e <= 1023 (exact).
+// A finite binary64 magnitude (bit pattern with the sign cleared) as m * 2^e: m the integer
+// significand (< 2^53, 0 for zero), e the exponent of its last bit (-1074 for subnormals).
+struct Split {
+  std::uint64_t m;
+  int e;
+};
+GEMMLAB_HD Split split_magnitude(std::uint64_t abs_bits) {
+  const int biased = static_cast<int>(abs_bits >> 52);
+  const std::uint64_t frac = abs_bits & ((1ull << 52) - 1);
+  if (biased == 0) return {frac, -1074};
+  return {frac | (1ull << 52), biased - 1075};
+}
 GEMMLAB_HD double pow2(int e) { return from_bits(static_cast<std::uint64_t>(e + 1023) << 52); }
 
 // ---- rounding to a narrower format --------------------------------------------------------------
@@ -114,15 +126,7 @@ GEMMLAB_HD double round_format(double x, const FormatParams& f) {
   if (ab == 0x7FF0000000000000ull) {
     r = from_bits(0x7FF0000000000000ull);
   } else {
-    const int biased = static_cast<int>(ab >> 52);
-    std::uint64_t m = ab & ((1ull << 52) - 1);
-    int e;
-    if (biased == 0) {
-      e = -1074;
-    } else {
-      m |= 1ull << 52;
-      e = biased - 1075;
-    }
+    const auto [m, e] = split_magnitude(ab);
     const int top = e + (63 - clz64(m));
     const int quantum = (top > f.emin ? top : f.emin) - (f.precision - 1);
     const int shift = quantum - e;

@@ -90,15 +90,7 @@ struct Dec {
 };
 __device__ __forceinline__ Dec decompose(double x) {
   const std::uint64_t b = pfp::bits(x);
-  const int biased = static_cast<int>((b >> 52) & 0x7FF);
-  std::uint64_t m = b & ((1ull << 52) - 1);
-  int e;
-  if (biased == 0) {
-    e = -1074;
-  } else {
-    m |= 1ull << 52;
-    e = biased - 1075;
-  }
+  const auto [m, e] = pfp::split_magnitude(b & 0x7FFFFFFFFFFFFFFFull);
   Dec d{0, 0, (b >> 63) != 0};
   if (m == 0) return d;
   const int tz = __ffsll(static_cast<long long>(m)) - 1;
