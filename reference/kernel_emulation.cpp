@@ -247,39 +247,65 @@ std::string tree_gap(const SummationTree& t, Format input) {
   return "";
 }
 
-double emulate_tree_dot(const SummationTree& t, Format input, const double* a, const double* b) {
+namespace {
+
+// A tree checked once against tree_gap, with each fused node's model looked up once (nullopt for
+// binary nodes and leaves): what every entry's evaluation needs.
+struct TreePlan {
+  const SummationTree& t;
+  std::vector<std::optional<tc::TcParams>> params;
+  TreePlan(const SummationTree& tree, Format input) : t(tree), params(tree.node_count()) {
+    if (std::string gap = tree_gap(tree, input); !gap.empty()) throw std::invalid_argument("emulate_tree: " + gap);
+    for (int n = t.leaves(); n < t.node_count(); ++n) {
+      if (t.children(n).size() == 2) continue;
+      int leaves = 0;
+      for (int c : t.children(n)) leaves += t.is_leaf(c);
+      params[n] = tree_node_params(input, leaves);
+    }
+  }
+};
+
+// One entry; `value` (node_count floats) is scratch space reused across entries.
+double tree_dot(const TreePlan& plan, const double* a, const double* b, std::vector<float>& value) {
+  const SummationTree& t = plan.t;
   const int K = t.leaves();
   if (K == 1) return as_float(a[0] * b[0]);
-  std::vector<float> value(t.node_count(), 0.0f);
+  value.resize(t.node_count());
   double ga[64], gb[64];
+  const auto fma = [&](int k, float c) { return std::fmaf(static_cast<float>(a[k]), static_cast<float>(b[k]), c); };
   for (int n = K; n < t.node_count(); ++n) {
     const std::vector<int>& ch = t.children(n);
     if (ch.size() == 2) {
       const int x = ch[0], y = ch[1];
       const bool lx = t.is_leaf(x), ly = t.is_leaf(y);
-      const auto fma = [&](int k, float c) { return std::fmaf(static_cast<float>(a[k]), static_cast<float>(b[k]), c); };
       if (!lx && !ly) value[n] = fadd_rn(value[x], value[y]);
       else if (lx && ly) value[n] = fma(std::max(x, y), fma(std::min(x, y), 0.0f));
       else value[n] = lx ? fma(x, value[y]) : fma(y, value[x]);
       continue;
     }
+    // A fused node: tree_gap allowed at most one addition among its children and a modelled block
+    // size (at most 32 products).
     int m = 0, c_node = -1;
     for (int c : ch) {
       if (!t.is_leaf(c)) {
-        if (c_node >= 0) throw std::invalid_argument("emulate_tree: " + tree_gap(t, input));
         c_node = c;
         continue;
       }
-      if (m == 64) throw std::invalid_argument("emulate_tree: " + tree_gap(t, input));
       ga[m] = a[c];
       gb[m] = b[c];
       ++m;
     }
-    const std::optional<tc::TcParams> p = tree_node_params(input, m);
-    if (!p) throw std::invalid_argument("emulate_tree: " + tree_gap(t, input));
-    value[n] = as_float(tc::dot(*p, ga, gb, m, c_node >= 0 ? value[c_node] : 0.0));
+    value[n] = as_float(tc::dot(*plan.params[n], ga, gb, m, c_node >= 0 ? value[c_node] : 0.0));
   }
   return value[t.root()];
+}
+
+}  // namespace
+
+double emulate_tree_dot(const SummationTree& t, Format input, const double* a, const double* b) {
+  const TreePlan plan(t, input);
+  std::vector<float> value;
+  return tree_dot(plan, a, b, value);
 }
 
 std::vector<double> emulate_tree(const SummationTree& t, Format input, const Matrix& A, const Matrix& B, int threads) {
@@ -287,13 +313,14 @@ std::vector<double> emulate_tree(const SummationTree& t, Format input, const Mat
   if (B.rows != K || t.leaves() != K)
     throw std::invalid_argument("emulate_tree: A (M, K), B (K, N) and a tree of K = " + std::to_string(t.leaves()) +
                                 " products must agree");
-  if (std::string gap = tree_gap(t, input); !gap.empty()) throw std::invalid_argument("emulate_tree: " + gap);
+  const TreePlan plan(t, input);
   const std::vector<double> bt = transposed(B);
   std::vector<double> C(static_cast<std::size_t>(M) * N);
   parallel_for(M, threads, [&](long i) {
     const double* a = &A.v[static_cast<std::size_t>(i) * K];
+    std::vector<float> value;
     for (int j = 0; j < N; ++j)
-      C[static_cast<std::size_t>(i) * N + j] = emulate_tree_dot(t, input, a, &bt[static_cast<std::size_t>(j) * K]);
+      C[static_cast<std::size_t>(i) * N + j] = tree_dot(plan, a, &bt[static_cast<std::size_t>(j) * K], value);
   });
   return C;
 }
