@@ -3,7 +3,8 @@
 //
 // Exit codes: 0 success; 1 internal error; 2 bad input (the message says what and what to do);
 // 3 the run finished but some kernel raised an error (its CSV row says which); 4 `gemmlab order`
-// found outputs that do not form a summation tree; 5 `gemmlab predict` / `tc-eval` found outputs that
+// (or `predict` for a library kernel) found outputs that do not form a summation tree, or a tree
+// gemmlab cannot compose; 5 `gemmlab predict` / `tc-eval` found outputs that
 // differ from the model; 128 + signal: `gemmlab run` stopped by SIGINT or
 // SIGTERM after the row in progress (the journal keeps every finished row; the log says how to resume).
 #include <CLI/CLI.hpp>

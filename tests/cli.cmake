@@ -195,3 +195,5 @@ gemmlab_cli_test(predict_unmeasured_conversion 2 "converted from fp32 to tf32" $
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp32_fast_tf32 -s 256 -o ${_out}/pr.csv)
 gemmlab_cli_test(predict_bad_tree_entry 2 "'5' is not I:J" ${_out}/pr2.csv
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp16_f32 -s 256 --tree-entries 0:0,5 -o ${_out}/pr2.csv)
+gemmlab_cli_test(predict_tree_entry_outside 2 "--tree-entries: \\(300, 0\\) lies outside the \\(256, 256\\) output" ${_out}/pr3.csv
+  -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp16_f32 -s 256 --tree-entries 300:0 -o ${_out}/pr3.csv)
