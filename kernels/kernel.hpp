@@ -31,6 +31,7 @@ struct GemmArgs {
   void* cublaslt = nullptr;       // cublasLtHandle_t owned by the harness
   void* workspace = nullptr;      // device scratch of Kernel::workspace_bytes
   std::size_t workspace_bytes = 0;
+  const void* context = nullptr;  // Kernel::context of the kernel launched (run-time kernels' state)
 };
 
 struct Kernel {
@@ -51,6 +52,13 @@ struct Kernel {
   // range at (M, N, K) on the current GPU (the cut depends on how many blocks are co-resident
   // there). Host code; may throw std::runtime_error on a CUDA error.
   KChunkMap (*k_chunks)(int M, int N, int K) = nullptr;
+  // Kernels made at run time (plugins, Python callables) keep their state here; every launch gets
+  // it as GemmArgs::context. Built-in kernels leave it null.
+  const void* context = nullptr;
+  // Optional, for kernels that return their output instead of writing C (a Python callable
+  // `fn(A, B) -> C`): called after each launch, outside the timed region, to move that output into
+  // C. Throws std::runtime_error saying what is wrong with the output (shape, dtype, device).
+  void (*collect)(const GemmArgs&) = nullptr;
 };
 
 }  // namespace gemmlab

@@ -7,8 +7,17 @@
 
 namespace gemmlab {
 
+// The built-in kernels, then those registered at run time (plugins, Python callables), in the order
+// they were registered. Registration happens before a run starts; the list is not to be changed
+// while a run reads it.
 const std::vector<const Kernel*>& all_kernels();
 const Kernel* find_kernel(std::string_view name);  // nullptr if unknown
+
+// Adds a kernel made at run time (it must outlive its registration). Throws std::invalid_argument
+// when its name is empty or already registered.
+void register_kernel(const Kernel* k);
+// Removes a run-time kernel by name (a Python callable once judged); built-in kernels stay.
+void unregister_kernel(std::string_view name);
 
 // Empty if the kernel can take (M, N, K); otherwise a message naming the kernel, the size and what
 // it needs ("hgemm_mma_03 needs M, N multiples of 128 and K a multiple of 32; got 100x128x64").

@@ -8,6 +8,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <dlfcn.h>
 #include <thrust/count.h>
 #include <thrust/device_ptr.h>
@@ -82,6 +83,82 @@ struct DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
+
+// Device memory kept from row to row and grown when a row needs more: a cudaMalloc and cudaFree of
+// hundreds of MB per row cost milliseconds each, more than the statistics of a row.
+struct Scratch {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  void* get(std::size_t n) {
+    if (n > bytes) {
+      if (p) GEMMLAB_CUDA_CHECK(cudaFree(p));
+      p = nullptr;
+      bytes = 0;
+      GEMMLAB_CUDA_CHECK(cudaMalloc(&p, n));
+      bytes = n;
+    }
+    return p;
+  }
+  ~Scratch() {
+    if (p) cudaFree(p);
+  }
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+// What one row's launches need besides the operands, reused by every row of one GPU: C, the copy of
+// the first launch's C (determinism check), the kernel's workspace, the L2 flush buffer, the output
+// widened to binary64, a scratch for checks, the harness's stream and a counter.
+struct RowBuffers {
+  Scratch c, first, workspace, flush, widened, check;
+  cudaStream_t stream = nullptr;
+  unsigned long long* count = nullptr;  // device counter of count_differences
+  RowBuffers() {
+    GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    GEMMLAB_CUDA_CHECK(cudaMalloc(&count, sizeof *count));
+  }
+  ~RowBuffers() {
+    if (stream) cudaStreamDestroy(stream);
+    if (count) cudaFree(count);
+  }
+  RowBuffers(const RowBuffers&) = delete;
+  RowBuffers& operator=(const RowBuffers&) = delete;
+};
+
+// Elements of `bytes_per` bytes (1, 2, 4 or 8) that differ bit for bit between a and b.
+__global__ void count_differences_kernel(const unsigned char* __restrict__ a, const unsigned char* __restrict__ b,
+                                         std::size_t n, int bytes_per, unsigned long long* __restrict__ out) {
+  unsigned long long mine = 0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    bool differ = false;
+    switch (bytes_per) {
+      case 1: differ = a[i] != b[i]; break;
+      case 2: differ = reinterpret_cast<const unsigned short*>(a)[i] != reinterpret_cast<const unsigned short*>(b)[i]; break;
+      case 4: differ = reinterpret_cast<const unsigned*>(a)[i] != reinterpret_cast<const unsigned*>(b)[i]; break;
+      default:
+        differ = reinterpret_cast<const unsigned long long*>(a)[i] != reinterpret_cast<const unsigned long long*>(b)[i];
+    }
+    mine += differ;
+  }
+  for (int o = 16; o > 0; o >>= 1) mine += __shfl_down_sync(0xffffffffu, mine, o);
+  if ((threadIdx.x & 31) == 0 && mine) atomicAdd(out, mine);
+}
+
+long long count_differences(const void* a, const void* b, std::size_t n, std::size_t bytes_per, RowBuffers& buf,
+                            cudaStream_t stream) {
+  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(buf.count, 0, sizeof *buf.count, stream));
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 4096));
+  count_differences_kernel<<<std::max(blocks, 1u), 256, 0, stream>>>(static_cast<const unsigned char*>(a),
+                                                                      static_cast<const unsigned char*>(b), n,
+                                                                      static_cast<int>(bytes_per), buf.count);
+  GEMMLAB_CUDA_CHECK(cudaGetLastError());
+  unsigned long long h = 0;
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&h, buf.count, sizeof h, cudaMemcpyDeviceToHost, stream));
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return static_cast<long long>(h);
+}
 
 // Library handles and workspace of one GPU, created on its first use with that GPU current (a
 // cuBLAS handle belongs to the device that was current when it was created).
@@ -223,36 +300,41 @@ GemmArgs gemm_args(const Kernel& k, int M, int N, int K, const void* dA, const v
   args.cublaslt = libs.lt;
   args.workspace = dW;
   args.workspace_bytes = k.workspace_bytes;
+  args.context = k.context;
   return args;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // The one timing helper: warm-up, then `reps` timed launches, each after an L2 flush and a NaN
-// poison of C, CUDA events around the launch alone. `consume(dC, stream)` sees the last output
-// before the buffers are freed. Fills every field of KernelRun but c, unwritten and wall_seconds.
+// poison of C, CUDA events around the launch alone (or, with opt.host_timer, the host clock around
+// the launch and a synchronisation). A kernel that returns its output (Kernel::collect) has it moved
+// into C after each launch, outside the timed region. The first launch's C is kept and compared
+// with the last's bit for bit (KernelRun::nondeterministic). `consume(dC, stream)` sees the last
+// output. Fills every field of KernelRun but c, unwritten and wall_seconds.
 KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
-                    const DeviceInfo& dev, const std::function<void(const void*, cudaStream_t)>& consume) {
-  const std::size_t c_bytes = static_cast<std::size_t>(M) * N * storage_bytes(k.numerics.output);
-  DeviceBuffer dC(c_bytes), dW(k.workspace_bytes);
+                    const DeviceInfo& dev, RowBuffers& buf,
+                    const std::function<void(const void*, cudaStream_t)>& consume) {
+  const std::size_t out_bytes = storage_bytes(k.numerics.output);
+  const std::size_t n = static_cast<std::size_t>(M) * N;
+  const std::size_t c_bytes = n * out_bytes;
+  void* dC = buf.c.get(c_bytes);
+  void* dFirst = buf.first.get(c_bytes);
+  void* dW = k.workspace_bytes ? buf.workspace.get(k.workspace_bytes) : nullptr;
   const std::size_t flush_bytes = opt.flush_l2 ? std::max<std::size_t>(2 * dev.l2_bytes, 8u << 20) : 0;
-  DeviceBuffer dFlush(flush_bytes);
+  void* dFlush = flush_bytes ? buf.flush.get(flush_bytes) : nullptr;
+  cudaStream_t stream = opt.stream ? static_cast<cudaStream_t>(opt.stream) : buf.stream;
 
-  cudaStream_t stream;
-  GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::unique_ptr<CUstream_st, void (*)(cudaStream_t)> stream_guard(stream, [](cudaStream_t s) { cudaStreamDestroy(s); });
-
-  const GemmArgs args = gemm_args(k, M, N, K, dA, dB, dC.p, dW.p, stream, dev);
+  const GemmArgs args = gemm_args(k, M, N, K, dA, dB, dC, dW, stream, dev);
 
   auto prepare = [&] {
-    if (flush_bytes) GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dFlush.p, 0, flush_bytes, stream));
-    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dC.p, 0xFF, c_bytes, stream));  // NaN poison
+    if (flush_bytes) GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dFlush, 0, flush_bytes, stream));
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dC, 0xFF, c_bytes, stream));  // NaN poison
   };
-
-  for (int w = 0; w < opt.warmup; ++w) {
-    prepare();
-    k.launch(args);
-  }
   const int reps = std::max(1, opt.reps);
-  std::vector<cudaEvent_t> ev(2 * reps);
+  std::vector<cudaEvent_t> ev(opt.host_timer ? 0 : 2 * reps);
   for (auto& e : ev) GEMMLAB_CUDA_CHECK(cudaEventCreate(&e));
   struct EventGuard {
     std::vector<cudaEvent_t>& ev;
@@ -260,25 +342,53 @@ KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const 
       for (auto e : ev) cudaEventDestroy(e);
     }
   } event_guard{ev};
-  for (int r = 0; r < reps; ++r) {
+  std::vector<float> host_ms;
+
+  const auto launches_start = std::chrono::steady_clock::now();
+  int launched = 0;
+  auto launch = [&](int timed_rep) {
     prepare();
-    GEMMLAB_CUDA_CHECK(cudaEventRecord(ev[2 * r], stream));
+    std::chrono::steady_clock::time_point t0;
+    if (timed_rep >= 0) {
+      if (opt.host_timer) {
+        GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+        t0 = std::chrono::steady_clock::now();
+      } else {
+        GEMMLAB_CUDA_CHECK(cudaEventRecord(ev[2 * timed_rep], stream));
+      }
+    }
     k.launch(args);
-    GEMMLAB_CUDA_CHECK(cudaEventRecord(ev[2 * r + 1], stream));
-  }
+    if (timed_rep >= 0) {
+      if (opt.host_timer) {
+        GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+        host_ms.push_back(static_cast<float>(1e3 * seconds_since(t0)));
+      } else {
+        GEMMLAB_CUDA_CHECK(cudaEventRecord(ev[2 * timed_rep + 1], stream));
+      }
+    }
+    if (k.collect) k.collect(args);
+    if (launched++ == 0) GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(dFirst, dC, c_bytes, cudaMemcpyDeviceToDevice, stream));
+  };
+  for (int w = 0; w < opt.warmup; ++w) launch(-1);
+  for (int r = 0; r < reps; ++r) launch(r);
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   GEMMLAB_CUDA_CHECK(cudaGetLastError());
 
   KernelRun run;
+  run.launch_seconds = seconds_since(launches_start);
   run.times_ms.resize(reps);
-  for (int r = 0; r < reps; ++r) GEMMLAB_CUDA_CHECK(cudaEventElapsedTime(&run.times_ms[r], ev[2 * r], ev[2 * r + 1]));
+  for (int r = 0; r < reps; ++r) {
+    if (opt.host_timer) run.times_ms[r] = host_ms[r];
+    else GEMMLAB_CUDA_CHECK(cudaEventElapsedTime(&run.times_ms[r], ev[2 * r], ev[2 * r + 1]));
+  }
   std::vector<float> sorted = run.times_ms;
   std::sort(sorted.begin(), sorted.end());
   run.time_ms_min = sorted.front();
   run.time_ms_max = sorted.back();
   run.time_ms_median = reps % 2 ? sorted[reps / 2] : 0.5 * (double(sorted[reps / 2 - 1]) + sorted[reps / 2]);
   run.tflops = 2.0 * M * N * double(K) / (run.time_ms_median * 1e-3) / 1e12;
-  consume(dC.p, stream);
+  if (launched > 1) run.nondeterministic = count_differences(dFirst, dC, n, out_bytes, buf, stream);
+  consume(dC, stream);
   return run;
 }
 
@@ -299,7 +409,8 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
   const Operands ops(k, A, B);
   std::vector<double> c;
-  KernelRun run = run_timed(k, M, N, K, ops.A.p, ops.B.p, opt, dev, [&](const void* dC, cudaStream_t) {
+  RowBuffers buf;
+  KernelRun run = run_timed(k, M, N, K, ops.A.p, ops.B.p, opt, dev, buf, [&](const void* dC, cudaStream_t) {
     c = download(dC, k.numerics.output, static_cast<std::size_t>(M) * N);
   });
   run.c = std::move(c);
@@ -514,6 +625,115 @@ class GpuProblemReference final : public ProblemReference {
   std::unique_ptr<GemmReference> host_;
 };
 
+// The host-generated operand as fp32 values on the GPU (every input format is a subset of fp32).
+void upload_generated(const Matrix& m, void* dst) {
+  std::vector<float> f(m.v.begin(), m.v.end());
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(dst, f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+int pack_code(Format f) {
+  switch (f) {
+    case Format::fp32:
+    case Format::tf32: return 0;
+    case Format::fp16: return 1;
+    case Format::bf16: return 2;
+    case Format::e4m3: return 3;
+    case Format::e5m2: return 4;
+    default: throw std::invalid_argument(std::string("no GPU packing for format ") + info(f).name);
+  }
+}
+
+// fp32 values exact in the format -> its storage bits (conversions exact, so any rounding mode gives
+// the same bits), row-major (rows, cols) in; row- or column-major out.
+__global__ void pack_kernel(const float* __restrict__ in, int rows, int cols, int fmt, bool col_major,
+                            void* __restrict__ out) {
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  for (std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; idx < n;
+       idx += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t i = idx / cols, j = idx % cols;
+    const std::size_t dst = col_major ? j * rows + i : idx;
+    const float v = in[idx];
+    switch (fmt) {
+      case 0: static_cast<float*>(out)[dst] = v; break;
+      case 1: static_cast<__half*>(out)[dst] = __float2half_rn(v); break;
+      case 2: static_cast<__nv_bfloat16*>(out)[dst] = __float2bfloat16_rn(v); break;
+      case 3: static_cast<__nv_fp8_e4m3*>(out)[dst] = __nv_fp8_e4m3(v); break;
+      default: static_cast<__nv_fp8_e5m2*>(out)[dst] = __nv_fp8_e5m2(v); break;
+    }
+  }
+}
+
+// One problem's operands in GPU memory as fp32 values (every input format is a subset of fp32),
+// generated by generate() on the host and uploaded once, and packed on the GPU into the input
+// format and each layout a kernel asks for, once per problem. The host copies are downloaded on
+// first use (a CPU reference, --save-matrices).
+class GpuInputs final : public ProblemInputs {
+ public:
+  GpuInputs(const Distribution& d, int m, int n, int k, Format in, std::uint64_t seed, int threads)
+      : a(static_cast<std::size_t>(m) * k * sizeof(float)), b(static_cast<std::size_t>(k) * n * sizeof(float)) {
+    M = m, N = n, K = k;
+    format = in;
+    upload_generated(generate(d, Operand::A, M, K, in, seed, threads), a.p);
+    upload_generated(generate(d, Operand::B, K, N, in, seed, threads), b.p);
+  }
+  const Matrix& A() override { return host(a, M, K, host_a_); }
+  const Matrix& B() override { return host(b, K, N, host_b_); }
+  const float* device_a() const { return static_cast<const float*>(a.p); }
+  const float* device_b() const { return static_cast<const float*>(b.p); }
+
+  // Operand A (which = 0) or B (1) in the input format and `layout`, packed on first use.
+  const void* packed(int which, Layout layout) {
+    auto& slot = packed_[which][layout == Layout::row_major ? 0 : 1];
+    if (!slot) {
+      slot = std::make_unique<DeviceBuffer>(pack_into(which, layout, nullptr));
+      pack_into(which, layout, slot->p);
+    }
+    return slot->p;
+  }
+  // Packs operand `which` into `dst` (or a new buffer's worth of bytes when dst is null: returns
+  // the size); with dst, returns the bytes written.
+  std::size_t pack_into(int which, Layout layout, void* dst) {
+    const int rows = which == 0 ? M : K, cols = which == 0 ? K : N;
+    const std::size_t bytes = static_cast<std::size_t>(rows) * cols * storage_bytes(format);
+    if (dst) {
+      const std::size_t n = static_cast<std::size_t>(rows) * cols;
+      const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 65535));
+      pack_kernel<<<std::max(blocks, 1u), 256>>>(static_cast<const float*>(which == 0 ? a.p : b.p), rows, cols,
+                                                  pack_code(format), layout == Layout::col_major, dst);
+      GEMMLAB_CUDA_CHECK(cudaGetLastError());
+    }
+    return bytes;
+  }
+  // Entries of the packed operand that differ from a fresh packing (a kernel that wrote into its
+  // input); a damaged packing is dropped so that the next kernel gets a clean one.
+  long long written(int which, Layout layout, RowBuffers& buf) {
+    auto& slot = packed_[which][layout == Layout::row_major ? 0 : 1];
+    if (!slot) return 0;
+    const std::size_t bytes = pack_into(which, layout, nullptr);
+    void* fresh = buf.check.get(bytes);
+    pack_into(which, layout, fresh);
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    const std::size_t eb = storage_bytes(format);
+    const long long n = count_differences(slot->p, fresh, bytes / eb, eb, buf, buf.stream);
+    if (n) slot.reset();
+    return n;
+  }
+
+ private:
+  const Matrix& host(const DeviceBuffer& d, int rows, int cols, std::unique_ptr<Matrix>& cache) {
+    if (!cache) {
+      std::vector<float> f(static_cast<std::size_t>(rows) * cols);
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(f.data(), d.p, f.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      cache = std::make_unique<Matrix>(rows, cols);
+      std::copy(f.begin(), f.end(), cache->v.begin());
+    }
+    return *cache;
+  }
+  DeviceBuffer a, b;
+  std::unique_ptr<Matrix> host_a_, host_b_;
+  std::unique_ptr<DeviceBuffer> packed_[2][2];
+};
+
 std::string info_name(Format f) { return gemmlab::info(f).name; }
 
 class GpuDevice final : public Device {
@@ -546,79 +766,114 @@ class GpuDevice final : public Device {
            "^3: choose a smaller size";
   }
 
-  // The GPU engine where it can be exact (mode auto / exact / gpu), else the CPU's; MPFR spot checks
-  // read the checked entries back from the GPU.
-  std::unique_ptr<ProblemReference> reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt) override {
-    ++problem_;
-    operands_.clear();
-    if (opt.mode == "cpu" || opt.mode == "mpfr") return cpu_reference(A, B, opt);
+  // Generated on the host (generate(), threaded) and kept on the GPU as fp32 values, where the
+  // kernels, the reference and the statistics read them. Formats wider than fp32 (fp64) stay on the
+  // host.
+  std::unique_ptr<ProblemInputs> inputs(const Distribution& d, int M, int N, int K, Format in, std::uint64_t seed,
+                                        int threads) override {
+    if (gemmlab::info(in).precision > 24) return Device::inputs(d, M, N, K, in, seed, threads);
     GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
     const auto t0 = std::chrono::steady_clock::now();
+    auto p = std::make_unique<GpuInputs>(d, M, N, K, in, seed, threads);
+    p->seconds = seconds_since(t0);
+    return p;
+  }
+
+  // The GPU engine where it can be exact (mode auto / exact / gpu), else the CPU's; MPFR spot checks
+  // read the checked entries back from the GPU, with the one row of A and column of B they need.
+  std::unique_ptr<ProblemReference> reference(ProblemInputs& in, const ReferenceOptions& opt) override {
+    if (opt.mode == "cpu" || opt.mode == "mpfr") return cpu_reference(in.A(), in.B(), opt);
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto* gin = dynamic_cast<GpuInputs*>(&in);
     std::unique_ptr<GpuProblemReference> ref;
     try {
-      ref = std::make_unique<GpuProblemReference>(device::exact_gemm_gpu(A, B));
+      ref = std::make_unique<GpuProblemReference>(
+          gin ? device::exact_gemm_gpu_device(gin->device_a(), gin->device_b(), in.M, in.N, in.K)
+              : device::exact_gemm_gpu(in.A(), in.B()));
     } catch (const device::GpuReferenceUnavailable& e) {
       if (opt.mode == "gpu") throw std::runtime_error(std::string("--reference gpu: ") + e.what());
       std::fprintf(stderr, "[gemmlab] the GPU cannot compute this reference exactly (%s): the CPU engine does\n",
                    e.what());
-      return cpu_reference(A, B, opt);
+      return cpu_reference(in.A(), in.B(), opt);
     }
     ref->label = ref->g.engine;
     if (opt.mode != "exact" && opt.spot_checks > 0) {
-      const int n = static_cast<int>(std::min<long long>(opt.spot_checks, static_cast<long long>(A.rows) * B.cols));
-      spot_check(A, B, n, opt.seed, ref->g.engine, [&](long long idx) {
+      const int n = static_cast<int>(std::min<long long>(opt.spot_checks, static_cast<long long>(in.M) * in.N));
+      auto read_c = [&](long long idx) {
         double v = 0;
         GEMMLAB_CUDA_CHECK(cudaMemcpy(&v, ref->g.device_c() + idx, sizeof v, cudaMemcpyDeviceToHost));
         return v;
-      });
+      };
+      if (gin) {
+        // Row i of A and column j of B alone, not the whole operands.
+        spot_check(in.M, in.N, in.K, n, opt.seed, ref->g.engine, [&](int i, int j, Matrix& a, Matrix& b) {
+          std::vector<float> row(in.K), col(in.K);
+          GEMMLAB_CUDA_CHECK(cudaMemcpy(row.data(), gin->device_a() + static_cast<std::size_t>(i) * in.K,
+                                        in.K * sizeof(float), cudaMemcpyDeviceToHost));
+          GEMMLAB_CUDA_CHECK(cudaMemcpy2D(col.data(), sizeof(float), gin->device_b() + j, in.N * sizeof(float),
+                                          sizeof(float), in.K, cudaMemcpyDeviceToHost));
+          std::copy(row.begin(), row.end(), a.v.begin());
+          std::copy(col.begin(), col.end(), b.v.begin());
+        }, read_c);
+      } else {
+        spot_check(in.A(), in.B(), n, opt.seed, ref->g.engine, read_c);
+      }
       ref->label += "+mpfr_spot" + std::to_string(n);
     }
-    ref->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ref->seconds = seconds_since(t0);
     return ref;
   }
 
   // With a GPU reference the output never leaves the GPU: widened to binary64 there and judged by
-  // the GPU statistics (bit for bit the CPU's). The operands of a problem are uploaded once per
-  // format and layout and reused by every kernel that takes them.
-  Measurement measure(const Kernel& k, const Matrix& A, const Matrix& B, ProblemReference& ref,
-                      const TimingOptions& opt, const BoundModel& model, bool keep_output, int threads) override {
+  // the GPU statistics (bit for bit the CPU's). The operands are packed on the GPU once per problem
+  // and layout; after each kernel they are checked against a fresh packing (a kernel that writes
+  // into A or B gets an error row, and the next kernel clean operands).
+  Measurement measure(const Kernel& k, ProblemInputs& in, ProblemReference& ref, const TimingOptions& opt,
+                      const BoundModel& model, bool keep_output, int threads) override {
     auto* g = dynamic_cast<GpuProblemReference*>(&ref);
+    auto* gin = dynamic_cast<GpuInputs*>(&in);
     const Format out = k.numerics.output;
     const int fmt = out == Format::fp32 ? 0 : out == Format::fp16 ? 1 : out == Format::bf16 ? 2 : -1;
-    if (!g || fmt < 0) return Device::measure(k, A, B, ref, opt, model, keep_output, threads);
+    if (!g || !gin || fmt < 0) return Device::measure(k, in, ref, opt, model, keep_output, threads);
     const auto wall_start = std::chrono::steady_clock::now();
     const DeviceInfo& dev = query_device(index_);
     GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
-    const int M = A.rows, K = A.cols, N = B.cols;
+    const int M = in.M, K = in.K, N = in.N;
     const std::size_t n = static_cast<std::size_t>(M) * N;
-    auto key = std::make_tuple(static_cast<int>(k.numerics.input), static_cast<int>(k.layout_a),
-                               static_cast<int>(k.layout_b));
-    auto& ops = operands_[key];
-    if (!ops) ops = std::make_unique<Operands>(k, A, B);
-    DeviceBuffer x(n * sizeof(double));
+    if (!buf_) buf_ = std::make_unique<RowBuffers>();
+    RowBuffers& buf = *buf_;
+    const void* dA = gin->packed(0, k.layout_a);
+    const void* dB = gin->packed(1, k.layout_b);
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    void* x = buf.widened.get(n * sizeof(double));
     std::vector<double> c;
     Measurement m;
-    m.run = run_timed(k, M, N, K, ops->A.p, ops->B.p, opt, dev, [&](const void* dC, cudaStream_t s) {
+    m.run = run_timed(k, M, N, K, dA, dB, opt, dev, buf, [&](const void* dC, cudaStream_t s) {
       const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 65535));
-      widen_kernel<<<std::max(blocks, 1u), 256, 0, s>>>(dC, fmt, n, static_cast<double*>(x.p));
+      widen_kernel<<<std::max(blocks, 1u), 256, 0, s>>>(dC, fmt, n, static_cast<double*>(x));
       GEMMLAB_CUDA_CHECK(cudaGetLastError());
       GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(s));
       if (keep_output) c = download(dC, out, n);
     });
+    for (int which : {0, 1})
+      if (const long long w = gin->written(which, which == 0 ? k.layout_a : k.layout_b, buf))
+        throw std::runtime_error(std::string(k.name) + " wrote into its input " + (which == 0 ? "A" : "B") + ": " +
+                                 std::to_string(w) + " of its " +
+                                 std::to_string(static_cast<long long>(which == 0 ? M : K) * (which == 0 ? K : N)) +
+                                 " entries changed; a GEMM must leave A and B as it found them");
     const auto t0 = std::chrono::steady_clock::now();
-    m.stats = device::compute_error_stats_gpu(static_cast<const double*>(x.p), g->g, out, model);
-    m.stats_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.stats = device::compute_error_stats_gpu(static_cast<const double*>(x), g->g, out, model);
+    m.stats_seconds = seconds_since(t0);
     m.run.c = std::move(c);
     m.run.unwritten = m.stats.unwritten;
-    m.run.wall_seconds =
-        std::chrono::duration<double>(t0 - wall_start).count();  // the kernel's part; statistics apart
+    m.run.wall_seconds = std::chrono::duration<double>(t0 - wall_start).count();  // the kernel's part; statistics apart
     return m;
   }
 
  private:
   int index_;
-  std::uint64_t problem_ = 0;
-  std::map<std::tuple<int, int, int>, std::unique_ptr<Operands>> operands_;  // this problem's uploads
+  std::unique_ptr<RowBuffers> buf_;  // made on the first measurement, on this GPU
 };
 
 }  // namespace

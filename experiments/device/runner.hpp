@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 #include "kernels/kernel.hpp"
+#include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
 #include "reference/exact_gemm.hpp"
 #include "reference/matrix.hpp"
@@ -43,6 +44,12 @@ struct TimingOptions {
   int warmup = 3;      // untimed launches first (module load, cuBLAS heuristics, clocks up)
   int reps = 20;       // timed repetitions; each gets an L2 flush and a NaN-poisoned C first
   bool flush_l2 = true;
+  // The stream the launches go to (cudaStream_t): a Python caller's, so that its framework's work
+  // and the timing events are ordered on one stream. nullptr: the harness makes its own.
+  void* stream = nullptr;
+  // Time each launch by the host clock around the launch and a device synchronisation, instead of
+  // CUDA events on `stream`: for callables that run on streams the harness cannot see (JAX).
+  bool host_timer = false;
 };
 
 struct KernelRun {
@@ -51,6 +58,10 @@ struct KernelRun {
   double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;
   double tflops = 0;             // 2 M N K / median
   long long unwritten = 0;       // NaN entries left in C (the poison): a kernel that skipped entries
+  // Entries of C whose bits differ between the first launch and the last: a kernel that is not
+  // deterministic run to run (its row says so instead of judging one arbitrary output).
+  long long nondeterministic = 0;
+  double launch_seconds = 0;     // wall time of the warm-up and timed launches with their flushes and poisons
   double wall_seconds = 0;       // run_kernel's whole wall time: packing, copies, warm-up, timed reps, unpacking
 };
 
@@ -126,6 +137,30 @@ struct Measurement {
   double stats_seconds = 0;
 };
 
+// One problem's operands, A (M, K) and B (K, N) with every value exact in the input format, made
+// by the device where its kernels read them (a GPU generates them in its own memory). The host
+// copies are made on first use: for a CPU reference, MPFR spot checks and --save-matrices.
+class ProblemInputs {
+ public:
+  virtual ~ProblemInputs() = default;
+  virtual const Matrix& A() = 0;
+  virtual const Matrix& B() = 0;
+  int M = 0, N = 0, K = 0;
+  Format format = Format::fp32;
+  double seconds = 0;  // wall time of making them (generation, and on a GPU nothing else)
+};
+
+// The host implementation: the matrices as generate() makes them (or as given).
+class HostInputs final : public ProblemInputs {
+ public:
+  HostInputs(Matrix a, Matrix b, Format f);
+  const Matrix& A() override { return a_; }
+  const Matrix& B() override { return b_; }
+
+ private:
+  Matrix a_, b_;
+};
+
 // What the run loop (experiments/engine) needs from the machine that runs kernels. reference() and
 // measure() have CPU defaults (experiments/engine/device_defaults.cpp: the CPU exact engines and
 // statistics on run()'s output); the GPU overrides both to keep the reference, the output and the
@@ -145,11 +180,15 @@ class Device {
   // buffers, and the reference and statistics where the device computes them); else a message
   // saying what fits.
   virtual std::string check_memory(int M, int N, int K, Format in);
+  // The operands of distribution d at (M, N, K) in input format `in` from `seed`, bit for bit what
+  // generate() gives (the default generates them on the host with `threads` threads).
+  virtual std::unique_ptr<ProblemInputs> inputs(const Distribution& d, int M, int N, int K, Format in,
+                                                std::uint64_t seed, int threads);
   // The exact reference of A B (throws std::runtime_error if a spot check disagrees).
-  virtual std::unique_ptr<ProblemReference> reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt);
+  virtual std::unique_ptr<ProblemReference> reference(ProblemInputs& in, const ReferenceOptions& opt);
   // Runs k (timed as run() does) and judges its output against ref for k's output format.
-  virtual Measurement measure(const Kernel& k, const Matrix& A, const Matrix& B, ProblemReference& ref,
-                              const TimingOptions& opt, const BoundModel& model, bool keep_output, int threads);
+  virtual Measurement measure(const Kernel& k, ProblemInputs& in, ProblemReference& ref, const TimingOptions& opt,
+                              const BoundModel& model, bool keep_output, int threads);
 };
 
 // The CPU reference of A B as the options ask (exact engine or MPFR; spot checks), labelled.
@@ -159,6 +198,10 @@ std::unique_ptr<ProblemReference> cpu_reference(const Matrix& A, const Matrix& B
 // binary64 value of entry idx. Throws std::runtime_error naming the first entry that differs.
 void spot_check(const Matrix& A, const Matrix& B, int n, std::uint64_t seed, const std::string& engine,
                 const std::function<double(long long)>& c);
+// The same for an (M, K) x (K, N) product whose operands are elsewhere (on a GPU): load(i, j, a, b)
+// fills a (1, K) with row i of A and b (K, 1) with column j of B.
+void spot_check(int M, int N, int K, int n, std::uint64_t seed, const std::string& engine,
+                const std::function<void(int, int, Matrix&, Matrix&)>& load, const std::function<double(long long)>& c);
 
 // GPU `device` through the functions above (one object per index, alive for the process).
 Device& gpu_device(int device = 0);

@@ -7,24 +7,34 @@
 
 #include "experiments/device/runner.hpp"
 #include "experiments/report/files.hpp"
+#include "reference/distributions.hpp"
 #include "reference/mpfr_gemm.hpp"
 #include "reference/rng.hpp"
 
 namespace gemmlab {
 
-void spot_check(const Matrix& A, const Matrix& B, int n, std::uint64_t seed, const std::string& engine,
-                const std::function<double(long long)>& c) {
-  const long long total = static_cast<long long>(A.rows) * B.cols;
+void spot_check(int M, int N, int K, int n, std::uint64_t seed, const std::string& engine,
+                const std::function<void(int, int, Matrix&, Matrix&)>& load, const std::function<double(long long)>& c) {
+  const long long total = static_cast<long long>(M) * N;
+  Matrix a(1, K), b(K, 1);
   for (int s = 0; s < n; ++s) {
     const long long idx = static_cast<long long>(splitmix64(seed * 1315423911ull + static_cast<std::uint64_t>(s)) %
                                                  static_cast<std::uint64_t>(total));
-    const int i = static_cast<int>(idx / B.cols), j = static_cast<int>(idx % B.cols);
-    const double m = mpfr_dot(A, B, i, j), v = c(idx);
+    const int i = static_cast<int>(idx / N), j = static_cast<int>(idx % N);
+    load(i, j, a, b);
+    const double m = mpfr_dot(a, b, 0, 0), v = c(idx);
     if (!(m == v) && !(std::isnan(m) && std::isnan(v)))
       throw std::runtime_error("reference self-check failed: " + engine + " gives " + fmt_double(v) + " for C(" +
                                std::to_string(i) + "," + std::to_string(j) + ") but MPFR gives " + fmt_double(m) +
                                " (seed " + std::to_string(seed) + "); please report this");
   }
+}
+
+void spot_check(const Matrix& A, const Matrix& B, int n, std::uint64_t seed, const std::string& engine,
+                const std::function<double(long long)>& c) {
+  spot_check(A.rows, B.cols, A.cols, n, seed, engine, [&](int i, int j, Matrix& a, Matrix& b) {
+    for (int t = 0; t < A.cols; ++t) a(0, t) = A(i, t), b(t, 0) = B(t, j);
+  }, c);
 }
 
 namespace {
@@ -69,15 +79,29 @@ std::string Device::check_memory(int M, int N, int K, Format) {
          std::to_string(long(bytes / 1e9)) + " GB on the GPU, more than " + dev.name + " has: choose a smaller size";
 }
 
-std::unique_ptr<ProblemReference> Device::reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt) {
-  if (opt.mode == "gpu") throw std::runtime_error("--reference gpu: this device has no GPU reference engine");
-  return cpu_reference(A, B, opt);
+HostInputs::HostInputs(Matrix a, Matrix b, Format f) : a_(std::move(a)), b_(std::move(b)) {
+  M = a_.rows, K = a_.cols, N = b_.cols;
+  format = f;
 }
 
-Measurement Device::measure(const Kernel& k, const Matrix& A, const Matrix& B, ProblemReference& ref,
-                            const TimingOptions& opt, const BoundModel& model, bool keep_output, int threads) {
+std::unique_ptr<ProblemInputs> Device::inputs(const Distribution& d, int M, int N, int K, Format in,
+                                              std::uint64_t seed, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto p = std::make_unique<HostInputs>(generate(d, Operand::A, M, K, in, seed, threads),
+                                        generate(d, Operand::B, K, N, in, seed, threads), in);
+  p->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+std::unique_ptr<ProblemReference> Device::reference(ProblemInputs& in, const ReferenceOptions& opt) {
+  if (opt.mode == "gpu") throw std::runtime_error("--reference gpu: this device has no GPU reference engine");
+  return cpu_reference(in.A(), in.B(), opt);
+}
+
+Measurement Device::measure(const Kernel& k, ProblemInputs& in, ProblemReference& ref, const TimingOptions& opt,
+                            const BoundModel& model, bool keep_output, int threads) {
   Measurement m;
-  m.run = run(k, A, B, opt);
+  m.run = run(k, in.A(), in.B(), opt);
   const auto t0 = std::chrono::steady_clock::now();
   m.stats = compute_error_stats(m.run.c, ref.host(), k.numerics.output, model, threads);
   m.stats_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

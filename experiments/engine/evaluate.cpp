@@ -104,12 +104,22 @@ ResultRow evaluate(const Matrix& A, const Matrix& B, const std::vector<double>& 
   if (ref.M != A.rows || ref.N != B.cols || ref.out != n.output)
     throw std::invalid_argument("evaluate: the reference is not of these inputs and output format");
 
+  long long over = 0;
+  for (double c : ref.c) over += !(std::fabs(c) <= info(n.output).max_finite);
+  if (over) return evaluated_row(d, A.rows, B.cols, A.cols, reference_label, over, nullptr);
+  const ErrorStats s = compute_error_stats(C, ref, bound_model(n, A.cols), threads);
+  return evaluated_row(d, A.rows, B.cols, A.cols, reference_label, 0, &s);
+}
+
+ResultRow evaluated_row(const Declared& d, int M, int N, int K, const std::string& reference_label, long long over,
+                        const ErrorStats* stats) {
+  const Numerics& n = d.numerics;
   ResultRow row;
   row.kernel = d.kernel;
   row.family = d.family;
   row.numerics = n;
   row.distribution = d.distribution;
-  row.M = A.rows, row.N = B.cols, row.K = A.cols;
+  row.M = M, row.N = N, row.K = K;
   row.seed = d.seed;
   row.reference = reference_label;
   row.reps = d.reps;
@@ -121,12 +131,12 @@ ResultRow evaluate(const Matrix& A, const Matrix& B, const std::vector<double>& 
     if (d.note.empty()) return s;
     return s.empty() ? d.note : d.note + "; " + s;
   };
-  if (std::string why = over_range_reason(ref, n.output); !why.empty()) {
+  if (over || !stats) {
     row.status = Status::not_applicable;
-    row.note = with_note(why);
+    row.note = with_note(over_range_note(over, n.output));
     return row;
   }
-  row.stats = compute_error_stats(C, ref, bound_model(n, row.K), threads);
+  row.stats = *stats;
   const ErrorStats& s = *row.stats;
   Distribution dist;  // judge reads only whether it is exactint
   if (!d.distribution.empty()) {

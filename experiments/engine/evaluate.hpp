@@ -68,4 +68,10 @@ std::string over_range_note(long long over, Format out);
 ResultRow evaluate(const Matrix& A, const Matrix& B, const std::vector<double>& C, const Declared& declared,
                    const GemmReference& ref, const std::string& reference_label, int threads = 0);
 
+// The row of a product of size (M, N, K) judged by `stats` as evaluate() judges it (the GPU path of
+// gemmlab.evaluate computes the statistics on the GPU and shares this judgement); with `over` exact
+// entries beyond the output format's range (or no statistics) the row is not_applicable.
+ResultRow evaluated_row(const Declared& declared, int M, int N, int K, const std::string& reference_label,
+                        long long over, const ErrorStats* stats);
+
 }  // namespace gemmlab

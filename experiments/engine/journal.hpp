@@ -1,12 +1,14 @@
-// The journal "<out>.journal": every finished row, on disk as soon as it is computed, so that a
-// crash or a kill at any moment loses at most the row in progress, and `--resume` continues.
+// The journal "<out>.journal": every finished row, written as soon as it is computed, so that a
+// kill at any moment loses at most the row in progress (a crash of the machine, at most the rows of
+// the last second), and `--resume` continues.
 //
 // Format: line 1 is the run's identity as one line of JSON; every further line is one complete
 // CSV row (the final CSV's columns, in the order the rows finished). Each row is written with one
-// write(2) and fdatasync'd before append() returns. Recovery keeps every complete row and drops a
+// write(2) before append() returns, and fdatasync'd at most a second later. Recovery keeps every complete row and drops a
 // last row cut short (no newline at its end, or too few fields), which is the only damage a crash
 // can do to an append-only file.
 #pragma once
+#include <chrono>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,7 +49,7 @@ struct RecoveredJournal {
 RecoveredJournal recover_journal(const std::string& path);
 
 // Appends rows to a journal. Thread-safe: rows from several workers are serialised by one mutex,
-// and each is on disk before append() returns.
+// and each is written (out of the process) before append() returns.
 class JournalWriter {
  public:
   // Starts a new journal at `path` (replacing any file there) holding only the identity line.
@@ -69,6 +71,7 @@ class JournalWriter {
   std::size_t ncols_;
   int fd_ = -1;
   std::mutex mu_;
+  std::chrono::steady_clock::time_point last_sync_{};
 };
 
 }  // namespace gemmlab::engine

@@ -235,6 +235,7 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
     }
   }
   meta["cpu_threads"] = req.threads ? req.threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (!req.caller_metadata.is_null()) meta["caller"] = req.caller_metadata;
   return meta;
 }
 
@@ -242,7 +243,9 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
 // add up to more than the run's wall time).
 struct TimeSplit {
   std::mutex mu;
-  double kernels = 0, reference = 0, statistics = 0, inputs = 0, io = 0;
+  double kernels = 0;       // the launches themselves: warm-up and timed, with their L2 flushes and NaN poisons
+  double kernel_setup = 0;  // around them: operands packed for the kernel, checks of C and of the inputs
+  double reference = 0, statistics = 0, inputs = 0, io = 0;
   void add(double TimeSplit::*part, double s) {
     std::lock_guard<std::mutex> lock(mu);
     this->*part += s;
@@ -253,16 +256,16 @@ struct TimeSplit {
 // every output format.
 class ReferenceCache {
  public:
-  ReferenceCache(const RunRequest& req, int threads, const Matrix& A, const Matrix& B, const Size& z, std::uint64_t seed,
+  ReferenceCache(const RunRequest& req, int threads, ProblemInputs& in, const Size& z, std::uint64_t seed,
                  std::string tag, engine::WorkerContext& ctx, const std::string& who, TimeSplit& time, Device& device)
-      : req_(req), threads_(threads), A_(A), B_(B), z_(z), seed_(seed), tag_(std::move(tag)), ctx_(ctx), who_(who),
+      : req_(req), threads_(threads), in_(in), z_(z), seed_(seed), tag_(std::move(tag)), ctx_(ctx), who_(who),
         time_(time), device_(device) {}
 
   ProblemReference& get() {
     if (ref_) return *ref_;
     const auto t0 = std::chrono::steady_clock::now();
     // The one place a reference is computed: the device's engine (GPU, with a CPU fallback).
-    ref_ = device_.reference(A_, B_, ReferenceOptions{req_.plan.reference, req_.plan.spot_checks, seed_, threads_});
+    ref_ = device_.reference(in_, ReferenceOptions{req_.plan.reference, req_.plan.spot_checks, seed_, threads_});
     time_.add(&TimeSplit::reference, seconds_since(t0));
     char line[256];
     std::snprintf(line, sizeof line, "%s   reference (%s): %.3f s", who_.c_str(), ref_->label.c_str(), ref_->seconds);
@@ -284,8 +287,7 @@ class ReferenceCache {
  private:
   const RunRequest& req_;
   int threads_;
-  const Matrix& A_;
-  const Matrix& B_;
+  ProblemInputs& in_;
   Size z_;
   std::uint64_t seed_;
   std::string tag_;
@@ -309,6 +311,7 @@ class ProblemRunner {
     const int workers = static_cast<int>(std::max<std::size_t>(1, devices.size()));
     // The CPU threads are shared among the workers; the statistics do not depend on the count.
     threads_ = workers == 1 ? req.threads : std::max(1, resolve_threads(req.threads) / workers);
+    topt_ = req.timing;
     topt_.reps = req.plan.reps;
     topt_.warmup = req.plan.warmup;
   }
@@ -353,30 +356,32 @@ class ProblemRunner {
       }
       return;
     }
+    Device& device = *devices_[ctx.worker];
     auto t0 = std::chrono::steady_clock::now();
-    const Matrix A = generate(d, Operand::A, z.M, z.K, in, seed, threads_);
-    const Matrix B = generate(d, Operand::B, z.K, z.N, in, seed, threads_);
+    // Made where the kernels read them (a GPU generates them in its memory, bit for bit generate()).
+    const std::unique_ptr<ProblemInputs> inputs = device.inputs(d, z.M, z.N, z.K, in, seed, threads_);
     time_.add(&TimeSplit::inputs, seconds_since(t0));
     const std::string tag = file_tag(d, z, seed, in);
     if (!req_.save_matrices.empty()) {
       t0 = std::chrono::steady_clock::now();
+      const Matrix& A = inputs->A();
+      const Matrix& B = inputs->B();
       write_npy((fs::path(req_.save_matrices) / (tag + "_A.npy")).string(), A.v, A.rows, A.cols);
       write_npy((fs::path(req_.save_matrices) / (tag + "_B.npy")).string(), B.v, B.rows, B.cols);
       time_.add(&TimeSplit::io, seconds_since(t0));
     }
-    Device& device = *devices_[ctx.worker];
-    ReferenceCache refs(req_, threads_, A, B, z, seed, tag, ctx, who, time_, device);
+    ReferenceCache refs(req_, threads_, *inputs, z, seed, tag, ctx, who, time_, device);
     for (const Kernel* k : kernels) {
       if (ctx.should_stop()) return;
-      emit(run_row(*k, d, z, seed, A, B, tag, refs, device, ctx, who));
+      emit(run_row(*k, d, z, seed, *inputs, tag, refs, device, ctx, who));
     }
   }
 
  private:
   // The row of kernel k on this problem: not_supported, not_applicable (exact result beyond the
   // output format's range), error (the kernel raised one), or measured and judged.
-  ResultRow run_row(const Kernel& k, const Distribution& d, const Size& z, std::uint64_t seed, const Matrix& A,
-                    const Matrix& B, const std::string& tag, ReferenceCache& refs, Device& device,
+  ResultRow run_row(const Kernel& k, const Distribution& d, const Size& z, std::uint64_t seed, ProblemInputs& inputs,
+                    const std::string& tag, ReferenceCache& refs, Device& device,
                     engine::WorkerContext& ctx, const std::string& who) {
     ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
     row.reps = req_.plan.reps;
@@ -397,13 +402,22 @@ class ProblemRunner {
     const auto t0 = std::chrono::steady_clock::now();
     try {
       const bool keep = !req_.save_matrices.empty();
-      Measurement m = device.measure(k, A, B, ref, topt_, bound_model(k.numerics, z.K), keep, threads_);
+      Measurement m = device.measure(k, inputs, ref, topt_, bound_model(k.numerics, z.K), keep, threads_);
       const KernelRun& run = m.run;
-      time_.add(&TimeSplit::kernels, run.wall_seconds);
+      time_.add(&TimeSplit::kernels, run.launch_seconds);
+      time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
       time_.add(&TimeSplit::statistics, m.stats_seconds);
       row.timing = Timing{run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, device.sm_clock_mhz()};
       row.stats = m.stats;
       judge(row, *row.stats, d, k.numerics);
+      if (run.nondeterministic) {
+        // Two launches on the same inputs gave different bits: the statistics describe only the last
+        // output, so the row says so instead of passing judgement on it.
+        row.status = Status::nondeterministic;
+        row.note = std::to_string(run.nondeterministic) + " of " + std::to_string(m.stats.entries) +
+                   " entries differ bit for bit between the first and the last launch on the same inputs; the "
+                   "statistics are those of the last launch; " + row.note;
+      }
       if (!req_.save_matrices.empty()) {
         const auto t2 = std::chrono::steady_clock::now();
         write_npy((fs::path(req_.save_matrices) / (tag + "_" + k.name + "_C.npy")).string(), run.c, z.M, z.N);
@@ -415,7 +429,7 @@ class ProblemRunner {
                     row.status == Status::failed_bound ? "FAILED_BOUND" : to_string(row.status));
       ctx.log(line);
     } catch (const std::exception& e) {
-      time_.add(&TimeSplit::kernels, seconds_since(t0));
+      time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
       row.status = Status::error;
       row.note = e.what();
       ctx.log(who + "   " + k.name + ": error: " + e.what());
@@ -489,9 +503,20 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
     meta["workers"] = er.workers;
     // Wall time of this process, and the parts of the work summed over its workers. Rows resumed
     // from a journal took their time in an earlier process and are not counted here.
-    meta["timing_seconds"] = {{"total", seconds_since(start)}, {"kernels", time.kernels},
-                              {"reference", time.reference},  {"statistics", time.statistics},
-                              {"inputs", time.inputs},        {"io", time.io}};
+    // non_kernel: everything but the launches (the total less `kernels`; with one worker the parts
+    // below add up to it, less the engine's own bookkeeping, which is `other`).
+    const double total = seconds_since(start);
+    const double parts = time.kernel_setup + time.reference + time.statistics + time.inputs + time.io;
+    meta["timing_seconds"] = {{"total", total},
+                              {"kernels", time.kernels},
+                              {"non_kernel", total - time.kernels},
+                              {"non_kernel_fraction_of_kernels", time.kernels > 0 ? (total - time.kernels) / time.kernels : 0.0},
+                              {"kernel_setup", time.kernel_setup},
+                              {"reference", time.reference},
+                              {"statistics", time.statistics},
+                              {"inputs", time.inputs},
+                              {"io", time.io},
+                              {"other", total - time.kernels - parts}};
     return meta;
   };
   const engine::EngineResult r =

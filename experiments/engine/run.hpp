@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "experiments/device/runner.hpp"
 #include "experiments/engine/plan_rows.hpp"
 #include "experiments/plan/plan.hpp"
@@ -35,6 +37,12 @@ struct RunRequest {
   std::string shard;            // "i/n": only that shard's rows; "" for the whole plan
   std::FILE* log = stderr;
   std::optional<bool> live_progress;  // default: a live bar when `log` is a terminal
+  // Written into the metadata as "caller": what decides a framework kernel's numerics (gemmlab.judge
+  // records the torch and Triton versions, TF32 and reduced-precision flags, CUBLAS_WORKSPACE_CONFIG).
+  nlohmann::json caller_metadata;
+  // How launches are timed beyond the plan's reps and warmup (which override these): the stream
+  // (gemmlab.judge passes its caller's), the host timer, the L2 flush.
+  TimingOptions timing;
 };
 
 struct ResolvedPlan {

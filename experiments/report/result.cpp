@@ -19,6 +19,7 @@ const char* to_string(Status s) {
     case Status::not_supported: return "not_supported";
     case Status::not_applicable: return "not_applicable";
     case Status::error: return "error";
+    case Status::nondeterministic: return "nondeterministic";
     case Status::planned: return "planned";
   }
   return "?";
@@ -26,7 +27,7 @@ const char* to_string(Status s) {
 
 std::optional<Status> parse_status(std::string_view s) {
   for (Status x : {Status::passed, Status::failed_bound, Status::no_bound, Status::not_supported,
-                   Status::not_applicable, Status::error, Status::planned})
+                   Status::not_applicable, Status::error, Status::nondeterministic, Status::planned})
     if (s == to_string(x)) return x;
   return std::nullopt;
 }

@@ -23,8 +23,10 @@ namespace gemmlab {
 //  not_supported   this GPU or build cannot run the kernel (note says why)
 //  not_applicable  the distribution cannot be expressed in the kernel's formats (note says why)
 //  error           the kernel raised an error (note has the message)
+//  nondeterministic  two launches on the same inputs gave different bits (note: how many entries);
+//                  the statistics are the last launch's, and no judgement is passed on them
 //  planned         `--dry-run`: the row a run would produce, not run
-enum class Status { passed, failed_bound, no_bound, not_supported, not_applicable, error, planned };
+enum class Status { passed, failed_bound, no_bound, not_supported, not_applicable, error, nondeterministic, planned };
 const char* to_string(Status s);
 std::optional<Status> parse_status(std::string_view s);
 

@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "experiments/engine/files.hpp"
 #include "experiments/engine/journal.hpp"
 #include "experiments/engine/plan_rows.hpp"
 
@@ -72,5 +74,23 @@ inline std::string slurp(const std::string& p) {
 }
 
 inline void spit(const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// A result CSV read back, with its cells found by column name.
+struct Csv {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string col(std::size_t row, const std::string& name) const {
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return rows.at(row).at(i);
+    throw std::logic_error("no column " + name);
+  }
+};
+inline Csv read_csv(const std::string& path) {
+  auto recs = parse_csv(slurp(path)).records;
+  Csv c;
+  c.header = recs.at(0);
+  c.rows.assign(recs.begin() + 1, recs.end());
+  return c;
+}
 
 }  // namespace engine_test

@@ -58,6 +58,7 @@ class FakeDevice final : public Device {
     r.times_ms = {1.0f};
     r.time_ms_median = r.time_ms_min = r.time_ms_max = 1.0;
     r.tflops = 2.0 * A.rows * B.cols * double(A.cols) / 1e-3 / 1e12;
+    r.launch_seconds = 0.001;  // the launches: all of the fake's run
     r.wall_seconds = 0.001;
     return r;
   }
@@ -99,23 +100,6 @@ RunRequest request(const TempDir& d, const std::string& name = "out.csv") {
   r.log = std::fopen("/dev/null", "w");
   r.live_progress = false;
   return r;
-}
-
-struct Csv {
-  std::vector<std::string> header;
-  std::vector<std::vector<std::string>> rows;
-  std::string col(std::size_t row, const std::string& name) const {
-    for (std::size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name) return rows.at(row).at(i);
-    throw std::logic_error("no column " + name);
-  }
-};
-Csv read_csv(const std::string& path) {
-  auto recs = parse_csv(slurp(path)).records;
-  Csv c;
-  c.header = recs.at(0);
-  c.rows.assign(recs.begin() + 1, recs.end());
-  return c;
 }
 
 nlohmann::json read_meta(const std::string& csv) {
@@ -185,11 +169,14 @@ TEST(RunLoop, EveryStatusWithTodaysNotesAndExitCode3ForAKernelError) {
   EXPECT_EQ(meta["columns"], gemmlab::result_columns());
   EXPECT_EQ(meta["engine"]["plan_hash"], plan_hash(gemmlab::plan_spec(req.plan, gemmlab::resolve(req.plan))));
   EXPECT_EQ(meta["engine"]["shard"], "");
-  for (const char* part : {"total", "kernels", "reference", "statistics", "inputs", "io"})
+  for (const char* part : {"total", "kernels", "non_kernel", "non_kernel_fraction_of_kernels", "kernel_setup",
+                           "reference", "statistics", "inputs", "io", "other"})
     EXPECT_TRUE(meta["timing_seconds"].contains(part)) << part;
-  // run_kernel's wall time of the 12 runs that returned, plus the time the 6 failing ones took.
+  EXPECT_DOUBLE_EQ(meta["timing_seconds"]["non_kernel"].get<double>(),
+                   meta["timing_seconds"]["total"].get<double>() - meta["timing_seconds"]["kernels"].get<double>());
+  // The launches of the 12 runs that returned (the 6 failing ones count as kernel set-up).
   EXPECT_GE(meta["timing_seconds"]["kernels"].get<double>(), 0.001 * 12);
-  EXPECT_LT(meta["timing_seconds"]["kernels"].get<double>(), 0.001 * 12 + 0.5);
+  EXPECT_LT(meta["timing_seconds"]["kernels"].get<double>(), 0.001 * 12 + 1e-9);
   EXPECT_GT(meta["timing_seconds"]["reference"].get<double>(), 0.0);
   EXPECT_EQ(meta["reference_seconds"], meta["timing_seconds"]["reference"]);
   EXPECT_FALSE(fs::exists(req.out_csv + ".journal"));
