@@ -2,7 +2,7 @@
 //
 // A thin layer: formats travel as their CSV names ("fp16"), matrices as C-contiguous float64 numpy
 // arrays, copied into a reference Matrix before the GIL is released. The typed, documented API is
-// the Python package around it (experiments/python/gemmlab/): it checks shapes, dtypes and values
+// the Python package around it (python/gemmlab/): it checks shapes, dtypes and values
 // before calling in, so the errors raised here are the last line of defence (C++
 // std::invalid_argument arrives as ValueError, std::out_of_range as IndexError).
 //

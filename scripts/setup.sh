@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what gemmlab needs and is missing on a Debian/Ubuntu machine that has the CUDA toolkit:
 # system packages through apt, and a Python virtual environment (.venv) with the plots' packages and
-# the gemmlab Python package (experiments/python/, built from reference/ without CUDA).
+# the gemmlab Python package (python/: built with its GPU engine where the CUDA toolkit is found).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +45,10 @@ if ! cmp -s scripts/requirements.txt "$stamp"; then
 fi
 # The gemmlab Python package (`import gemmlab`), when missing; scripts/test.sh reinstalls it from the
 # tree on every run (and sets GEMMLAB_SETUP_SKIP_PACKAGE=1 so it is not built twice).
-if [ "${GEMMLAB_SETUP_SKIP_PACKAGE:-0}" != 1 ] && ! .venv/bin/python -c "import gemmlab" >/dev/null 2>&1; then
+# Where the CUDA toolkit is installed the package must have its GPU engine (gemmlab._gpu).
+want=gemmlab
+command -v nvcc >/dev/null 2>&1 && want=gemmlab._gpu
+if [ "${GEMMLAB_SETUP_SKIP_PACKAGE:-0}" != 1 ] && ! .venv/bin/python -c "import $want" >/dev/null 2>&1; then
   echo "setup: installing the gemmlab Python package into .venv (pip install .)"
   .venv/bin/python -m pip install -q --disable-pip-version-check .
 fi

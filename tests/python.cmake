@@ -4,4 +4,6 @@
 add_test(NAME python.pytest
   COMMAND ${GEMMLAB_PYTHON} -m pytest -q -p no:cacheprovider ${CMAKE_CURRENT_SOURCE_DIR}/tests/python
   WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
-set_tests_properties(python.pytest PROPERTIES LABELS python TIMEOUT 600)
+# GEMMLAB_BIN: the CLI, for the GPU test that holds gemmlab.judge's rows against `gemmlab run`'s.
+set_tests_properties(python.pytest PROPERTIES LABELS python TIMEOUT 600
+                     ENVIRONMENT "GEMMLAB_BIN=$<TARGET_FILE:gemmlab>")

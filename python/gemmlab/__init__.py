@@ -9,7 +9,11 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``evaluate(A, B, C, output_format=...)``: the statistics row ``gemmlab run`` and ``gemmlab evaluate``
   write (a dict keyed by the CSV columns, ``COLUMNS``; the same C++ function as the CLI);
 * ``tc``: the tensor-core model (``tc.dot``, ``tc.mma_tile``, ``tc.emulate``);
-* ``load_results``: result CSVs as typed pandas DataFrames.
+* ``load_results``: result CSVs as typed pandas DataFrames;
+* ``judge(fn, ...)``: any GEMM callable (torch, Triton, CuPy, JAX) timed and judged on the GPU by the
+  engine of ``gemmlab run`` (needs the GPU engine, built where a CUDA toolkit is found; on a CPU-only
+  installation it raises ``GpuUnavailable`` saying what to install). ``evaluate`` takes GPU tensors
+  too, and judges them on the GPU.
 """
 
 from . import tc
@@ -17,6 +21,7 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
+from .judge import GpuUnavailable, JudgeError, framework_metadata, gpu_available, judge
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
@@ -24,7 +29,8 @@ from .results import COLUMNS, STATUSES, load_results, to_frame
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "INPUTS_FORMAT_VERSION", "Inputs",
+    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuUnavailable", "INPUTS_FORMAT_VERSION",
+    "Inputs", "JudgeError", "framework_metadata", "gpu_available", "judge",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",

@@ -129,8 +129,21 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
     ``reference``: a ``Reference`` of these A and B in ``output_format`` from ``exact_gemm``, to judge
     several kernels without recomputing it (checked against A and B on a few entries); its ``label``
     becomes the row's ``reference`` column (pass ``spot_checks=16`` to ``exact_gemm`` for the CLI's).
+
+    GPU tensors (torch, CuPy, JAX: anything with ``__dlpack__`` on a CUDA device) are judged on the
+    GPU, with no host copy: A, B and C in the dtypes that store their formats (float32 for fp32 and
+    tf32, float16, bfloat16, float8 for e4m3 / e5m2), any strides, on one GPU; the same row as the
+    CPU path, from the GPU reference and statistics (needs gemmlab's GPU engine, ``gemmlab.judge``).
     """
     check_format(output_format, "output_format")
+    if any(_on_gpu(x) for x in (A, B, C)):
+        if reference is not None:
+            raise ValueError("reference= is for host arrays; with GPU tensors the exact reference is computed on the GPU")
+        return _evaluate_on_gpu(A, B, C, output_format=output_format, input_format=input_format,
+                                accumulation=accumulation, compute_format=compute_format,
+                                accumulator_format=accumulator_format, promotion_interval_k=promotion_interval_k,
+                                kernel=kernel, family=family, distribution=distribution, seed=seed, time_ms=time_ms,
+                                reps=reps, note=note, allow_nonfinite=allow_nonfinite, spot_checks=spot_checks)
     if accumulation not in ACC_ROUNDING:
         raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
     rounding = _rounding(acc_rounding) if acc_rounding else ""
@@ -156,4 +169,54 @@ def evaluate(A: npt.ArrayLike, B: npt.ArrayLike, C: npt.ArrayLike, *, output_for
         int(spot_checks), int(threads),
         None if reference is None else reference.c, None if reference is None else reference.c_out,
         None if reference is None else reference.abs_ab, "" if reference is None else reference.label)
+    return row_from_fields(fields)
+
+
+def _on_gpu(x: Any) -> bool:
+    """Whether x is a DLPack tensor on a CUDA device (DLPack device type 2: kDLCUDA)."""
+    try:
+        return hasattr(x, "__dlpack_device__") and int(x.__dlpack_device__()[0]) == 2
+    except Exception:
+        return False
+
+
+def _raw(x: Any) -> Any:
+    """float8 tensors travel as their bytes (DLPack has no float8 type in gemmlab's bindings)."""
+    dt = str(getattr(x, "dtype", ""))
+    if "float8" in dt:
+        if hasattr(x, "view") and "torch" in type(x).__module__:
+            import torch
+            return x.view(torch.uint8)
+        import jax
+        import jax.numpy as jnp
+        return jax.lax.bitcast_convert_type(x, jnp.uint8)
+    return x
+
+
+def _evaluate_on_gpu(A: Any, B: Any, C: Any, *, output_format: str, input_format: str, accumulation: str,
+                     compute_format: str | None, accumulator_format: str | None, promotion_interval_k: int,
+                     kernel: str, family: str, distribution: str, seed: int | None, time_ms: float | None,
+                     reps: int | None, note: str, allow_nonfinite: bool, spot_checks: int) -> dict[str, Any]:
+    from .judge import gpu_module
+
+    if not all(_on_gpu(x) for x in (A, B, C)):
+        raise ValueError("A, B and C must all be GPU tensors, or all host arrays")
+    device = int(C.__dlpack_device__()[1])
+    gpu = gpu_module(device)
+    check_format(input_format, "input_format")
+    if accumulation not in ACC_ROUNDING:
+        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
+    if family not in ("user", "external"):
+        raise ValueError(f"family must be 'user' or 'external', got {family!r}")
+    if time_ms is not None and not (math.isfinite(time_ms) and time_ms > 0):
+        raise ValueError(f"time_ms must be a positive number of milliseconds, got {time_ms!r}")
+    stream = 0
+    if "torch" in type(C).__module__:
+        import torch
+        stream = int(torch.cuda.current_stream(device).cuda_stream)
+        torch.cuda.current_stream(device).synchronize()
+    fields, _seconds, _ref_seconds = gpu.evaluate(
+        _raw(A), _raw(B), C, input_format, compute_format or "", accumulator_format or "", output_format, accumulation,
+        int(promotion_interval_k), kernel, family, distribution, int(seed or 0), time_ms, reps, note, int(spot_checks),
+        bool(allow_nonfinite), device, stream)
     return row_from_fields(fields)

@@ -1,0 +1,335 @@
+// gemmlab._gpu: the GPU half of the Python package (nanobind), built only where a CUDA toolkit is
+// found (python/CMakeLists.txt). It binds the same C++ as `gemmlab run`: the run loop with its
+// journal, the timing helper, inputs generated on the GPU, the exact GPU reference and the GPU
+// statistics (cmake/GemmlabSources.cmake GEMMLAB_GPU_ENGINE_SOURCES), plus two entry points:
+//
+//  * judge(): a Python callable becomes a run-time Kernel (experiments/device/callable.hpp) and goes
+//    through run_experiment like a built-in kernel. Its operands and output reach Python as DLPack
+//    tensors of the caller's framework (torch, cupy, jax) wrapping gemmlab's own device buffers:
+//    no copy, no host round trip, on the caller's stream.
+//  * evaluate(): tensors already on the GPU (handed in through DLPack) judged on the GPU.
+//
+// The typed API with its checks is python/gemmlab/judge.py; errors raised here are the last line of
+// defence (UsageError and std::invalid_argument arrive as ValueError, std::runtime_error as
+// RuntimeError).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "experiments/device/callable.hpp"
+#include "experiments/device/evaluate_gpu.hpp"
+#include "experiments/device/runner.hpp"
+#include "experiments/engine/evaluate.hpp"
+#include "experiments/engine/run.hpp"
+#include "experiments/plan/plan.hpp"
+#include "kernels/registry.hpp"
+#include "reference/formats.hpp"
+#include "reference/numerics.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace gemmlab::python {
+namespace {
+
+Format format_of(const std::string& name) {
+  if (auto f = parse_format(name)) return *f;
+  throw std::invalid_argument("unknown format '" + name + "'");
+}
+
+Layout layout_of(const std::string& name) {
+  if (name == "row") return Layout::row_major;
+  if (name == "col") return Layout::col_major;
+  throw std::invalid_argument("layout must be 'row' or 'col', got '" + name + "'");
+}
+
+// The DLPack element type gemmlab hands out for a format: formats DLPack has no type for (fp8) go
+// as raw unsigned bytes, which the Python side views as the framework's float8 dtype.
+nb::dlpack::dtype dlpack_dtype(Format f) {
+  switch (f) {
+    case Format::fp32:
+    case Format::tf32: return nb::dtype<float>();
+    case Format::fp16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case Format::bf16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+    case Format::e4m3:
+    case Format::e5m2: return nb::dtype<std::uint8_t>();
+    default: throw std::invalid_argument(std::string("format ") + info(f).name + " has no GPU tensor form here");
+  }
+}
+
+// A (rows, cols) view of gemmlab's device buffer as a tensor of `framework`, laid out as `layout`
+// (a column-major operand is the transposed view the kernel would read). No copy, no owner: the
+// buffer lives for the row that uses it.
+nb::object wrap(const std::string& framework, const void* p, Format f, int rows, int cols, Layout layout, int device) {
+  const std::size_t shape[2] = {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)};
+  const std::int64_t strides[2] = {layout == Layout::row_major ? cols : 1, layout == Layout::row_major ? 1 : rows};
+  void* data = const_cast<void*>(p);
+  const auto dt = dlpack_dtype(f);
+  const int dev_type = nb::device::cuda::value;
+  if (framework == "torch")
+    return nb::cast(nb::ndarray<nb::pytorch>(data, 2, shape, nb::handle(), strides, dt, dev_type, device),
+                    nb::rv_policy::reference);
+  if (framework == "cupy")
+    return nb::cast(nb::ndarray<nb::cupy>(data, 2, shape, nb::handle(), strides, dt, dev_type, device),
+                    nb::rv_policy::reference);
+  if (framework == "jax")
+    return nb::cast(nb::ndarray<nb::jax>(data, 2, shape, nb::handle(), strides, dt, dev_type, device),
+                    nb::rv_policy::reference);
+  throw std::invalid_argument("framework must be torch, cupy or jax, got '" + framework + "'");
+}
+
+std::string python_message(nb::python_error& e) {
+  // what() formats the exception with its traceback; the caller holds the GIL.
+  std::string m = e.what();
+  return m;
+}
+
+// What a returned C must be, in words.
+std::string expected_output(Format out, int M, int N, int device) {
+  return "an (" + std::to_string(M) + ", " + std::to_string(N) + ") " + info(out).name + " tensor on cuda:" +
+         std::to_string(device);
+}
+
+// The state of one callable kernel while it is judged (Python objects: touched with the GIL only).
+struct Callable {
+  nb::callable launcher;  // launcher(A, B, C_or_None) -> returned C or None
+  std::string framework;
+  bool returns_output = false;
+  Format in = Format::fp32, out = Format::fp32;
+  Layout la = Layout::row_major, lb = Layout::row_major;
+  int device = 0;
+  // Tensors of the current row's buffers, made once per buffer address.
+  const void *pa = nullptr, *pb = nullptr, *pc = nullptr;
+  nb::object ta, tb, tc, result;
+
+  void launch(const GemmArgs& a) {
+    nb::gil_scoped_acquire gil;
+    try {
+      if (a.A != pa) ta = wrap(framework, a.A, in, a.M, a.K, la, device), pa = a.A;
+      if (a.B != pb) tb = wrap(framework, a.B, in, a.K, a.N, lb, device), pb = a.B;
+      if (!returns_output && a.C != pc) tc = wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device), pc = a.C;
+      result = launcher(ta, tb, returns_output ? nb::none() : tc);
+    } catch (nb::python_error& e) {
+      throw std::runtime_error("the callable raised " + python_message(e));
+    }
+  }
+
+  void collect(const GemmArgs& a) {
+    nb::gil_scoped_acquire gil;
+    nb::object r = std::move(result);
+    result = nb::object();
+    const std::string want = expected_output(out, a.M, a.N, device);
+    if (!r.is_valid() || r.is_none())
+      throw std::runtime_error("the callable returned None; it must return C, " + want +
+                               " (or take an `out` argument and write into it: style='out')");
+    nb::ndarray<> arr;
+    try {
+      arr = nb::cast<nb::ndarray<>>(r);
+    } catch (const std::exception&) {
+      throw std::runtime_error("the callable returned a " + std::string(nb::type_name(r.type()).c_str()) +
+                               ", not a tensor; it must return " + want);
+    }
+    if (arr.device_type() != nb::device::cuda::value || arr.device_id() != device)
+      throw std::runtime_error("the callable returned a tensor on another device (DLPack device type " +
+                               std::to_string(arr.device_type()) + ", id " + std::to_string(arr.device_id()) +
+                               "); it must return " + want);
+    if (arr.ndim() != 2 || arr.shape(0) != static_cast<std::size_t>(a.M) || arr.shape(1) != static_cast<std::size_t>(a.N)) {
+      std::string shape;
+      for (std::size_t d = 0; d < arr.ndim(); ++d) shape += (d ? ", " : "") + std::to_string(arr.shape(d));
+      throw std::runtime_error("the callable returned a tensor of shape (" + shape + "); it must return " + want);
+    }
+    const auto dt = arr.dtype(), expect = dlpack_dtype(out);
+    const bool raw16 = out == Format::bf16 && dt == nb::dtype<std::uint16_t>();
+    if (!(dt == expect) && !raw16)
+      throw std::runtime_error("the callable returned a tensor of DLPack dtype (code " + std::to_string(dt.code) + ", " +
+                               std::to_string(dt.bits) + " bits); it must return " + want);
+    device::copy_strided(arr.data(), dt.bits / 8, a.M, a.N, arr.stride(0), arr.stride(1), a.C, a.stream);
+  }
+};
+
+// Runs the plan of one callable kernel through run_experiment. Returns the process-style exit code
+// (0 every row produced, 3 some row is an `error`).
+int judge(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
+          const std::string& description, const std::string& input_format, const std::string& compute_format,
+          const std::string& accumulator_format, const std::string& output_format, const std::string& accumulation,
+          int promotion_interval_k, const std::string& layout_a, const std::string& layout_b, bool returns_output,
+          const std::vector<std::tuple<int, int, int>>& sizes, const std::vector<std::string>& distributions,
+          const std::vector<std::uint64_t>& seeds, int reps, int warmup, bool flush_l2, const std::string& reference,
+          int spot_checks, int device, std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv,
+          bool resume, bool force, const std::string& caller_json, const std::string& command_line, bool quiet) {
+  const auto acc = parse_accumulation(accumulation);
+  if (!acc) throw std::invalid_argument("unknown accumulation '" + accumulation + "'");
+  const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), *acc,
+                                       compute_format.empty() ? std::nullopt : std::optional(format_of(compute_format)),
+                                       accumulator_format.empty() ? std::nullopt
+                                                                  : std::optional(format_of(accumulator_format)),
+                                       promotion_interval_k);
+  auto state = std::make_shared<Callable>();
+  state->launcher = launcher;
+  state->framework = framework;
+  state->returns_output = returns_output;
+  state->in = n.input;
+  state->out = n.output;
+  state->la = layout_of(layout_a);
+  state->lb = layout_of(layout_b);
+  state->device = device;
+  auto ck = make_callable_kernel(
+      name, family, description, n, state->la, state->lb, [state](const GemmArgs& a) { state->launch(a); },
+      returns_output ? std::function<void(const GemmArgs&)>([state](const GemmArgs& a) { state->collect(a); })
+                     : std::function<void(const GemmArgs&)>());
+  register_kernel(&ck->kernel);
+  struct Unregister {
+    std::string name;
+    ~Unregister() { unregister_kernel(name); }
+  } unregister{name};
+
+  RunRequest req;
+  req.plan.name = name;
+  req.plan.kernels = {name};
+  req.plan.distributions = distributions;
+  req.plan.sizes.clear();
+  for (auto [M, N, K] : sizes) req.plan.sizes.push_back({M, N, K});
+  req.plan.seeds = seeds;
+  req.plan.reps = reps;
+  req.plan.warmup = warmup;
+  req.plan.reference = reference;
+  req.plan.spot_checks = spot_checks;
+  req.out_csv = out_csv;
+  req.resume = resume;
+  req.force = force;
+  req.command_line = command_line;
+  req.live_progress = false;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> devnull(quiet ? std::fopen("/dev/null", "w") : nullptr, &std::fclose);
+  if (devnull) req.log = devnull.get();
+  if (!caller_json.empty()) req.caller_metadata = nlohmann::json::parse(caller_json);
+  req.timing.flush_l2 = flush_l2;
+  req.timing.host_timer = host_timer;
+  if (stream) req.timing.stream = *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1})  // legacy default stream
+                                               : reinterpret_cast<void*>(*stream);
+  int rc = 0;
+  {
+    nb::gil_scoped_release nogil;
+    rc = run_experiment(req, gpu_device(device));
+  }
+  {
+    // Python objects of the last row die here, with the GIL held.
+    state->ta = state->tb = state->tc = state->result = nb::object();
+  }
+  return rc;
+}
+
+device::DeviceMatrix device_matrix(const nb::ndarray<>& t, const std::string& format, const char* what, int device) {
+  if (t.device_type() != nb::device::cuda::value)
+    throw std::invalid_argument(std::string(what) + " is not on a CUDA device");
+  if (t.device_id() != device)
+    throw std::invalid_argument(std::string(what) + " is on cuda:" + std::to_string(t.device_id()) + ", not cuda:" +
+                                std::to_string(device));
+  if (t.ndim() != 2) throw std::invalid_argument(std::string(what) + " must be 2-dimensional");
+  const Format f = format_of(format);
+  const auto dt = t.dtype(), expect = dlpack_dtype(f);
+  const bool raw = (f == Format::bf16 && dt == nb::dtype<std::uint16_t>()) ||
+                   ((f == Format::e4m3 || f == Format::e5m2) && dt.bits == 8);
+  if (!(dt == expect) && !raw)
+    throw std::invalid_argument(std::string(what) + "'s dtype (DLPack code " + std::to_string(dt.code) + ", " +
+                                std::to_string(dt.bits) + " bits) is not the storage of " + format);
+  device::DeviceMatrix m;
+  m.data = t.data();
+  m.format = f;
+  m.rows = static_cast<int>(t.shape(0));
+  m.cols = static_cast<int>(t.shape(1));
+  m.s0 = t.stride(0);
+  m.s1 = t.stride(1);
+  return m;
+}
+
+}  // namespace
+
+NB_MODULE(_gpu, m) {
+  m.doc() = "gemmlab's GPU engine: judge(), evaluate() on GPU tensors (see gemmlab.judge)";
+
+  m.def("device_status", [](int device) {
+    const DeviceInfo& d = query_device(device);
+    return std::make_pair(d.present, d.present ? d.name : d.why_absent);
+  }, "device"_a = 0, "(usable, GPU name or why not) of CUDA device `device`");
+
+  m.def("judge", &judge, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a, "input_format"_a,
+        "compute_format"_a, "accumulator_format"_a, "output_format"_a, "accumulation"_a, "promotion_interval_k"_a,
+        "layout_a"_a, "layout_b"_a, "returns_output"_a, "sizes"_a, "distributions"_a, "seeds"_a, "reps"_a, "warmup"_a,
+        "flush_l2"_a, "reference"_a, "spot_checks"_a, "device"_a, "stream"_a.none(), "host_timer"_a, "out_csv"_a,
+        "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a,
+        "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
+
+  m.def(
+      "evaluate",
+      [](nb::ndarray<> A, nb::ndarray<> B, nb::ndarray<> C, const std::string& input_format,
+         const std::string& compute_format, const std::string& accumulator_format, const std::string& output_format,
+         const std::string& accumulation, int promotion_interval_k, const std::string& kernel, const std::string& family,
+         const std::string& distribution, std::uint64_t seed, std::optional<double> time_ms, std::optional<int> reps,
+         const std::string& note, int spot_checks, bool allow_nonfinite, int device, std::uintptr_t stream) {
+        const auto acc = parse_accumulation(accumulation);
+        if (!acc) throw std::invalid_argument("unknown accumulation '" + accumulation + "'");
+        Declared d;
+        d.kernel = kernel;
+        d.family = family;
+        d.numerics = declared_numerics(
+            format_of(input_format), format_of(output_format), *acc,
+            compute_format.empty() ? std::nullopt : std::optional(format_of(compute_format)),
+            accumulator_format.empty() ? std::nullopt : std::optional(format_of(accumulator_format)), promotion_interval_k);
+        d.distribution = distribution;
+        d.seed = seed;
+        d.time_ms = time_ms;
+        d.reps = reps;
+        d.note = note;
+        const auto a = device_matrix(A, input_format, "A", device), b = device_matrix(B, input_format, "B", device),
+                   c = device_matrix(C, output_format, "C", device);
+        nb::gil_scoped_release nogil;
+        gpu_device(device).bind_thread();
+        const auto r = device::evaluate_gpu(a, b, c, d, spot_checks, seed, allow_nonfinite,
+                                            stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1})
+                                                        : reinterpret_cast<void*>(stream));
+        return std::make_tuple(to_fields(r.row), r.seconds, r.reference_seconds);
+      },
+      "A"_a, "B"_a, "C"_a, "input_format"_a, "compute_format"_a, "accumulator_format"_a, "output_format"_a,
+      "accumulation"_a, "promotion_interval_k"_a, "kernel"_a, "family"_a, "distribution"_a, "seed"_a, "time_ms"_a.none(),
+      "reps"_a.none(), "note"_a, "spot_checks"_a, "allow_nonfinite"_a, "device"_a, "stream"_a,
+      "(CSV fields of the row, seconds, reference seconds) of C ~ A B with A, B, C on the GPU");
+
+  m.def(
+      "generate",
+      [](const std::string& framework, const std::string& distribution, int rows, int cols, const std::string& operand,
+         const std::string& format, std::uint64_t seed, int device) {
+        // An operand as gemmlab run makes it, generated on the GPU, as a float32 tensor of `framework`
+        // that owns its memory (freed with it).
+        const Distribution d = parse_distribution(distribution);
+        const Format f = format_of(format);
+        float* p = nullptr;
+        {
+          nb::gil_scoped_release nogil;
+          gpu_device(device).bind_thread();
+          p = device::generate_owned(d, operand == "B" ? Operand::B : Operand::A, rows, cols, f, seed);
+        }
+        nb::capsule owner(p, [](void* q) noexcept { device::free_owned(q); });
+        const std::size_t shape[2] = {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)};
+        const int dev_type = nb::device::cuda::value;
+        if (framework == "torch")
+          return nb::cast(nb::ndarray<nb::pytorch, float>(p, 2, shape, owner, nullptr, nb::dtype<float>(), dev_type, device));
+        if (framework == "cupy")
+          return nb::cast(nb::ndarray<nb::cupy, float>(p, 2, shape, owner, nullptr, nb::dtype<float>(), dev_type, device));
+        return nb::cast(nb::ndarray<nb::jax, float>(p, 2, shape, owner, nullptr, nb::dtype<float>(), dev_type, device));
+      },
+      "framework"_a, "distribution"_a, "rows"_a, "cols"_a, "operand"_a, "format"_a, "seed"_a, "device"_a);
+}
+
+}  // namespace gemmlab::python

@@ -1,0 +1,289 @@
+"""Judge any GEMM callable on the GPU: ``gemmlab.judge(fn, ...)``.
+
+gemmlab makes the inputs (bit for bit those of ``gemmlab run``) and keeps them on the GPU, hands them to ``fn`` as
+tensors of your framework (torch, CuPy or JAX, through DLPack: no copy), times ``fn`` with gemmlab's
+protocol (warm-up, L2 flush and NaN-poisoned output before every repetition, CUDA events on your
+stream, every repetition kept), computes the exact reference and every statistic on the GPU, checks
+that ``fn`` left A and B alone and gave the same bits on its first and last call, and returns the rows
+``gemmlab run`` writes, as a typed DataFrame with exactly its columns. Everything runs in the same
+C++ as ``gemmlab run`` (its engine, journal and report layer), so rows compare with ``gemmlab run``'s
+built-in kernels on the same seeds, and a run with ``out=`` is journaled and resumable.
+
+Two call styles: ``fn(A, B) -> C`` (``style="return"``) and ``fn(A, B, out)`` writing into gemmlab's
+NaN-poisoned C (``style="out"``, the only style that catches unwritten entries). ``"auto"`` picks by
+the number of parameters.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import shlex
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from ._checks import check_format
+from .evaluate import ACC_ROUNDING
+from .results import load_results
+
+Framework = Literal["torch", "cupy", "jax"]
+Style = Literal["auto", "return", "out"]
+
+
+class GpuUnavailable(RuntimeError):
+    """The GPU half of gemmlab cannot run here; the message says what to install or change."""
+
+
+class JudgeError(RuntimeError):
+    """Some rows of a judged callable are errors (the callable raised, returned something that is not
+    C, or wrote into A or B). ``rows`` holds the whole DataFrame, error rows included."""
+
+    def __init__(self, message: str, rows: pd.DataFrame):
+        super().__init__(message)
+        self.rows = rows
+
+
+_GPU_IMPORT_ERROR: str | None = None
+try:  # the GPU half is built only where a CUDA toolkit was found at install time
+    from . import _gpu  # type: ignore[attr-defined]
+except ImportError as e:  # pragma: no cover - depends on the installation
+    _gpu = None
+    _GPU_IMPORT_ERROR = str(e)
+
+
+def gpu_module(device: int = 0):
+    """The GPU engine, or ``GpuUnavailable`` naming what is missing: a CPU-only installation (no
+    CUDA toolkit when ``pip install .`` ran), a module that cannot load, or no usable GPU."""
+    if _gpu is None:
+        if _GPU_IMPORT_ERROR and "_gpu" not in _GPU_IMPORT_ERROR:
+            raise GpuUnavailable(f"gemmlab's GPU engine (gemmlab._gpu) is installed but cannot be loaded: "
+                                 f"{_GPU_IMPORT_ERROR}. Check that the CUDA runtime libraries (libcublas) are on the "
+                                 "library path, or reinstall gemmlab on this machine: pip install --force-reinstall .")
+        raise GpuUnavailable("this gemmlab was installed without its GPU engine (gemmlab._gpu): no CUDA toolkit was "
+                             "found when it was built. Install the CUDA toolkit (nvcc and cuBLAS, 12.8 or newer; "
+                             "/usr/local/cuda) and reinstall from the repository: pip install --force-reinstall . "
+                             "(gemmlab.evaluate on numpy arrays works without it)")
+    ok, what = _gpu.device_status(device)
+    if not ok:
+        raise GpuUnavailable(f"gemmlab's GPU engine has no usable CUDA GPU {device}: {what}")
+    return _gpu
+
+
+def gpu_available(device: int = 0) -> tuple[bool, str]:
+    """``(True, GPU name)`` when ``judge`` can run on GPU ``device``, else ``(False, why not)``."""
+    try:
+        gpu_module(device)
+    except GpuUnavailable as e:
+        return False, str(e)
+    return True, _gpu.device_status(device)[1]
+
+
+# --- frameworks -----------------------------------------------------------------------------------
+
+def _torch_adapter(input_format: str, output_format: str):
+    import torch
+
+    fp8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
+    view_in = (lambda t: t.view(fp8[input_format])) if input_format in fp8 else (lambda t: t)
+
+    def out_of(r):
+        return r.detach() if isinstance(r, torch.Tensor) else r
+
+    return view_in, (lambda t: t), out_of
+
+
+def _cupy_adapter(input_format: str, output_format: str):
+    # CuPy has no bfloat16 or float8 dtypes: those operands arrive as their raw bits (uint16 / uint8).
+    return (lambda t: t), (lambda t: t), (lambda r: r)
+
+
+def _jax_adapter(input_format: str, output_format: str):
+    import jax
+    import jax.numpy as jnp
+
+    fp8 = {"e4m3": jnp.float8_e4m3fn, "e5m2": jnp.float8_e5m2}
+    view_in = (lambda t: jax.lax.bitcast_convert_type(t, fp8[input_format])) if input_format in fp8 else (lambda t: t)
+
+    def out_of(r):
+        r.block_until_ready()  # XLA runs on its own streams: the launch ends when C is ready
+        return r
+
+    return view_in, (lambda t: t), out_of
+
+
+_ADAPTERS = {"torch": _torch_adapter, "cupy": _cupy_adapter, "jax": _jax_adapter}
+
+
+def _current_stream(framework: str, device: int) -> int | None:
+    """The caller's current stream (an integer handle; 0 is the legacy default stream)."""
+    if framework == "torch":
+        import torch
+        return int(torch.cuda.current_stream(device).cuda_stream)
+    if framework == "cupy":
+        import cupy
+        with cupy.cuda.Device(device):
+            return int(cupy.cuda.get_current_stream().ptr)
+    return None  # jax: timed by the host clock around fn and block_until_ready
+
+
+def framework_metadata(framework: str) -> dict[str, Any]:
+    """What decides a framework kernel's numerics, for the run's metadata: versions, TF32 and
+    reduced-precision flags, cuBLAS workspace settings."""
+    meta: dict[str, Any] = {"python": sys.version.split()[0], "framework": framework,
+                            "env": {k: os.environ.get(k) for k in ("CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE",
+                                                                   "NVIDIA_TF32_OVERRIDE", "TRITON_F32_DEFAULT")}}
+    for mod in ("torch", "triton", "cupy", "jax", "numpy"):
+        m = sys.modules.get(mod)
+        if m is not None:
+            meta[f"{mod}_version"] = getattr(m, "__version__", "unknown")
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        mm = torch.backends.cuda.matmul
+        meta["torch"] = {
+            "allow_tf32": bool(mm.allow_tf32),
+            "allow_fp16_reduced_precision_reduction": bool(mm.allow_fp16_reduced_precision_reduction),
+            "allow_bf16_reduced_precision_reduction": bool(mm.allow_bf16_reduced_precision_reduction),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "cuda": torch.version.cuda,
+            "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+        }
+    return meta
+
+
+def _style(fn: Callable, style: Style) -> str:
+    if style in ("return", "out"):
+        return style
+    if style != "auto":
+        raise ValueError(f"style must be 'auto', 'return' or 'out', got {style!r}")
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return "return"
+    return "out" if len(params) >= 3 else "return"
+
+
+def _sizes(sizes: Iterable[int | Sequence[int]]) -> list[tuple[int, int, int]]:
+    out = []
+    for z in sizes:
+        t = (int(z),) * 3 if isinstance(z, int) else tuple(int(v) for v in z)
+        if len(t) != 3 or min(t) <= 0:
+            raise ValueError(f"a size is M, N, K (positive) or one integer for a cube; got {z!r}")
+        out.append(t)
+    if not out:
+        raise ValueError("give at least one size")
+    return out
+
+
+def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
+          sizes: Iterable[int | Sequence[int]] = ((4096, 4096, 4096),),
+          distributions: Iterable[str] = ("uniform_0_1",), seeds: Iterable[int] = (20261121,),
+          name: str | None = None, family: str = "user", description: str = "",
+          framework: Framework = "torch", style: Style = "auto", layout_a: str = "row", layout_b: str = "row",
+          accumulation: str = "unknown", compute_format: str | None = None, accumulator_format: str | None = None,
+          promotion_interval_k: int = 0, reps: int = 20, warmup: int = 3, flush_l2: bool = True,
+          reference: str = "auto", spot_checks: int = 16, device: int = 0, stream: int | None = None,
+          out: str | os.PathLike | None = None, resume: bool = False, force: bool = False, quiet: bool = True,
+          errors: Literal["raise", "rows"] = "raise") -> pd.DataFrame:
+    """Judge ``fn`` as ``gemmlab run`` judges its built-in kernels; one row per size x distribution x seed.
+
+    ``fn(A, B) -> C`` or ``fn(A, B, out)``: A (M, K) and B (K, N) are tensors of ``framework`` in
+    ``input_format`` (fp32, tf32 as float32, fp16, bf16, e4m3 / e5m2 as float8 — raw uint8 for CuPy),
+    laid out as ``layout_a`` / ``layout_b`` say ("col" gives the transposed view of a column-major
+    buffer); C is (M, N) in ``output_format`` (fp32, fp16, bf16) on the same GPU, any strides.
+    The launches go to ``stream`` (default: the framework's current stream on ``device``).
+
+    ``accumulation`` and the formats declare what you know of the kernel's numerics (the bound it is
+    judged by; ``"unknown"`` claims none: status ``no_bound``). ``name`` (default: ``fn.__name__``)
+    is the CSV's ``kernel``. ``out`` writes the CSV and its ``.meta.json`` (journaled; ``resume=True``
+    continues an interrupted run; ``force=True`` replaces); without it the rows are only returned.
+
+    Returns the rows (``gemmlab.COLUMNS``, typed as ``load_results`` types them). Raises
+    ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
+    ``JudgeError`` when a row is an error (``errors="rows"`` returns them instead): the callable raised,
+    returned something that is not C (shape, dtype, device), or wrote into A or B. A callable whose
+    first and last call differ bit for bit gets status ``nondeterministic``; NaN in C, status
+    ``failed_bound``: both with a warning.
+    """
+    gpu = gpu_module(device)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if framework not in _ADAPTERS:
+        raise ValueError(f"framework must be one of {', '.join(_ADAPTERS)}, got {framework!r}")
+    input_format = check_format(input_format, "input_format")
+    output_format = check_format(output_format, "output_format")
+    if output_format not in ("fp32", "fp16", "bf16"):
+        raise ValueError(f"output_format must be fp32, fp16 or bf16 for a GPU tensor, got {output_format!r}")
+    if input_format not in ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"):
+        raise ValueError(f"input_format must be fp32, tf32, fp16, bf16, e4m3 or e5m2, got {input_format!r}")
+    if accumulation not in ACC_ROUNDING:
+        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
+    if errors not in ("raise", "rows"):
+        raise ValueError(f"errors must be 'raise' or 'rows', got {errors!r}")
+    kernel = name or getattr(fn, "__name__", None) or "callable"
+    if kernel == "<lambda>":
+        raise ValueError("a lambda has no name: pass name= (it becomes the CSV's kernel column)")
+    how = _style(fn, style)
+    if framework == "jax" and how == "out":
+        raise ValueError("JAX arrays are immutable: use style='return' (fn(A, B) -> C) with framework='jax'")
+    view_in, view_out, out_of = _ADAPTERS[framework](input_format, output_format)
+
+    if how == "return":
+        def launcher(a, b, _c):
+            return out_of(fn(view_in(a), view_in(b)))
+    else:
+        def launcher(a, b, c):
+            fn(view_in(a), view_in(b), view_out(c))
+            return None
+
+    if stream is None:
+        stream = _current_stream(framework, device)
+    caller = framework_metadata(framework)
+    caller.update({"judged": "gemmlab.judge", "callable": getattr(fn, "__qualname__", kernel),
+                   "module": getattr(fn, "__module__", None), "style": how})
+
+    tmp = None
+    if out is None:
+        tmp = tempfile.TemporaryDirectory(prefix="gemmlab-judge-")
+        csv = Path(tmp.name) / f"{kernel}.csv"
+    else:
+        csv = Path(out)
+        if csv.suffix != ".csv":
+            raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
+    try:
+        rc = gpu.judge(
+            launcher, framework, kernel, family, description or f"Python callable {caller['callable']}",
+            input_format, compute_format or "", accumulator_format or "", output_format, accumulation,
+            int(promotion_interval_k), layout_a, layout_b, how == "return", _sizes(sizes), list(distributions),
+            [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks), int(device),
+            stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(caller),
+            "gemmlab.judge " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]), bool(quiet))
+        rows = load_results(csv)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    _warn(rows)
+    bad = rows[rows["status"] == "error"]
+    if (rc != 0 or len(bad)) and errors == "raise":
+        lines = "\n".join(f"  {r.kernel} {r.distribution} {r.M}x{r.N}x{r.K} seed {r.seed}: {r.note}"
+                          for r in bad.itertuples())
+        raise JudgeError(f"{len(bad)} of {len(rows)} rows of {kernel} are errors:\n{lines}", rows)
+    return rows
+
+
+def _warn(rows: pd.DataFrame) -> None:
+    for r in rows.itertuples():
+        where = f"{r.kernel} on {r.distribution} {r.M}x{r.N}x{r.K} seed {r.seed}"
+        if r.status == "nondeterministic":
+            warnings.warn(f"{where} is not deterministic: {r.note}", RuntimeWarning, stacklevel=3)
+        elif not pd.isna(r.nonfinite) and r.nonfinite > 0:
+            warnings.warn(f"{where} returned {r.nonfinite} NaN or infinite entries (status {r.status})",
+                          RuntimeWarning, stacklevel=3)
