@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine with prebuilt binaries (no compiler or MPFR headers needed there):
 #   scripts/gpu_session.sh BIN_DIR OUT_DIR PART...
-# PART: tests | default-a | default-b | experiments | probes | engine | predict-kernels |
-# predict-library  (default-a/-b split the
+# PART: tests | default-a | default-b | default | experiments | probes | engine | predict-kernels |
+# predict-library | judge-tests | judge  (default-a/-b split the
 # default suite's distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR;
 # a short table is printed last. A run cut short (the call's time limit, a kill) leaves its journal
 # in OUT_DIR, and calling the same PART again with the same OUT_DIR continues it (--resume).
@@ -89,6 +89,34 @@ for part in "$@"; do
         >"$out/predict_library_256.log" 2>&1; echo "predict library 256^3 rc=$?"
       "$bin"/gemmlab predict -k "$lib" -d normal_0_1 -s 4096x4096x256 --seed 1 -o "$out/predict_library_4096x4096x256.csv" \
         >"$out/predict_library_4096x4096x256.log" 2>&1; echo "predict library 4096x4096x256 rc=$?" ;;
+    default)
+      # The README's main job in one call, with its time split (metadata timing_seconds).
+      run "$out/default_full.csv" --suite default 2>>"$out/default_full.log"; echo "default rc=$?"
+      python3 - "$out/default_full.meta.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))["timing_seconds"]
+print("main job: " + ", ".join(f"{k} {v:.2f}" for k, v in t.items()))
+PY
+      ;;
+    judge-tests)
+      # The Python package's GPU tests (gemmlab.judge, evaluate on GPU tensors) with the gemmlab CLI
+      # for the cuBLAS comparison. The package comes from the wheel in $GEMMLAB_WHEEL_DIR (built
+      # here for Python 3.12) installed into /tmp/site for the machine's python3 with torch.
+      GEMMLAB_BIN="$bin"/gemmlab python3 -m pytest -q -p no:cacheprovider tests/python/test_judge.py \
+        2>&1 | tee "$out/pytest_judge.log" | tail -15 ;;
+    judge)
+      # Triton, torch.matmul and torch._scaled_mm judged at 4096^3 and 2048x8192x3072 on U[0,1) and
+      # N(0,1), then the built-in kernels on the same inputs; and evaluate, CPU against GPU.
+      PYTHONUNBUFFERED=1 python3 experiments/examples/judge_frameworks.py --out "$out/judge" \
+        ${JUDGE_SIZES:+--sizes $JUDGE_SIZES} 2>"$out/judge.log" | tail -40
+      for z in ${JUDGE_SIZES:-4096 2048x8192x3072}; do
+        run "$out/judge/builtin_$z.csv" -k cublas_gemmex_fp16_f32,cublas_gemmex_bf16_f32,cublas_gemmex_fp32_default,\
+cublas_gemmex_fp32_fast_tf32,cublas_gemmex_fp16_f16,cublaslt_fp8_e4m3_f32,cublaslt_fp8_e4m3_f32_fast_accum,\
+hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma,hgemm_wgmma_10_epioverlap_sm16_bf16_in_wgmma,sgemm_10_warptiling \
+          -d uniform_0_1,normal_0_1 -s "$z" --seed 20261121 2>>"$out/judge_builtin.log"
+        echo "builtin $z rc=$?"
+      done
+      python3 experiments/examples/bench_evaluate.py --out "$out/judge/evaluate_cpu_vs_gpu.csv" 2>>"$out/judge.log" ;;
     probes)
       "$bin"/gemmlab probe -o "$out/probes.csv" --validate 1000000 > "$out/probes.log" 2>&1; echo "probe rc=$?"; grep -E '^validate' "$out/probes.log" ;;
     *) echo "unknown part $part"; exit 2 ;;
