@@ -310,9 +310,8 @@ void bind_stats(nb::module_& m) {
   }, "The statistics columns that are counts (GEMMLAB_ERROR_STATS_FIELDS of an integer type).");
   m.def("statuses", [] {
     std::vector<std::string> v;
-    for (Status st : {Status::passed, Status::failed_bound, Status::no_bound, Status::not_supported,
-                      Status::not_applicable, Status::error})
-      v.push_back(to_string(st));
+    for (Status st : all_statuses())
+      if (st != Status::planned) v.push_back(to_string(st));
     return v;
   }, "The values of the status column (report/result.hpp Status; `planned` only in dry runs).");
   m.def("accumulations", [] {

@@ -9,7 +9,7 @@
 //    no copy, no host round trip, on the caller's stream.
 //  * evaluate(): tensors already on the GPU (handed in through DLPack) judged on the GPU.
 //
-// The typed API with its checks is python/gemmlab/judge.py; errors raised here are the last line of
+// The typed API with its checks is python/gemmlab/gpu.py; errors raised here are the last line of
 // defence (UsageError and std::invalid_argument arrive as ValueError, std::runtime_error as
 // RuntimeError).
 #include <nanobind/nanobind.h>
@@ -110,16 +110,22 @@ struct Callable {
   Format in = Format::fp32, out = Format::fp32;
   Layout la = Layout::row_major, lb = Layout::row_major;
   int device = 0;
-  // Tensors of the current row's buffers, made once per buffer address.
-  const void *pa = nullptr, *pb = nullptr, *pc = nullptr;
+  // Tensors of the current row's buffers, made once per row: a buffer's address can come back for
+  // the next problem with another shape (pooled or freed and allocated again), so the key is the
+  // address and the size.
+  std::tuple<const void*, const void*, const void*, int, int, int> key{};
   nb::object ta, tb, tc, result;
 
   void launch(const GemmArgs& a) {
     nb::gil_scoped_acquire gil;
     try {
-      if (a.A != pa) ta = wrap(framework, a.A, in, a.M, a.K, la, device), pa = a.A;
-      if (a.B != pb) tb = wrap(framework, a.B, in, a.K, a.N, lb, device), pb = a.B;
-      if (!returns_output && a.C != pc) tc = wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device), pc = a.C;
+      const auto now = std::make_tuple(a.A, a.B, static_cast<const void*>(a.C), a.M, a.N, a.K);
+      if (now != key || !ta.is_valid()) {
+        ta = wrap(framework, a.A, in, a.M, a.K, la, device);
+        tb = wrap(framework, a.B, in, a.K, a.N, lb, device);
+        tc = returns_output ? nb::object() : wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device);
+        key = now;
+      }
       result = launcher(ta, tb, returns_output ? nb::none() : tc);
     } catch (nb::python_error& e) {
       throw std::runtime_error("the callable raised " + python_message(e));

@@ -113,7 +113,7 @@ PY
         run "$out/judge/builtin_$z.csv" -k cublas_gemmex_fp16_f32,cublas_gemmex_bf16_f32,cublas_gemmex_fp32_default,\
 cublas_gemmex_fp32_fast_tf32,cublas_gemmex_fp16_f16,cublaslt_fp8_e4m3_f32,cublaslt_fp8_e4m3_f32_fast_accum,\
 hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma,hgemm_wgmma_10_epioverlap_sm16_bf16_in_wgmma,sgemm_10_warptiling \
-          -d uniform_0_1,normal_0_1 -s "$z" --seed 20261121 2>>"$out/judge_builtin.log"
+          -d uniform_0_1,normal_0_1 -s "$z" --seeds 20261121 2>>"$out/judge_builtin.log"
         echo "builtin $z rc=$?"
       done
       python3 experiments/examples/bench_evaluate.py --out "$out/judge/evaluate_cpu_vs_gpu.csv" 2>>"$out/judge.log" ;;

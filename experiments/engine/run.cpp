@@ -410,6 +410,14 @@ class ProblemRunner {
       row.timing = Timing{run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, device.sm_clock_mhz()};
       row.stats = m.stats;
       judge(row, *row.stats, d, k.numerics);
+      if (k.numerics.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
+        // A kernel declared only by its formats (a callable judged with accumulation "unknown") claims
+        // no bound, as `gemmlab evaluate` says of it: gamma_bound shows the weakest model's (u_eff = 2u).
+        row.status = Status::no_bound;
+        row.note = "accumulation unknown: no bound is claimed (gamma_bound is the weakest model's, u_eff = 2u" +
+                   (row.stats->bound_violations ? ", and " + std::to_string(row.stats->bound_violations) +
+                                                      " entries are above it)" : std::string(")")) + "; " + row.note;
+      }
       if (run.nondeterministic) {
         // Two launches on the same inputs gave different bits: the statistics describe only the last
         // output, so the row says so instead of passing judgement on it.

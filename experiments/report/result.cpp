@@ -25,9 +25,15 @@ const char* to_string(Status s) {
   return "?";
 }
 
+const std::vector<Status>& all_statuses() {
+  static const std::vector<Status> v = {Status::passed,         Status::failed_bound, Status::no_bound,
+                                        Status::not_supported,  Status::not_applicable, Status::error,
+                                        Status::nondeterministic, Status::planned};
+  return v;
+}
+
 std::optional<Status> parse_status(std::string_view s) {
-  for (Status x : {Status::passed, Status::failed_bound, Status::no_bound, Status::not_supported,
-                   Status::not_applicable, Status::error, Status::nondeterministic, Status::planned})
+  for (Status x : all_statuses())
     if (s == to_string(x)) return x;
   return std::nullopt;
 }

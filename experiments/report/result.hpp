@@ -29,6 +29,7 @@ namespace gemmlab {
 enum class Status { passed, failed_bound, no_bound, not_supported, not_applicable, error, nondeterministic, planned };
 const char* to_string(Status s);
 std::optional<Status> parse_status(std::string_view s);
+const std::vector<Status>& all_statuses();  // in the order above
 
 struct Timing {
   double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;

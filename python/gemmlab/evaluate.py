@@ -197,7 +197,7 @@ def _evaluate_on_gpu(A: Any, B: Any, C: Any, *, output_format: str, input_format
                      compute_format: str | None, accumulator_format: str | None, promotion_interval_k: int,
                      kernel: str, family: str, distribution: str, seed: int | None, time_ms: float | None,
                      reps: int | None, note: str, allow_nonfinite: bool, spot_checks: int) -> dict[str, Any]:
-    from .judge import gpu_module
+    from .gpu import gpu_module
 
     if not all(_on_gpu(x) for x in (A, B, C)):
         raise ValueError("A, B and C must all be GPU tensors, or all host arrays")
