@@ -2,8 +2,10 @@
 //
 // Every entry is a pure function of (seed, operand, distribution, i, j) through the Philox
 // counter-based generator of rng.hpp: one 128-bit block per entry, counter (i, j, stream), key
-// seed. Values are made in binary64 and rounded once to the input format with round_to, so the
-// reference sees exactly what the kernel sees. Threads split rows; the split never changes a value.
+// seed. Values are made in binary64 and rounded once to the input format (round_to's rounding), so
+// the reference sees exactly what the kernel sees. The per-entry arithmetic is
+// distribution_entry.hpp's, shared with the GPU generator. Threads split rows; the split never
+// changes a value.
 #include "reference/distributions.hpp"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "reference/distribution_entry.hpp"
 #include "reference/rng.hpp"
 
 namespace gemmlab {
@@ -60,14 +63,6 @@ std::string decimal_str(double v) {
 
 // Largest |z| rng::normal returns: sqrt(-2 ln 2^-53) < 8.58.
 constexpr double kNormalMax = 8.58;
-
-// Philox stream id: distribution kind and operand (and nothing else, so a distribution's A and
-// B never share values, and two kinds never share a stream).
-std::uint32_t stream_of(DistKind k, Operand op) {
-  return (static_cast<std::uint32_t>(k) << 8) | static_cast<std::uint32_t>(op);
-}
-
-double uniform_pm1(std::uint64_t x) { return 2.0 * rng::uniform53(x) - 1.0; }
 
 }  // namespace
 
@@ -192,68 +187,37 @@ std::string exact_in(const Distribution& d, Format in, Format out, int K) {
   return {};
 }
 
-Matrix generate(const Distribution& d, Operand which, int rows, int cols, Format fmt,
-                std::uint64_t seed, int threads) {
+namespace dist_detail {
+
+EntryPlan entry_plan(const Distribution& d, Operand which, int rows, int cols, Format fmt, std::uint64_t seed) {
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("generate: negative shape (" + std::to_string(rows) + ", " +
                                 std::to_string(cols) + ")");
   if (std::string why = unusable_reason(d, fmt); !why.empty()) throw std::invalid_argument(why);
+  EntryPlan p;
+  p.kind = d.kind;
+  p.operand_a = which == Operand::A;
+  p.seed = seed;
+  p.stream = stream_of(d.kind, which);
+  p.L = static_cast<int>(d.p1);
+  p.span = static_cast<int>(d.p2 - d.p1);
+  p.pert = std::ldexp(1.0, static_cast<int>(d.p1));
+  p.h = (which == Operand::A ? cols : rows) / 2;
+  p.R = static_cast<std::uint64_t>(d.p1);
+  p.phi = d.p1;
+  p.fmt = format_params(fmt);
+  return p;
+}
 
+}  // namespace dist_detail
+
+Matrix generate(const Distribution& d, Operand which, int rows, int cols, Format fmt,
+                std::uint64_t seed, int threads) {
+  const dist_detail::EntryPlan plan = dist_detail::entry_plan(d, which, rows, cols, fmt, seed);
   Matrix m(rows, cols);
-  const std::uint32_t stream = stream_of(d.kind, which);
-  const int L = static_cast<int>(d.p1), span = static_cast<int>(d.p2 - d.p1);
-  const double pert = std::ldexp(1.0, static_cast<int>(d.p1));  // cancel: 2^E
-  const auto R = static_cast<std::uint64_t>(d.p1);
-  // cancel: K is cols of A (M, K) or rows of B (K, N); h = K/2.
-  const int K = which == Operand::A ? cols : rows;
-  const int h = K / 2;
-
-  auto block = [&](int i, int j) {
-    return rng::bits(seed, stream, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
-  };
-  auto value = [&](int i, int j) -> double {
-    switch (d.kind) {
-      case DistKind::uniform01: return rng::uniform53(rng::word64(block(i, j), 0));
-      case DistKind::uniform_pm1: return uniform_pm1(rng::word64(block(i, j), 0));
-      case DistKind::normal: {
-        const rng::Block b = block(i, j);
-        return rng::normal(rng::word64(b, 0), rng::word64(b, 1));
-      }
-      case DistKind::logunif: {
-        const rng::Block b = block(i, j);
-        const std::uint64_t x1 = rng::word64(b, 1);
-        const int binade = L + static_cast<int>(rng::below(rng::word64(b, 0), span));
-        const double mag = std::ldexp(rng::exp2_frac(rng::uniform53(x1)), binade);
-        return (x1 & 1) ? -mag : mag;  // low bit: unused by uniform53
-      }
-      case DistKind::exactint:
-        return static_cast<double>(static_cast<std::int64_t>(rng::below(rng::word64(block(i, j), 0), 2 * R + 1)) -
-                                   static_cast<std::int64_t>(R));
-      case DistKind::expspread: {
-        const rng::Block b = block(i, j);  // the normal's two words
-        const rng::Block u = rng::bits(seed, stream | 0x10000u, static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j));
-        const double z = rng::normal(rng::word64(b, 0), rng::word64(b, 1));
-        return (rng::uniform53(rng::word64(u, 0)) - 0.5) * rng::exp(d.p1 * z);
-      }
-      case DistKind::cancel: {
-        // Base entries live at (row, k) of A and (k, col) of B with k < h.
-        if (which == Operand::A) {
-          if (j >= 2 * h) return 0.0;
-          return uniform_pm1(rng::word64(block(i, j < h ? j : j - h), 0));
-        }
-        if (i >= 2 * h) return 0.0;
-        const rng::Block b = block(i < h ? i : i - h, j);
-        const double base = round_to(fmt, uniform_pm1(rng::word64(b, 0)));
-        if (i < h) return base;
-        const double delta = uniform_pm1(rng::word64(b, 1));
-        return -round_to(fmt, base * (1.0 + pert * delta));
-      }
-    }
-    return 0.0;
-  };
   auto fill_rows = [&](int r0, int r1) {
     for (int i = r0; i < r1; ++i)
-      for (int j = 0; j < cols; ++j) m(i, j) = round_to(fmt, value(i, j));
+      for (int j = 0; j < cols; ++j) m(i, j) = dist_detail::entry(plan, i, j);
   };
 
   int nt = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());

@@ -104,17 +104,6 @@ pfp::DD tree_reduce(pfp::DD* a, std::size_t count) {
   return a[0];
 }
 
-pfp::FormatParams format_params(Format f) {
-  const FormatInfo& fi = info(f);
-  pfp::FormatParams p;
-  p.precision = fi.precision;
-  p.emin = fi.emin;
-  p.max_finite = fi.max_finite;
-  p.has_infinity = fi.has_infinity;
-  p.identity = f == Format::fp64;
-  return p;
-}
-
 ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model) {
   using namespace pfp;
   ErrorStats st;
@@ -196,7 +185,7 @@ struct COut {
   bool stored;
   pfp::FormatParams fp;
   COut(const GemmReference& r, Format o, std::size_t n)
-      : ref(r), out(o), stored(o == r.out && r.c_out.size() == n), fp(stats_detail::format_params(o)) {
+      : ref(r), out(o), stored(o == r.out && r.c_out.size() == n), fp(format_params(o)) {
     if (!stored && out != Format::fp64 && r.c_odd.size() != n)
       throw std::invalid_argument(std::string("compute_error_stats: the reference has no c_out for ") +
                                   info(o).name + " and no c_odd to round from (it was made for " +

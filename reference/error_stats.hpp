@@ -221,9 +221,6 @@ inline double mean_of(const pfp::DD& s, std::int64_t n) {
 // Reduces `count` (a power of two) double-doubles in place with the tree's pairing; returns a[0].
 pfp::DD tree_reduce(pfp::DD* a, std::size_t count);
 
-// The rounding parameters of a format, for pfp::round_format.
-pfp::FormatParams format_params(Format f);
-
 // The Judge of a model and output format (host code, shared by the CPU and GPU paths).
 Judge judge_of(Format out, const BoundModel& model);
 

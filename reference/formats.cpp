@@ -129,6 +129,17 @@ double round_to(Format f, double x) {
   return neg ? -r : r;
 }
 
+pfp::FormatParams format_params(Format f) {
+  const FormatInfo& fi = info(f);
+  pfp::FormatParams p;
+  p.precision = fi.precision;
+  p.emin = fi.emin;
+  p.max_finite = fi.max_finite;
+  p.has_infinity = fi.has_infinity;
+  p.identity = f == Format::fp64;
+  return p;
+}
+
 bool is_representable(Format f, double x) {
   const FormatInfo& fi = info(f);
   if (std::isnan(x)) return true;

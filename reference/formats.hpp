@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "reference/portable_fp.hpp"
+
 namespace gemmlab {
 
 enum class Format { fp64, fp32, tf32, fp16, bf16, e4m3, e5m2 };
@@ -41,6 +43,9 @@ const std::vector<Format>& all_formats();
 // Overflow: to +-infinity where the format has one; for e4m3 (no infinity) saturate to +-max_finite,
 // matching cuda_fp8.h's __NV_SATFINITE. NaN stays NaN. fp64 is the identity.
 double round_to(Format f, double x);
+// The rounding parameters of a format for pfp::round_format, the same rounding as round_to written
+// for the host and the GPU alike (reference/portable_fp.hpp).
+pfp::FormatParams format_params(Format f);
 
 // Bit patterns. to_bits requires x to be representable in f (call round_to first); NaN maps to the
 // format's canonical NaN. tf32 uses its 32-bit container (fp32 bits with the low 13 bits zero).

@@ -88,7 +88,6 @@ GEMMLAB_HD int clz64(std::uint64_t x) {
   return x == 0 ? 64 : __builtin_clzll(x);
 #endif
 }
-// 2^e for -1022 <= e <= 1023 (exact).
 // A finite binary64 magnitude (bit pattern with the sign cleared) as m * 2^e: m the integer
 // significand (< 2^53, 0 for zero), e the exponent of its last bit (-1074 for subnormals).
 struct Split {
@@ -101,7 +100,33 @@ GEMMLAB_HD Split split_magnitude(std::uint64_t abs_bits) {
   if (biased == 0) return {frac, -1074};
   return {frac | (1ull << 52), biased - 1075};
 }
+// 2^e for -1022 <= e <= 1023 (exact).
 GEMMLAB_HD double pow2(int e) { return from_bits(static_cast<std::uint64_t>(e + 1023) << 52); }
+// x 2^n rounded once to nearest-even, as std::ldexp gives (overflow to infinity, gradual
+// underflow), for any finite x and int n: musl's scalbn. Going up, the steps of 2^1023 are exact
+// or overflow. Going down, a step of 2^-969 is exact whenever |x| >= 2^-53, and the last factor
+// is then below 2^-53, so only the last multiplication rounds; for |x| < 2^-53 the true result is
+// below 2^-1075 and every path gives zero. (Tested against std::ldexp in test_distributions.cpp.)
+GEMMLAB_HD double ldexp(double x, int n) {
+  if (n > 1023) {
+    x = mul(x, pow2(1023));
+    n -= 1023;
+    if (n > 1023) {
+      x = mul(x, pow2(1023));
+      n -= 1023;
+      if (n > 1023) n = 1023;
+    }
+  } else if (n < -1022) {
+    x = mul(x, pow2(-1022 + 53));
+    n += 1022 - 53;
+    if (n < -1022) {
+      x = mul(x, pow2(-1022 + 53));
+      n += 1022 - 53;
+      if (n < -1022) n = -1022;
+    }
+  }
+  return mul(x, pow2(n));
+}
 
 // ---- rounding to a narrower format --------------------------------------------------------------
 

@@ -173,7 +173,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   DevBuf<double> keys(std::max<std::size_t>(n, 1)), sorted(std::max<std::size_t>(n, 1));
   GEMMLAB_CUDA_CHECK(cudaMemset(cnt.p, 0, sizeof(Counters)));
   const stats_detail::Judge judge = stats_detail::judge_of(out, model);
-  pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, n, stats_detail::format_params(out),
+  pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, n, format_params(out),
                                                              judge, nblocks, part.p, cnt.p, keys.p);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   std::vector<DD> h(4 * nblocks);

@@ -4,9 +4,11 @@
 // distribution's known moments (a false failure has probability below 1e-6 per check).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -14,6 +16,7 @@
 
 #include "reference/distributions.hpp"
 #include "reference/formats.hpp"
+#include "reference/portable_fp.hpp"
 #include "reference/rng.hpp"
 
 using namespace gemmlab;
@@ -97,6 +100,35 @@ TEST(DistributionsRng, UniformUses53BitsAndOpenIntervalNeverZero) {
   EXPECT_EQ(rng::uniform53_open0(~0ull), 1.0);
   EXPECT_EQ(rng::below(~0ull, 17), 16u);
   EXPECT_EQ(rng::below(0, 17), 0u);
+}
+
+TEST(DistributionsRng, PortableLdexpEqualsStdLdexp) {
+  // pfp::ldexp scales logunif's magnitudes and rng::exp's result on the host and the GPU alike; it
+  // must round exactly as std::ldexp: overflow, gradual underflow and ties in the subnormal range.
+  std::mt19937_64 gen(kSeed);
+  std::size_t bad = 0, tested = 0;
+  auto check = [&](double x, int n) {
+    ++tested;
+    if (std::bit_cast<std::uint64_t>(pfp::ldexp(x, n)) != std::bit_cast<std::uint64_t>(std::ldexp(x, n)))
+      if (bad++ == 0) ADD_FAILURE() << "pfp::ldexp(" << std::hexfloat << x << ", " << std::dec << n << ") = "
+                                    << std::hexfloat << pfp::ldexp(x, n) << ", std::ldexp " << std::ldexp(x, n);
+  };
+  for (int i = 0; i < 400000; ++i) {
+    double x = std::bit_cast<double>(gen());
+    if (!std::isfinite(x)) continue;
+    check(x, static_cast<int>(gen() % 4401) - 2200);
+  }
+  // [1, 2) scaled into and across the subnormal range, with the last bits set so ties occur.
+  for (int n = -1080; n <= -1015; ++n)
+    for (std::uint64_t low : {0ull, 1ull, 0x7ffull, 0x800ull, 0x801ull, 0xfffull})
+      for (int k = 0; k < 50; ++k) {
+        const double x = std::bit_cast<double>(0x3ff0000000000000ull | ((gen() >> 12) & ~0xfffull) | low);
+        check(x, n);
+        check(-x, n);
+      }
+  for (int n : {1022, 1023, 1024, 2046, 2047, 2098, -2098, -2100})
+    for (double x : {1.0, 1.5, 0x1.fffffffffffffp0, 0x1p-1074, 0x1p-1022, 0x1.fffffffffffffp+1023}) check(x, n);
+  EXPECT_EQ(bad, 0u) << bad << " of " << tested << " differ";
 }
 
 // ---- determinism -----------------------------------------------------------------------------

@@ -51,7 +51,7 @@ TEST(PortableFp, RoundFormatEqualsRoundToOnEveryFormat) {
     xs.push_back(std::ldexp(static_cast<double>(gen() >> 11), -53 + static_cast<int>(gen() % 320) - 180));
   }
   for (Format f : all_formats()) {
-    const pfp::FormatParams fp = stats_detail::format_params(f);
+    const pfp::FormatParams fp = format_params(f);
     const FormatInfo& fi = info(f);
     // Ties and near-ties of the format's grid at several binades, subnormals included.
     std::vector<double> ys = xs;
