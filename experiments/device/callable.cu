@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "experiments/device/inputs_gpu.hpp"
 #include "kernels/common/cuda_check.cuh"
 
 namespace gemmlab {
@@ -63,9 +64,8 @@ float* generate_owned(const Distribution& d, Operand which, int rows, int cols, 
   float* p = nullptr;
   GEMMLAB_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(1, static_cast<std::size_t>(rows) * cols) * sizeof(float)));
   try {
-    const Matrix m = generate(d, which, rows, cols, fmt, seed);
-    std::vector<float> f(m.v.begin(), m.v.end());
-    GEMMLAB_CUDA_CHECK(cudaMemcpy(p, f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice));
+    generate_gpu(d, which, rows, cols, fmt, seed, p, nullptr);
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
   } catch (...) {
     cudaFree(p);
     throw;

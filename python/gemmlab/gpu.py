@@ -1,6 +1,6 @@
 """Judge any GEMM callable on the GPU: ``gemmlab.judge(fn, ...)``.
 
-gemmlab makes the inputs (bit for bit those of ``gemmlab run``) and keeps them on the GPU, hands them to ``fn`` as
+gemmlab makes the inputs on the GPU (bit for bit those of ``gemmlab run``), hands them to ``fn`` as
 tensors of your framework (torch, CuPy or JAX, through DLPack: no copy), times ``fn`` with gemmlab's
 protocol (warm-up, L2 flush and NaN-poisoned output before every repetition, CUDA events on your
 stream, every repetition kept), computes the exact reference and every statistic on the GPU, checks
