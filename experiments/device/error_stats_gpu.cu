@@ -1,7 +1,9 @@
 // Error statistics on the GPU (see error_stats_gpu.hpp): two passes over the entries, each a grid
-// of blocks of kLeafBlock consecutive entries (256 threads x 4 leaves), then a CUB radix sort of
-// the relative errors for the order statistics. Everything order-dependent is either integer
-// (counts, maxima on bit patterns) or the fixed tree of error_stats.hpp.
+// of blocks of kLeafBlock consecutive entries (256 threads x 4 leaves), then an exact radix select
+// of the order statistics' ranks among the relative errors. Everything order-dependent is either
+// integer (counts, maxima on bit patterns) or the fixed tree of error_stats.hpp. Device scratch is
+// kept per GPU and host thread from call to call (the run loop judges hundreds of outputs of one
+// size: a cudaMalloc and cudaFree of the sort's hundreds of MB per call cost more than the work).
 #include "experiments/device/error_stats_gpu.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -10,6 +12,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <vector>
 
 #include "kernels/common/cuda_check.cuh"
 
@@ -61,10 +68,6 @@ __device__ void block_tree(DD (&node)[NS], DD* out, std::size_t b, std::size_t n
     for (int q = 0; q < NS; ++q) out[q * nblocks + b] = sh[q][0];
 }
 
-__device__ __forceinline__ void max_bits(unsigned long long* at, double v) {
-  if (!pfp::is_nan(v) && v > 0) atomicMax(at, pfp::bits(v));
-}
-
 // Pass 1: counts, maxima, the sums of r, e, d^2, c^2, and the keys to sort (r, or +NaN).
 __global__ void pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
                              const double* __restrict__ c_odd, const double* __restrict__ ab, std::size_t n,
@@ -107,31 +110,34 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
   for (int q = 0; q < 4; ++q)
     node[q] = pfp::dd_add(pfp::dd_add(leaf[q][0], leaf[q][1]), pfp::dd_add(leaf[q][2], leaf[q][3]));
   block_tree<4>(node, part, b, nblocks);
-  // Integer counts: warp sums, then one atomic per warp (any order gives the same totals).
-  for (int o = 16; o > 0; o >>= 1) {
-    zr += __shfl_xor_sync(0xffffffffu, zr, o);
-    zrn += __shfl_xor_sync(0xffffffffu, zrn, o);
-    nf += __shfl_xor_sync(0xffffffffu, nf, o);
-    nan += __shfl_xor_sync(0xffffffffu, nan, o);
-    corr += __shfl_xor_sync(0xffffffffu, corr, o);
-    rel += __shfl_xor_sync(0xffffffffu, rel, o);
-    cw += __shfl_xor_sync(0xffffffffu, cw, o);
-    sub += __shfl_xor_sync(0xffffffffu, sub, o);
-    viol += __shfl_xor_sync(0xffffffffu, viol, o);
+  // Integer counts and maxima: warp sums (maxima on the bit patterns of non-negative doubles, which
+  // order as the values do), then the block's warps in shared memory, then one atomic per block and
+  // counter (any order gives the same totals). One atomic per thread on a single address costs more
+  // than the whole pass.
+  unsigned long long v[11] = {zr, zrn, nf, nan, corr, rel, cw, sub, viol,
+                              (!pfp::is_nan(rmax) && rmax > 0) ? pfp::bits(rmax) : 0ull,
+                              (!pfp::is_nan(cmax) && cmax > 0) ? pfp::bits(cmax) : 0ull};
+  for (int o = 16; o > 0; o >>= 1)
+    for (int q = 0; q < 11; ++q) {
+      const unsigned long long other = __shfl_xor_sync(0xffffffffu, v[q], o);
+      v[q] = q < 9 ? v[q] + other : (other > v[q] ? other : v[q]);
+    }
+  __shared__ unsigned long long warp_v[kThreads / 32][11];
+  if (threadIdx.x % 32 == 0)
+    for (int q = 0; q < 11; ++q) warp_v[threadIdx.x / 32][q] = v[q];
+  __syncthreads();
+  if (threadIdx.x < 11) {
+    const int q = static_cast<int>(threadIdx.x);
+    unsigned long long t = 0;
+    for (int w = 0; w < kThreads / 32; ++w) t = q < 9 ? t + warp_v[w][q] : (warp_v[w][q] > t ? warp_v[w][q] : t);
+    unsigned long long* at[11] = {&cnt->zero_reference, &cnt->zero_ref_nonzero, &cnt->nonfinite, &cnt->unwritten,
+                                  &cnt->correct,        &cnt->rel,              &cnt->cw,        &cnt->subnormal,
+                                  &cnt->violations,     &cnt->rel_max_bits,     &cnt->cw_max_bits};
+    if (t) {
+      if (q < 9) atomicAdd(at[q], t);
+      else atomicMax(at[q], t);
+    }
   }
-  if (threadIdx.x % 32 == 0) {
-    if (zr) atomicAdd(&cnt->zero_reference, zr);
-    if (zrn) atomicAdd(&cnt->zero_ref_nonzero, zrn);
-    if (nf) atomicAdd(&cnt->nonfinite, nf);
-    if (nan) atomicAdd(&cnt->unwritten, nan);
-    if (corr) atomicAdd(&cnt->correct, corr);
-    if (rel) atomicAdd(&cnt->rel, rel);
-    if (cw) atomicAdd(&cnt->cw, cw);
-    if (sub) atomicAdd(&cnt->subnormal, sub);
-    if (viol) atomicAdd(&cnt->violations, viol);
-  }
-  max_bits(&cnt->rel_max_bits, rmax);
-  max_bits(&cnt->cw_max_bits, cmax);
 }
 
 // Pass 2: the sums of squared deviations from the rounded means.
@@ -156,6 +162,228 @@ __global__ void pass2_kernel(const double* __restrict__ x, const double* __restr
   block_tree<2>(node, part, b, nblocks);
 }
 
+// --- Exact order statistics by radix select ------------------------------------------------------
+// The ranks a quantile needs (r_(k), r_(k+1)) among the relative errors, in the order of a radix sort
+// of doubles (bits with the sign bit flipped for positives, all bits for negatives: the sort the
+// statistics were defined with; the sentinels of entries without r are NaNs, last). Level 1
+// counts the top 12 bits of every key, level 2 the next 12 bits of the keys in the bins that hold a
+// wanted rank; the keys whose 24-bit prefix holds a wanted rank are gathered and sorted (CUB), and
+// the rank's place among them follows from the counts. Exact: the same order as the full sort,
+// reading the keys three times instead of sorting them.
+constexpr int kBins = 4096;
+
+__device__ __forceinline__ std::uint64_t order_key(double d) {
+  const std::uint64_t b = pfp::bits(d);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+__device__ __forceinline__ double from_order_key(std::uint64_t k) {
+  return pfp::from_bits((k >> 63) ? (k & 0x7FFFFFFFFFFFFFFFull) : ~k);
+}
+
+// One atomic per distinct bin in the warp: errors of one kernel fall into few bins, and 32 lanes
+// adding to one address one after another cost more than the whole pass.
+__device__ __forceinline__ void warp_count(unsigned* at_base, int bin) {
+  const unsigned active = __activemask();
+  const unsigned same = __match_any_sync(active, bin);
+  if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(at_base + bin, static_cast<unsigned>(__popc(same)));
+}
+
+__global__ void hist1_kernel(const double* __restrict__ keys, std::size_t n, unsigned* __restrict__ hist) {
+  __shared__ unsigned h[kBins];
+  for (int i = threadIdx.x; i < kBins; i += blockDim.x) h[i] = 0;
+  __syncthreads();
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    warp_count(h, static_cast<int>(order_key(keys[i]) >> 52));
+  __syncthreads();
+  for (int i = threadIdx.x; i < kBins; i += blockDim.x)
+    if (h[i]) atomicAdd(&hist[i], h[i]);
+}
+
+// Level 2 for up to 8 level-1 bins (targets[t] = bin), hist[t * kBins + next 12 bits].
+__global__ void hist2_kernel(const double* __restrict__ keys, std::size_t n, const int* __restrict__ targets,
+                             int ntargets, unsigned* __restrict__ hist) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::uint64_t k = order_key(keys[i]);
+    const int b1 = static_cast<int>(k >> 52);
+    int bin = -1;
+    for (int t = 0; t < ntargets; ++t)
+      if (targets[t] == b1) bin = t * kBins + static_cast<int>((k >> 40) & (kBins - 1));
+    if (bin >= 0) warp_count(hist, bin);
+  }
+}
+
+// The keys whose 24-bit prefix is one of prefixes[0..np), packed into out (any order).
+__global__ void gather_kernel(const double* __restrict__ keys, std::size_t n, const unsigned* __restrict__ prefixes,
+                              int np, std::uint64_t* __restrict__ out, unsigned long long* __restrict__ count) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::uint64_t k = order_key(keys[i]);
+    const unsigned p = static_cast<unsigned>(k >> 40);
+    bool want = false;
+    for (int t = 0; t < np; ++t) want |= prefixes[t] == p;
+    if (want) out[atomicAdd(count, 1ull)] = k;
+  }
+}
+
+__global__ void decode_kernel(const std::uint64_t* __restrict__ sorted, const long long* __restrict__ pos, int n,
+                              double* __restrict__ out) {
+  const int i = threadIdx.x;
+  if (i < n) out[i] = from_order_key(sorted[pos[i]]);
+}
+
+// Device memory kept from call to call, grown when a call needs more.
+struct Grow {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  template <class T>
+  T* get(std::size_t count) {
+    const std::size_t need = std::max<std::size_t>(count, 1) * sizeof(T);
+    if (need > bytes) {
+      if (p) GEMMLAB_CUDA_CHECK(cudaFree(p));
+      p = nullptr, bytes = 0;
+      GEMMLAB_CUDA_CHECK(cudaMalloc(&p, need));
+      bytes = need;
+    }
+    return static_cast<T*>(p);
+  }
+  Grow() = default;
+  Grow(const Grow&) = delete;
+  ~Grow() {
+    if (p) cudaFree(p);
+  }
+};
+
+struct Scratch {
+  Grow part, cnt, keys, hist, small, gathered, sorted, temp, count;
+};
+
+// Pinned host memory kept from call to call, grown when needed.
+struct PinnedDD {
+  DD* p = nullptr;
+  std::size_t n = 0;
+  DD* get(std::size_t count) {
+    if (count > n) {
+      if (p) cudaFreeHost(p);
+      p = nullptr, n = 0;
+      GEMMLAB_CUDA_CHECK(cudaMallocHost(&p, count * sizeof(DD)));
+      n = count;
+    }
+    return p;
+  }
+  ~PinnedDD() {
+    if (p) cudaFreeHost(p);
+  }
+};
+
+// The current GPU's scratch for this host thread (one worker per GPU runs statistics at a time).
+Scratch& scratch() {
+  thread_local std::map<int, std::unique_ptr<Scratch>> per_device;
+  int dev = 0;
+  GEMMLAB_CUDA_CHECK(cudaGetDevice(&dev));
+  auto& s = per_device[dev];
+  if (!s) s = std::make_unique<Scratch>();
+  return *s;
+}
+
+// GEMMLAB_PROFILE_STATS=1: each phase's wall time (after a device synchronisation) on stderr.
+struct PhaseTimer {
+  bool on = std::getenv("GEMMLAB_PROFILE_STATS") != nullptr;
+  std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now();
+  void mark(const char* what) {
+    if (!on) return;
+    cudaDeviceSynchronize();
+    const auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "[stats] %-10s %8.3f ms\n", what, std::chrono::duration<double, std::milli>(now - t).count());
+    t = now;
+  }
+};
+
+// Values of rank ranks[i] (0-based, ascending order) among the n keys: out[i].
+void select_ranks(const double* keys, std::size_t n, const std::vector<long long>& ranks, std::vector<double>& out,
+                  Scratch& sc) {
+  const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 1024));
+  unsigned* hist = sc.hist.get<unsigned>(8 * kBins);
+  GEMMLAB_CUDA_CHECK(cudaMemset(hist, 0, kBins * sizeof(unsigned)));
+  hist1_kernel<<<blocks, 256>>>(keys, n, hist);
+  GEMMLAB_LAUNCH_CHECK("hist1_kernel");
+  PhaseTimer timer;
+  std::vector<unsigned> h1(kBins);
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h1.data(), hist, kBins * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  // Level 1: each rank's bin and its rank within the bin.
+  struct Where {
+    int b1 = 0, b2 = 0;
+    long long in_b1 = 0, in_b2 = 0;
+  };
+  std::vector<Where> w(ranks.size());
+  std::vector<int> targets;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    long long before = 0;
+    int b = 0;
+    while (before + h1[b] <= ranks[r]) before += h1[b++];
+    w[r].b1 = b, w[r].in_b1 = ranks[r] - before;
+    if (std::find(targets.begin(), targets.end(), b) == targets.end()) targets.push_back(b);
+  }
+  // Level 2 within those bins.
+  const int nt = static_cast<int>(targets.size());
+  int* dtargets = sc.small.get<int>(64);
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(dtargets, targets.data(), nt * sizeof(int), cudaMemcpyHostToDevice));
+  GEMMLAB_CUDA_CHECK(cudaMemset(hist, 0, nt * kBins * sizeof(unsigned)));
+  hist2_kernel<<<blocks, 256>>>(keys, n, dtargets, nt, hist);
+  GEMMLAB_LAUNCH_CHECK("hist2_kernel");
+  timer.mark("sel:hist2");
+  std::vector<unsigned> h2(static_cast<std::size_t>(nt) * kBins);
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h2.data(), hist, h2.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  std::vector<unsigned> prefixes;  // 24-bit prefixes holding a rank, ascending
+  std::map<unsigned, long long> size_of;
+  for (auto& x : w) {
+    const int t = static_cast<int>(std::find(targets.begin(), targets.end(), x.b1) - targets.begin());
+    const unsigned* h = h2.data() + static_cast<std::size_t>(t) * kBins;
+    long long before = 0;
+    int b = 0;
+    while (before + h[b] <= x.in_b1) before += h[b++];
+    x.b2 = b, x.in_b2 = x.in_b1 - before;
+    const unsigned p = (static_cast<unsigned>(x.b1) << 12) | static_cast<unsigned>(b);
+    size_of[p] = h[b];
+  }
+  for (auto& [p, size] : size_of) prefixes.push_back(p);
+  long long total = 0;
+  for (auto& [p, size] : size_of) total += size;
+  // Gather the keys of those prefixes, sort them, and read each rank at its place.
+  unsigned* dpref = reinterpret_cast<unsigned*>(dtargets + 16);
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(dpref, prefixes.data(), prefixes.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
+  auto* gathered = sc.gathered.get<std::uint64_t>(total);
+  auto* sorted = sc.sorted.get<std::uint64_t>(total);
+  auto* count = sc.count.get<unsigned long long>(1);
+  GEMMLAB_CUDA_CHECK(cudaMemset(count, 0, sizeof *count));
+  gather_kernel<<<blocks, 256>>>(keys, n, dpref, static_cast<int>(prefixes.size()), gathered, count);
+  GEMMLAB_LAUNCH_CHECK("gather_kernel");
+  timer.mark("sel:gather");
+  if (timer.on) std::fprintf(stderr, "[stats] gathered %lld of %zu keys\n", total, n);
+  std::size_t temp_bytes = 0;
+  GEMMLAB_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, gathered, sorted, static_cast<std::int64_t>(total)));
+  void* temp = sc.temp.get<char>(temp_bytes);
+  GEMMLAB_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, gathered, sorted, static_cast<std::int64_t>(total)));
+  GEMMLAB_LAUNCH_CHECK("cub::DeviceRadixSort::SortKeys");
+  timer.mark("sel:sort");
+  std::vector<long long> pos(w.size());
+  for (std::size_t r = 0; r < w.size(); ++r) {
+    const unsigned p = (static_cast<unsigned>(w[r].b1) << 12) | static_cast<unsigned>(w[r].b2);
+    long long before = 0;
+    for (auto& [q, size] : size_of)
+      if (q < p) before += size;
+    pos[r] = before + w[r].in_b2;
+  }
+  auto* dpos = reinterpret_cast<long long*>(dtargets + 32);
+  auto* dout = reinterpret_cast<double*>(dtargets + 48);
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(dpos, pos.data(), pos.size() * sizeof(long long), cudaMemcpyHostToDevice));
+  decode_kernel<<<1, 32>>>(sorted, dpos, static_cast<int>(pos.size()), dout);
+  GEMMLAB_LAUNCH_CHECK("decode_kernel");
+  out.resize(pos.size());
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(double), cudaMemcpyDeviceToHost));
+}
+
 std::size_t tree_leaves(std::size_t n) {
   std::size_t p = kLeafBlock;
   while (p < n) p *= 2;
@@ -168,17 +396,30 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   const std::size_t nblocks = tree_leaves(n) / kLeafBlock;
   stats_detail::Raw raw;
   raw.entries = static_cast<std::int64_t>(n);
-  DevBuf<DD> part(4 * nblocks);
-  DevBuf<Counters> cnt(1);
-  DevBuf<double> keys(std::max<std::size_t>(n, 1)), sorted(std::max<std::size_t>(n, 1));
+  PhaseTimer timer;
+  timer.mark("start");
+  Scratch& sc = scratch();
+  struct {
+    DD* p;
+  } part{sc.part.get<DD>(4 * nblocks)};
+  struct {
+    Counters* p;
+  } cnt{sc.cnt.get<Counters>(1)};
+  struct {
+    double* p;
+  } keys{sc.keys.get<double>(n)};
   GEMMLAB_CUDA_CHECK(cudaMemset(cnt.p, 0, sizeof(Counters)));
   const stats_detail::Judge judge = stats_detail::judge_of(out, model);
   pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, n, format_params(out),
                                                              judge, nblocks, part.p, cnt.p, keys.p);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
-  std::vector<DD> h(4 * nblocks);
+  timer.mark("pass1");
+  // The blocks' partial sums come back through pinned memory (a pageable copy of this MB costs
+  // about as much as a pass).
+  thread_local PinnedDD pinned;
+  DD* h = pinned.get(4 * nblocks);
   Counters hc{};
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h.data(), part.p, h.size() * sizeof(DD), cudaMemcpyDeviceToHost));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part.p, 4 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&hc, cnt.p, sizeof hc, cudaMemcpyDeviceToHost));
   raw.zero_reference = static_cast<std::int64_t>(hc.zero_reference);
   raw.zero_ref_nonzero = static_cast<std::int64_t>(hc.zero_ref_nonzero);
@@ -191,35 +432,39 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.bound_violations = static_cast<std::int64_t>(hc.violations);
   raw.rel_max_abs = pfp::from_bits(hc.rel_max_bits);
   raw.componentwise = pfp::from_bits(hc.cw_max_bits);
-  raw.rel_sum = stats_detail::tree_reduce(h.data() + 0 * nblocks, nblocks);
-  raw.cw_sum = stats_detail::tree_reduce(h.data() + 1 * nblocks, nblocks);
-  raw.err2_sum = stats_detail::tree_reduce(h.data() + 2 * nblocks, nblocks);
-  raw.ref2_sum = stats_detail::tree_reduce(h.data() + 3 * nblocks, nblocks);
+  raw.rel_sum = stats_detail::tree_reduce(h + 0 * nblocks, nblocks);
+  raw.cw_sum = stats_detail::tree_reduce(h + 1 * nblocks, nblocks);
+  raw.err2_sum = stats_detail::tree_reduce(h + 2 * nblocks, nblocks);
+  raw.ref2_sum = stats_detail::tree_reduce(h + 3 * nblocks, nblocks);
 
   pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
       x, c, ab, n, judge, stats_detail::mean_of(raw.rel_sum, raw.rel_count),
       stats_detail::mean_of(raw.cw_sum, raw.cw_count),
       nblocks, part.p);
   GEMMLAB_LAUNCH_CHECK("pass2_kernel");
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h.data(), part.p, 2 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
-  raw.rel_dev2_sum = stats_detail::tree_reduce(h.data() + 0 * nblocks, nblocks);
-  raw.cw_dev2_sum = stats_detail::tree_reduce(h.data() + 1 * nblocks, nblocks);
+  timer.mark("pass2");
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part.p, 2 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
+  raw.rel_dev2_sum = stats_detail::tree_reduce(h + 0 * nblocks, nblocks);
+  raw.cw_dev2_sum = stats_detail::tree_reduce(h + 1 * nblocks, nblocks);
 
   if (raw.rel_count > 0) {
-    std::size_t temp_bytes = 0;
-    GEMMLAB_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys.p, sorted.p, static_cast<std::int64_t>(n)));
-    DevBuf<char> temp(std::max<std::size_t>(temp_bytes, 1));
-    GEMMLAB_CUDA_CHECK(cub::DeviceRadixSort::SortKeys(temp.p, temp_bytes, keys.p, sorted.p, static_cast<std::int64_t>(n)));
-    GEMMLAB_LAUNCH_CHECK("cub::DeviceRadixSort::SortKeys");
+    std::vector<long long> ranks;
+    int take[3];
     for (int q = 0; q < 3; ++q) {
       std::int64_t k;
       double f;
       stats_detail::quantile_position(raw.rel_count, stats_detail::kQuantiles[q], k, f);
-      const int take = k + 1 < raw.rel_count ? 2 : 1;
-      double v[2];
-      GEMMLAB_CUDA_CHECK(cudaMemcpy(v, sorted.p + k, take * sizeof(double), cudaMemcpyDeviceToHost));
-      raw.q_lo[q] = v[0];
-      raw.q_hi[q] = take == 2 ? v[1] : v[0];
+      take[q] = k + 1 < raw.rel_count ? 2 : 1;
+      ranks.push_back(k);
+      if (take[q] == 2) ranks.push_back(k + 1);
+    }
+    std::vector<double> v;
+    timer.mark("reduce");
+    select_ranks(keys.p, n, ranks, v, sc);
+    timer.mark("select");
+    for (int q = 0, i = 0; q < 3; ++q) {
+      raw.q_lo[q] = v[i++];
+      raw.q_hi[q] = take[q] == 2 ? v[i++] : raw.q_lo[q];
     }
   }
   return stats_detail::assemble(raw, out, model);

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <map>
 #include <cmath>
 #include <cstdio>
@@ -608,21 +609,32 @@ struct BeyondRange {
 class GpuProblemReference final : public ProblemReference {
  public:
   explicit GpuProblemReference(device::GpuReference g) : g(std::move(g)) {}
+  // Counted once per output format of the problem (every kernel of that format asks).
   long long count_beyond(double max_finite) override {
+    if (auto it = beyond_.find(max_finite); it != beyond_.end()) return it->second;
     const auto c = thrust::device_pointer_cast(g.device_c());
     const auto n = static_cast<std::ptrdiff_t>(g.M) * g.N;
     const long long over = thrust::count_if(thrust::device, c, c + n, BeyondRange{max_finite});
     GEMMLAB_CUDA_CHECK(cudaGetLastError());
-    return over;
+    return beyond_[max_finite] = over;
   }
   const GemmReference& host() override {
+    wait_verified();
     if (!host_) host_ = std::make_unique<GemmReference>(g.to_host(Format::fp32));
     return *host_;
   }
+  void wait_verified() override {
+    if (verifying.valid()) verifying.get();  // rethrows a failed spot check, once
+  }
+  ~GpuProblemReference() override {
+    if (verifying.valid()) verifying.wait();
+  }
   device::GpuReference g;
+  std::future<void> verifying;  // the MPFR spot checks, running on the host
 
  private:
   std::unique_ptr<GemmReference> host_;
+  std::map<double, long long> beyond_;
 };
 
 // One problem's operands generated in GPU memory (device/inputs_gpu.hpp: bit for bit generate()), as
@@ -762,16 +774,30 @@ class GpuDevice final : public Device {
         return v;
       };
       if (gin) {
-        // Row i of A and column j of B alone, not the whole operands.
-        spot_check(in.M, in.N, in.K, n, opt.seed, ref->g.engine, [&](int i, int j, Matrix& a, Matrix& b) {
-          std::vector<float> row(in.K), col(in.K);
-          GEMMLAB_CUDA_CHECK(cudaMemcpy(row.data(), gin->device_a() + static_cast<std::size_t>(i) * in.K,
+        // Row i of A, column j of B and the reference's C(i, j) are read now; the MPFR dot products run
+        // on the host while the first kernel runs (wait_verified), the GPU untouched by them.
+        struct Entry {
+          std::vector<float> row, col;
+          double c = 0;
+        };
+        auto entries = std::make_shared<std::map<long long, Entry>>();
+        for (const long long idx : spot_check_entries(in.M, in.N, n, opt.seed)) {
+          const int i = static_cast<int>(idx / in.N), j = static_cast<int>(idx % in.N);
+          Entry e{std::vector<float>(in.K), std::vector<float>(in.K), read_c(idx)};
+          GEMMLAB_CUDA_CHECK(cudaMemcpy(e.row.data(), gin->device_a() + static_cast<std::size_t>(i) * in.K,
                                         in.K * sizeof(float), cudaMemcpyDeviceToHost));
-          GEMMLAB_CUDA_CHECK(cudaMemcpy2D(col.data(), sizeof(float), gin->device_b() + j, in.N * sizeof(float),
+          GEMMLAB_CUDA_CHECK(cudaMemcpy2D(e.col.data(), sizeof(float), gin->device_b() + j, in.N * sizeof(float),
                                           sizeof(float), in.K, cudaMemcpyDeviceToHost));
-          std::copy(row.begin(), row.end(), a.v.begin());
-          std::copy(col.begin(), col.end(), b.v.begin());
-        }, read_c);
+          (*entries)[idx] = std::move(e);
+        }
+        ref->verifying = std::async(std::launch::async, [entries, M = in.M, N = in.N, K = in.K, n, seed = opt.seed,
+                                                         engine = ref->g.engine] {
+          spot_check(M, N, K, n, seed, engine, [&](int i, int j, Matrix& a, Matrix& b) {
+            const Entry& e = entries->at(static_cast<long long>(i) * N + j);
+            std::copy(e.row.begin(), e.row.end(), a.v.begin());
+            std::copy(e.col.begin(), e.col.end(), b.v.begin());
+          }, [&](long long idx) { return entries->at(idx).c; });
+        });
       } else {
         spot_check(in.A(), in.B(), n, opt.seed, ref->g.engine, read_c);
       }

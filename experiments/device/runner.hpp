@@ -128,6 +128,10 @@ class ProblemReference {
   // The reference on the host (c, c_odd, abs_ab; c_out for fp32): for --save-matrices and CPU
   // statistics. A GPU reference is copied on first use.
   virtual const GemmReference& host() = 0;
+  // Returns once the reference's MPFR spot checks have passed; throws std::runtime_error if one
+  // disagreed. A GPU reference runs them on the host while the first kernel runs: the run loop
+  // calls this before it writes any row judged against the reference.
+  virtual void wait_verified() {}
 };
 
 // A kernel's timing and its statistics against a problem's reference.
@@ -200,6 +204,8 @@ void spot_check(const Matrix& A, const Matrix& B, int n, std::uint64_t seed, con
                 const std::function<double(long long)>& c);
 // The same for an (M, K) x (K, N) product whose operands are elsewhere (on a GPU): load(i, j, a, b)
 // fills a (1, K) with row i of A and b (K, 1) with column j of B.
+// The linear indices (i N + j) of the n entries spot_check checks.
+std::vector<long long> spot_check_entries(int M, int N, int n, std::uint64_t seed);
 void spot_check(int M, int N, int K, int n, std::uint64_t seed, const std::string& engine,
                 const std::function<void(int, int, Matrix&, Matrix&)>& load, const std::function<double(long long)>& c);
 

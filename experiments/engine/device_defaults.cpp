@@ -13,13 +13,19 @@
 
 namespace gemmlab {
 
+std::vector<long long> spot_check_entries(int M, int N, int n, std::uint64_t seed) {
+  const long long total = static_cast<long long>(M) * N;
+  std::vector<long long> v;
+  for (int s = 0; s < n; ++s)
+    v.push_back(static_cast<long long>(splitmix64(seed * 1315423911ull + static_cast<std::uint64_t>(s)) %
+                                       static_cast<std::uint64_t>(total)));
+  return v;
+}
+
 void spot_check(int M, int N, int K, int n, std::uint64_t seed, const std::string& engine,
                 const std::function<void(int, int, Matrix&, Matrix&)>& load, const std::function<double(long long)>& c) {
-  const long long total = static_cast<long long>(M) * N;
   Matrix a(1, K), b(K, 1);
-  for (int s = 0; s < n; ++s) {
-    const long long idx = static_cast<long long>(splitmix64(seed * 1315423911ull + static_cast<std::uint64_t>(s)) %
-                                                 static_cast<std::uint64_t>(total));
+  for (const long long idx : spot_check_entries(M, N, n, seed)) {
     const int i = static_cast<int>(idx / N), j = static_cast<int>(idx % N);
     load(i, j, a, b);
     const double m = mpfr_dot(a, b, 0, 0), v = c(idx);

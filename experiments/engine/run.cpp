@@ -395,6 +395,7 @@ class ProblemRunner {
     row.reference = ref.label;
     // An exact result beyond the output format's range cannot be computed by any kernel.
     if (const long long over = ref.count_beyond(info(k.numerics.output).max_finite)) {
+      ref.wait_verified();
       row.status = Status::not_applicable;
       row.note = over_range_note(over, k.numerics.output);
       return row;
@@ -442,6 +443,9 @@ class ProblemRunner {
       row.note = e.what();
       ctx.log(who + "   " + k.name + ": error: " + e.what());
     }
+    // No row is written against a reference whose MPFR spot checks have not passed (a GPU reference
+    // runs them while the problem's first kernel runs); a failed check stops the run as before.
+    ref.wait_verified();
     return row;
   }
 
