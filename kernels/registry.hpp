@@ -1,4 +1,6 @@
-// The registry: every kernel variant, in the order of the family lists.
+// The registry: every kernel variant, in the order of the family lists, then the kernels
+// registered at run time (plugins, experiments/engine/plugin.hpp) in the order they were added.
+// `all` and `family:<name>` select from this one list, so a loaded plugin's kernels join them.
 #pragma once
 #include <string>
 #include <string_view>
@@ -9,6 +11,11 @@ namespace gemmlab {
 
 const std::vector<const Kernel*>& all_kernels();
 const Kernel* find_kernel(std::string_view name);  // nullptr if unknown
+
+// Adds a kernel after the built-ins and the kernels added before; `k` must live for the process.
+// Call it before any run starts (registrations are serialised, but readers of all_kernels() are
+// not locked against them). Throws std::invalid_argument if a kernel of that name is registered.
+void register_kernel(const Kernel& k);
 
 // Empty if the kernel can take (M, N, K); otherwise a message naming the kernel, the size and what
 // it needs ("hgemm_mma_03 needs M, N multiples of 128 and K a multiple of 32; got 100x128x64").
