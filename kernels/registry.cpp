@@ -2,6 +2,7 @@
 #include "kernels/registry.hpp"
 
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -20,9 +21,8 @@ const Kernel* checked(const Kernel& k, const char* id) {
     throw std::logic_error(std::string("kernel registered as '") + id + "' names itself '" + k.name + "'");
   return &k;
 }
-}  // namespace
 
-namespace {
+// The built-ins first (checked once), then whatever register_kernel() adds.
 std::vector<const Kernel*>& registry() {
   static std::vector<const Kernel*> list = [] {
     std::vector<const Kernel*> v;
@@ -40,20 +40,24 @@ std::size_t builtin_count() {
   static const std::size_t n = registry().size();
   return n;
 }
+std::mutex& registration_mutex() {
+  static std::mutex mu;
+  return mu;
+}
 }  // namespace
 
 const std::vector<const Kernel*>& all_kernels() { return registry(); }
 
-void register_kernel(const Kernel* k) {
+void register_kernel(const Kernel& k) {
   builtin_count();
-  if (!k || !k->name || !*k->name) throw std::invalid_argument("a kernel registered at run time needs a name");
-  if (find_kernel(k->name))
-    throw std::invalid_argument(std::string("a kernel named '") + k->name +
-                                "' is already registered: give yours another name");
-  registry().push_back(k);
+  std::lock_guard<std::mutex> lock(registration_mutex());
+  if (!k.name || !*k.name) throw std::invalid_argument("a kernel registered at run time needs a name");
+  if (find_kernel(k.name)) throw std::invalid_argument(std::string("a kernel named '") + k.name + "' is registered already");
+  registry().push_back(&k);
 }
 
 void unregister_kernel(std::string_view name) {
+  std::lock_guard<std::mutex> lock(registration_mutex());
   auto& v = registry();
   for (std::size_t i = builtin_count(); i < v.size(); ++i)
     if (name == v[i]->name) {

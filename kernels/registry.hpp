@@ -1,4 +1,6 @@
-// The registry: every kernel variant, in the order of the family lists.
+// The registry: every kernel variant, in the order of the family lists, then the kernels
+// registered at run time (plugins, experiments/engine/plugin.hpp) in the order they were added.
+// `all` and `family:<name>` select from this one list, so a loaded plugin's kernels join them.
 #pragma once
 #include <string>
 #include <string_view>
@@ -13,10 +15,12 @@ namespace gemmlab {
 const std::vector<const Kernel*>& all_kernels();
 const Kernel* find_kernel(std::string_view name);  // nullptr if unknown
 
-// Adds a kernel made at run time (it must outlive its registration). Throws std::invalid_argument
-// when its name is empty or already registered.
-void register_kernel(const Kernel* k);
-// Removes a run-time kernel by name (a Python callable once judged); built-in kernels stay.
+// Adds a kernel after the built-ins and the kernels added before; `k` must live for the process.
+// Call it before any run starts (registrations are serialised, but readers of all_kernels() are
+// not locked against them). Throws std::invalid_argument if a kernel of that name is registered.
+void register_kernel(const Kernel& k);
+// Removes a kernel registered at run time by name (a Python callable once judged); built-in
+// kernels stay. Like register_kernel, not while a run reads the list.
 void unregister_kernel(std::string_view name);
 
 // Empty if the kernel can take (M, N, K); otherwise a message naming the kernel, the size and what

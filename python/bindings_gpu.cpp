@@ -195,7 +195,7 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
       name, family, description, n, state->la, state->lb, [state](const GemmArgs& a) { state->launch(a); },
       returns_output ? std::function<void(const GemmArgs&)>([state](const GemmArgs& a) { state->collect(a); })
                      : std::function<void(const GemmArgs&)>());
-  register_kernel(&ck->kernel);
+  register_kernel(ck->kernel);
   struct Unregister {
     std::string name;
     ~Unregister() { unregister_kernel(name); }

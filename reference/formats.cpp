@@ -31,6 +31,12 @@ const char* to_string(Rounding r) {
   return "?";
 }
 
+std::optional<Rounding> parse_rounding(std::string_view name) {
+  for (Rounding r : {Rounding::nearest_even, Rounding::toward_zero, Rounding::floor, Rounding::unknown})
+    if (name == to_string(r)) return r;
+  return std::nullopt;
+}
+
 namespace {
 
 // Encoding of a format in its storage: sign | exponent field (exp_bits) | fraction (p - 1 bits),

@@ -36,6 +36,7 @@ const FormatInfo& info(Format f);
 //  unknown       not known (a library's internals): judged as the weaker toward_zero
 enum class Rounding { nearest_even, toward_zero, floor, unknown };
 const char* to_string(Rounding r);
+std::optional<Rounding> parse_rounding(std::string_view name);  // the words of to_string
 std::optional<Format> parse_format(std::string_view name);
 const std::vector<Format>& all_formats();
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine with prebuilt binaries (no compiler or MPFR headers needed there):
 #   scripts/gpu_session.sh BIN_DIR OUT_DIR PART...
-# PART: tests | default-a | default-b | default | experiments | probes | engine | predict-kernels |
+# PART: tests | default-a | default-b | default | experiments | probes | engine | plugin | predict-kernels |
 # predict-library | judge-tests | judge  (default-a/-b split the
 # default suite's distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR;
 # a short table is printed last. A run cut short (the call's time limit, a kill) leaves its journal
@@ -10,6 +10,11 @@
 # 2048^3 on two distributions) on GPU 0 alone, then on every GPU (statistics must be identical bit
 # for bit, wall time about 1/n), then on every GPU SIGKILLed after ENGINE_KILL_AFTER seconds (default:
 # half the --gpus all wall time) and resumed (no row missing, none twice, same statistics).
+# `plugin` runs the example plugin (BIN_DIR/libgemmlab_example_plugin.so, or PLUGIN) beside
+# sgemm_01_naive from a suite with `plugins = [...]`, 1024^3, two distributions, three seeds, with
+# --gpus all: the plugin's rows must equal sgemm_01_naive's in every statistic. Then the same suite
+# on a copy of the plugin, SIGKILLed after its first journaled row: --resume is refused once the copy's
+# bytes change, and with the original bytes back it completes to the same rows.
 set -uo pipefail
 bin=$1; out=$2; shift 2
 mkdir -p "$out"
@@ -31,6 +36,24 @@ diff = [(x["kernel"], c) for x, y in zip(a, b) for c in x if c not in timing and
 ok = keys(a) == keys(b) and not diff
 print(f"{sys.argv[1].split('/')[-1]} vs {sys.argv[2].split('/')[-1]}: {len(a)} / {len(b)} rows, same keys in order: "
       f"{keys(a) == keys(b)}, rows twice: {len(keys(b)) - len(set(keys(b)))}, non-timing fields differing: {len(diff)} {diff[:5]}"
+      f" -> {'IDENTICAL' if ok else 'DIFFERENT'}")
+sys.exit(0 if ok else 1)
+PY
+}
+# Within one CSV, the rows of kernel $2 equal those of kernel $3 in every column but the identity
+# and the timings, problem by problem.
+same_as_builtin() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import csv, sys
+path, plugin, builtin = sys.argv[1:4]
+skip = {"kernel", "family", "time_ms_median", "time_ms_min", "time_ms_max", "tflops", "sm_clock_mhz"}
+rows = list(csv.DictReader(open(path)))
+key = lambda r: (r["distribution"], r["M"], r["N"], r["K"], r["seed"])
+p = {key(r): r for r in rows if r["kernel"] == plugin}
+b = {key(r): r for r in rows if r["kernel"] == builtin}
+diff = [(k, c) for k in p for c in p[k] if c not in skip and p[k][c] != b.get(k, {}).get(c)]
+ok = p and p.keys() == b.keys() and not diff and all(r["status"] == "passed" for r in p.values())
+print(f"{path.split('/')[-1]}: {len(p)} {plugin} rows vs {len(b)} {builtin} rows, fields differing: {len(diff)} {diff[:5]}"
       f" -> {'IDENTICAL' if ok else 'DIFFERENT'}")
 sys.exit(0 if ok else 1)
 PY
@@ -67,6 +90,33 @@ for part in "$@"; do
       "$bin"/gemmlab run "${plan[@]}" --gpus all -o "$killed" --resume >/dev/null 2>"$out/engine_resumed.log"
       echo "engine --resume rc=$?; $(grep -m1 resuming "$out/engine_resumed.log")"
       same_statistics "$out/engine_gpus_0.csv" "$killed" ;;
+    plugin)
+      lib=$(realpath "${PLUGIN:-$bin/libgemmlab_example_plugin.so}")
+      suite() {  # suite file $1 loading plugin $2
+        printf '%s\n' 'kernels = ["sgemm_plugin_naive", "sgemm_01_naive"]' 'distributions = ["uniform_0_1", "normal_0_1"]' \
+          'sizes = [1024]' 'seeds = [1, 2, 3]' 'reps = 5' "plugins = [\"$2\"]" >"$1"
+      }
+      suite "$out/plugin.toml" "$lib"
+      run "$out/plugin_gpus_all.csv" --suite "$out/plugin.toml" --gpus all >/dev/null 2>>"$out/plugin_gpus_all.log"
+      echo "plugin --gpus all rc=$?"
+      same_as_builtin "$out/plugin_gpus_all.csv" sgemm_plugin_naive sgemm_01_naive
+      copy=$out/libplugin_copy.so killed=$out/plugin_killed.csv
+      cp "$lib" "$copy" && suite "$out/plugin_copy.toml" "$copy"
+      rm -f "$killed" "${killed%.csv}.meta.json" "$killed.journal"
+      "$bin"/gemmlab run --suite "$out/plugin_copy.toml" --gpus all -o "$killed" >/dev/null 2>"$out/plugin_killed.log" &
+      pid=$!
+      for _ in $(seq 600); do [ "$(wc -l <"$killed.journal" 2>/dev/null || echo 0)" -ge 2 ] && break; sleep 0.05; done
+      kill -KILL "$pid"; wait "$pid"; rc=$?
+      echo "plugin: SIGKILLed with $(($(wc -l <"$killed.journal") - 1)) rows journaled, rc=$rc"
+      printf 'rebuilt' >>"$copy"
+      "$bin"/gemmlab run --suite "$out/plugin_copy.toml" --gpus all -o "$killed" --resume >/dev/null 2>"$out/plugin_refused.log"
+      rc=$?
+      echo "plugin: --resume after the plugin changed rc=$rc (expected 2): $(grep -o 'plugins changed[^;]*' "$out/plugin_refused.log" | head -c 300)"
+      cp "$lib" "$copy"
+      "$bin"/gemmlab run --suite "$out/plugin_copy.toml" --gpus all -o "$killed" --resume >/dev/null 2>"$out/plugin_resumed.log"
+      echo "plugin: --resume with the original bytes rc=$?; $(grep -m1 resuming "$out/plugin_resumed.log")"
+      same_statistics "$out/plugin_gpus_all.csv" "$killed"
+      same_as_builtin "$killed" sgemm_plugin_naive sgemm_01_naive ;;
     predict-kernels)
       # Every kernel gemmlab builds, predicted bit for bit at 512^3 (the wgmma series by input format,
       # each on U[0,1), N(0,1) and a wide range of its format), and stream-K at 4096 x 4096 (256 cluster

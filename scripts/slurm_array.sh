@@ -12,6 +12,10 @@
 # does nothing if its shard is complete; Slurm's SIGTERM at a time limit or preemption stops it
 # after the current row.
 #
+# Every task gets the same gemmlab run arguments, `--plugin PATH` included (a relative PATH is read
+# from the folder sbatch was called in, where Slurm starts the tasks); the plugin's SHA-256 is part of
+# the plan's hash, so the merge refuses shards computed with different builds of it.
+#
 # Environment: GEMMLAB (the gemmlab binary; default build/gemmlab), GEMMLAB_SBATCH_ARGS (extra
 # sbatch options for the shard tasks, e.g. a GPU request; the merge job needs no GPU).
 set -euo pipefail

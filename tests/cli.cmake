@@ -31,9 +31,47 @@ gemmlab_cli_test(bad_reference_mode 2 "reference 'fast' is not known" ${_out}/h.
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --reference fast -o ${_out}/h.csv)
 gemmlab_cli_test(no_gpu 2 "needs a CUDA GPU" ${_out}/i.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/i.csv)
-# The engine from the command line (no GPU): --dry-run, --shard + merge, --force, --resume, the lock.
-add_test(NAME cli.engine COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_engine.sh $<TARGET_FILE:gemmlab> ${_out}/engine)
+# The engine from the command line (no GPU): --dry-run, --shard + merge, --force, --resume, the lock,
+# and the example plugin's kernel in a dry run, shards and merge.
+add_test(NAME cli.engine COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_engine.sh $<TARGET_FILE:gemmlab> ${_out}/engine
+         $<TARGET_FILE:gemmlab_example_plugin>)
 set_tests_properties(cli.engine PROPERTIES LABELS cli)
+
+# Plugins (experiments/engine/plugin.hpp): a malformed one (tests/plugins/fixture.c, one library per
+# flaw) stops `run` with exit 2 and a message naming the file, the descriptor and the field, before
+# anything is written (no CSV, journal or lock: the pattern's * covers them).
+set(_fx ${GEMMLAB_PLUGIN_FIXTURE_DIR})
+function(gemmlab_plugin_test name pattern plugin)
+  gemmlab_cli_test(plugin_${name} 2 "${pattern}" ${_out}/plugin_${name}.csv*
+    -- $<TARGET_FILE:gemmlab> run --plugin ${plugin} -k sgemm_01_naive -s 64 -o ${_out}/plugin_${name}.csv)
+endfunction()
+gemmlab_plugin_test(missing "plugin .*/no_such_plugin.so does not exist or is not a file" ${_out}/no_such_plugin.so)
+gemmlab_plugin_test(not_a_library "plugin .*/fixture.c cannot be loaded as a shared library: "
+  ${CMAKE_CURRENT_SOURCE_DIR}/tests/plugins/fixture.c)
+gemmlab_plugin_test(no_entry "libgemmlab_fixture_no_entry.so has no entry point gemmlab_plugin_v1"
+  ${_fx}/libgemmlab_fixture_no_entry.so)
+gemmlab_plugin_test(abi_version "libgemmlab_fixture_abi_version.so: it was built for plugin ABI version 2, and this gemmlab reads version 1"
+  ${_fx}/libgemmlab_fixture_abi_version.so)
+gemmlab_plugin_test(duplicate_name "kernel 'sgemm_01_naive' is already registered by gemmlab itself"
+  ${_fx}/libgemmlab_fixture_duplicate_name.so)
+gemmlab_plugin_test(unknown_format "kernel descriptor 0 .'plugin_host_fma'.: input_format 'float32' is not a format"
+  ${_fx}/libgemmlab_fixture_unknown_format.so)
+gemmlab_plugin_test(null_launch "kernel descriptor 0 .'plugin_host_fma'.: launch is NULL"
+  ${_fx}/libgemmlab_fixture_null_launch.so)
+gemmlab_plugin_test(bad_multiple "kernel descriptor 0 .'plugin_host_fma'.: m_multiple is 0"
+  ${_fx}/libgemmlab_fixture_bad_multiple.so)
+# A suite's plugins are read relative to the suite file's folder.
+file(WRITE ${_out}/plugin_suite.toml "kernels = [\"all\"]\nsizes = [64]\nplugins = [\"../tests/plugins/libgemmlab_fixture_null_launch.so\"]\n")
+gemmlab_cli_test(plugin_in_suite 2 "plugin .*/tests/plugins/libgemmlab_fixture_null_launch.so: kernel descriptor 0 .*launch is NULL"
+  ${_out}/plugin_suite.csv* -- $<TARGET_FILE:gemmlab> run --suite ${_out}/plugin_suite.toml -o ${_out}/plugin_suite.csv)
+gemmlab_cli_test(plugin_on_order 2 "m_multiple is 0" ${_out}/plugin_order.csv
+  -- $<TARGET_FILE:gemmlab> order --plugin ${_fx}/libgemmlab_fixture_bad_multiple.so -k sgemm_01_naive -o ${_out}/plugin_order.csv)
+gemmlab_cli_test(plugin_on_predict 2 "m_multiple is 0" ${_out}/plugin_predict.csv
+  -- $<TARGET_FILE:gemmlab> predict --plugin ${_fx}/libgemmlab_fixture_bad_multiple.so -k sgemm_01_naive -o ${_out}/plugin_predict.csv)
+# The example plugin's kernel in `gemmlab list`, with its numerics (no GPU needed to load it).
+add_test(NAME cli.list_plugin COMMAND $<TARGET_FILE:gemmlab> list --plugin $<TARGET_FILE:gemmlab_example_plugin>)
+set_tests_properties(cli.list_plugin PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+  "sgemm_plugin_naive +plugin +fp32 +fp32 +fp32 +fp32 +fma +1,1,1 +cc>=5.0.*plugin gemmlab_example_plugin .[^)]*libgemmlab_example_plugin.so, ABI 1, sha256 [0-9a-f]+.:.*sgemm_plugin_naive +fma, fp32 FMA one k at a time in increasing k, output fp32")
 gemmlab_cli_test(shard_zero 2 "--shard takes i/n with 1 <= i <= n.*got '0/4'" ${_out}/sh0.csv
   -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --shard 0/4 -o ${_out}/sh0.csv)
 gemmlab_cli_test(shard_malformed 2 "--shard takes i/n" ${_out}/sh1.csv

@@ -3,9 +3,11 @@
 # line, with no GPU: a dry run writes every row of the plan with status `planned`; shards merged
 # give the one-process CSV byte for byte; merge refuses a missing shard and shards of another plan;
 # an existing CSV is replaced only with --force; a run refuses an output another process has locked.
-#   tests/cli_engine.sh GEMMLAB WORK_DIR
+# With PLUGIN (the example plugin, experiments/examples/plugin/): its kernel joins a dry run, `all`,
+# shards and the merge, and the metadata records the plugin's path and sha256.
+#   tests/cli_engine.sh GEMMLAB WORK_DIR [PLUGIN]
 set -u
-gemmlab=$1 work=$2
+gemmlab=$1 work=$2 plugin=${3:-}
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 kds=(-k sgemm_01_naive,cublas_gemmex_fp16_f32,cublas_gemmex_bf16_f32 -d uniform_0_1,normal_0_1,exactint_8 -s 256 -s 128x256x64)
 plan=("${kds[@]}" --seeds 1,2)
@@ -44,6 +46,23 @@ expect 2 "plan_hash differs" "$gemmlab" merge s1.csv other.csv s3.csv -o m4.csv
 [ ! -e m2.csv ] && [ ! -e m3.csv ] && [ ! -e m4.csv ] || fail "a refused merge left a CSV"
 expect 2 "already exists.*--force" "$gemmlab" merge s1.csv s2.csv s3.csv -o merged.csv
 expect 0 "merged" "$gemmlab" merge s1.csv s2.csv s3.csv -o merged.csv --force
+
+if [ -n "$plugin" ]; then
+  echo "--- a plugin's kernel joins the plan, all, shards and the merge; the metadata records the plugin"
+  pk=(--plugin "$plugin" -k sgemm_plugin_naive,sgemm_01_naive -d uniform_0_1,normal_0_1 -s 256x192x320)
+  expect 0 "wrote plugin.csv \(4 rows\)" "$gemmlab" run --dry-run "${pk[@]}" -o plugin.csv
+  [ "$(grep -c '^sgemm_plugin_naive,plugin,fp32,fp32,fp32,fp32,fma,' plugin.csv)" = 2 ] || fail "plugin.csv lacks the plugin's rows"
+  sha=$(sha256sum "$plugin" | cut -d' ' -f1)
+  grep -q "\"sha256\": \"$sha\"" plugin.meta.json || fail "plugin.meta.json does not record the plugin's sha256 $sha"
+  grep -q "\"path\": \"$(realpath "$plugin")\"" plugin.meta.json || fail "plugin.meta.json does not record the plugin's path"
+  for i in 1 2; do expect 0 "wrote" "$gemmlab" run --dry-run "${pk[@]}" --shard "$i/2" -o "plugin_s$i.csv"; done
+  expect 0 "merged 2 shards" "$gemmlab" merge plugin_s1.csv plugin_s2.csv -o plugin_merged.csv
+  cmp plugin_merged.csv plugin.csv || fail "the plugin plan's merged shards differ from the one-process CSV"
+  grep -q "\"sha256\": \"$sha\"" plugin_merged.meta.json || fail "the merged metadata lost the plugin"
+  expect 0 "wrote" "$gemmlab" run --dry-run --plugin "$plugin" -k all -d uniform_0_1 -s 256 -o plugin_all.csv
+  grep -q '^sgemm_plugin_naive,' plugin_all.csv || fail "-k all left the plugin's kernel out"
+  expect 2 "unknown kernel 'sgemm_plugin_naive'.*--plugin PATH" "$gemmlab" run --dry-run -k sgemm_plugin_naive -s 64 -o no_plugin.csv
+fi
 
 echo "--- no overwrite without --force"
 cp full.csv precious.csv

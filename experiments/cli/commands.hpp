@@ -35,5 +35,8 @@ std::vector<std::string> split_commas(const std::vector<std::string>& in);
 std::vector<std::uint64_t> parse_seeds(const std::vector<std::string>& in);
 // Throws UsageError unless path ends in .csv.
 void require_csv(const std::string& path);
+// `--plugin PATH` (repeatable) on a subcommand: shared libraries whose kernels join the registry
+// (experiments/engine/plugin.hpp). The action loads them before it resolves a kernel name.
+void add_plugin_option(CLI::App* command, std::vector<std::string>& paths);
 
 }  // namespace gemmlab::cli

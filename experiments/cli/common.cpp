@@ -33,4 +33,10 @@ void require_csv(const std::string& path) {
   if (path.size() < 5 || path.substr(path.size() - 4) != ".csv") throw UsageError("--out must name a .csv file");
 }
 
+void add_plugin_option(CLI::App* command, std::vector<std::string>& paths) {
+  command->add_option("--plugin", paths,
+                      "shared library of kernels built against kernels/plugin/gemmlab_plugin.h (repeatable); its "
+                      "kernels join the registry, `all` and family:<name>");
+}
+
 }  // namespace gemmlab::cli

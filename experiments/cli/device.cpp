@@ -9,6 +9,7 @@
 #include "experiments/device/predict.hpp"
 #include "experiments/device/probe.hpp"
 #include "experiments/device/tune_sgemm.hpp"
+#include "experiments/engine/plugin.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
 #include "reference/distributions.hpp"
@@ -79,6 +80,7 @@ Command add_order(CLI::App& app, const std::string& command_line) {
   struct Options {
     std::string kernel, size = "256", out;
     int i = 0, j = 0;
+    std::vector<std::string> plugins;
   };
   auto o = std::make_shared<Options>();
   order->add_option("-k,--kernel", o->kernel, "registered kernel (cuBLAS included)")->required();
@@ -86,7 +88,9 @@ Command add_order(CLI::App& app, const std::string& command_line) {
   order->add_option("-i", o->i, "row of the output entry");
   order->add_option("-j", o->j, "column of the output entry");
   order->add_option("-o,--out", o->out, "CSV of the tree's nodes (default results/order-<kernel>-K<K>.csv)");
+  add_plugin_option(order, o->plugins);
   return {order, [o, command_line] {
+            load_plugins(o->plugins);
             Size z = parse_size(o->size);
             if (o->out.empty()) o->out = "results/order-" + o->kernel + "-K" + std::to_string(z.K) + ".csv";
             require_csv(o->out);
@@ -138,7 +142,7 @@ Command add_bench_reference(CLI::App& app, const std::string& command_line) {
 Command add_predict(CLI::App& app, const std::string& command_line) {
   auto* predict = app.add_subcommand("predict", "predict kernels' outputs bit for bit on the CPU and compare with the GPU");
   struct Options {
-    std::vector<std::string> kernels, dists = {"uniform_0_1"}, tree_entries;
+    std::vector<std::string> kernels, dists = {"uniform_0_1"}, tree_entries, plugins;
     std::string size = "512", out;
     std::uint64_t seed = 1;
   };
@@ -154,7 +158,9 @@ Command add_predict(CLI::App& app, const std::string& command_line) {
   predict->add_option("-s,--size", o->size, "N or MxNxK");
   predict->add_option("--seed", o->seed, "seed of the inputs");
   predict->add_option("-o,--out", o->out, "CSV of one row per kernel x distribution")->required();
+  add_plugin_option(predict, o->plugins);
   return {predict, [o, command_line] {
+            load_plugins(o->plugins);
             require_csv(o->out);
             Size z = parse_size(o->size);
             std::vector<std::pair<int, int>> entries;

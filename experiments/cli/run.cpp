@@ -4,6 +4,7 @@
 
 #include "experiments/cli/commands.hpp"
 #include "experiments/device/runner.hpp"
+#include "experiments/engine/plugin.hpp"
 #include "experiments/engine/run.hpp"
 #include "kernels/registry.hpp"
 
@@ -13,7 +14,7 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   auto* run = app.add_subcommand("run", "run kernels on controlled inputs and write a tidy CSV plus metadata");
   struct Options {
     RunRequest req;
-    std::vector<std::string> kernels, dists, sizes, seeds;
+    std::vector<std::string> kernels, dists, sizes, seeds, plugins;
     std::string suite, reference, gpus;
     int reps = -1, warmup = -1, spot = -1;
   };
@@ -37,9 +38,12 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   run->add_option("--shard", o->req.shard, "compute only shard i of n (1-based, e.g. 2/8); `gemmlab merge` joins the shards");
   run->add_option("--gpus", o->gpus, "'all' or GPU indices (e.g. 0,1): one worker per GPU, one CSV (default: GPU 0)");
   run->add_flag("--dry-run", o->req.dry_run, "write the plan's rows with status `planned` without running anything (no GPU needed)");
+  add_plugin_option(run, o->plugins);
   return {run, [o] {
             RunRequest& req = o->req;
             if (!o->suite.empty()) req.plan = load_suite(find_suite(o->suite));
+            // The suite's plugins and these: run_experiment loads them all before it resolves -k.
+            req.plan.plugins.insert(req.plan.plugins.end(), o->plugins.begin(), o->plugins.end());
             if (!o->kernels.empty()) req.plan.kernels = split_commas(o->kernels);
             if (!o->dists.empty()) req.plan.distributions = split_commas(o->dists);
             if (!o->sizes.empty()) {
@@ -64,7 +68,10 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
 
 Command add_list(CLI::App& app) {
   auto* list = app.add_subcommand("list", "print the registered kernels, the distributions and the suites");
-  return {list, [] {
+  auto plugins = std::make_shared<std::vector<std::string>>();
+  add_plugin_option(list, *plugins);
+  return {list, [plugins] {
+            load_plugins(*plugins);
             std::printf("kernels (%zu):\n", all_kernels().size());
             std::printf("  %-48s %-7s %-5s %-5s %-5s %-5s %-9s %-9s %s\n", "name", "family", "in", "comp", "acc", "out",
                         "accum", "multiple", "needs");
@@ -77,6 +84,14 @@ Command add_list(CLI::App& app) {
               std::printf("  %-48s %-7s %-5s %-5s %-5s %-5s %-9s %-9s %s\n", k->name, k->family, info(n.input).name,
                           info(n.compute).name, info(n.accumulator).name, info(n.output).name,
                           to_string(n.accumulation), mult.c_str(), needs.c_str());
+            }
+            for (const LoadedPlugin& p : loaded_plugins()) {
+              std::printf("\nplugin %s (%s, ABI %d, sha256 %s):\n", p.name.c_str(), p.path.c_str(), p.abi_version,
+                          p.sha256.c_str());
+              for (const std::string& name : p.kernels) {
+                const Kernel& k = *find_kernel(name);
+                std::printf("  %-48s %s; %s\n", k.name, k.numerics.describe().c_str(), k.description);
+              }
             }
             std::printf("\ndistributions (\"all\" runs these; parameters are part of the name):\n");
             for (const auto& d : default_distributions()) std::printf("  %s\n", d.name().c_str());

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "experiments/device/runner.hpp"
+#include "experiments/engine/plugin.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
@@ -228,6 +229,7 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
   nlohmann::json meta = base_metadata("order", command_line, out_csv);
   meta["entry"] = {{"M", M}, {"N", N}, {"K", K}, {"i", i}, {"j", j}};
   add_device_metadata(meta, query_device(), software_versions(), current_sm_clock_mhz());
+  if (nlohmann::json plugins = plugins_metadata({kernel_name}); !plugins.empty()) meta["plugins"] = plugins;
   write_table(out_csv, {"kernel", "K", "node", "children", "size", "kind"}, rows, meta);
   std::cout << "  wrote " << out_csv << "\n";
   return 0;

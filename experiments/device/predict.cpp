@@ -9,6 +9,7 @@
 
 #include "experiments/device/order.hpp"
 #include "experiments/device/runner.hpp"
+#include "experiments/engine/plugin.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
@@ -259,6 +260,7 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
   }
   nlohmann::json meta = base_metadata("predict", command_line, out_csv);
   add_device_metadata(meta, dev, software_versions(), current_sm_clock_mhz());
+  if (nlohmann::json plugins = plugins_metadata(kernels); !plugins.empty()) meta["plugins"] = plugins;
   write_table(out_csv, prediction_columns(), rows, meta);
   std::printf("wrote %s\n", out_csv.c_str());
   return total_mismatches ? 5 : 0;

@@ -18,7 +18,7 @@ namespace gemmlab::engine {
 nlohmann::json JournalIdentity::to_json() const {
   return {{"gemmlab_journal", 1}, {"plan_hash", plan_hash}, {"git_commit", git_commit},
           {"gemmlab_version", gemmlab_version}, {"gpu_name", gpu_name}, {"gpu_uuid", gpu_uuid},
-          {"shard", shard}, {"columns", columns}};
+          {"shard", shard}, {"columns", columns}, {"plugins", plugins}};
 }
 
 JournalIdentity JournalIdentity::from_json(const nlohmann::json& j) {
@@ -33,6 +33,7 @@ JournalIdentity JournalIdentity::from_json(const nlohmann::json& j) {
     id.gpu_uuid = j.at("gpu_uuid").get<std::string>();
     id.shard = j.at("shard").get<std::string>();
     id.columns = j.at("columns").get<std::vector<std::string>>();
+    id.plugins = j.value("plugins", "");  // absent in journals written before plugins existed
     return id;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("the journal's identity line is malformed (") + e.what() + ")");
@@ -44,6 +45,8 @@ std::string identity_difference(const JournalIdentity& expected, const JournalId
   auto cmp = [&](const char* what, const std::string& a, const std::string& b) {
     if (a != b) out += std::string(out.empty() ? "" : "; ") + what + " changed: journal has '" + b + "', this run '" + a + "'";
   };
+  // The plugins first: a rebuilt plugin changes the plan's hash too, and is the reason to name.
+  cmp("plugins", expected.plugins, found.plugins);
   cmp("plan", expected.plan_hash, found.plan_hash);
   cmp("binary (git commit)", expected.git_commit, found.git_commit);
   cmp("gemmlab version", expected.gemmlab_version, found.gemmlab_version);

@@ -27,6 +27,9 @@ struct JournalIdentity {
   std::string gpu_uuid;         // e.g. "GPU-5f1c…"; several, comma-separated, for --gpus
   std::string shard;            // "i/n", or "" for the whole plan
   std::vector<std::string> columns;
+  // The plugins whose kernels the plan runs, "<path> sha256:<hex>" each, comma-separated ("" for
+  // none). The plan hash covers them too; this field lets a refusal say which plugin changed.
+  std::string plugins;
 
   nlohmann::json to_json() const;
   static JournalIdentity from_json(const nlohmann::json& j);  // throws UsageError

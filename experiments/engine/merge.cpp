@@ -112,6 +112,7 @@ Merged merge_shards(const std::vector<ShardFiles>& shards) {
               {"rows", out.rows.size()},
               {"merged_from", nlohmann::json::array()}};
   if (m0.contains("plan")) out.meta["plan"] = m0["plan"];
+  if (m0.contains("plugins")) out.meta["plugins"] = m0["plugins"];  // one plan hash: the same plugins
   for (std::size_t i = 0; i < shards.size(); ++i) {
     nlohmann::json one = metas[i];
     one["csv"] = shards[i].csv;

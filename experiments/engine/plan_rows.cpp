@@ -67,6 +67,10 @@ nlohmann::json plan_to_json(const PlanSpec& p) {
   j["warmup"] = p.warmup;
   j["reference"] = p.reference;
   j["spot_checks"] = p.spot_checks;
+  if (!p.plugins.empty()) {
+    j["plugins"] = nlohmann::json::array();
+    for (const auto& pl : p.plugins) j["plugins"].push_back({pl.path, pl.sha256});
+  }
   return j;
 }
 
@@ -83,6 +87,8 @@ PlanSpec plan_from_json(const nlohmann::json& j) {
     p.warmup = j.at("warmup").get<int>();
     p.reference = j.at("reference").get<std::string>();
     p.spot_checks = j.at("spot_checks").get<int>();
+    if (j.contains("plugins"))
+      for (const auto& pl : j.at("plugins")) p.plugins.push_back({pl.at(0).get<std::string>(), pl.at(1).get<std::string>()});
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("the resolved plan in the metadata is malformed (") + e.what() +

@@ -22,6 +22,14 @@ struct PlanKernel {
   bool operator==(const PlanKernel&) const = default;
 };
 
+// A shared library whose kernels the plan runs (experiments/engine/plugin.hpp): its bytes decide
+// those rows' numbers, so a rebuilt plugin is another plan.
+struct PlanPlugin {
+  std::string path;    // canonical path
+  std::string sha256;  // of the file's bytes
+  bool operator==(const PlanPlugin&) const = default;
+};
+
 // A plan after resolution: "all" and "family:" expanded to kernel names, distributions named.
 // Everything that changes a row's numbers or the set of rows is here, so it is what the hash covers.
 struct PlanSpec {
@@ -33,6 +41,7 @@ struct PlanSpec {
   int warmup = 3;
   std::string reference = "auto";
   int spot_checks = 16;
+  std::vector<PlanPlugin> plugins;  // of the kernels above, in order of first use; empty: all built-in
   bool operator==(const PlanSpec&) const = default;
 };
 
@@ -75,6 +84,7 @@ std::vector<Problem> group_by_problem(const std::vector<RowKey>& rows);
 
 // The canonical serialization: JSON with fixed key order and no whitespace, so equal plans give
 // equal bytes. plan_from_json() reads it back (merge rebuilds the plan from a shard's metadata).
+// "plugins" is written only when there are some, so a plan of built-in kernels hashes as before.
 nlohmann::json plan_to_json(const PlanSpec& p);
 PlanSpec plan_from_json(const nlohmann::json& j);  // throws UsageError naming the missing/bad field
 std::string canonical_plan(const PlanSpec& p);

@@ -16,6 +16,7 @@
 
 #include "experiments/engine/engine.hpp"
 #include "experiments/engine/merge.hpp"
+#include "experiments/engine/plugin.hpp"
 #include "experiments/engine/shard.hpp"
 #include "experiments/engine/evaluate.hpp"
 #include "experiments/report/files.hpp"
@@ -52,7 +53,9 @@ ResolvedPlan resolve(const RunPlan& p) {
       for (auto* c : all_kernels())
         if (std::string(c->name).find(name) != std::string::npos) near += std::string(near.empty() ? "" : ", ") + c->name;
       throw UsageError("unknown kernel '" + name + "'" + (near.empty() ? "" : " (did you mean: " + near + "?)") +
-                       "; `gemmlab list` shows the " + std::to_string(all_kernels().size()) + " registered kernels");
+                       "; `gemmlab list` shows the " + std::to_string(all_kernels().size()) +
+                       " registered kernels (a plugin's kernels are there once it is loaded with --plugin PATH "
+                       "or a suite's plugins)");
     }
   }
   for (const auto& name : p.distributions) {
@@ -79,6 +82,11 @@ engine::PlanSpec plan_spec(const RunPlan& p, const ResolvedPlan& r) {
   s.warmup = p.warmup;
   s.reference = p.reference;
   s.spot_checks = p.spot_checks;
+  for (auto* k : r.kernels)
+    if (const LoadedPlugin* pl = plugin_of(k->name)) {
+      const engine::PlanPlugin used{pl->path, pl->sha256};
+      if (std::find(s.plugins.begin(), s.plugins.end(), used) == s.plugins.end()) s.plugins.push_back(used);
+    }
   return s;
 }
 
@@ -158,6 +166,7 @@ Prepared prepare(const RunRequest& req, const std::vector<Device*>& devices) {
   const RunPlan& plan = req.plan;
   validate_numbers(plan);
   Prepared p;
+  load_plugins(plan.plugins);  // before the kernel names are resolved: theirs are among them
   p.rp = resolve(plan);
   // Every (kernel, size) pair must fit before anything runs.
   std::string unfit;
@@ -212,6 +221,7 @@ engine::JournalIdentity identity(const RunRequest& req, const Prepared& p, const
   }
   id.shard = req.shard.empty() ? "" : engine::parse_shard(req.shard).str();
   id.columns = result_columns();
+  for (const auto& pl : p.spec.plugins) id.plugins += (id.plugins.empty() ? "" : ", ") + pl.path + " sha256:" + pl.sha256;
   return id;
 }
 
@@ -222,6 +232,10 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
                   {"seeds", plan.seeds},         {"reps", plan.reps},       {"warmup", plan.warmup},
                   {"reference", plan.reference}, {"spot_checks", plan.spot_checks}};
   for (const auto& z : plan.sizes) meta["plan"]["sizes"].push_back({z.M, z.N, z.K});
+  if (!plan.plugins.empty()) meta["plan"]["plugins"] = plan.plugins;
+  std::vector<std::string> kernel_names;
+  for (const Kernel* k : p.rp.kernels) kernel_names.push_back(k->name);
+  if (nlohmann::json plugins = plugins_metadata(kernel_names); !plugins.empty()) meta["plugins"] = plugins;
   if (req.dry_run) {
     meta["dry_run"] = true;
     meta["gpu"] = {{"name", "none"}, {"why_absent", "--dry-run: nothing ran"}};

@@ -71,8 +71,8 @@ RunPlan load_suite(const std::string& path) {
   }
   RunPlan p;
   p.name = fs::path(path).stem().string();
-  static const std::set<std::string> known = {"name",  "description", "kernels", "distributions", "sizes",
-                                              "seeds", "reps",        "warmup",  "reference",     "spot_checks"};
+  static const std::set<std::string> known = {"name",  "description", "kernels",   "distributions", "sizes",  "seeds",
+                                              "reps",  "warmup",      "reference", "spot_checks",   "plugins"};
   for (const auto& [k, v] : t) {
     std::string key(k.str());
     if (!known.count(key)) {
@@ -89,6 +89,9 @@ RunPlan load_suite(const std::string& path) {
   }
   if (auto n = t.get("kernels")) p.kernels = string_list(*n, path, "kernels");
   if (auto n = t.get("distributions")) p.distributions = string_list(*n, path, "distributions");
+  if (auto n = t.get("plugins"))
+    for (const std::string& lib : string_list(*n, path, "plugins"))
+      p.plugins.push_back(fs::path(lib).is_absolute() ? lib : (fs::path(path).parent_path() / lib).lexically_normal().string());
   if (auto n = t.get("sizes")) {
     const toml::array* a = n->as_array();
     if (!a || a->empty()) bad(path, "sizes", "must be a non-empty array of [M, N, K] triples or integers");

@@ -28,6 +28,9 @@ struct RunPlan {
   int warmup = 3;
   std::string reference = "auto";                 // auto | gpu | cpu | exact | mpfr (device/runner.hpp ReferenceOptions)
   int spot_checks = 16;                            // MPFR-checked entries per reference in auto mode
+  std::vector<std::string> plugins;                // shared libraries whose kernels join the registry
+                                                   // (experiments/engine/plugin.hpp), loaded before
+                                                   // `kernels` is resolved
 };
 
 // "4096" -> 4096^3; "MxNxK" -> (M, N, K). Throws UsageError.
@@ -35,7 +38,8 @@ Size parse_size(const std::string& s);
 
 // Reads a suite file; unknown keys, wrong types and bad values are UsageErrors naming the file,
 // the key and what is expected. Keys: name, description, kernels, distributions, sizes ([[M,N,K],..]
-// or [N,..]), seeds, reps, warmup, reference, spot_checks.
+// or [N,..]), seeds, reps, warmup, reference, spot_checks, plugins (["lib.so", ..]: a relative path
+// is relative to the suite file's folder, so a suite means the same from any working directory).
 RunPlan load_suite(const std::string& path);
 
 // Finds a suite by path, or by name in ./experiments/suites and the source tree's. Throws UsageError.
