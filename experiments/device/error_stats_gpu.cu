@@ -21,6 +21,9 @@ using stats_detail::kLeafBlock;
 constexpr int kThreads = 256;
 constexpr int kLeavesPerThread = kLeafBlock / kThreads;  // 4
 static_assert(kLeavesPerThread == 4, "the thread-level reduction below pairs 4 leaves");
+// Pass-1 sums, in the order of error_stats.cpp: r, e, d^2, c^2, and over F (x and c finite): d^2,
+// c^2, x^2.
+constexpr int kSums = 7;
 
 template <class T>
 struct DevBuf {
@@ -38,7 +41,8 @@ struct DevBuf {
 // Counters of pass 1 (unsigned long long for atomicAdd / atomicMax).
 struct Counters {
   unsigned long long zero_reference, zero_ref_nonzero, nonfinite, unwritten, correct, rel, cw, subnormal, violations;
-  unsigned long long rel_max_bits, cw_max_bits;  // bit patterns of non-negative doubles
+  unsigned long long close_mismatches;
+  unsigned long long rel_max_bits, cw_max_bits, abs_err_max_bits;  // bit patterns of non-negative doubles
 };
 
 // Block reduction of NS sums: thread t holds the node covering leaves 4t..4t+3 of the block; the
@@ -65,18 +69,18 @@ __device__ __forceinline__ void max_bits(unsigned long long* at, double v) {
   if (!pfp::is_nan(v) && v > 0) atomicMax(at, pfp::bits(v));
 }
 
-// Pass 1: counts, maxima, the sums of r, e, d^2, c^2, and the keys to sort (r, or +NaN).
+// Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN).
 __global__ void pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
                              const double* __restrict__ c_odd, const double* __restrict__ ab, std::size_t n,
                              pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
                              DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys) {
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
-  DD leaf[4][kLeavesPerThread];
-  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0;
-  double rmax = 0, cmax = 0;
+  DD leaf[kSums][kLeavesPerThread];
+  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0, mis = 0;
+  double rmax = 0, cmax = 0, amax = 0;
   for (int l = 0; l < kLeavesPerThread; ++l) {
-    for (int q = 0; q < 4; ++q) leaf[q][l] = DD{};
+    for (int q = 0; q < kSums; ++q) leaf[q][l] = DD{};
     const std::size_t i = base + l;
     if (i >= n) continue;
     const double ci = c[i];
@@ -85,6 +89,7 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     corr += t.correct;
     zr += t.zero_ref;
     zrn += t.zero_ref_nonzero;
+    mis += t.close_mismatch;
     keys[i] = pfp::from_bits(0x7FF8000000000000ull);  // sorts after every r (r is never NaN)
     if (t.nonfinite) {
       ++nf;
@@ -95,6 +100,12 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     viol += t.violation;
     leaf[2][l] = pfp::square(t.d);
     leaf[3][l] = pfp::square(ci);
+    if (t.in_f) {
+      leaf[4][l] = leaf[2][l];
+      leaf[5][l] = leaf[3][l];
+      leaf[6][l] = pfp::square(x[i]);
+      amax = fmax(amax, pfp::fabs(t.d));
+    }
     cmax = fmax(cmax, t.cw_abs);
     if (t.has_cw) ++cw, leaf[1][l] = DD{t.e, 0};
     if (t.has_rel) {
@@ -103,10 +114,10 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
       rmax = fmax(rmax, pfp::fabs(t.r));
     }
   }
-  DD node[4];
-  for (int q = 0; q < 4; ++q)
+  DD node[kSums];
+  for (int q = 0; q < kSums; ++q)
     node[q] = pfp::dd_add(pfp::dd_add(leaf[q][0], leaf[q][1]), pfp::dd_add(leaf[q][2], leaf[q][3]));
-  block_tree<4>(node, part, b, nblocks);
+  block_tree<kSums>(node, part, b, nblocks);
   // Integer counts: warp sums, then one atomic per warp (any order gives the same totals).
   for (int o = 16; o > 0; o >>= 1) {
     zr += __shfl_xor_sync(0xffffffffu, zr, o);
@@ -118,6 +129,7 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     cw += __shfl_xor_sync(0xffffffffu, cw, o);
     sub += __shfl_xor_sync(0xffffffffu, sub, o);
     viol += __shfl_xor_sync(0xffffffffu, viol, o);
+    mis += __shfl_xor_sync(0xffffffffu, mis, o);
   }
   if (threadIdx.x % 32 == 0) {
     if (zr) atomicAdd(&cnt->zero_reference, zr);
@@ -129,9 +141,11 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     if (cw) atomicAdd(&cnt->cw, cw);
     if (sub) atomicAdd(&cnt->subnormal, sub);
     if (viol) atomicAdd(&cnt->violations, viol);
+    if (mis) atomicAdd(&cnt->close_mismatches, mis);
   }
   max_bits(&cnt->rel_max_bits, rmax);
   max_bits(&cnt->cw_max_bits, cmax);
+  max_bits(&cnt->abs_err_max_bits, amax);
 }
 
 // Pass 2: the sums of squared deviations from the rounded means.
@@ -168,7 +182,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   const std::size_t nblocks = tree_leaves(n) / kLeafBlock;
   stats_detail::Raw raw;
   raw.entries = static_cast<std::int64_t>(n);
-  DevBuf<DD> part(4 * nblocks);
+  DevBuf<DD> part(kSums * nblocks);
   DevBuf<Counters> cnt(1);
   DevBuf<double> keys(std::max<std::size_t>(n, 1)), sorted(std::max<std::size_t>(n, 1));
   GEMMLAB_CUDA_CHECK(cudaMemset(cnt.p, 0, sizeof(Counters)));
@@ -176,7 +190,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, n, stats_detail::format_params(out),
                                                              judge, nblocks, part.p, cnt.p, keys.p);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
-  std::vector<DD> h(4 * nblocks);
+  std::vector<DD> h(kSums * nblocks);
   Counters hc{};
   GEMMLAB_CUDA_CHECK(cudaMemcpy(h.data(), part.p, h.size() * sizeof(DD), cudaMemcpyDeviceToHost));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&hc, cnt.p, sizeof hc, cudaMemcpyDeviceToHost));
@@ -189,12 +203,17 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.cw_count = static_cast<std::int64_t>(hc.cw);
   raw.subnormal_reference = static_cast<std::int64_t>(hc.subnormal);
   raw.bound_violations = static_cast<std::int64_t>(hc.violations);
+  raw.close_mismatches = static_cast<std::int64_t>(hc.close_mismatches);
   raw.rel_max_abs = pfp::from_bits(hc.rel_max_bits);
   raw.componentwise = pfp::from_bits(hc.cw_max_bits);
+  raw.max_abs_err = pfp::from_bits(hc.abs_err_max_bits);
   raw.rel_sum = stats_detail::tree_reduce(h.data() + 0 * nblocks, nblocks);
   raw.cw_sum = stats_detail::tree_reduce(h.data() + 1 * nblocks, nblocks);
   raw.err2_sum = stats_detail::tree_reduce(h.data() + 2 * nblocks, nblocks);
   raw.ref2_sum = stats_detail::tree_reduce(h.data() + 3 * nblocks, nblocks);
+  raw.f_err2_sum = stats_detail::tree_reduce(h.data() + 4 * nblocks, nblocks);
+  raw.f_ref2_sum = stats_detail::tree_reduce(h.data() + 5 * nblocks, nblocks);
+  raw.f_x2_sum = stats_detail::tree_reduce(h.data() + 6 * nblocks, nblocks);
 
   pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
       x, c, ab, n, judge, stats_detail::mean_of(raw.rel_sum, raw.rel_count),

@@ -401,7 +401,8 @@ class ProblemRunner {
       const KernelRun& run = m.run;
       time_.add(&TimeSplit::kernels, run.wall_seconds);
       time_.add(&TimeSplit::statistics, m.stats_seconds);
-      row.timing = Timing{run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, device.sm_clock_mhz()};
+      row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
+                          .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = device.sm_clock_mhz()};
       row.stats = m.stats;
       judge(row, *row.stats, d, k.numerics);
       if (!req_.save_matrices.empty()) {
