@@ -46,6 +46,10 @@ gemmlab_cli_test(dry_run_gpus 2 "--dry-run runs nothing on a GPU: leave out --gp
   -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --gpus 0 -o ${_out}/gp2.csv)
 gemmlab_cli_test(merge_no_out 2 "--out is required" -
   -- $<TARGET_FILE:gemmlab> merge ${_out}/a.csv)
+# `gemmlab compare` on small CSVs (tests/data/compare/): exit 0, 3, 4 and 2, and the markdown report.
+add_test(NAME cli.compare COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_compare.sh $<TARGET_FILE:gemmlab>
+         ${_data}/compare ${_out}/compare)
+set_tests_properties(cli.compare PROPERTIES LABELS cli)
 
 # A real single-node Slurm (munge, slurmctld, slurmd on localhost) runs a job array of --dry-run
 # shards and the merge job, with this gemmlab; skipped (77) where the daemons cannot start.
