@@ -162,7 +162,35 @@ ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model) {
   st.underflow_bound = underflow_term(model);
   st.bound_violations = raw.bound_violations;
   st.within_bound = st.bound_violations == 0 && st.nonfinite == 0;
+
+  // The measures of other tools, over F (definitions in error_stats.hpp).
+  const double f_err2 = raw.f_err2_sum.hi, f_ref2 = raw.f_ref2_sum.hi;
+  const double f_den = dd_add(raw.f_x2_sum, raw.f_ref2_sum).hi;
+  st.calc_diff = f_den > 0 ? div(f_err2, f_den) : 0.0;
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (f_err2 == 0) st.snr_db = inf;
+  else if (f_ref2 == 0) st.snr_db = -inf;
+  else st.snr_db = mul(10.0, sub(std::log10(f_ref2), std::log10(f_err2)));
+  st.max_abs_err = raw.max_abs_err;
+  st.assert_close_mismatches = raw.close_mismatches;
+  st.assert_close = raw.close_mismatches == 0 ? 1 : 0;
   return st;
+}
+
+void torch_default_tolerances(Format out, double& rtol, double& atol) {
+  // torch/testing/_comparison.py, _DTYPE_PRECISIONS = {float16: (0.001, 1e-5), bfloat16: (0.016,
+  // 1e-5), float32: (1.3e-6, 1e-5), float64: (1e-7, 1e-7), ...}; default_tolerances() falls back to
+  // (0.0, 0.0) for a dtype not listed, which the float8 dtypes are not.
+  switch (out) {
+    case Format::fp16: rtol = 1e-3, atol = 1e-5; return;
+    case Format::bf16: rtol = 1.6e-2, atol = 1e-5; return;
+    case Format::fp32:
+    case Format::tf32: rtol = 1.3e-6, atol = 1e-5; return;  // a tf32 result is held in a float32 tensor
+    case Format::fp64: rtol = 1e-7, atol = 1e-7; return;
+    case Format::e4m3:
+    case Format::e5m2: rtol = 0, atol = 0; return;
+  }
+  throw std::logic_error("torch_default_tolerances: unknown format");
 }
 
 Judge judge_of(Format out, const BoundModel& model) {
@@ -170,6 +198,7 @@ Judge judge_of(Format out, const BoundModel& model) {
   j.min_normal = std::ldexp(1.0, info(out).emin);
   j.f = gamma_bound_factor(model);
   j.g = underflow_term(model);
+  torch_default_tolerances(out, j.close_rtol, j.close_atol);
   return j;
 }
 
@@ -230,16 +259,17 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
   const std::size_t leaves = tree_leaves(n), nblocks = leaves / kLeafBlock;
   struct BlockStats {
     std::int64_t zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0, rel = 0, cw = 0;
-    std::int64_t subnormal_reference = 0, bound_violations = 0;
-    double rel_max_abs = 0, componentwise = 0;
+    std::int64_t subnormal_reference = 0, bound_violations = 0, close_mismatches = 0;
+    double rel_max_abs = 0, componentwise = 0, max_abs_err = 0;
   };
   std::vector<BlockStats> blocks(nblocks);
-  // Block results of the four pass-1 sums: r, e, d^2, c^2.
-  std::vector<DD> part[4];
+  // Block results of the pass-1 sums: r, e, d^2, c^2, and over F: d^2, c^2, x^2.
+  constexpr int kSums = 7;
+  std::vector<DD> part[kSums];
   for (auto& p : part) p.assign(nblocks, DD{});
   for_chunks(nblocks, threads, [&](std::size_t b) {
     BlockStats& s = blocks[b];
-    std::vector<DD> leaf[4];
+    std::vector<DD> leaf[kSums];
     for (auto& l : leaf) l.assign(kLeafBlock, DD{});
     const std::size_t i0 = b * kLeafBlock, i1 = std::min(n, i0 + kLeafBlock);
     for (std::size_t i = i0; i < i1; ++i) {
@@ -247,6 +277,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
       s.correct += t.correct;
       s.zero_reference += t.zero_ref;
       s.zero_ref_nonzero += t.zero_ref_nonzero;
+      s.close_mismatches += t.close_mismatch;
       if (t.nonfinite) {
         ++s.nonfinite;
         s.unwritten += t.nan;
@@ -257,6 +288,12 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
       const std::size_t l = i - i0;
       leaf[2][l] = pfp::square(t.d);
       leaf[3][l] = pfp::square(ref.c[i]);
+      if (t.in_f) {
+        leaf[4][l] = leaf[2][l];
+        leaf[5][l] = leaf[3][l];
+        leaf[6][l] = pfp::square(computed[i]);
+        s.max_abs_err = std::max(s.max_abs_err, pfp::fabs(t.d));
+      }
       s.componentwise = std::max(s.componentwise, t.cw_abs);
       if (t.has_cw) ++s.cw, leaf[1][l] = DD{t.e, 0};
       if (t.has_rel) {
@@ -264,7 +301,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
         s.rel_max_abs = std::max(s.rel_max_abs, pfp::fabs(t.r));
       }
     }
-    for (int q = 0; q < 4; ++q) part[q][b] = stats_detail::tree_reduce(leaf[q].data(), kLeafBlock);
+    for (int q = 0; q < kSums; ++q) part[q][b] = stats_detail::tree_reduce(leaf[q].data(), kLeafBlock);
   });
 
   stats_detail::Raw raw;
@@ -281,7 +318,9 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     raw.cw_count += s.cw;
     raw.subnormal_reference += s.subnormal_reference;
     raw.bound_violations += s.bound_violations;
+    raw.close_mismatches += s.close_mismatches;
     raw.rel_max_abs = std::max(raw.rel_max_abs, s.rel_max_abs);
+    raw.max_abs_err = std::max(raw.max_abs_err, s.max_abs_err);
     raw.componentwise = std::max(raw.componentwise, s.componentwise);
     offset[b + 1] = offset[b] + s.rel;
   }
@@ -289,6 +328,9 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
   raw.cw_sum = stats_detail::tree_reduce(part[1].data(), nblocks);
   raw.err2_sum = stats_detail::tree_reduce(part[2].data(), nblocks);
   raw.ref2_sum = stats_detail::tree_reduce(part[3].data(), nblocks);
+  raw.f_err2_sum = stats_detail::tree_reduce(part[4].data(), nblocks);
+  raw.f_ref2_sum = stats_detail::tree_reduce(part[5].data(), nblocks);
+  raw.f_x2_sum = stats_detail::tree_reduce(part[6].data(), nblocks);
   const double mean_r = stats_detail::mean_of(raw.rel_sum, raw.rel_count);
   const double mean_e = stats_detail::mean_of(raw.cw_sum, raw.cw_count);
 

@@ -92,7 +92,16 @@ double sqrtk_u(const BoundModel& m);
     "entries with exact C != 0 below the output format's normal range: left out of the relative "    \
     "errors (there they measure underflow, not accuracy) and counted here")                          \
   X(double, underflow_bound, "g, the absolute term of the bound: |C^ - C| <= gamma_bound |A||B| + g")  \
-  X(std::int64_t, bound_violations, "finite entries with |C^ - C| > gamma_bound |A||B| + underflow_bound")
+  X(std::int64_t, bound_violations, "finite entries with |C^ - C| > gamma_bound |A||B| + underflow_bound") \
+  /* The measures other tools report (appended), so a row reads in their terms too. Over F, the      \
+     entries where C^ and C are both finite, unless said otherwise; definitions below. */            \
+  X(double, calc_diff, "DeepGEMM's 1 - 2<C^,C> / (<C^,C^> + <C,C>) over F")                           \
+  X(double, snr_db, "10 log10(sum C^2 / sum (C^ - C)^2) over F; inf when every entry of F is exact")  \
+  X(double, max_abs_err, "max |C^ - C| over F")                                                       \
+  X(std::int64_t, assert_close,                                                                      \
+    "1 if torch.testing.assert_close(C^, C) passes at PyTorch's default tolerances of the output "   \
+    "format, else 0")                                                                                 \
+  X(std::int64_t, assert_close_mismatches, "entries failing that comparison (all entries, not only F)")
 
 struct ErrorStats {
 #define GEMMLAB_DECLARE_FIELD(type, name, doc) type name = 0;
@@ -137,6 +146,32 @@ struct ErrorStats {
 //  * non-finite outputs are counted in `nonfinite` and left out of every sum and order statistic
 //    (which then describe the finite entries); they make within_bound false. A NaN counts as
 //    non-zero in zero_ref_nonzero.
+//  * the measures other tools report, over F = the entries with x and c both finite, with the sums
+//    S_F of the same tree (so they agree bit for bit on the CPU and the GPU too):
+//      max_abs_err = max over F of |d| (d = RN(x - c) as above).
+//      snr_db = 10 (log10 S_F(c^2).hi - log10 S_F(d^2).hi); +inf where S_F(d^2) == 0 (every entry of
+//        F exact, or F empty), -inf where S_F(c^2) == 0 < S_F(d^2). The CSV writes "inf" and "-inf",
+//        which from_fields and gemmlab.load_results read back as infinities. std::log10 is the one
+//        C-library function in the statistics: it runs in assemble(), on the host for both the CPU
+//        and the GPU path, so they agree; another C library may differ in the last bit.
+//      calc_diff: DeepGEMM's measure (deepseek-ai/DeepGEMM, `calc_diff` of deep_gemm/utils.py, used by
+//        its tests as `assert diff < 0.001`): 1 - 2 sum(x y) / sum(x x + y y) in float64, here with
+//        y = c. Evaluated as S_F(d^2).hi / (S_F(x^2) + S_F(c^2)).hi, which is the same number in exact
+//        arithmetic (x^2 + y^2 - 2 x y = (x - y)^2) but keeps its digits: in binary64, 1 - sim cancels
+//        to an absolute error of about 1e-16, the size of calc_diff itself for an fp32 output. 0 where
+//        the denominator is 0 (x and c zero on all of F; DeepGEMM divides 0 by 0 there).
+//      assert_close, assert_close_mismatches: whether torch.testing.assert_close(x, c) passes, and the
+//        number of entries it reports as mismatched, over ALL entries. The expected tensor is the
+//        exact C rounded to binary64 (c), the tolerances PyTorch's defaults for the output format's
+//        dtype (torch/testing/_comparison.py `_DTYPE_PRECISIONS`, (rtol, atol)): fp16 (1e-3, 1e-5),
+//        bf16 (1.6e-2, 1e-5), fp32 and tf32 (stored as float32) (1.3e-6, 1e-5), fp64 (1e-7, 1e-7),
+//        e4m3 and e5m2 (0, 0: not in the table, so PyTorch's fallback, equality). An entry matches as
+//        torch.isclose decides it with equal_nan=False (aten/src/ATen/native/TensorCompare.cpp), in
+//        binary64: x == c, or |x - c| is finite and |x - c| <= atol + |rtol c|. So a NaN never
+//        matches and an infinity only the same infinity. This is
+//        torch.testing.assert_close(x.double(), c, rtol=rtol, atol=atol); assert_close on x in its own
+//        dtype with check_dtype=False would take the looser of the two dtypes' defaults, which
+//        changes only fp8 outputs (to float64's (1e-7, 1e-7)).
 ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref,
                                const BoundModel& model, int threads = 0);
 ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmReference& ref, Format out,
@@ -153,8 +188,10 @@ constexpr std::size_t kLeafBlock = 1024;  // leaves summed by one block of the t
 struct Raw {
   std::int64_t entries = 0, zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0;
   std::int64_t rel_count = 0, cw_count = 0, subnormal_reference = 0, bound_violations = 0;
-  double rel_max_abs = 0, componentwise = 0;
+  std::int64_t close_mismatches = 0;
+  double rel_max_abs = 0, componentwise = 0, max_abs_err = 0;
   pfp::DD rel_sum, cw_sum, err2_sum, ref2_sum;  // pass 1
+  pfp::DD f_err2_sum, f_ref2_sum, f_x2_sum;     // pass 1, over F (x and c finite): d^2, c^2, x^2
   pfp::DD rel_dev2_sum, cw_dev2_sum;            // pass 2
   double q_lo[3] = {0, 0, 0}, q_hi[3] = {0, 0, 0};  // r_(k), r_(k+1) for kQuantiles
 };
@@ -165,12 +202,28 @@ constexpr double kQuantiles[3] = {0.5, 0.01, 0.99};
 struct Judge {
   double min_normal = 0;  // 2^emin of the output format
   double f = 0, g = 0;    // gamma_bound_factor, underflow_term
+  double close_rtol = 0, close_atol = 0;  // torch_default_tolerances of the output format
 };
+
+// PyTorch's default (rtol, atol) of torch.testing.assert_close for the dtype holding `out` (see
+// compute_error_stats: `_DTYPE_PRECISIONS`, (0, 0) for the fp8 formats it does not list).
+void torch_default_tolerances(Format out, double& rtol, double& atol);
+
+// torch.isclose(x, c, rtol, atol, equal_nan=False) on one pair of binary64 values, operation for
+// operation as aten computes it: equal, or |x - c| finite and within atol + |rtol c|.
+GEMMLAB_HD bool torch_isclose(double x, double c, double rtol, double atol) {
+  if (x == c) return true;
+  if (rtol == 0 && atol == 0) return false;  // aten's short cut: equality only
+  const double actual = pfp::fabs(pfp::sub(x, c));
+  return pfp::is_finite(actual) && actual <= pfp::add(atol, pfp::fabs(pfp::mul(rtol, c)));
+}
 
 // The per-entry quantities (see compute_error_stats) of computed x against c, c_out, ab.
 struct Entry {
   bool correct = false, zero_ref = false, zero_ref_nonzero = false, nonfinite = false, nan = false;
   bool has_rel = false, has_cw = false, subnormal_ref = false, violation = false;
+  bool in_f = false;           // x and c both finite (the set F of calc_diff, snr_db, max_abs_err)
+  bool close_mismatch = false;  // torch_isclose fails (assert_close_mismatches)
   double d = 0, r = 0, e = 0;
   double cw_abs = 0;  // contribution to componentwise: |e|, or +inf where ab == 0 and d != 0
 };
@@ -181,8 +234,10 @@ GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab, const Judge&
   t.zero_ref_nonzero = t.zero_ref && x != 0;
   t.nonfinite = !pfp::is_finite(x);
   t.nan = pfp::is_nan(x);
+  t.close_mismatch = !torch_isclose(x, c, j.close_rtol, j.close_atol);
   if (t.nonfinite) return t;
   t.d = pfp::sub(x, c);
+  t.in_f = pfp::is_finite(c);
   if (ab > 0) {
     t.has_cw = true;
     t.e = pfp::div(t.d, ab);

@@ -84,6 +84,34 @@ gemmlab_cli_test(dry_run_gpus 2 "--dry-run runs nothing on a GPU: leave out --gp
   -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --gpus 0 -o ${_out}/gp2.csv)
 gemmlab_cli_test(merge_no_out 2 "--out is required" -
   -- $<TARGET_FILE:gemmlab> merge ${_out}/a.csv)
+# `gemmlab compare` on small CSVs (tests/data/compare/): exit 0, 3, 4 and 2, and the markdown report.
+add_test(NAME cli.compare COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_compare.sh $<TARGET_FILE:gemmlab>
+         ${_data}/compare ${_out}/compare)
+set_tests_properties(cli.compare PROPERTIES LABELS cli)
+
+# A mistake in the options is named before anything about the output: run from a folder without
+# results/ (where each command's default output would go), each answers about its own option.
+set(_nores ${_out}/no_results_folder)
+file(MAKE_DIRECTORY ${_nores})
+function(gemmlab_cli_test_nores name rc pattern)
+  add_test(NAME cli.${name} COMMAND ${_cli} ${rc} ${pattern} ${_nores}/results ${ARGN} WORKING_DIRECTORY ${_nores})
+  set_tests_properties(cli.${name} PROPERTIES LABELS cli)
+endfunction()
+gemmlab_cli_test_nores(run_threads_zero 2 "--threads 0: give at least 1 CPU thread"
+  -- $<TARGET_FILE:gemmlab> run --threads 0 -k sgemm_01_naive -s 64)
+gemmlab_cli_test_nores(run_threads_negative 2 "--threads -2: give at least 1 CPU thread"
+  -- $<TARGET_FILE:gemmlab> run --threads -2 -k sgemm_01_naive -s 64 --dry-run)
+gemmlab_cli_test_nores(order_unknown_kernel_first 2 "unknown kernel 'nope'"
+  -- $<TARGET_FILE:gemmlab> order -k nope -s 64)
+gemmlab_cli_test_nores(probe_unknown_instruction_first 2 "--instructions: unknown instruction 'bogus'"
+  -- $<TARGET_FILE:gemmlab> probe --instructions bogus)
+gemmlab_cli_test_nores(predict_unknown_kernel_first 2 "unknown kernel 'nope'"
+  -- $<TARGET_FILE:gemmlab> predict -k nope -s 64 -o results/p.csv)
+gemmlab_cli_test_nores(bench_reference_unknown_distribution_first 2 "unknown distribution 'nope'"
+  -- $<TARGET_FILE:gemmlab> bench-reference -d nope --no-gpu)
+# ... and a missing results/ folder is still named when the options are right.
+gemmlab_cli_test_nores(run_missing_results_folder 2 "output folder 'results' does not exist"
+  -- $<TARGET_FILE:gemmlab> run --threads 2 -k sgemm_01_naive -s 64 --dry-run)
 
 # A real single-node Slurm (munge, slurmctld, slurmd on localhost) runs a job array of --dry-run
 # shards and the merge job, with this gemmlab; skipped (77) where the daemons cannot start.

@@ -20,6 +20,7 @@ struct Command {
 Command add_list(CLI::App& app);
 Command add_run(CLI::App& app, const std::vector<std::string>& argv);
 Command add_merge(CLI::App& app);
+Command add_compare(CLI::App& app);
 Command add_bench_reference(CLI::App& app, const std::string& command_line);
 Command add_tune(CLI::App& app);
 Command add_probe(CLI::App& app, const std::string& command_line);

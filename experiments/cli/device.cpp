@@ -54,12 +54,12 @@ Command add_probe(CLI::App& app, const std::string& command_line) {
       ->delimiter(',');
   return {probe, [o, command_line] {
             require_csv(o->out);
-            check_writable(o->out);
             std::vector<std::string> names;
             for (const std::string& n : o->instructions) {
               if (!tc::parse_instruction(n)) throw UsageError("--instructions: unknown instruction '" + n + "'");
               names.push_back(n);
             }
+            check_writable(o->out);  // after the options, so a mistake in them is named first
             if (names.empty())
               for (auto ins : tc::all_instructions()) names.push_back(tc::info(ins).name);
             int rc = run_probes(o->out, true, command_line);
@@ -94,7 +94,8 @@ Command add_order(CLI::App& app, const std::string& command_line) {
             Size z = parse_size(o->size);
             if (o->out.empty()) o->out = "results/order-" + o->kernel + "-K" + std::to_string(z.K) + ".csv";
             require_csv(o->out);
-            check_writable(o->out);
+            // run_order checks the kernel, the size and the entry, then that the output folder is
+            // writable: a mistake in the options is named before a missing results/ folder.
             if (o->i < 0 || o->i >= z.M || o->j < 0 || o->j >= z.N)
               throw UsageError("entry (" + std::to_string(o->i) + ", " + std::to_string(o->j) + ") is outside the " +
                                z.str() + " output");

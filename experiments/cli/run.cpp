@@ -32,15 +32,20 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   run->add_option("--spot-checks", o->spot, "entries checked against MPFR per reference in auto mode");
   run->add_option("-o,--out", o->req.out_csv, "output CSV (default results/<suite>-<UTC time>.csv); metadata beside it");
   run->add_option("--save-matrices", o->req.save_matrices, "folder for .npy files of inputs, outputs and references");
-  run->add_option("--threads", o->req.threads, "CPU threads for the reference and statistics (default: all; shared by the GPUs' workers)");
+  auto* threads = run->add_option("--threads", o->req.threads,
+                                   "CPU threads for the reference and statistics, at least 1 (default: all; shared by the GPUs' workers)");
   run->add_flag("--resume", o->req.resume, "continue the interrupted run writing --out from its journal (<out>.csv.journal)");
   run->add_flag("--force", o->req.force, "replace an existing --out, or discard the journal of an interrupted run");
   run->add_option("--shard", o->req.shard, "compute only shard i of n (1-based, e.g. 2/8); `gemmlab merge` joins the shards");
   run->add_option("--gpus", o->gpus, "'all' or GPU indices (e.g. 0,1): one worker per GPU, one CSV (default: GPU 0)");
   run->add_flag("--dry-run", o->req.dry_run, "write the plan's rows with status `planned` without running anything (no GPU needed)");
   add_plugin_option(run, o->plugins);
-  return {run, [o] {
+  return {run, [o, threads] {
             RunRequest& req = o->req;
+            // Options are checked before anything about the output (a missing results/ folder).
+            if (threads->count() && req.threads < 1)
+              throw UsageError("--threads " + std::to_string(req.threads) +
+                               ": give at least 1 CPU thread, or leave --threads out to use all of them");
             if (!o->suite.empty()) req.plan = load_suite(find_suite(o->suite));
             // The suite's plugins and these: run_experiment loads them all before it resolves -k.
             req.plan.plugins.insert(req.plan.plugins.end(), o->plugins.begin(), o->plugins.end());

@@ -54,7 +54,6 @@ bool same_stats(const ErrorStats& a, const ErrorStats& b) {
 }  // namespace
 
 int bench_reference(const BenchReferenceOptions& opt, const std::string& command_line) {
-  check_writable(opt.out_csv);
   long cpu_up_to = -1;  // -1: every size
   if (opt.cpu == "none")
     cpu_up_to = 0;
@@ -77,6 +76,7 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
       throw UsageError(e.what());
     }
   }
+  check_writable(opt.out_csv);  // after the options: a mistake in them is named before the output folder
   const DeviceInfo& dev = query_device();
   if (opt.gpu && !dev.present)
     throw UsageError("bench-reference times the GPU engine, and no GPU is usable here (" + dev.why_absent +

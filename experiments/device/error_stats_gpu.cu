@@ -28,6 +28,9 @@ using stats_detail::kLeafBlock;
 constexpr int kThreads = 256;
 constexpr int kLeavesPerThread = kLeafBlock / kThreads;  // 4
 static_assert(kLeavesPerThread == 4, "the thread-level reduction below pairs 4 leaves");
+// Pass-1 sums, in the order of error_stats.cpp: r, e, d^2, c^2, and over F (x and c finite): d^2,
+// c^2, x^2.
+constexpr int kSums = 7;
 
 template <class T>
 struct DevBuf {
@@ -45,7 +48,8 @@ struct DevBuf {
 // Counters of pass 1 (unsigned long long for atomicAdd / atomicMax).
 struct Counters {
   unsigned long long zero_reference, zero_ref_nonzero, nonfinite, unwritten, correct, rel, cw, subnormal, violations;
-  unsigned long long rel_max_bits, cw_max_bits;  // bit patterns of non-negative doubles
+  unsigned long long close_mismatches;
+  unsigned long long rel_max_bits, cw_max_bits, abs_err_max_bits;  // bit patterns of non-negative doubles
 };
 
 // Block reduction of NS sums: thread t holds the node covering leaves 4t..4t+3 of the block; the
@@ -68,18 +72,18 @@ __device__ void block_tree(DD (&node)[NS], DD* out, std::size_t b, std::size_t n
     for (int q = 0; q < NS; ++q) out[q * nblocks + b] = sh[q][0];
 }
 
-// Pass 1: counts, maxima, the sums of r, e, d^2, c^2, and the keys to sort (r, or +NaN).
+// Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN).
 __global__ void pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
                              const double* __restrict__ c_odd, const double* __restrict__ ab, std::size_t n,
                              pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
                              DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys) {
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
-  DD leaf[4][kLeavesPerThread];
-  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0;
-  double rmax = 0, cmax = 0;
+  DD leaf[kSums][kLeavesPerThread];
+  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0, mis = 0;
+  double rmax = 0, cmax = 0, amax = 0;
   for (int l = 0; l < kLeavesPerThread; ++l) {
-    for (int q = 0; q < 4; ++q) leaf[q][l] = DD{};
+    for (int q = 0; q < kSums; ++q) leaf[q][l] = DD{};
     const std::size_t i = base + l;
     if (i >= n) continue;
     const double ci = c[i];
@@ -88,6 +92,7 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     corr += t.correct;
     zr += t.zero_ref;
     zrn += t.zero_ref_nonzero;
+    mis += t.close_mismatch;
     keys[i] = pfp::from_bits(0x7FF8000000000000ull);  // sorts after every r (r is never NaN)
     if (t.nonfinite) {
       ++nf;
@@ -98,6 +103,12 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     viol += t.violation;
     leaf[2][l] = pfp::square(t.d);
     leaf[3][l] = pfp::square(ci);
+    if (t.in_f) {
+      leaf[4][l] = leaf[2][l];
+      leaf[5][l] = leaf[3][l];
+      leaf[6][l] = pfp::square(x[i]);
+      amax = fmax(amax, pfp::fabs(t.d));
+    }
     cmax = fmax(cmax, t.cw_abs);
     if (t.has_cw) ++cw, leaf[1][l] = DD{t.e, 0};
     if (t.has_rel) {
@@ -106,35 +117,37 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
       rmax = fmax(rmax, pfp::fabs(t.r));
     }
   }
-  DD node[4];
-  for (int q = 0; q < 4; ++q)
+  DD node[kSums];
+  for (int q = 0; q < kSums; ++q)
     node[q] = pfp::dd_add(pfp::dd_add(leaf[q][0], leaf[q][1]), pfp::dd_add(leaf[q][2], leaf[q][3]));
-  block_tree<4>(node, part, b, nblocks);
+  block_tree<kSums>(node, part, b, nblocks);
   // Integer counts and maxima: warp sums (maxima on the bit patterns of non-negative doubles, which
   // order as the values do), then the block's warps in shared memory, then one atomic per block and
   // counter (any order gives the same totals). One atomic per thread on a single address costs more
   // than the whole pass.
-  unsigned long long v[11] = {zr, zrn, nf, nan, corr, rel, cw, sub, viol,
-                              (!pfp::is_nan(rmax) && rmax > 0) ? pfp::bits(rmax) : 0ull,
-                              (!pfp::is_nan(cmax) && cmax > 0) ? pfp::bits(cmax) : 0ull};
+  constexpr int kCounts = 10, kMaxima = 3, kAll = kCounts + kMaxima;
+  auto max_of = [](double m) { return (!pfp::is_nan(m) && m > 0) ? pfp::bits(m) : 0ull; };
+  unsigned long long v[kAll] = {zr, zrn, nf, nan, corr, rel, cw, sub, viol, mis, max_of(rmax), max_of(cmax), max_of(amax)};
   for (int o = 16; o > 0; o >>= 1)
-    for (int q = 0; q < 11; ++q) {
+    for (int q = 0; q < kAll; ++q) {
       const unsigned long long other = __shfl_xor_sync(0xffffffffu, v[q], o);
-      v[q] = q < 9 ? v[q] + other : (other > v[q] ? other : v[q]);
+      v[q] = q < kCounts ? v[q] + other : (other > v[q] ? other : v[q]);
     }
-  __shared__ unsigned long long warp_v[kThreads / 32][11];
+  __shared__ unsigned long long warp_v[kThreads / 32][kAll];
   if (threadIdx.x % 32 == 0)
-    for (int q = 0; q < 11; ++q) warp_v[threadIdx.x / 32][q] = v[q];
+    for (int q = 0; q < kAll; ++q) warp_v[threadIdx.x / 32][q] = v[q];
   __syncthreads();
-  if (threadIdx.x < 11) {
+  if (threadIdx.x < kAll) {
     const int q = static_cast<int>(threadIdx.x);
     unsigned long long t = 0;
-    for (int w = 0; w < kThreads / 32; ++w) t = q < 9 ? t + warp_v[w][q] : (warp_v[w][q] > t ? warp_v[w][q] : t);
-    unsigned long long* at[11] = {&cnt->zero_reference, &cnt->zero_ref_nonzero, &cnt->nonfinite, &cnt->unwritten,
-                                  &cnt->correct,        &cnt->rel,              &cnt->cw,        &cnt->subnormal,
-                                  &cnt->violations,     &cnt->rel_max_bits,     &cnt->cw_max_bits};
+    for (int w = 0; w < kThreads / 32; ++w)
+      t = q < kCounts ? t + warp_v[w][q] : (warp_v[w][q] > t ? warp_v[w][q] : t);
+    unsigned long long* at[kAll] = {&cnt->zero_reference, &cnt->zero_ref_nonzero, &cnt->nonfinite, &cnt->unwritten,
+                                    &cnt->correct,        &cnt->rel,              &cnt->cw,        &cnt->subnormal,
+                                    &cnt->violations,     &cnt->close_mismatches, &cnt->rel_max_bits,
+                                    &cnt->cw_max_bits,    &cnt->abs_err_max_bits};
     if (t) {
-      if (q < 9) atomicAdd(at[q], t);
+      if (q < kCounts) atomicAdd(at[q], t);
       else atomicMax(at[q], t);
     }
   }
@@ -401,7 +414,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   Scratch& sc = scratch();
   struct {
     DD* p;
-  } part{sc.part.get<DD>(4 * nblocks)};
+  } part{sc.part.get<DD>(kSums * nblocks)};
   struct {
     Counters* p;
   } cnt{sc.cnt.get<Counters>(1)};
@@ -414,12 +427,12 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
                                                              judge, nblocks, part.p, cnt.p, keys.p);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   timer.mark("pass1");
-  // The blocks' partial sums come back through pinned memory (a pageable copy of this MB costs
+  // The blocks' partial sums come back through pinned memory (a pageable copy of these MB costs
   // about as much as a pass).
   thread_local PinnedDD pinned;
-  DD* h = pinned.get(4 * nblocks);
+  DD* h = pinned.get(kSums * nblocks);
   Counters hc{};
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part.p, 4 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part.p, kSums * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&hc, cnt.p, sizeof hc, cudaMemcpyDeviceToHost));
   raw.zero_reference = static_cast<std::int64_t>(hc.zero_reference);
   raw.zero_ref_nonzero = static_cast<std::int64_t>(hc.zero_ref_nonzero);
@@ -430,12 +443,17 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.cw_count = static_cast<std::int64_t>(hc.cw);
   raw.subnormal_reference = static_cast<std::int64_t>(hc.subnormal);
   raw.bound_violations = static_cast<std::int64_t>(hc.violations);
+  raw.close_mismatches = static_cast<std::int64_t>(hc.close_mismatches);
   raw.rel_max_abs = pfp::from_bits(hc.rel_max_bits);
   raw.componentwise = pfp::from_bits(hc.cw_max_bits);
+  raw.max_abs_err = pfp::from_bits(hc.abs_err_max_bits);
   raw.rel_sum = stats_detail::tree_reduce(h + 0 * nblocks, nblocks);
   raw.cw_sum = stats_detail::tree_reduce(h + 1 * nblocks, nblocks);
   raw.err2_sum = stats_detail::tree_reduce(h + 2 * nblocks, nblocks);
   raw.ref2_sum = stats_detail::tree_reduce(h + 3 * nblocks, nblocks);
+  raw.f_err2_sum = stats_detail::tree_reduce(h + 4 * nblocks, nblocks);
+  raw.f_ref2_sum = stats_detail::tree_reduce(h + 5 * nblocks, nblocks);
+  raw.f_x2_sum = stats_detail::tree_reduce(h + 6 * nblocks, nblocks);
 
   pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
       x, c, ab, n, judge, stats_detail::mean_of(raw.rel_sum, raw.rel_count),

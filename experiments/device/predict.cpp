@@ -201,7 +201,6 @@ PredictionRow predict_measured(const Kernel& k, const Distribution& d, int M, in
 int predict_command(const std::vector<std::string>& kernels, const std::vector<std::string>& distributions, int M,
                     int N, int K, std::uint64_t seed, const std::string& out_csv, const std::string& command_line,
                     const std::vector<std::pair<int, int>>& tree_entries) {
-  check_writable(out_csv);
   std::vector<const Kernel*> ks;
   std::vector<std::optional<tc::TcParams>> params;  // nullopt: through a measured order
   for (const std::string& name : kernels) {
@@ -229,6 +228,7 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
     if (i < 0 || i >= M || j < 0 || j >= N)
       throw UsageError("--tree-entries: (" + std::to_string(i) + ", " + std::to_string(j) + ") lies outside the (" +
                        std::to_string(M) + ", " + std::to_string(N) + ") output");
+  check_writable(out_csv);  // after the arguments: a mistake in them is named before the output folder
   const DeviceInfo& dev = query_device();
   if (!dev.present) throw UsageError("gemmlab predict needs a CUDA GPU: " + dev.why_absent);
   for (const Kernel* k : ks)

@@ -32,6 +32,7 @@
 #include "experiments/device/error_stats_gpu.hpp"
 #include "experiments/device/exact_reference_gpu.hpp"
 #include "experiments/device/inputs_gpu.hpp"
+#include "experiments/report/result.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
 #include "reference/parallel.hpp"
@@ -387,6 +388,7 @@ KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const 
   run.time_ms_min = sorted.front();
   run.time_ms_max = sorted.back();
   run.time_ms_median = reps % 2 ? sorted[reps / 2] : 0.5 * (double(sorted[reps / 2 - 1]) + sorted[reps / 2]);
+  run.time_ms_iqr = interquartile_range(std::vector<double>(sorted.begin(), sorted.end()));
   run.tflops = 2.0 * M * N * double(K) / (run.time_ms_median * 1e-3) / 1e12;
   if (launched > 1) run.nondeterministic = count_differences(dFirst, dC, n, out_bytes, buf, stream);
   consume(dC, stream);

@@ -56,6 +56,7 @@ struct KernelRun {
   std::vector<double> c;         // (M, N) row-major output of the last repetition, as doubles
   std::vector<float> times_ms;   // every timed repetition
   double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;
+  double time_ms_iqr = 0;        // interquartile_range(times_ms) (experiments/report/result.hpp)
   double tflops = 0;             // 2 M N K / median
   long long unwritten = 0;       // NaN entries left in C (the poison): a kernel that skipped entries
   // Entries of C whose bits differ between the first launch and the last: a kernel that is not

@@ -34,7 +34,11 @@ EngineResult run_rows(const EngineRequest& req, const WorkerFn& compute, const s
   if (req.on_resumed_row)
     for (const auto& row : session.finished_rows()) req.on_resumed_row(row);
 
-  Progress progress(req.rows.size(), session.resumed(), req.log, req.live_progress);
+  // The ETA is paced per unit of planned work, M N K of each row (progress.hpp says why).
+  auto work_of = [](const PlanSize& z) { return static_cast<double>(z.M) * z.N * z.K; };
+  ProgressOptions popt;
+  for (const RowKey& k : session.pending()) popt.work += work_of(k.size);
+  Progress progress(req.rows.size(), session.resumed(), req.log, req.live_progress, popt);
   std::atomic<std::size_t> computed{0};
   auto keep_hint = [&](const std::string& why) {
     progress.finish();
@@ -52,7 +56,7 @@ EngineResult run_rows(const EngineRequest& req, const WorkerFn& compute, const s
   auto sink = [&](const std::vector<std::string>& row) {
     session.record(row);
     ++computed;
-    progress.row_done();
+    progress.row_done(work_of(key_of_row(req.identity.columns, row).size));
   };
   {
     StopHandlers handlers;

@@ -125,7 +125,10 @@ ResultRow evaluated_row(const Declared& d, int M, int N, int K, const std::strin
   row.reps = d.reps;
   if (d.time_ms) {
     const double t = *d.time_ms;
-    row.timing = Timing{t, std::nan(""), std::nan(""), 2.0 * row.M * row.N * row.K / (t * 1e-3) / 1e12, -1};
+    // One time given, no repetitions: min, max and the noise are unknown.
+    row.timing = Timing{.time_ms_median = t, .time_ms_min = std::nan(""), .time_ms_max = std::nan(""),
+                        .time_ms_iqr = std::nan(""), .tflops = 2.0 * row.M * row.N * row.K / (t * 1e-3) / 1e12,
+                        .sm_clock_mhz = -1};
   }
   auto with_note = [&](const std::string& s) {
     if (d.note.empty()) return s;

@@ -8,10 +8,8 @@
 namespace gemmlab::engine {
 
 std::optional<double> eta_seconds(const ProgressSnapshot& s) {
-  const std::size_t computed = s.done > s.resumed ? s.done - s.resumed : 0;
-  if (computed == 0) return std::nullopt;
-  const std::size_t left = s.total > s.done ? s.total - s.done : 0;
-  return s.elapsed_s / static_cast<double>(computed) * static_cast<double>(left);
+  if (s.rate_rows < kEtaMinRows || !(s.rate_work > 0)) return std::nullopt;
+  return s.rate_s / s.rate_work * std::max(0.0, s.work_left);
 }
 
 std::string format_duration(double seconds) {
@@ -40,16 +38,30 @@ std::string format_progress_bar(const ProgressSnapshot& s, int width) {
          "] " + format_progress(s);
 }
 
-Progress::Progress(std::size_t total, std::size_t resumed, std::FILE* out, std::optional<bool> live)
+Progress::Progress(std::size_t total, std::size_t resumed, std::FILE* out, std::optional<bool> live, ProgressOptions opt)
     : out_(out), live_(live ? *live : ::isatty(::fileno(out)) != 0), total_(total), resumed_(resumed), done_(resumed),
-      start_(std::chrono::steady_clock::now()) {
+      clock_(std::move(opt.clock)), start_s_(now_s()),
+      work_left_(opt.work > 0 ? opt.work : static_cast<double>(total > resumed ? total - resumed : 0)) {
   std::lock_guard<std::mutex> lock(mu_);
   if (live_) draw_locked();
   else if (resumed_) std::fprintf(out_, "[gemmlab] %s\n", format_progress(snapshot_unlocked()).c_str());
 }
 
+double Progress::now_s() const {
+  if (clock_) return clock_();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 ProgressSnapshot Progress::snapshot_unlocked() const {
-  return {done_, total_, resumed_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()};
+  ProgressSnapshot s;
+  const double now = now_s();
+  s.done = done_, s.total = total_, s.resumed = resumed_;
+  s.elapsed_s = now - start_s_;
+  s.rate_rows = rate_rows_;
+  s.rate_s = first_row_s_ ? now - *first_row_s_ : 0;
+  s.rate_work = rate_work_;
+  s.work_left = work_left_;
+  return s;
 }
 
 ProgressSnapshot Progress::snapshot() const {
@@ -62,16 +74,23 @@ void Progress::draw_locked() {
   std::fflush(out_);
 }
 
-void Progress::row_done() {
+void Progress::row_done(double work) {
   std::lock_guard<std::mutex> lock(mu_);
   ++done_;
+  const double now = now_s();
+  work_left_ -= work;
+  if (!first_row_s_) {
+    first_row_s_ = now;  // the start-up is in this row: the pace starts after it
+  } else {
+    ++rate_rows_;
+    rate_work_ += work;
+  }
   if (live_) {
     draw_locked();
     return;
   }
-  const auto now = std::chrono::steady_clock::now();
-  if (last_line_ && done_ < total_ && now - *last_line_ < std::chrono::seconds(1)) return;
-  last_line_ = now;
+  if (last_line_s_ && done_ < total_ && now - *last_line_s_ < 1.0) return;
+  last_line_s_ = now;
   std::fprintf(out_, "[gemmlab] %s\n", format_progress(snapshot_unlocked()).c_str());
 }
 

@@ -422,7 +422,8 @@ class ProblemRunner {
       time_.add(&TimeSplit::kernels, run.launch_seconds);
       time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
       time_.add(&TimeSplit::statistics, m.stats_seconds);
-      row.timing = Timing{run.time_ms_median, run.time_ms_min, run.time_ms_max, run.tflops, device.sm_clock_mhz()};
+      row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
+                          .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = device.sm_clock_mhz()};
       row.stats = m.stats;
       judge(row, *row.stats, d, k.numerics);
       if (k.numerics.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {

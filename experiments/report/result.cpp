@@ -1,6 +1,7 @@
 // The column table: every CSV column is named once here, with how it is written and read back.
 #include "experiments/report/result.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -41,6 +42,20 @@ std::optional<Status> parse_status(std::string_view s) {
 std::string ResultRow::key() const {
   return kernel + "|" + distribution + "|" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
          "|" + std::to_string(seed);
+}
+
+double interquartile_range(std::vector<double> times_ms) {
+  const auto n = static_cast<std::int64_t>(times_ms.size());
+  if (n == 0) return std::nan("");
+  std::sort(times_ms.begin(), times_ms.end());
+  auto quantile = [&](double p) {
+    std::int64_t k;
+    double f;
+    stats_detail::quantile_position(n, p, k, f);
+    const double lo = times_ms[static_cast<std::size_t>(k)];
+    return f == 0 || k + 1 >= n ? lo : lo + f * (times_ms[static_cast<std::size_t>(k + 1)] - lo);
+  };
+  return quantile(0.75) - quantile(0.25);
 }
 
 ResultRow describe(const Kernel& k, const std::string& distribution, int M, int N, int K, std::uint64_t seed) {
@@ -175,6 +190,7 @@ const std::vector<Column>& columns() {
     timing("time_ms_median", &Timing::time_ms_median);
     timing("time_ms_min", &Timing::time_ms_min);
     timing("time_ms_max", &Timing::time_ms_max);
+    timing("time_ms_iqr", &Timing::time_ms_iqr);
     v.push_back({"reps", [](const ResultRow& r) { return r.reps ? std::to_string(*r.reps) : std::string(); },
                  [](ResultRow& r, const std::string& s) {
                    if (!s.empty()) r.reps = static_cast<int>(to_int("reps", s));

@@ -33,6 +33,7 @@ const std::vector<Status>& all_statuses();  // in the order above
 
 struct Timing {
   double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;
+  double time_ms_iqr = 0;  // interquartile_range of the repetitions: the run's timing noise
   double tflops = 0;     // 2 M N K / median
   int sm_clock_mhz = -1;  // sampled after the run (nvidia-smi), -1 if unknown
 };
@@ -58,6 +59,12 @@ struct ResultRow {
   std::string key() const;
 };
 
+// q(0.75) - q(0.25) of the repetition times, each quantile by numpy's default ("linear") method on
+// the sorted times: position (n - 1) p, interpolated between its two neighbours (the definition of
+// the rel_median, rel_p01, rel_p99 columns too). The time_ms_iqr column. 0 for one repetition, NaN
+// for none.
+double interquartile_range(std::vector<double> times_ms);
+
 // The row describing kernel k on (distribution, M, N, K, seed), before anything ran.
 ResultRow describe(const Kernel& k, const std::string& distribution, int M, int N, int K, std::uint64_t seed);
 
@@ -65,8 +72,10 @@ ResultRow describe(const Kernel& k, const std::string& distribution, int M, int 
 const std::vector<std::string>& result_columns();
 std::vector<std::string> to_fields(const ResultRow& r);
 // Inverse of to_fields for a row read back from a CSV with `columns` as its header (the columns may
-// be a subset or in another order; unknown columns are ignored). Throws std::invalid_argument naming
-// the column and value that do not parse.
+// be a subset or in another order; unknown columns are ignored). A column the header lacks (a CSV
+// written before it existed) keeps the struct's default, 0 for a statistic of a row with statistics:
+// a reader that compares rows must look at which columns the file has (`gemmlab compare` does).
+// Throws std::invalid_argument naming the column and value that do not parse.
 ResultRow from_fields(const std::vector<std::string>& columns, const std::vector<std::string>& fields);
 
 }  // namespace gemmlab

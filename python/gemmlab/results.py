@@ -2,7 +2,8 @@
 
 One row per kernel x distribution x size x seed (results/README.md documents every column). The
 column list is the one ``gemmlab run`` writes, bound from C++ (experiments/report/result.hpp);
-older CSVs with fewer columns load too, and columns this version does not know keep pandas' guess.
+older CSVs with fewer columns load too (the columns they lack come back empty: NaN or <NA>), and
+columns this version does not know keep pandas' guess.
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
 
     ``path``: a CSV file, a folder (every ``*.csv`` in it) or a list of files. Text columns are
     pandas ``string``, counts nullable ``Int64``, ``seed`` ``UInt64``, ``status`` a categorical of
-    ``STATUSES``, statistics and timings ``float64`` (empty cells: NaN or <NA>). With several files a
+    ``STATUSES``, statistics and timings ``float64`` (empty cells: NaN or <NA>). Every column of
+    ``COLUMNS`` is there, in that order, then any column this version does not know: a column the
+    file lacks (an older gemmlab wrote it) is empty, i.e. not measured. With several files a
     ``source`` column names each row's file. The metadata (``RUN.meta.json``, or ``RUN.*.meta.json``
     for a run split over several calls) is in ``df.attrs["meta"]``: a dict from file name to its
     parsed JSON. Raises FileNotFoundError, or ValueError for a file that is not a gemmlab CSV or a
@@ -94,6 +97,7 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
         if unknown:
             raise ValueError(f"{f}: unknown status {unknown}; known: {', '.join(STATUSES)}")
         df["status"] = df["status"].astype(known["status"])
+        df = _with_every_column(df, known)
         if len(files) > 1:
             df["source"] = pd.Series(f.name, index=df.index, dtype="string")
         frames.append(df)
@@ -102,6 +106,16 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
                 meta[m.name] = json.load(fh)
     out = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     out.attrs["meta"] = meta
+    return out
+
+
+def _with_every_column(df: pd.DataFrame, known: dict[str, Any]) -> pd.DataFrame:
+    # The columns of COLUMNS an older CSV lacks, added empty with their dtype, in COLUMNS order.
+    extra = [c for c in df.columns if c not in known]
+    out = df.reindex(columns=[*COLUMNS, *extra])
+    for c in COLUMNS:
+        if c not in df.columns:
+            out[c] = pd.Series(pd.NA if known[c] != "float64" else float("nan"), index=out.index, dtype=known[c])
     return out
 
 

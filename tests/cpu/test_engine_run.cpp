@@ -23,17 +23,66 @@ TEST(EngineProgress, FormatsCountElapsedAndEta) {
   EXPECT_EQ(format_duration(187), "3m07s");
   EXPECT_EQ(format_duration(7500), "2h05m");
   EXPECT_EQ(format_progress({0, 510, 0, 0.0}), "0/510 rows (0.0%), elapsed 0s, ETA --");
-  EXPECT_EQ(format_progress({12, 510, 0, 192.0}), "12/510 rows (2.4%), elapsed 3m12s, ETA 2h12m");
-  EXPECT_EQ(format_progress_bar({5, 10, 0, 10.0}, 10), "[#####-----] 5/10 rows (50.0%), elapsed 10s, ETA 10s");
-  EXPECT_EQ(format_progress_bar({10, 10, 0, 10.0}, 4), "[####] 10/10 rows (100.0%), elapsed 10s, ETA 0s");
+  // 11 rows after the first took 176 s for 11 units of work; 498 units left: 7968 s.
+  EXPECT_EQ(format_progress({12, 510, 0, 192.0, 11, 176.0, 11.0, 498.0}), "12/510 rows (2.4%), elapsed 3m12s, ETA 2h12m");
+  EXPECT_EQ(format_progress_bar({5, 10, 0, 10.0, 4, 8.0, 4.0, 5.0}, 10), "[#####-----] 5/10 rows (50.0%), elapsed 10s, ETA 10s");
+  EXPECT_EQ(format_progress_bar({10, 10, 0, 10.0, 9, 9.0, 9.0, 0.0}, 4), "[####] 10/10 rows (100.0%), elapsed 10s, ETA 0s");
 }
 
-TEST(EngineProgress, EtaCountsOnlyRowsComputedInThisRun) {
-  // 100 rows resumed from the journal took no time here: 10 rows in 20 s leave 90 rows, 180 s.
-  ProgressSnapshot s{110, 200, 100, 20.0};
+TEST(EngineProgress, EtaWaitsForRowsAfterTheFirstAndIsPacedByThem) {
+  // No estimate from the first row (its start-up) or from fewer than kEtaMinRows rows after it.
+  EXPECT_FALSE(eta_seconds({1, 552, 0, 7.0, 0, 0.0, 0.0, 551.0}));
+  EXPECT_FALSE(eta_seconds({kEtaMinRows, 552, 0, 7.3, kEtaMinRows - 1, 0.3, 2.0, 549.0}));
+  // From then on: seconds per unit of work since the first row, times the work left.
+  EXPECT_DOUBLE_EQ(*eta_seconds({4, 552, 0, 7.42, 3, 0.42, 3.0, 548.0}), 0.42 / 3 * 548);
+  // Resumed rows took no time here and count in neither the pace nor the work left.
+  ProgressSnapshot s{110, 200, 100, 21.0, 9, 18.0, 9.0, 90.0};
   EXPECT_DOUBLE_EQ(*eta_seconds(s), 180.0);
-  EXPECT_EQ(format_progress(s), "110/200 rows (55.0%), 100 resumed, elapsed 20s, ETA 3m00s");
+  EXPECT_EQ(format_progress(s), "110/200 rows (55.0%), 100 resumed, elapsed 21s, ETA 3m00s");
   EXPECT_FALSE(eta_seconds({100, 200, 100, 5.0}));  // nothing computed yet: no estimate
+}
+
+// The reported case: an 83 s run of 552 equal rows whose first row took 7 s (CUDA module load,
+// cuBLAS handles, the first reference), then 0.138 s a row. The old estimate (elapsed / rows done
+// times rows left) said "ETA 1h04m" on the first line; now there is no ETA until kEtaMinRows rows
+// after the first, and then it is the true remaining time.
+TEST(EngineProgress, StartUpOfTheFirstRowDoesNotInflateTheEta) {
+  double now = 0;
+  std::FILE* f = std::fopen("/dev/null", "w");
+  Progress p(552, 0, f, false, ProgressOptions{552.0, [&] { return now; }});
+  now = 7.0;
+  p.row_done();
+  EXPECT_FALSE(eta_seconds(p.snapshot()));
+  EXPECT_NE(format_progress(p.snapshot()).find("ETA --"), std::string::npos);
+  const double old_eta = 7.0 / 1 * 551;  // what the mean over every row said
+  EXPECT_GT(old_eta, 3600.0);
+  for (std::size_t i = 1; i <= kEtaMinRows; ++i) {
+    now += 0.138;
+    p.row_done();
+  }
+  const ProgressSnapshot s = p.snapshot();
+  ASSERT_TRUE(eta_seconds(s));
+  const double left = 552.0 - 1 - kEtaMinRows;
+  EXPECT_NEAR(*eta_seconds(s), 0.138 * left, 1e-9);
+  EXPECT_LT(s.elapsed_s + *eta_seconds(s), 90.0);
+  std::fclose(f);
+}
+
+// Rows of a suite whose size grows in plan order: the pace is per unit of planned work (M N K).
+TEST(EngineProgress, EtaIsPacedByPlannedWorkNotRowCount) {
+  double now = 0;
+  std::FILE* f = std::fopen("/dev/null", "w");
+  // 5 small rows (work 1 each, 1 s each after start-up) then 5 rows 8 times larger: work 5 + 40.
+  Progress p(10, 0, f, false, ProgressOptions{45.0, [&] { return now; }});
+  now = 10;  // start-up
+  p.row_done(1);
+  for (int i = 0; i < 4; ++i) {
+    now += 1;
+    p.row_done(1);
+  }
+  // 4 units in 4 s after the first row; 40 units left: 40 s (a per-row pace would say 5 s).
+  EXPECT_DOUBLE_EQ(*eta_seconds(p.snapshot()), 40.0);
+  std::fclose(f);
 }
 
 TEST(EngineProgress, PlainLinesInLogsAndABarOnATerminal) {

@@ -300,3 +300,154 @@ TEST(ErrorStats, WelfordKeepsDigitsOver16MEntriesWithALargeOffset) {
     EXPECT_EQ(o->rel_median, st.rel_median);
   }
 }
+
+// ---- the measures of other tools: calc_diff, snr_db, max_abs_err, assert_close --------------------
+
+TEST(ErrorStatsOtherTools, TorchDefaultTolerancesArePyTorchs) {
+  // torch/testing/_comparison.py _DTYPE_PRECISIONS; the float8 dtypes are not listed: (0, 0).
+  const struct {
+    Format f;
+    double rtol, atol;
+  } want[] = {{Format::fp16, 1e-3, 1e-5}, {Format::bf16, 1.6e-2, 1e-5}, {Format::fp32, 1.3e-6, 1e-5},
+              {Format::tf32, 1.3e-6, 1e-5}, {Format::fp64, 1e-7, 1e-7}, {Format::e4m3, 0, 0}, {Format::e5m2, 0, 0}};
+  for (const auto& w : want) {
+    double rtol = -1, atol = -1;
+    stats_detail::torch_default_tolerances(w.f, rtol, atol);
+    EXPECT_EQ(rtol, w.rtol) << info(w.f).name;
+    EXPECT_EQ(atol, w.atol) << info(w.f).name;
+  }
+}
+
+TEST(ErrorStatsOtherTools, TorchIsCloseDecidesAsAtenDoes) {
+  using stats_detail::torch_isclose;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // fp16 defaults at c = 1: allowed 1e-5 + 1e-3. One fp16 ulp (2^-10 = 0.00098) passes, two fail.
+  EXPECT_TRUE(torch_isclose(1 + 0x1p-10, 1, 1e-3, 1e-5));
+  EXPECT_TRUE(torch_isclose(1 - 0x1p-10, 1, 1e-3, 1e-5));
+  EXPECT_FALSE(torch_isclose(1 + 0x1p-9, 1, 1e-3, 1e-5));
+  // bf16 defaults at c = 1: allowed 0.01601, so 2 bf16 ulps (2^-6 = 0.0156) pass, 4 fail.
+  EXPECT_TRUE(torch_isclose(1 + 0x1p-6, 1, 1.6e-2, 1e-5));
+  EXPECT_FALSE(torch_isclose(1 + 0x1p-5, 1, 1.6e-2, 1e-5));
+  // The tolerance is relative to the expected value c (the second argument), not to x.
+  EXPECT_FALSE(torch_isclose(-8.5, -8, 0.06, 0)) << "0.5 > 0.06 * 8 = 0.48";
+  EXPECT_TRUE(torch_isclose(-8, -8.5, 0.06, 0)) << "0.5 <= 0.06 * 8.5 = 0.51";
+  EXPECT_TRUE(torch_isclose(-8.5, -8, 0.0625, 0)) << "0.5 <= 0.0625 * 8: the bound itself passes";
+  // Near zero the absolute part decides: atol 1e-5 lets 2^-17 (7.6e-6) pass, 2^-16 (1.5e-5) not.
+  EXPECT_TRUE(torch_isclose(0x1p-17, 0, 1e-3, 1e-5));
+  EXPECT_FALSE(torch_isclose(0x1p-16, 0, 1e-3, 1e-5));
+  // Zero tolerances (fp8 outputs): equality only; -0 equals +0.
+  EXPECT_TRUE(torch_isclose(0.25, 0.25, 0, 0));
+  EXPECT_TRUE(torch_isclose(-0.0, 0.0, 0, 0));
+  EXPECT_FALSE(torch_isclose(0.25 + 0x1p-54, 0.25, 0, 0));  // one ulp
+  // equal_nan=False: NaN never matches; an infinity only the same infinity.
+  EXPECT_FALSE(torch_isclose(nan, nan, 1e-3, 1e-5));
+  EXPECT_FALSE(torch_isclose(nan, 1, 1e-3, 1e-5));
+  EXPECT_TRUE(torch_isclose(kInf, kInf, 1e-3, 1e-5));
+  EXPECT_FALSE(torch_isclose(-kInf, kInf, 1e-3, 1e-5));
+  EXPECT_FALSE(torch_isclose(kInf, 1e300, 1.6e-2, 1e-5));
+  EXPECT_FALSE(torch_isclose(1, kInf, 1.6e-2, 1e-5)) << "|1 - inf| is not finite";
+}
+
+// c = {1, 2, 4, 8}, x = {1, 2 + 2^-20, 4, 8 - 2^-19}: d = {0, 2^-20, 0, -2^-19}, so
+// sum d^2 = 2^-40 + 2^-38 = 5 2^-40, sum c^2 = 85, sum x^2 = 85 + 2^-18 - 2^-15 + 5 2^-40 (each sum
+// exact in binary64: at most 48 significant bits).
+TEST(ErrorStatsOtherTools, HandComputedFp32Output) {
+  const std::vector<double> c = {1, 2, 4, 8};
+  const std::vector<double> x = {1, 2 + 0x1p-20, 4, 8 - 0x1p-19};
+  const ErrorStats st = compute_error_stats(x, make_ref(2, 2, c, c, {1, 2, 4, 8}), fp32_model(4));
+  const double err2 = 5 * 0x1p-40, ref2 = 85, x2 = 85 + 0x1p-18 - 0x1p-15 + 5 * 0x1p-40;
+  // DeepGEMM: 1 - 2 <x, c> / (<x, x> + <c, c>) = sum d^2 / (sum x^2 + sum c^2).
+  EXPECT_EQ(st.calc_diff, err2 / (x2 + ref2));
+  EXPECT_NEAR(st.calc_diff, 5 * 0x1p-40 / 170, 1e-6 * 5 * 0x1p-40 / 170);
+  EXPECT_EQ(st.snr_db, 10 * (std::log10(ref2) - std::log10(err2)));
+  EXPECT_NEAR(st.snr_db, 132.7165, 1e-4);  // 10 (log10 17 + 40 log10 2)
+  EXPECT_EQ(st.max_abs_err, 0x1p-19);
+  // fp32 defaults: |d| <= 1e-5 + 1.3e-6 |c| everywhere (2^-19 = 1.9e-6).
+  EXPECT_EQ(st.assert_close, 1);
+  EXPECT_EQ(st.assert_close_mismatches, 0);
+
+  // 2^-15 = 3.05e-5 at c = 8 exceeds 1e-5 + 1.3e-6 * 8 = 2.04e-5: one mismatch.
+  std::vector<double> y = x;
+  y[3] = 8 - 0x1p-15;
+  const ErrorStats bad = compute_error_stats(y, make_ref(2, 2, c, c, {1, 2, 4, 8}), fp32_model(4));
+  EXPECT_EQ(bad.assert_close, 0);
+  EXPECT_EQ(bad.assert_close_mismatches, 1);
+  EXPECT_EQ(bad.max_abs_err, 0x1p-15);
+}
+
+// fp16 output, entries: c = 0, x = 2^-17 (within atol); c = 1, x = 1 + 2^-10 (one ulp, within
+// 1e-3); c = 2, x = 2 + 2^-7 (0.0078 > 1e-5 + 2e-3: a mismatch); c = 4, x = NaN (a mismatch, not in
+// F); c = 1, x = 1. F = entries 0, 1, 2, 4.
+TEST(ErrorStatsOtherTools, HandComputedFp16OutputWithANaN) {
+  const std::vector<double> c = {0, 1, 2, 4, 1};
+  const std::vector<double> x = {0x1p-17, 1 + 0x1p-10, 2 + 0x1p-7, std::numeric_limits<double>::quiet_NaN(), 1};
+  const ErrorStats st = compute_error_stats(x, make_ref(1, 5, c, c, {1, 1, 2, 4, 1}, Format::fp16), fp32_model(4));
+  EXPECT_EQ(st.assert_close_mismatches, 2);
+  EXPECT_EQ(st.assert_close, 0);
+  EXPECT_EQ(st.max_abs_err, 0x1p-7);
+  const double err2 = 0x1p-34 + 0x1p-20 + 0x1p-14, ref2 = 0 + 1 + 4 + 1;
+  const double x2 = 0x1p-34 + (1 + 0x1p-9 + 0x1p-20) + (4 + 0x1p-5 + 0x1p-14) + 1;  // each square exact
+  EXPECT_EQ(st.calc_diff, err2 / (x2 + ref2));
+  EXPECT_EQ(st.snr_db, 10 * (std::log10(ref2) - std::log10(err2)));
+  EXPECT_EQ(st.nonfinite, 1);
+}
+
+TEST(ErrorStatsOtherTools, ExactOutputHasInfiniteSnrAndNoDifference) {
+  const std::vector<double> c = {0.5, -3, 0, 1024};
+  const ErrorStats st = compute_error_stats(c, make_ref(2, 2, c, c, {1, 3, 1, 1024}), fp32_model(4));
+  EXPECT_EQ(st.snr_db, kInf);
+  EXPECT_EQ(st.calc_diff, 0.0);
+  EXPECT_EQ(st.max_abs_err, 0.0);
+  EXPECT_EQ(st.assert_close, 1);
+  // All zero on both sides: DeepGEMM's 0 / 0 is defined as 0 here, the SNR +inf (no error).
+  const std::vector<double> z = {0, 0};
+  const ErrorStats zero = compute_error_stats(z, make_ref(1, 2, z, z, {1, 1}), fp32_model(4));
+  EXPECT_EQ(zero.calc_diff, 0.0);
+  EXPECT_EQ(zero.snr_db, kInf);
+  // An error on a zero reference: no signal at all.
+  const ErrorStats noise = compute_error_stats({0x1p-30, 0}, make_ref(1, 2, z, z, {1, 1}), fp32_model(4));
+  EXPECT_EQ(noise.snr_db, -kInf);
+  EXPECT_EQ(noise.calc_diff, 1.0);  // sum d^2 / (sum x^2 + 0) with d = x
+}
+
+TEST(ErrorStatsOtherTools, NonFiniteReferencesAreOutsideFAndJudgedAsTorchDoes) {
+  // c = +inf with x = +inf matches (equal); with x finite it does not. Neither is in F.
+  const std::vector<double> c = {kInf, kInf, 2};
+  const std::vector<double> x = {kInf, 5, 2 + 0x1p-30};
+  const ErrorStats st = compute_error_stats(x, make_ref(1, 3, c, c, {kInf, kInf, 2}), fp32_model(4));
+  EXPECT_EQ(st.assert_close_mismatches, 1);
+  EXPECT_EQ(st.max_abs_err, 0x1p-30);
+  EXPECT_EQ(st.snr_db, 10 * (std::log10(4.0) - std::log10(0x1p-60)));
+  EXPECT_EQ(st.calc_diff, 0x1p-60 / (4 + 0x1p-28 + 0x1p-60 + 4));
+}
+
+// fp8 outputs are judged by equality (PyTorch has no default tolerance for them).
+TEST(ErrorStatsOtherTools, Fp8OutputNeedsEquality) {
+  const std::vector<double> c = {1, 2};
+  GemmReference ref = make_ref(1, 2, c, c, {1, 2}, Format::e4m3);
+  EXPECT_EQ(compute_error_stats({1, 2}, ref, fp32_model(4)).assert_close, 1);
+  const ErrorStats st = compute_error_stats({1, 2 + 0x1p-40}, ref, fp32_model(4));
+  EXPECT_EQ(st.assert_close, 0);
+  EXPECT_EQ(st.assert_close_mismatches, 1);
+}
+
+TEST(ErrorStatsOtherTools, EveryThreadCountGivesTheSameBits) {
+  // 5000 entries over several leaf blocks, errors of mixed sizes and a NaN.
+  const int n = 5000;
+  std::vector<double> c(n), x(n), ab(n);
+  for (int i = 0; i < n; ++i) {
+    c[i] = std::ldexp(1.0 + (i % 7) / 8.0, (i % 11) - 5);
+    x[i] = c[i] + std::ldexp((i % 5) - 2.0, (i % 13) - 40);
+    ab[i] = std::fabs(c[i]);
+  }
+  x[4321] = std::numeric_limits<double>::quiet_NaN();
+  const GemmReference ref = make_ref(50, 100, c, c, ab);
+  const ErrorStats one = compute_error_stats(x, ref, fp32_model(4), 1);
+  const ErrorStats three = compute_error_stats(x, ref, fp32_model(4), 3);
+  EXPECT_EQ(one.calc_diff, three.calc_diff);
+  EXPECT_EQ(one.snr_db, three.snr_db);
+  EXPECT_EQ(one.max_abs_err, three.max_abs_err);
+  EXPECT_EQ(one.assert_close_mismatches, three.assert_close_mismatches);
+  EXPECT_GE(one.assert_close_mismatches, 1);
+  EXPECT_GT(one.calc_diff, 0.0);
+}

@@ -1,6 +1,7 @@
 // The plain-C++ parts of the CLI: sizes, suite files, atomic CSV and .npy output.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "experiments/report/files.hpp"
+#include "experiments/report/result.hpp"
 #include "experiments/plan/plan.hpp"
 
 namespace fs = std::filesystem;
@@ -146,6 +148,58 @@ TEST(Output, DoublesRoundTrip) {
   EXPECT_EQ(fmt_double(0.5), "0.5");
   EXPECT_EQ(fmt_double(NAN), "nan");
   EXPECT_EQ(fmt_double(-INFINITY), "-inf");
+}
+
+// time_ms_iqr: numpy's default percentiles (np.percentile(t, [25, 75]), method "linear").
+TEST(Output, TimingNoiseIsTheInterquartileRangeOfTheRepetitions) {
+  EXPECT_EQ(interquartile_range({1, 2, 3, 4, 5}), 2.0);            // positions 1 and 3: 2 and 4
+  EXPECT_EQ(interquartile_range({4, 1, 3, 2}), 1.5);               // 1.75 and 3.25, order does not matter
+  EXPECT_EQ(interquartile_range({0.5, 0.5, 0.5, 8}), 1.875);       // 0.5 and 0.5 + 0.25 * 7.5: one outlier
+  EXPECT_EQ(interquartile_range({3}), 0.0);
+  EXPECT_TRUE(std::isnan(interquartile_range({})));
+}
+
+// The new columns are written and read back by name: an infinite SNR, the noise; and a CSV written
+// before them (no such columns) still reads.
+TEST(Output, NewColumnsRoundTripAndOlderHeadersStillRead) {
+  ResultRow r;
+  r.kernel = "k";
+  r.M = r.N = r.K = 8;
+  r.status = Status::passed;
+  ErrorStats s;
+  s.snr_db = INFINITY;
+  s.calc_diff = 0x1p-50;
+  s.max_abs_err = 0.25;
+  s.assert_close = 1;
+  s.assert_close_mismatches = 0;
+  r.stats = s;
+  Timing t;
+  t.time_ms_median = 1.5;
+  t.time_ms_iqr = 0.0625;
+  r.timing = t;
+  const std::vector<std::string>& cols = result_columns();
+  const std::vector<std::string> f = to_fields(r);
+  auto at = [&](const char* c) { return f[static_cast<std::size_t>(std::find(cols.begin(), cols.end(), c) - cols.begin())]; };
+  EXPECT_EQ(at("snr_db"), "inf");
+  EXPECT_EQ(at("time_ms_iqr"), "0.0625");
+  EXPECT_EQ(at("assert_close"), "1");
+  const ResultRow back = from_fields(cols, f);
+  EXPECT_EQ(back.stats->snr_db, INFINITY);
+  EXPECT_EQ(back.stats->calc_diff, 0x1p-50);
+  EXPECT_EQ(back.stats->max_abs_err, 0.25);
+  EXPECT_EQ(back.stats->assert_close, 1);
+  EXPECT_EQ(back.timing->time_ms_iqr, 0.0625);
+  EXPECT_EQ(to_fields(back), f);
+  // An older header without the new columns: the rest reads as before.
+  std::vector<std::string> old_cols, old_f;
+  for (std::size_t i = 0; i < cols.size(); ++i)
+    if (cols[i] != "snr_db" && cols[i] != "time_ms_iqr" && cols[i] != "assert_close") {
+      old_cols.push_back(cols[i]);
+      old_f.push_back(f[i]);
+    }
+  const ResultRow old = from_fields(old_cols, old_f);
+  EXPECT_EQ(old.stats->max_abs_err, 0.25);
+  EXPECT_EQ(old.timing->time_ms_median, 1.5);
 }
 
 TEST(Output, NpyHeaderAndDataAreWhatNumpyReads) {

@@ -352,6 +352,45 @@ TEST(GpuOracle, StatisticsMatchTheCpuBitForBit) {
       EXPECT_TRUE(same_stats(compute_error_stats(x, ref, cs.out, m, 3), cpu)) << what << " 3 CPU threads";
       if (cs.specials) EXPECT_GT(cpu.nonfinite, 0) << what;
       EXPECT_GT(cpu.rel_count, 0) << what;
+      // Every NaN or infinite output (c is finite here) fails torch's assert_close.
+      if (cs.specials) EXPECT_GE(cpu.assert_close_mismatches, cpu.nonfinite) << what;
+      if (cs.specials) EXPECT_EQ(cpu.assert_close, 0) << what;
+    }
+  }
+}
+
+// The measures of other tools (calc_diff, snr_db, max_abs_err, assert_close) on outputs that pass
+// too: every entry correctly rounded passes torch's assert_close at its format's defaults (one
+// rounding is at most 2^-11 relative for fp16 against rtol 1e-3, 2^-8 for bf16 against 1.6e-2, 2^-24
+// for fp32 against 1.3e-6), and the exact fp64 output has no error at all (snr_db = +inf).
+TEST(GpuOracle, OtherToolsMeasuresMatchTheCpuBitForBitOnPassingOutputs) {
+  GEMMLAB_REQUIRE_GPU();
+  for (Format out : {Format::fp32, Format::fp16, Format::bf16, Format::fp64}) {
+    const std::string what = std::string("correctly rounded ") + info(out).name;
+    const Problem p = make("normal_0_1", Format::fp16, 300, 257, 96, 7);
+    const GemmReference ref = exact_gemm(p.A, p.B, out);
+    const device::GpuReference g = exact_gemm_gpu(p.A, p.B);
+    const std::vector<double> x = output_reference(ref, out);
+    BoundModel m;
+    m.K = 96;
+    m.input = m.compute = Format::fp16;
+    m.output = out;
+    const ErrorStats cpu = compute_error_stats(x, ref, out, m);
+    EXPECT_TRUE(same_stats(device::compute_error_stats_gpu(x, g, out, m), cpu)) << what;
+    EXPECT_EQ(cpu.assert_close, 1) << what;
+    EXPECT_EQ(cpu.assert_close_mismatches, 0) << what;
+    if (out == Format::fp64) {
+      EXPECT_EQ(cpu.snr_db, std::numeric_limits<double>::infinity()) << what;
+      EXPECT_EQ(cpu.calc_diff, 0.0) << what;
+      EXPECT_EQ(cpu.max_abs_err, 0.0) << what;
+    } else {
+      EXPECT_GT(cpu.calc_diff, 0.0) << what;
+      EXPECT_GT(cpu.max_abs_err, 0.0) << what;
+      // One rounding: |d| <= u |c| with u = 2^-p (the few subnormal results add far less), so the
+      // SNR is at least 20 log10(2^p), about 6.02 dB per bit, and a few dB above it on average.
+      const double floor_db = 20 * std::log10(std::ldexp(1.0, info(out).precision));
+      EXPECT_GT(cpu.snr_db, floor_db - 0.1) << what;
+      EXPECT_LT(cpu.snr_db, floor_db + 15) << what;
     }
   }
 }

@@ -1,6 +1,7 @@
 // GPU tests of the harness itself and of the first two entries (naive SGEMM, cuBLAS baselines).
 #include <cmath>
 
+#include "experiments/report/result.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
@@ -78,6 +79,10 @@ TEST(GpuHarness, TimingRecordsEveryRepetition) {
   EXPECT_LE(run.time_ms_min, run.time_ms_median);
   EXPECT_LE(run.time_ms_median, run.time_ms_max);
   EXPECT_GT(run.time_ms_min, 0.0);
+  // The noise: q75 - q25 of the 7 repetitions (report/result.hpp), within the whole range.
+  EXPECT_EQ(run.time_ms_iqr, interquartile_range(std::vector<double>(run.times_ms.begin(), run.times_ms.end())));
+  EXPECT_GE(run.time_ms_iqr, 0.0);
+  EXPECT_LE(run.time_ms_iqr, run.time_ms_max - run.time_ms_min);
   EXPECT_EQ(run.unwritten, 0);
 }
 

@@ -63,11 +63,42 @@ def test_errors(tmp_path):
         gemmlab.load_results(odd)
 
 
+# Columns added since the default run of 2026-11-21: the underflow-aware verdict's three (issue 13),
+# the measures of other tools after them, and the timing noise after time_ms_max.
+ADDED = ("subnormal_reference", "underflow_bound", "bound_violations",
+         "calc_diff", "snr_db", "max_abs_err", "assert_close", "assert_close_mismatches", "time_ms_iqr")
+
+
 def test_columns_are_those_of_the_newest_default_run(root):
-    # gemmlab.COLUMNS is the C++ list (experiments/report/result.hpp result_columns), bound; since
-    # the default run, only the underflow-aware verdict's three columns were added (issue 13).
+    # gemmlab.COLUMNS is the C++ list (experiments/report/result.hpp result_columns), bound.
     with open(root / "results/default/default_h200_20261121.csv") as f:
         old = tuple(f.readline().strip().split(","))
-    added = ("subnormal_reference", "underflow_bound", "bound_violations")
-    assert old == tuple(c for c in gemmlab.COLUMNS if c not in added)
-    assert set(added) <= set(gemmlab.COLUMNS)
+    assert old == tuple(c for c in gemmlab.COLUMNS if c not in ADDED)
+    cols = list(gemmlab.COLUMNS)
+    at = cols.index("bound_violations")
+    assert cols[at - 2:at + 6] == ["subnormal_reference", "underflow_bound", "bound_violations", "calc_diff",
+                                   "snr_db", "max_abs_err", "assert_close", "assert_close_mismatches"]
+    at = cols.index("time_ms_median")
+    assert cols[at:at + 5] == ["time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "reps"]
+
+
+def test_an_older_csv_gets_the_columns_it_lacks_empty(root):
+    df = gemmlab.load_results(root / "results/default/default_h200_20261121.csv")
+    assert list(df.columns) == list(gemmlab.COLUMNS)
+    for c in ("calc_diff", "snr_db", "max_abs_err", "time_ms_iqr", "underflow_bound"):
+        assert df[c].dtype == "float64" and df[c].isna().all(), c
+    for c in ("assert_close", "assert_close_mismatches", "bound_violations"):
+        assert df[c].dtype == "Int64" and df[c].isna().all(), c
+    # Columns it has keep their values.
+    assert df.loc[df.status == "passed", "tflops"].notna().all()
+
+
+def test_infinite_snr_reads_back(tmp_path):
+    cols = list(gemmlab.COLUMNS)
+    row = dict.fromkeys(cols, "")
+    row.update(kernel="k", status="passed", snr_db="inf", calc_diff="0", assert_close="1", M="8", seed="1")
+    p = tmp_path / "r.csv"
+    p.write_text(",".join(cols) + "\n" + ",".join(row[c] for c in cols) + "\n")
+    df = gemmlab.load_results(p)
+    assert df["snr_db"][0] == math.inf and df["calc_diff"][0] == 0.0 and df["assert_close"][0] == 1
+    assert gemmlab.results.row_from_fields([row[c] for c in cols])["snr_db"] == math.inf
