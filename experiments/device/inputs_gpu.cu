@@ -122,14 +122,16 @@ __global__ void pack_col_major_kernel(const float* __restrict__ in, int rows, in
   using T = typename Storage<F>::type;
   __shared__ T tile[kTile][kTile + 1];
   const int c0 = blockIdx.x * kTile;
-  for (int r0 = blockIdx.y * kTile; r0 < rows; r0 += gridDim.y * kTile) {
+  for (long long r0 = blockIdx.y * kTile; r0 < rows; r0 += static_cast<long long>(gridDim.y) * kTile) {
     for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-      const int r = r0 + k, c = c0 + threadIdx.x;
+      const long long r = r0 + k;
+      const int c = c0 + threadIdx.x;
       if (r < rows && c < cols) tile[k][threadIdx.x] = encode<F>(in[static_cast<std::size_t>(r) * cols + c]);
     }
     __syncthreads();
     for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-      const int r = r0 + threadIdx.x, c = c0 + k;
+      const long long r = r0 + threadIdx.x;
+      const int c = c0 + k;
       if (r < rows && c < cols) out[static_cast<std::size_t>(c) * rows + r] = tile[threadIdx.x][k];
     }
     __syncthreads();

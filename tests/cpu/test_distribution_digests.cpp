@@ -1,9 +1,6 @@
 // Pins generate()'s output bit for bit: a 64-bit FNV-1a digest of every value's binary64 pattern
-// for each distribution of default_distributions() plus expspread_0.5, expspread_4,
-// logunif_-140_-120, cancel_-3 and exactint_16, in every format where the distribution is usable
-// (fp64 pins the raw values before rounding), for operand A (37, 53) and B (53, 29) at seed
-// 20261121. The odd sizes give cancel an odd K (its zero column/row) and a half that is not a
-// power of two. The digests were computed by the generator as of commit 8d72b6c, before its
+// for each case of tests/distribution_cases.hpp (11 distributions, operands A and B) in every
+// format where the distribution is usable (fp64 pins the raw values before rounding). The digests were computed by the generator as of commit 8d72b6c, before its
 // per-entry arithmetic moved to reference/distribution_entry.hpp (shared with the GPU generator);
 // the test proves that move changed no bit. A deliberate change to the generator changes
 // recorded results and must update this table in the same commit.
@@ -18,12 +15,16 @@
 
 #include "reference/distributions.hpp"
 #include "reference/formats.hpp"
+#include "tests/distribution_cases.hpp"
 
 namespace gemmlab {
 namespace {
 
-constexpr std::uint64_t kDigestSeed = 20261121;
-constexpr int kM = 37, kK = 53, kN = 29;
+using testing::case_distributions;
+using testing::kCaseK;
+using testing::kCaseM;
+using testing::kCaseN;
+using testing::kCaseSeed;
 
 // FNV-1a over the shape and the little-endian bytes of every value's bit pattern, row-major.
 std::uint64_t digest(const Matrix& m) {
@@ -38,13 +39,6 @@ std::uint64_t digest(const Matrix& m) {
   eat(static_cast<std::uint64_t>(m.cols));
   for (double x : m.v) eat(std::bit_cast<std::uint64_t>(x));
   return h;
-}
-
-std::vector<Distribution> digest_distributions() {
-  std::vector<Distribution> ds = default_distributions();
-  for (const char* n : {"expspread_0.5", "expspread_4", "logunif_-140_-120", "cancel_-3", "exactint_16"})
-    ds.push_back(parse_distribution(n));
-  return ds;
 }
 
 // "<distribution>/<format>/<A|B>" -> digest, from commit 8d72b6c's generator.
@@ -193,13 +187,13 @@ TEST(DistributionDigests, GenerateMatchesTheDigestsOfCommit8d72b6c) {
   std::set<std::string> seen;
   std::size_t bad = 0;
   std::string table;  // the whole table as this build computes it, printed on failure
-  for (const Distribution& d : digest_distributions())
+  for (const Distribution& d : case_distributions())
     for (Format f : all_formats()) {
       if (!unusable_reason(d, f).empty()) continue;
       for (Operand op : {Operand::A, Operand::B}) {
         const bool a = op == Operand::A;
         const std::string key = d.name() + "/" + info(f).name + "/" + (a ? "A" : "B");
-        const std::uint64_t got = digest(generate(d, op, a ? kM : kK, a ? kK : kN, f, kDigestSeed));
+        const std::uint64_t got = digest(generate(d, op, a ? kCaseM : kCaseK, a ? kCaseK : kCaseN, f, kCaseSeed));
         char line[160];
         std::snprintf(line, sizeof line, "    {\"%s\", 0x%016llxull},\n", key.c_str(),
                       static_cast<unsigned long long>(got));

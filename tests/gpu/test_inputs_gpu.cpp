@@ -20,16 +20,21 @@
 #include <vector>
 
 #include "experiments/device/inputs_gpu.hpp"
+#include "tests/distribution_cases.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/same_bits.hpp"
 
 namespace gemmlab {
 namespace {
 
+using testing::case_distributions;
 using testing::hex;
+using testing::kCaseK;
+using testing::kCaseM;
+using testing::kCaseN;
 using testing::same_bits;
 
-constexpr std::uint64_t kSeed = 20261121;
+constexpr std::uint64_t kSeed = testing::kCaseSeed;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string("test: ") + what + ": " + cudaGetErrorString(e));
@@ -115,23 +120,16 @@ std::vector<unsigned char> gpu_pack(const std::vector<float>& v, int rows, int c
   return out.download();
 }
 
-std::vector<Distribution> digest_distributions() {
-  std::vector<Distribution> ds = default_distributions();
-  for (const char* n : {"expspread_0.5", "expspread_4", "logunif_-140_-120", "cancel_-3", "exactint_16"})
-    ds.push_back(parse_distribution(n));
-  return ds;
-}
-
 // ---- generate ----------------------------------------------------------------------------------
 
 TEST(InputsGpu, GenerateMatchesTheCpuGeneratorInEveryFormat) {
   GEMMLAB_REQUIRE_GPU();
   int cases = 0;
-  for (const Distribution& d : digest_distributions())
+  for (const Distribution& d : case_distributions())
     for (Format f : float_formats()) {
       if (!unusable_reason(d, f).empty()) continue;
-      EXPECT_TRUE(gpu_equals_cpu(d, Operand::A, 37, 53, f));
-      EXPECT_TRUE(gpu_equals_cpu(d, Operand::B, 53, 29, f));
+      EXPECT_TRUE(gpu_equals_cpu(d, Operand::A, kCaseM, kCaseK, f));
+      EXPECT_TRUE(gpu_equals_cpu(d, Operand::B, kCaseK, kCaseN, f));
       cases += 2;
     }
   // The CPU digests' 138 cases less fp64's 22.
