@@ -9,6 +9,7 @@
 #include "experiments/report/files.hpp"
 #include "reference/distributions.hpp"
 #include "reference/mpfr_gemm.hpp"
+#include "reference/parallel.hpp"
 #include "reference/rng.hpp"
 
 namespace gemmlab {
@@ -24,11 +25,24 @@ std::vector<long long> spot_check_entries(int M, int N, int n, std::uint64_t see
 
 void spot_check(int M, int N, int K, int n, std::uint64_t seed, const std::string& engine,
                 const std::function<void(int, int, Matrix&, Matrix&)>& load, const std::function<double(long long)>& c) {
-  Matrix a(1, K), b(K, 1);
-  for (const long long idx : spot_check_entries(M, N, n, seed)) {
+  // The operands and values are read in this thread (load and c may read a GPU bound to it); the
+  // MPFR dot products, independent, run on all cores; the comparison goes in order, so the first
+  // disagreement reported is always the same one.
+  const std::vector<long long> entries = spot_check_entries(M, N, n, seed);
+  std::vector<Matrix> as(entries.size(), Matrix(1, K)), bs(entries.size(), Matrix(K, 1));
+  std::vector<double> mpfr(entries.size()), got(entries.size());
+  for (std::size_t s = 0; s < entries.size(); ++s) {
+    load(static_cast<int>(entries[s] / N), static_cast<int>(entries[s] % N), as[s], bs[s]);
+    got[s] = c(entries[s]);
+  }
+  parallel_for(static_cast<long>(entries.size()), 0, [&](long s) {
+    const auto u = static_cast<std::size_t>(s);
+    mpfr[u] = mpfr_dot(as[u], bs[u], 0, 0);
+  });
+  for (std::size_t s = 0; s < entries.size(); ++s) {
+    const long long idx = entries[s];
     const int i = static_cast<int>(idx / N), j = static_cast<int>(idx % N);
-    load(i, j, a, b);
-    const double m = mpfr_dot(a, b, 0, 0), v = c(idx);
+    const double m = mpfr[s], v = got[s];
     if (!(m == v) && !(std::isnan(m) && std::isnan(v)))
       throw std::runtime_error("reference self-check failed: " + engine + " gives " + fmt_double(v) + " for C(" +
                                std::to_string(i) + "," + std::to_string(j) + ") but MPFR gives " + fmt_double(m) +
