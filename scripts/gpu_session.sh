@@ -24,7 +24,7 @@ run() {
 same_statistics() {
   python3 - "$1" "$2" <<'PY'
 import csv, sys
-timing = {"time_ms_median", "time_ms_min", "time_ms_max", "tflops", "sm_clock_mhz"}
+timing = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"}
 a, b = (list(csv.DictReader(open(f))) for f in sys.argv[1:3])
 keys = lambda rows: [(r["kernel"], r["distribution"], r["M"], r["N"], r["K"], r["seed"]) for r in rows]
 diff = [(x["kernel"], c) for x, y in zip(a, b) for c in x if c not in timing and x[c] != y.get(c)]
