@@ -42,7 +42,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) { return 
 constexpr std::size_t kListed = 10;
 // At most this many lines in a table or list of the report, which must fit a pull-request comment
 // (GitHub takes 65536 characters) when a change touches every row; the rest is counted.
-constexpr std::size_t kReportLines = 200;
+constexpr std::size_t kReportLines = 80;
 
 std::string listed(const std::vector<std::string>& v) {
   std::string s;
