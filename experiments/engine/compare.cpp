@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "experiments/engine/command_line.hpp"
 #include "experiments/engine/files.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
@@ -41,7 +42,7 @@ bool contains(const std::vector<std::string>& v, const std::string& s) { return 
 constexpr std::size_t kListed = 10;
 // At most this many lines in a table or list of the report, which must fit a pull-request comment
 // (GitHub takes 65536 characters) when a change touches every row; the rest is counted.
-constexpr std::size_t kReportLines = 200;
+constexpr std::size_t kReportLines = 80;
 
 std::string listed(const std::vector<std::string>& v) {
   std::string s;
@@ -313,17 +314,23 @@ std::string markdown_report(const Comparison& c) {
   s += " Rows only in A: " + std::to_string(c.only_a.size()) + ", only in B: " + std::to_string(c.only_b.size()) +
        ". Exit " + std::to_string(c.exit_status()) + ".\n";
 
-  if (acc) {
-    s += "\n### Accuracy changes\n\nEvery statistic not listed for a row is bit-identical in A and B.\n\n"
-         "| kernel | distribution | M×N×K | seed | formats | column | A | B | B − A | (B − A)/\\|A\\| |\n"
-         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  // A table of the changes `which` of every row; with the differences B - A and (B - A)/|A| if `diffs`.
+  auto changes_table = [&](std::vector<FieldChange> RowComparison::*which, bool diffs) {
+    s += std::string("| kernel | distribution | M×N×K | seed | formats | column | A | B |") +
+         (diffs ? " B − A | (B − A)/\\|A\\| |\n" : "\n") + "| --- | --- | --- | --- | --- | --- | --- | --- |" +
+         (diffs ? " --- | --- |\n" : "\n");
     std::size_t lines = 0;
     for (const auto& r : c.rows)
-      for (const auto& ch : r.accuracy)
+      for (const auto& ch : r.*which)
         if (++lines <= kReportLines)
-          s += "| " + identity_cells(r.a) + " | " + md(ch.column) + " | " + md(ch.a) + " | " + md(ch.b) + " | " +
-               (ch.abs ? g3(*ch.abs, true) : "") + " | " + (ch.rel ? g3(*ch.rel, true) : "") + " |\n";
+          s += "| " + identity_cells(r.a) + " | " + md(ch.column) + " | " + md(ch.a) + " | " + md(ch.b) + " |" +
+               (diffs ? " " + (ch.abs ? g3(*ch.abs, true) : "") + " | " + (ch.rel ? g3(*ch.rel, true) : "") + " |" : "") +
+               "\n";
     if (lines > kReportLines) s += "\n... and " + std::to_string(lines - kReportLines) + " more changes.\n";
+  };
+  if (acc) {
+    s += "\n### Accuracy changes\n\nEvery statistic not listed for a row is bit-identical in A and B.\n\n";
+    changes_table(&RowComparison::accuracy, true);
   }
 
   if (c.timing_compared) {
@@ -360,15 +367,8 @@ std::string markdown_report(const Comparison& c) {
   std::size_t other = 0;
   for (const auto& r : c.rows) other += !r.other.empty();
   if (other) {
-    s += "\n### Other columns that differ (not an accuracy change)\n\n"
-         "| kernel | distribution | M×N×K | seed | formats | column | A | B |\n"
-         "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
-    std::size_t lines = 0;
-    for (const auto& r : c.rows)
-      for (const auto& ch : r.other)
-        if (++lines <= kReportLines)
-          s += "| " + identity_cells(r.a) + " | " + md(ch.column) + " | " + md(ch.a) + " | " + md(ch.b) + " |\n";
-    if (lines > kReportLines) s += "\n... and " + std::to_string(lines - kReportLines) + " more.\n";
+    s += "\n### Other columns that differ (not an accuracy change)\n\n";
+    changes_table(&RowComparison::other, false);
   }
   auto only = [&](const char* title, const std::vector<std::string>& ids) {
     if (ids.empty()) return;
@@ -406,12 +406,7 @@ int compare_command(const std::vector<std::string>& args) {
   app.footer(
       "Exit status: 0 nothing changed beyond noise; 3 a statistic or status changed; 4 a row is slower beyond the "
       "noise (3 wins over 4); 2 bad input.");
-  try {
-    std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes a reversed vector
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto done = parse_subcommand(app, args)) return *done;
   try {
     // The options first, then the files: a mistake in what was asked is named before any file is read.
     const CompareOptions opt{ignore, threshold};

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "experiments/engine/command_line.hpp"
 #include "experiments/engine/files.hpp"
 #include "experiments/engine/session.hpp"
 #include "experiments/report/files.hpp"
@@ -145,12 +146,7 @@ int merge_command(const std::vector<std::string>& args) {
   app.add_option("shards", inputs, "shard CSVs (each with its .meta.json beside it)")->required();
   app.add_option("-o,--out", out, "merged CSV (its .meta.json is written beside it)")->required();
   app.add_flag("--force", force, "replace an existing merged CSV");
-  try {
-    std::vector<std::string> rev(args.rbegin(), args.rend());  // CLI11 takes a reversed vector
-    app.parse(rev);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto done = parse_subcommand(app, args)) return *done;
   try {
     std::vector<ShardFiles> shards;
     for (const auto& csv : inputs) shards.push_back(ShardFiles::for_csv(csv));

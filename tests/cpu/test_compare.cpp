@@ -288,16 +288,24 @@ TEST(Compare, CommandWritesTheReportAtomicallyAndExits) {
 }
 
 TEST(Compare, ReportTablesStayShortEnoughForAPullRequest) {
-  // 300 rows whose normwise changed: the table lists 200 and counts the rest.
+  // 300 rows whose normwise, speed and reference engine changed, and 300 rows only in A and in B:
+  // each table and list shows 80 lines and counts the rest, and the whole fits a GitHub comment.
   std::vector<ResultRow> a, b;
   for (int i = 0; i < 300; ++i) {
-    a.push_back(row("k" + std::to_string(i), 64, 1.0));
+    a.push_back(row("a_kernel_with_a_long_registry_name_" + std::to_string(i), 4096, 1.0));
     b.push_back(a.back());
     b.back().stats->normwise *= 2;
+    b.back().timing->time_ms_median = 2;
+    b.back().reference = "gpu_int8_ozaki+mpfr_spot16";
+    a.push_back(row("only_in_a_kernel_with_a_long_registry_name_" + std::to_string(i), 4096, 1.0));
+    b.push_back(row("only_in_b_kernel_with_a_long_registry_name_" + std::to_string(i), 4096, 1.0));
   }
   const Comparison c = compare(a, b);
   EXPECT_EQ(c.accuracy_changed(), 300u);
+  EXPECT_EQ(c.slower(), 300u);
   const std::string md = markdown_report(c);
-  EXPECT_NE(md.find("... and 100 more changes."), std::string::npos);
+  EXPECT_NE(md.find("... and 220 more changes."), std::string::npos);
+  EXPECT_NE(md.find("... and 220 more rows."), std::string::npos);
+  EXPECT_NE(md.find("- ... and 220 more\n"), std::string::npos);
   EXPECT_LT(md.size(), 65536u);
 }
