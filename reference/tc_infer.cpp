@@ -837,12 +837,15 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   // included). Those that explain the most tie; a feature on which they disagree is reported
   // ambiguous (not decided by these outcomes).
   {
+    // the outcomes the rules decide first: a wrong combination fails there, at once
+    std::vector<int> rules_first(all_order.begin() + (long)order.size(), all_order.end());
+    rules_first.insert(rules_first.end(), order.begin(), order.end());
     int sbest = std::numeric_limits<int>::max();
     std::vector<TcParams> joint;
     for (const TcParams& base : best_set)
       for (const TcParams& q : special_candidates(base, ins)) {
         int miss = 0;
-        for (int i : all_order)
+        for (int i : rules_first)
           if (!reproduces(q, outcomes[i]) && ++miss > sbest) break;
         if (miss < sbest) {
           sbest = miss;
