@@ -56,12 +56,43 @@ struct TileView {
       : A(a + t * 16 * K), B(b + t * K * 8), C(c + t * 128), D(d + t * 128) {}
   __device__ std::uint32_t a(int i, int k) const { return A[i * K + k]; }
   __device__ std::uint32_t b(int k, int j) const { return B[k * 8 + j]; }
+  // The C/D fragments of lane 4 g + t (module comment): f32 element e; f16x2 register r, half h.
+  __device__ void load_c_f32(std::uint32_t (&c)[4], int g, int t) const {
+    for (int e = 0; e < 4; ++e) c[e] = C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
+  }
+  __device__ void store_d_f32(const std::uint32_t (&d)[4], int g, int t) const {
+    for (int e = 0; e < 4; ++e) D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+  }
+  __device__ void load_c_f16(std::uint32_t (&c)[2], int g, int t) const;
+  __device__ void store_d_f16(const std::uint32_t (&d)[2], int g, int t) const {
+    for (int r = 0; r < 2; ++r) {
+      D[(g + 8 * r) * 8 + 2 * t] = d[r] & 0xffffu;
+      D[(g + 8 * r) * 8 + 2 * t + 1] = d[r] >> 16;
+    }
+  }
 };
 
 __device__ inline std::uint32_t pack2(std::uint32_t lo, std::uint32_t hi) { return (lo & 0xffffu) | (hi << 16); }
+
+template <int K>
+__device__ void TileView<K>::load_c_f16(std::uint32_t (&c)[2], int g, int t) const {
+  for (int r = 0; r < 2; ++r) c[r] = pack2(C[(g + 8 * r) * 8 + 2 * t], C[(g + 8 * r) * 8 + 2 * t + 1]);
+}
 __device__ inline std::uint32_t pack4(std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3) {
   return (b0 & 0xff) | ((b1 & 0xff) << 8) | ((b2 & 0xff) << 16) | ((b3 & 0xff) << 24);
 }
+
+// One mma.sync with four A registers and two B registers (m16n8k16 16-bit, m16n8k8 tf32, m16n8k32 fp8), on the
+// arrays a, b, c, d in scope: two f16x2 C/D registers, or four f32 ones.
+#define GEMMLAB_MMA_F16_ACC(SHAPE_TYPES)                                                          \
+  asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"       \
+               : "=r"(d[0]), "=r"(d[1])                                                          \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]))
+#define GEMMLAB_MMA_F32_ACC(SHAPE_TYPES)                                                                      \
+  asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"  \
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                                              \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), \
+                 "r"(c[3]))
 
 // which: 0 f16->f32, 1 f16->f16, 2 bf16->f32
 template <int which>
@@ -76,26 +107,15 @@ __global__ void k16_kernel(const std::uint32_t* A, const std::uint32_t* B, const
   for (int r = 0; r < 2; ++r) b[r] = pack2(v.b(2 * t + 8 * r, g), v.b(2 * t + 1 + 8 * r, g));
   if constexpr (which == 1) {
     std::uint32_t c[2], d[2];
-    for (int r = 0; r < 2; ++r) c[r] = pack2(v.C[(g + 8 * r) * 8 + 2 * t], v.C[(g + 8 * r) * 8 + 2 * t + 1]);
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"
-                 : "=r"(d[0]), "=r"(d[1])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
-    for (int r = 0; r < 2; ++r) {
-      v.D[(g + 8 * r) * 8 + 2 * t] = d[r] & 0xffffu;
-      v.D[(g + 8 * r) * 8 + 2 * t + 1] = d[r] >> 16;
-    }
+    v.load_c_f16(c, g, t);
+    GEMMLAB_MMA_F16_ACC("m16n8k16.row.col.f16.f16.f16.f16");
+    v.store_d_f16(d, g, t);
   } else {
     std::uint32_t c[4], d[4];
-    for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
-    if constexpr (which == 0)
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                   : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-    else
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                   : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-    for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+    v.load_c_f32(c, g, t);
+    if constexpr (which == 0) GEMMLAB_MMA_F32_ACC("m16n8k16.row.col.f32.f16.f16.f32");
+    else GEMMLAB_MMA_F32_ACC("m16n8k16.row.col.f32.bf16.bf16.f32");
+    v.store_d_f32(d, g, t);
   }
 }
 
@@ -105,11 +125,9 @@ __global__ void tf32_kernel(const std::uint32_t* A, const std::uint32_t* B, cons
   std::uint32_t a[4], b[2], c[4], d[4];
   for (int r = 0; r < 4; ++r) a[r] = v.a(g + 8 * (r & 1), t + 4 * (r >> 1));
   for (int r = 0; r < 2; ++r) b[r] = v.b(t + 4 * r, g);
-  for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-  for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+  v.load_c_f32(c, g, t);
+  GEMMLAB_MMA_F32_ACC("m16n8k8.row.col.f32.tf32.tf32.f32");
+  v.store_d_f32(d, g, t);
 }
 
 // which: 0 e4m3, 1 e5m2, 4 e4m3 x e5m2 (f32 C and D); 2 e4m3, 3 e5m2 (f16 C and D). sm_89 and
@@ -130,33 +148,17 @@ __global__ void fp8_kernel(const std::uint32_t* A, const std::uint32_t* B, const
   }
   if constexpr (which == 2 || which == 3) {
     std::uint32_t c[2], d[2];
-    for (int r = 0; r < 2; ++r) c[r] = pack2(v.C[(g + 8 * r) * 8 + 2 * t], v.C[(g + 8 * r) * 8 + 2 * t + 1]);
-    if constexpr (which == 2)
-      asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e4m3.e4m3.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"
-                   : "=r"(d[0]), "=r"(d[1])
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
-    else
-      asm volatile("mma.sync.aligned.m16n8k32.row.col.f16.e5m2.e5m2.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"
-                   : "=r"(d[0]), "=r"(d[1])
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
-    for (int r = 0; r < 2; ++r) {
-      v.D[(g + 8 * r) * 8 + 2 * t] = d[r] & 0xffffu;
-      v.D[(g + 8 * r) * 8 + 2 * t + 1] = d[r] >> 16;
-    }
+    v.load_c_f16(c, g, t);
+    if constexpr (which == 2) GEMMLAB_MMA_F16_ACC("m16n8k32.row.col.f16.e4m3.e4m3.f16");
+    else GEMMLAB_MMA_F16_ACC("m16n8k32.row.col.f16.e5m2.e5m2.f16");
+    v.store_d_f16(d, g, t);
   } else {
     std::uint32_t c[4], d[4];
-    for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
-#define GEMMLAB_MMA_FP8_F32(TYPES)                                                                                 \
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." TYPES ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "        \
-               "{%10,%11,%12,%13};\n"                                                                              \
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                                                    \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), \
-                 "r"(c[3]))
-    if constexpr (which == 0) GEMMLAB_MMA_FP8_F32("e4m3.e4m3");
-    else if constexpr (which == 1) GEMMLAB_MMA_FP8_F32("e5m2.e5m2");
-    else GEMMLAB_MMA_FP8_F32("e4m3.e5m2");
-#undef GEMMLAB_MMA_FP8_F32
-    for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+    v.load_c_f32(c, g, t);
+    if constexpr (which == 0) GEMMLAB_MMA_F32_ACC("m16n8k32.row.col.f32.e4m3.e4m3.f32");
+    else if constexpr (which == 1) GEMMLAB_MMA_F32_ACC("m16n8k32.row.col.f32.e5m2.e5m2.f32");
+    else GEMMLAB_MMA_F32_ACC("m16n8k32.row.col.f32.e4m3.e5m2.f32");
+    v.store_d_f32(d, g, t);
   }
 #endif
 }
@@ -178,7 +180,7 @@ __global__ void small_mma_kernel(const std::uint32_t* A, const std::uint32_t* B,
     for (int r = 0; r < 2; ++r) a[r] = pack2(v.a(g + 8 * r, 2 * t), v.a(g + 8 * r, 2 * t + 1));
     b = pack2(v.b(2 * t, g), v.b(2 * t + 1, g));
   }
-  for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
+  v.load_c_f32(c, g, t);
 #define GEMMLAB_MMA_SMALL(SHAPE_TYPES)                                                                            \
   asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"                   \
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                                                   \
@@ -187,7 +189,7 @@ __global__ void small_mma_kernel(const std::uint32_t* A, const std::uint32_t* B,
   else if constexpr (which == 1) GEMMLAB_MMA_SMALL("m16n8k8.row.col.f32.bf16.bf16.f32");
   else GEMMLAB_MMA_SMALL("m16n8k4.row.col.f32.tf32.tf32.f32");
 #undef GEMMLAB_MMA_SMALL
-  for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+  v.store_d_f32(d, g, t);
 #endif
 }
 
