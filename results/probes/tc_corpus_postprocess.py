@@ -105,7 +105,7 @@ def main(out_dir, gpu, date, dest):
         table = rows(cross)
         for r in table:
             verdicts = set()
-            for ins in r["instructions"].split():
+            for ins in r["instructions"].split():  # the instructions where the two models disagree
                 got = inferred.get(ins, {}).get(r["rule"])
                 if got is None:
                     continue
