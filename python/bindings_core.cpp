@@ -399,6 +399,7 @@ void bind_tc(nb::module_& m) {
       nb::dict d;
       d["name"] = x.name;
       d["input"] = info(x.input).name;
+      d["input_b"] = info(x.format_b()).name;
       d["output"] = info(x.output).name;
       d["m"] = x.m;
       d["n"] = x.n;

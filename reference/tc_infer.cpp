@@ -49,7 +49,7 @@ struct Builder {
     if (!representable(ins.output, c)) return false;
     for (size_t t = 0; t < ab.size(); ++t) {
       if (pos[t] >= ins.k) return false;
-      if (!representable(ins.input, ab[t].first) || !representable(ins.input, ab[t].second)) return false;
+      if (!representable(ins.input, ab[t].first) || !representable(ins.format_b(), ab[t].second)) return false;
       p.a[pos[t]] = ab[t].first;
       p.b[pos[t]] = ab[t].second;
     }
@@ -67,9 +67,9 @@ struct Builder {
     for (int s = 0; s <= 300; ++s)
       for (int j : {s, -s}) {
         double b = std::ldexp(1.0, j), a = std::ldexp(t, -j);
-        const FormatInfo& f = gemmlab::info(ins.input);
-        bool normal = std::fabs(a) >= std::ldexp(1.0, f.emin) && std::fabs(b) >= std::ldexp(1.0, f.emin);
-        if (normal && representable(ins.input, a) && representable(ins.input, b)) {
+        const FormatInfo &f = gemmlab::info(ins.input), &fb = gemmlab::info(ins.format_b());
+        bool normal = std::fabs(a) >= std::ldexp(1.0, f.emin) && std::fabs(b) >= std::ldexp(1.0, fb.emin);
+        if (normal && representable(ins.input, a) && representable(ins.format_b(), b)) {
           ab = {a, b};
           return true;
         }
@@ -78,7 +78,7 @@ struct Builder {
       for (int s = 0; s <= 300; ++s)
         for (int j : {s, -s}) {
           double b = std::ldexp(1.0, j), a = std::ldexp(t, -j);
-          if (a != 0 && representable(ins.input, a) && representable(ins.input, b)) {
+          if (a != 0 && representable(ins.input, a) && representable(ins.format_b(), b)) {
             ab = {a, b};
             return true;
           }
@@ -97,6 +97,8 @@ struct Builder {
 std::string xs(int e) { return "X=2^" + std::to_string(e); }
 
 }  // namespace
+
+std::string exact_text(double x) { return num(x); }
 
 std::string hex_bits(std::uint64_t bits, Format f) {
   char buf[32];
@@ -315,7 +317,9 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
           double sig = 1 + std::ldexp((double)(m >> (64 - (pin - 1))), -(pin - 1));
           int e = (int)(rng() % (2 * spread + 1)) - spread;
           if (e < fi.emin) e = fi.emin;
-          *v = round_to_format(ins.input, ((m & 1) ? -1 : 1) * std::ldexp(sig, e), Rounding::nearest_even);
+          // B in its own format (mixed e4m3 x e5m2); the same draw as A's otherwise
+          *v = round_to_format(v == &p.a[i] ? ins.input : ins.format_b(), ((m & 1) ? -1 : 1) * std::ldexp(sig, e),
+                               Rounding::nearest_even);
         }
       }
       if (r % 4 == 1 && K >= 2) {  // cancellation: the second half repeats the first with the sign flipped
@@ -338,17 +342,31 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
   return std::move(B.out);
 }
 
+RawBits probe_bits(const InstructionInfo& ins, const Probe& p) {
+  if (p.raw) return *p.raw;
+  RawBits r;
+  for (size_t k = 0; k < p.a.size(); ++k) {
+    r.a.push_back(to_bits(ins.input, p.a[k]));
+    r.b.push_back(to_bits(ins.format_b(), p.b[k]));
+  }
+  r.c = to_bits(ins.output, p.c);
+  return r;
+}
+
+double predict(const TcParams& p, const Probe& pr, TcTrace* trace) {
+  if (!pr.raw) return dot(p, pr.a.data(), pr.b.data(), (int)pr.a.size(), pr.c, trace);
+  // the operands as the instruction reads their bits (tf32: tf32_low_bits)
+  std::vector<double> a(pr.raw->a.size()), b(pr.raw->b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    a[k] = decode_operand(p, p.input, pr.raw->a[k]);
+    b[k] = decode_operand(p, p.format_b(), pr.raw->b[k]);
+  }
+  return dot(p, a.data(), b.data(), (int)a.size(), from_bits(p.output, pr.raw->c), trace);
+}
+
+std::uint64_t predict_bits(const TcParams& p, const Probe& pr) { return encode_output(p, predict(p, pr)); }
+
 namespace {
-
-bool same_output(Format f, double predicted, std::uint64_t observed_bits) {
-  double obs = from_bits(f, observed_bits);
-  if (std::isnan(predicted) || std::isnan(obs)) return std::isnan(predicted) && std::isnan(obs);
-  return to_bits(f, predicted) == observed_bits;
-}
-
-double predict(const TcParams& p, const Probe& pr) {
-  return dot(p, pr.a.data(), pr.b.data(), (int)pr.a.size(), pr.c);
-}
 
 // The ways the k products can be dealt to blocks of bs: contiguous (0), or groups of g < bs indices
 // round robin; and where C enters.
@@ -424,6 +442,7 @@ std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
                           p.step_interleave = g;
                           p.c_entry = centry;
                           p.operand_conversion = conv;
+                          p.input_b = ins.input_b;
                           v.push_back(p);
                         }
                     }
@@ -436,6 +455,55 @@ struct FeatureDef {
   std::function<std::string(const TcParams&)> value;
   std::function<std::vector<TcParams>(const TcParams&, const InstructionInfo&)> alternatives;
 };
+
+// A zero's exponent: fp32_emin (2^-126) differs from input_emin only where an operand format's emin
+// is not -126 (bf16 and tf32 have fp32's): elsewhere the two are one model and only one is offered.
+std::vector<ZeroOperandExponent> zero_operand_values(const InstructionInfo& ins) {
+  std::vector<ZeroOperandExponent> v = {ZeroOperandExponent::none, ZeroOperandExponent::input_emin};
+  if (gemmlab::info(ins.input).emin != -126 || gemmlab::info(ins.format_b()).emin != -126)
+    v.push_back(ZeroOperandExponent::fp32_emin);
+  return v;
+}
+
+// Overflow: by_rounding is saturate under a toward_zero output and infinity under nearest_even, so
+// only the other one is offered beside it.
+std::vector<Overflow> overflow_values(const TcParams& p) {
+  return {Overflow::by_rounding, p.output_rounding == Rounding::toward_zero ? Overflow::infinity : Overflow::saturate};
+}
+
+// The special rules' candidate values (tc_model.hpp): every combination is tried with the inferred
+// arithmetic. Canonical order: the model's behaviour before these were parameters comes first.
+std::vector<TcParams> special_candidates(const TcParams& base, const InstructionInfo& ins) {
+  std::vector<TcParams> v;
+  std::vector<Rounding> low = {Rounding::toward_zero};
+  if (ins.input == Format::tf32) low.push_back(Rounding::nearest_even);
+  for (NanEncoding n : {NanEncoding::all_ones, NanEncoding::ieee_quiet})
+    for (Overflow o : overflow_values(base))
+      for (ZeroSign z : {ZeroSign::ieee, ZeroSign::plus, ZeroSign::c_sign})
+        for (ZeroOperandExponent ze : zero_operand_values(ins))
+          for (Rounding lb : low) {
+            TcParams q = base;
+            q.nan_encoding = n;
+            q.overflow = o;
+            q.zero_sign = z;
+            q.zero_operand_exponent = ze;
+            q.tf32_low_bits = lb;
+            v.push_back(q);
+          }
+  return v;
+}
+
+// A probe that the special rules decide (its output changes with them under the instruction's
+// measured or hypothesised arithmetic), or that carries raw bits: left out of the search of the
+// arithmetic's parameters (which would otherwise all fail where the hardware's rule is not the
+// default, e.g. an fp16 overflow saturated) and used after it.
+bool rule_probe(const Probe& p, const std::vector<TcParams>& special_variants) {
+  if (p.feature == "nan_inf" || p.raw.has_value()) return true;
+  const std::uint64_t first = predict_bits(special_variants.front(), p);
+  for (size_t i = 1; i < special_variants.size(); ++i)
+    if (predict_bits(special_variants[i], p) != first) return true;
+  return false;
+}
 
 std::vector<FeatureDef> feature_defs() {
   std::vector<FeatureDef> f;
@@ -593,6 +661,69 @@ std::vector<FeatureDef> feature_defs() {
                  q.c_entry = p.c_entry == CEntry::first_block ? CEntry::final_add : CEntry::first_block;
                  return std::vector<TcParams>{q};
                }});
+  // The special rules: each alternative differs from p in that rule alone.
+  const auto special = [&](const char* name, auto get, auto set, auto values, auto describe) {
+    f.push_back({name, [=](const TcParams& p) { return describe(get(p)); },
+                 [=](const TcParams& p, const InstructionInfo& ins) {
+                   std::vector<TcParams> v;
+                   for (auto x : values(p, ins))
+                     if (x != get(p)) {
+                       TcParams q = p;
+                       set(q, x);
+                       v.push_back(q);
+                     }
+                   return v;
+                 }});
+  };
+  special(
+      "nan_encoding", [](const TcParams& p) { return p.nan_encoding; },
+      [](TcParams& p, NanEncoding x) { p.nan_encoding = x; },
+      [](const TcParams&, const InstructionInfo&) {
+        return std::vector<NanEncoding>{NanEncoding::all_ones, NanEncoding::ieee_quiet};
+      },
+      [](NanEncoding x) {
+        return std::string(to_string(x)) +
+               (x == NanEncoding::all_ones ? " (a NaN result is 0x7fffffff / 0x7fff)" : " (0x7fc00000 / 0x7e00)");
+      });
+  special(
+      "overflow", [](const TcParams& p) { return p.overflow; }, [](TcParams& p, Overflow x) { p.overflow = x; },
+      [](const TcParams& p, const InstructionInfo&) { return overflow_values(p); },
+      [](Overflow x) {
+        return std::string(to_string(x)) + (x == Overflow::by_rounding ? " (toward zero: largest finite; nearest: infinity)"
+                                            : x == Overflow::infinity  ? " (a sum beyond the range is infinite)"
+                                                                       : " (a sum beyond the range is the largest finite)");
+      });
+  special(
+      "zero_sign", [](const TcParams& p) { return p.zero_sign; }, [](TcParams& p, ZeroSign x) { p.zero_sign = x; },
+      [](const TcParams&, const InstructionInfo&) {
+        return std::vector<ZeroSign>{ZeroSign::ieee, ZeroSign::plus, ZeroSign::c_sign};
+      },
+      [](ZeroSign x) {
+        return std::string(to_string(x)) + (x == ZeroSign::ieee   ? " (-0 only when C and every product are -0)"
+                                            : x == ZeroSign::plus ? " (an exact zero is +0)"
+                                                                  : " (an exact zero takes C's sign)");
+      });
+  special(
+      "zero_operand_alignment", [](const TcParams& p) { return p.zero_operand_exponent; },
+      [](TcParams& p, ZeroOperandExponent x) { p.zero_operand_exponent = x; },
+      [](const TcParams&, const InstructionInfo& ins) { return zero_operand_values(ins); },
+      [](ZeroOperandExponent x) {
+        return std::string(to_string(x)) +
+               (x == ZeroOperandExponent::none         ? " (a product with a zero operand takes no part in the alignment)"
+                : x == ZeroOperandExponent::input_emin ? " (it aligns at its exponent sum, the zero at its format's emin)"
+                                                       : " (it aligns at its exponent sum, the zero at 2^-126)");
+      });
+  special(
+      "tf32_low_bits", [](const TcParams& p) { return p.tf32_low_bits; },
+      [](TcParams& p, Rounding x) { p.tf32_low_bits = x; },
+      [](const TcParams&, const InstructionInfo& ins) {
+        return ins.input == Format::tf32 ? std::vector<Rounding>{Rounding::toward_zero, Rounding::nearest_even}
+                                         : std::vector<Rounding>{Rounding::toward_zero};
+      },
+      [](Rounding x) {
+        return std::string(to_string(x)) + (x == Rounding::toward_zero ? " (the low 13 bits of the fp32 container are ignored)"
+                                                                       : " (the fp32 container is rounded to nearest tf32)");
+      });
   f.push_back({"operand_conversion",
                [](const TcParams& p) {
                  return p.operand_conversion ? std::string("operands converted to ") + gemmlab::info(*p.operand_conversion).name +
@@ -614,20 +745,29 @@ std::vector<FeatureDef> feature_defs() {
 
 }  // namespace
 
-bool reproduces(const TcParams& p, const ProbeOutcome& o) {
-  return same_output(p.output, predict(p, o.probe), o.output_bits);
-}
+bool reproduces(const TcParams& p, const ProbeOutcome& o) { return predict_bits(p, o.probe) == o.output_bits; }
 
 Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& outcomes) {
   Inference r;
   std::vector<TcParams> grid = candidate_grid(ins);
   r.candidates_tried = (long long)grid.size();
   // Order probes so that the most discriminating fail first (random tiles, then targeted ones).
-  std::vector<int> order;
+  // The outcomes that the special rules decide are left out of the search (rule_probe).
+  std::vector<char> by_rule(outcomes.size());
+  {
+    TcParams base = measured_hopper_params(ins.id).value_or(TcParams{});
+    base.input = ins.input, base.input_b = ins.input_b, base.output = ins.output;
+    const std::vector<TcParams> variants = special_candidates(base, ins);
+    for (size_t i = 0; i < outcomes.size(); ++i) by_rule[i] = rule_probe(outcomes[i].probe, variants);
+  }
+  std::vector<int> order, all_order;
   for (int i = 0; i < (int)outcomes.size(); ++i)
-    if (outcomes[i].probe.feature == "random") order.push_back(i);
+    if (outcomes[i].probe.feature == "random" && !by_rule[i]) order.push_back(i);
   for (int i = 0; i < (int)outcomes.size(); ++i)
-    if (outcomes[i].probe.feature != "random") order.push_back(i);
+    if (outcomes[i].probe.feature != "random" && !by_rule[i]) order.push_back(i);
+  all_order = order;
+  for (int i = 0; i < (int)outcomes.size(); ++i)
+    if (by_rule[i]) all_order.push_back(i);
 
   // Pass 1: candidates that reproduce every probe. Most candidates fail on one of a few probes:
   // the probe that rejected the last candidate moves to the front (order affects speed only).
@@ -692,21 +832,48 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   r.mismatching_probes = best;
   r.best_candidates = (int)best_set.size();
 
+  // The special rules, with the arithmetic's best candidates: every candidate with every combination
+  // of the rules' values on every outcome (the corpus's cases and the probes the rules decide
+  // included). Those that explain the most tie; a feature on which they disagree is reported
+  // ambiguous (not decided by these outcomes).
+  {
+    // the outcomes the rules decide first: a wrong combination fails there, at once
+    std::vector<int> rules_first(all_order.begin() + (long)order.size(), all_order.end());
+    rules_first.insert(rules_first.end(), order.begin(), order.end());
+    int sbest = std::numeric_limits<int>::max();
+    std::vector<TcParams> joint;
+    for (const TcParams& base : best_set)
+      for (const TcParams& q : special_candidates(base, ins)) {
+        int miss = 0;
+        for (int i : rules_first)
+          if (!reproduces(q, outcomes[i]) && ++miss > sbest) break;
+        if (miss < sbest) {
+          sbest = miss;
+          joint.clear();
+        }
+        if (miss == sbest) joint.push_back(q);
+      }
+    best_set = joint;
+    r.params = best_set.front();
+    r.mismatching_probes = sbest;
+    r.best_candidates = (int)best_set.size();
+  }
+
   auto evidence_for = [&](const std::vector<TcParams>& alts, std::string& why) -> const ProbeOutcome* {
     // the first probe that the chosen params reproduce and an alternative does not
     for (const TcParams& alt : alts)
-      for (int i : order) {
+      for (int i : all_order) {
         const ProbeOutcome& o = outcomes[i];
         if (o.probe.feature == "random") continue;
         if (reproduces(r.params, o) && !reproduces(alt, o)) {
           double pa = predict(alt, o.probe);
           why = "; rules out " + alt.describe() + " (it predicts " + num(pa) + " = " +
-                hex_bits(std::isnan(pa) ? to_bits(ins.output, pa) : to_bits(ins.output, pa), ins.output) + ")";
+                hex_bits(encode_output(alt, pa), ins.output) + ")";
           return &o;
         }
       }
     for (const TcParams& alt : alts)
-      for (int i : order) {
+      for (int i : all_order) {
         const ProbeOutcome& o = outcomes[i];
         if (reproduces(r.params, o) && !reproduces(alt, o)) {
           why = "; rules out " + alt.describe();
@@ -776,16 +943,16 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   for (const ProbeOutcome& o : outcomes)
     if (o.probe.feature == "nan_inf")
       r.findings.push_back({"nan_inf", o.probe.id + ": " + num(from_bits(ins.output, o.output_bits)) +
-                                           (reproduces(r.params, o) ? " (IEEE)" : " (not IEEE)"),
+                                           (reproduces(r.params, o) ? " (the model reproduces it)" : " (the model does not reproduce it)"),
                             describe_inputs(o.probe), obs_of(o)});
   // Model fit: every unexplained probe, for the record.
   int shown = 0;
-  for (int i : order) {
+  for (int i : all_order) {
     const ProbeOutcome& o = outcomes[i];
     if (reproduces(r.params, o) || shown >= 20) continue;
     ++shown;
     double pr = predict(r.params, o.probe);
-    r.findings.push_back({"model_mismatch", o.probe.id + ": model predicts " + num(pr) + " = " + hex_bits(to_bits(ins.output, pr), ins.output),
+    r.findings.push_back({"model_mismatch", o.probe.id + ": model predicts " + num(pr) + " = " + hex_bits(encode_output(r.params, pr), ins.output),
                           describe_inputs(o.probe), obs_of(o)});
   }
   r.findings.push_back({"model_fit",

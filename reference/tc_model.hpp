@@ -20,6 +20,17 @@
 // - operand_conversion: operands converted (exactly) to another format before the multiply, which
 //   sets the exponents a product is aligned by (fp8 mma.sync on sm_90 runs through fp16).
 //
+// The special rules (issue 21) are parameters too, inferred from the adversarial corpus
+// (reference/tc_corpus.hpp) like every other one, never assumed from IEEE 754:
+// - nan_encoding: the one bit pattern a NaN result is written as, whatever the inputs' payloads;
+// - overflow: what a finite sum beyond the output's largest finite value becomes;
+// - zero_sign: the sign of an exactly zero result;
+// - zero_operand_exponent: whether a product with a zero operand takes part in the alignment, and
+//   with which exponent for the zero (0 * 2^127 in bf16 can set the block's alignment);
+// - tf32_low_bits: how the low 13 bits of a tf32 operand's fp32 container are treated.
+// NaN and infinity operands decide D before any arithmetic: any NaN, inf * 0 or inf - inf gives NaN,
+// otherwise the infinity (observed on the H100 and H200 for every instruction: probes nan_inf/*).
+//
 // Plain C++ (no CUDA header). Values travel as doubles: every value of every input and output
 // format is exact in a double, and the model never rounds through a double (the aligned sums are
 // exact __int128 fixed-point numbers).
@@ -46,8 +57,27 @@ enum class AlignReference { exponent_sum, value_exponent };
 // the output format.
 enum class CEntry { first_block, final_add };
 
+// The bit pattern of a NaN result: all_ones is 0x7fffffff / 0x7fff (what the H100 and H200 write for
+// every NaN the probes produced), ieee_quiet 0x7fc00000 / 0x7e00.
+enum class NanEncoding { all_ones, ieee_quiet };
+// A finite result beyond the output's largest finite value: by_rounding as the output rounding
+// would take it (toward_zero: +-max finite; nearest_even: +-infinity), or always infinity, or always
+// saturated to +-max finite.
+enum class Overflow { by_rounding, infinity, saturate };
+// The sign of an exactly zero result: ieee (-0 only when C and every product are -0; terms that
+// cancel give +0), plus (always +0), c_sign (the sign of C).
+enum class ZeroSign { ieee, plus, c_sign };
+// A product with a zero operand: none (takes no part in the alignment), input_emin (aligned at its
+// exponent sum, the zero counting as its format's emin, like a subnormal), fp32_emin (the zero
+// counting as 2^-126 whatever the format, as MMA-Sim's extract_significand_exponent does).
+enum class ZeroOperandExponent { none, input_emin, fp32_emin };
+
 const char* to_string(AlignReference r);
 const char* to_string(CEntry c);
+const char* to_string(NanEncoding n);
+const char* to_string(Overflow o);
+const char* to_string(ZeroSign z);
+const char* to_string(ZeroOperandExponent z);
 
 struct TcParams {
   Format input = Format::fp16;
@@ -69,7 +99,16 @@ struct TcParams {
                                   // block (i / g) mod (k / bs)
   CEntry c_entry = CEntry::first_block;
   std::optional<Format> operand_conversion;  // operands converted to this format before the multiply
+  std::optional<Format> input_b;  // B's format when it differs from A's (e4m3 x e5m2); A is `input`
+  // Special rules (see above); the defaults are the values the H100/H200 probes showed (NaN) or
+  // the model's behaviour before they were made parameters (to be settled by the corpus).
+  NanEncoding nan_encoding = NanEncoding::all_ones;
+  Overflow overflow = Overflow::by_rounding;
+  ZeroSign zero_sign = ZeroSign::ieee;
+  ZeroOperandExponent zero_operand_exponent = ZeroOperandExponent::none;
+  Rounding tf32_low_bits = Rounding::toward_zero;  // toward_zero: the low 13 bits are ignored
 
+  Format format_b() const { return input_b.value_or(input); }
   int fraction_bits() const;      // F
   std::string describe() const;   // one line, for tables and test messages
   bool operator==(const TcParams&) const = default;
@@ -82,8 +121,45 @@ struct TcParams {
 double round_to_format(Format f, double x, Rounding mode, bool subnormals = true);
 bool representable(Format f, double x);
 
-// One instruction: a (k) and b (k) in the input format, c in the output format.
-double dot(const TcParams& p, const double* a, const double* b, int k, double c);
+// What the model did to reach one D, filled by dot() when asked (tc-eval --explain): the rule that
+// decided it and, per block, the terms as aligned, their exact (truncated) sum, its normalisation and
+// the rounding. Values are exact doubles (every aligned term and sum of the measured models has at
+// most F + 8 <= 53 significant bits).
+struct TcTrace {
+  struct Term {
+    int k = -1;                 // product index, -1 for C
+    double value = 0;           // the exact product (or C)
+    int align_exponent = 0;     // the exponent it is aligned by
+    double aligned = 0;         // what the alignment kept of it
+  };
+  struct Block {
+    std::vector<int> ks;          // the product indices of this block
+    double c = 0;                 // the block's C (the previous block's result)
+    std::vector<Term> terms;      // the non-zero terms (zero-operand products when they align)
+    int max_exponent = 0;         // the alignment exponent (largest of the terms')
+    std::string max_from;         // what set it: "a3*b3", "c", "zero C", "zero operand a1*b1"
+    int quantum_exponent = 0;     // max_exponent - F: the last place kept
+    double aligned_sum = 0;       // the exact sum of the aligned terms
+    int leading_exponent = 0;     // exponent of its leading bit (normalisation)
+    double result = 0;            // after the cut / output rounding
+    std::string note;             // what else happened ("overflow -> +inf", "exact zero: sign ieee")
+  };
+  std::string rule;             // the rule that decided D: "nan_inf", "exact_zero", "overflow", "arithmetic", ...
+  std::vector<Block> blocks;
+  bool final_add = false;       // C added last (c_entry final_add)
+  double final_sum = 0;         // that addition's operand (the blocks' result)
+};
+
+// One instruction: a (k) and b (k) in the input format(s), c in the output format. `trace`, when
+// given, is filled with how D was reached (the same arithmetic, not a second implementation).
+double dot(const TcParams& p, const double* a, const double* b, int k, double c, TcTrace* trace = nullptr);
+
+// D's bits in the output format: NaN as p.nan_encoding says, every other value as formats.hpp encodes it.
+std::uint64_t encode_output(const TcParams& p, double d);
+
+// An operand given as bits of its format (tf32: the 32-bit container) as the instruction reads it:
+// for tf32, the low 13 bits are dropped (tf32_low_bits toward_zero) or rounded to nearest even.
+double decode_operand(const TcParams& p, Format f, std::uint64_t bits);
 
 // The instructions gemmlab probes.
 enum class Instruction {
@@ -102,6 +178,19 @@ enum class Instruction {
   wgmma_m64n8k32_e5m2_f32,
   // nvcuda::wmma 16x16x16 fp16 -> fp32 (the API of the published tensor-core tests).
   wmma_m16n16k16_f16_f32,
+  // Added for issue 21 (their model is a hypothesis until `gemmlab probe` has run them on a GPU:
+  // model_evidence() says which):
+  wgmma_m64n8k16_f16_f16,         // fp16 accumulator
+  wgmma_m64n8k32_e4m3_f16,        // fp8 with an fp16 accumulator
+  wgmma_m64n8k32_e5m2_f16,
+  wgmma_m64n8k32_e4m3_e5m2_f32,   // mixed fp8: A e4m3, B e5m2
+  mma_m16n8k32_e4m3_f16,          // fp8 mma.sync with fp16 output, as nvcc lowers it on sm_90
+  mma_m16n8k32_e5m2_f16,
+  mma_m16n8k32_e4m3_e5m2_f32,
+  mma_m16n8k8_f16_f32,            // the smaller mma.sync shapes
+  mma_m16n8k8_bf16_f32,
+  mma_m16n8k4_tf32_f32,
+  wgmma_m64n16k16_f16_f32,        // N = 16: does a wider wgmma change anything?
 };
 struct InstructionInfo {
   Instruction id;
@@ -109,6 +198,8 @@ struct InstructionInfo {
   Format input, output;
   int m, n, k;
   int min_cc;       // compute capability needed (90: the sm_90a wgmma instructions)
+  std::optional<Format> input_b = std::nullopt;  // B's format when it differs from A's
+  Format format_b() const { return input_b.value_or(input); }
 };
 const InstructionInfo& info(Instruction i);
 const std::vector<Instruction>& all_instructions();
@@ -123,6 +214,10 @@ std::optional<Instruction> parse_instruction(const std::string& name);
 // over interleaved pairs of k, then C added by one fp32 round-to-nearest addition. wgmma and wmma
 // fp16/bf16 share mma.sync's model.
 std::optional<TcParams> measured_hopper_params(Instruction i);
+
+// Where an instruction's model comes from: "probed" (inferred from H100/H200 probes and validated on
+// random tiles) or "hypothesis: ..." (not yet run on a GPU; the sentence says what it is derived from).
+std::string model_evidence(Instruction i);
 
 // D = A B + C on one tile: A (m, k) row-major, B (k, n) row-major, C and D (m, n) row-major.
 std::vector<double> mma_tile(const TcParams& p, const InstructionInfo& ins, const std::vector<double>& A,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine with prebuilt binaries (no compiler or MPFR headers needed there):
 #   scripts/gpu_session.sh BIN_DIR OUT_DIR PART...
-# PART: tests | default-a | default-b | default | experiments | probes | engine | plugin | predict-kernels |
-# predict-library | judge-tests | judge  (default-a/-b split the
+# PART: tests | default-a | default-b | default | experiments | probes | tc-corpus | engine | plugin |
+# predict-kernels | predict-library | judge-tests | judge  (default-a/-b split the
 # default suite's distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR;
 # a short table is printed last. A run cut short (the call's time limit, a kill) leaves its journal
 # in OUT_DIR, and calling the same PART again with the same OUT_DIR continues it (--resume).
@@ -169,6 +169,42 @@ hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma,hgemm_wgmma_10_epioverlap_sm16_bf16
       python3 experiments/examples/bench_evaluate.py --out "$out/judge/evaluate_cpu_vs_gpu.csv" 2>>"$out/judge.log" ;;
     probes)
       "$bin"/gemmlab probe -o "$out/probes.csv" --validate 1000000 > "$out/probes.log" 2>&1; echo "probe rc=$?"; grep -E '^validate' "$out/probes.log" ;;
+    tc-corpus)
+      # Issue 21: every instruction (the 12 validated before and the new ones): the probes and the
+      # adversarial corpus (reference/tc_corpus.hpp, 1,000 cases per rule class), every model
+      # parameter inferred from their outcomes (the special rules from the corpus), then TC_TILES
+      # random tiles per instruction from tile TC_FIRST_TILE of seed 1 (calls with TC_FIRST_TILE = 0,
+      # TC_TILES, 2 TC_TILES, ... add up to one long validation). results/probes/tc_corpus_postprocess.py
+      # turns OUT_DIR into the committed CSVs and the tables.
+      tiles=${TC_TILES:-200000} first=${TC_FIRST_TILE:-0}
+      t0=$(date +%s)
+      "$bin"/gemmlab probe --corpus -o "$out/tc_corpus.csv" --validate "$tiles" --first-tile "$first" --seed 1 \
+        > "$out/tc_corpus.log" 2>&1
+      echo "tc-corpus rc=$? wall $(($(date +%s) - t0)) s"
+      python3 - "$out" <<'PY'
+import csv, os, sys
+out = sys.argv[1]
+def rows(name):
+    path = os.path.join(out, name)
+    return list(csv.DictReader(open(path))) if os.path.exists(path) else []
+corpus, valid, find = rows("tc_corpus_corpus.csv"), rows("tc_corpus_validation.csv"), rows("tc_corpus.csv")
+bad = {}
+for r in corpus:
+    bad.setdefault(r["instruction"], []).append((r["class"], int(r["mismatching_outputs"]), int(r["cases"])))
+tiles = {r["instruction"]: (r["tiles"], r["mismatching_outputs"]) for r in valid if r["distribution"] == "all"}
+rules = {}
+for r in find:
+    if r["feature"] in ("nan_encoding", "overflow", "zero_sign", "zero_operand_alignment", "tf32_low_bits"):
+        rules.setdefault(r["instruction"], []).append(r["feature"] + "=" + r["observed"].split(" ")[0])
+for ins in sorted(set(bad) | set(tiles)):
+    cls = bad.get(ins, [])
+    miss = sum(m for _, m, _ in cls)
+    worst = ", ".join(f"{c} {m}/{n}" for c, m, n in cls if m)
+    t, tm = tiles.get(ins, ("-", "-"))
+    print(f"{ins:30s} corpus {miss:5d} / {sum(n for _, _, n in cls):6d} differ{(' (' + worst + ')') if worst else ''}; "
+          f"random tiles {t}: {tm} differ; {' '.join(rules.get(ins, []))}")
+PY
+      ;;
     *) echo "unknown part $part"; exit 2 ;;
   esac
 done

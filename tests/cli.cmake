@@ -245,18 +245,42 @@ add_test(NAME cli.tc_eval_cases COMMAND $<TARGET_FILE:gemmlab> tc-eval --in ${_d
 set_tests_properties(cli.tc_eval_cases PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "4 cases, 4 with an observed D, 0 differ from the model")
 add_test(NAME cli.tc_eval_one COMMAND $<TARGET_FILE:gemmlab> tc-eval -i wgmma_m64n8k32_e4m3_f32 --c 0x3f800008
-  --a 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0
-  --b 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0)
+  --a "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+  --b "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
 set_tests_properties(cli.tc_eval_one PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x3f800000 1[^.0-9]")
 gemmlab_cli_test(tc_eval_wrong_d 5 "1 differ from the model" -
   -- $<TARGET_FILE:gemmlab> tc-eval --in ${_data}/tc_eval_wrong_d.csv -o ${_out}/tc_wrong.csv)
 gemmlab_cli_test(tc_eval_malformed 2 "tc_eval_bad.csv line 3: 2 fields, the header has 5" ${_out}/tc_bad.csv
   -- $<TARGET_FILE:gemmlab> tc-eval --in ${_data}/tc_eval_bad.csv -o ${_out}/tc_bad.csv)
 gemmlab_cli_test(tc_eval_wrong_k 2 "takes k = 16 values, got 2" -
-  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a 1,1 --b 1,1)
+  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a "1 1" --b "1 1")
 gemmlab_cli_test(tc_eval_not_representable 2 "not exactly representable in fp16" -
-  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a 0.1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0
-     --b 1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0)
+  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a "0.1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0" --b "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+# One separator, spaces: commas are still read, with a deprecation warning (exit 0).
+gemmlab_cli_test(tc_eval_commas_deprecated 0 "commas between values are deprecated" -
+  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a 1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0 --b 1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0)
+# --explain: the rule and the intermediate values (README's worked example).
+add_test(NAME cli.tc_eval_explain COMMAND $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --explain
+  --a "1 0x0e00 0 0 0 0 0 0 0 0 0 0 0 0 0 0" --b "1 0x0c00 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+set_tests_properties(cli.tc_eval_explain PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "aligned to 2\\^0 \\(set by a0\\*b0\\).*truncated sum 33554435\\*2\\^-25, normalised: leading bit 2\\^0")
+# tf32 operands as raw fp32 bits: the low 13 bits are ignored (tf32_low_bits toward_zero).
+add_test(NAME cli.tc_eval_tf32_bits COMMAND $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k8_tf32_f32
+  --a "0x3f800fff 0 0 0 0 0 0 0" --b "0x3f800000 0 0 0 0 0 0 0")
+set_tests_properties(cli.tc_eval_tf32_bits PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x3f800000 1[^.0-9]")
+# match is bit for bit, NaN included: inf * 0 is written 0x7fffffff, so 0x7fc00000 differs (exit 5).
+gemmlab_cli_test(tc_eval_nan_bits 5 "observed D 0x7fc00000 differs from the model's 0x7fffffff" -
+  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a "inf 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0" --b "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0" --d 0x7fc00000)
+# Extra columns pass through (tests/cpu/test_tc_eval.cpp checks the output's columns).
+add_test(NAME cli.tc_eval_extra_columns COMMAND $<TARGET_FILE:gemmlab> tc-eval --in ${_data}/tc_eval_extra_columns.csv
+  -o ${_out}/tc_extra.csv --explain)
+set_tests_properties(cli.tc_eval_extra_columns PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "2 cases, 2 with an observed D, 0 differ from the model")
+# The adversarial corpus as tc-eval cases (11 rule classes x 1,000 for fp16).
+add_test(NAME cli.tc_eval_write_corpus COMMAND $<TARGET_FILE:gemmlab> tc-eval --write-cases corpus
+  -i mma_m16n8k16_f16_f32 -o ${_out}/tc_corpus_cases.csv)
+set_tests_properties(cli.tc_eval_write_corpus PROPERTIES LABELS cli
+  PASS_REGULAR_EXPRESSION "wrote 11000 corpus cases of mma_m16n8k16_f16_f32")
 gemmlab_cli_test(predict_unmeasured_conversion 2 "converted from fp32 to tf32" ${_out}/pr.csv
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp32_fast_tf32 -s 256 -o ${_out}/pr.csv)
 gemmlab_cli_test(predict_bad_tree_entry 2 "'5' is not I:J" ${_out}/pr2.csv

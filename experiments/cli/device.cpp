@@ -42,18 +42,26 @@ Command add_probe(CLI::App& app, const std::string& command_line) {
     std::string out = "results/probes.csv";
     long long validate = 0;
     std::uint64_t seed = 1;
+    long long first_tile = 0;
     std::vector<std::string> instructions;
+    bool corpus = false;
   };
   auto o = std::make_shared<Options>();
   probe->add_option("-o,--out", o->out, "findings CSV (raw outcomes go beside it as <out>_outcomes.csv)");
+  probe->add_flag("--corpus", o->corpus,
+                  "also run the adversarial corpus (reference/tc_corpus.hpp) and infer the special rules from it; "
+                  "writes <out>_corpus.csv (per rule class) and <out>_corpus_outcomes.csv (per case)");
   probe->add_option("--validate", o->validate,
                     "then compare the inferred model with the hardware on this many random tiles per instruction");
   probe->add_option("--seed", o->seed, "seed of the validation tiles");
+  probe->add_option("--first-tile", o->first_tile,
+                    "validate tiles [F, F + N) of the seed's sequence (calls with F = 0, N, 2N, ... add up to one long run)");
   probe->add_option("--instructions", o->instructions,
                     "validate only these instructions (comma-separated names; default all)")
       ->delimiter(',');
   return {probe, [o, command_line] {
             require_csv(o->out);
+            if (o->first_tile < 0) throw UsageError("--first-tile must be 0 or more");
             std::vector<std::string> names;
             for (const std::string& n : o->instructions) {
               if (!tc::parse_instruction(n)) throw UsageError("--instructions: unknown instruction '" + n + "'");
@@ -62,11 +70,15 @@ Command add_probe(CLI::App& app, const std::string& command_line) {
             check_writable(o->out);  // after the options, so a mistake in them is named first
             if (names.empty())
               for (auto ins : tc::all_instructions()) names.push_back(tc::info(ins).name);
-            int rc = run_probes(o->out, true, command_line);
+            std::vector<std::pair<std::string, tc::TcParams>> inferred;
+            int rc = run_probes(o->out, true, command_line, o->corpus, &inferred);
             if (rc != 0 || o->validate <= 0) return rc;
             std::vector<ValidationResult> results;
             for (const std::string& name : names) {
-              results.push_back(validate_instruction(name, o->validate, o->seed));
+              const tc::TcParams* params = nullptr;  // the probe stage's inference, not a second one
+              for (const auto& [n, p] : inferred)
+                if (n == name) params = &p;
+              results.push_back(validate_instruction(name, o->validate, o->seed, params, o->first_tile));
               std::printf("validate %-24s %s\n", name.c_str(), results.back().summary().c_str());
               std::fflush(stdout);
             }

@@ -15,27 +15,53 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
   auto* cmd = app.add_subcommand(
       "tc-eval", "evaluate gemmlab's tensor-core model on your inputs: one instruction, A/B/C bits in, D bits out");
   struct Options {
-    std::string instruction, a, b, c, d, in, out;
-    bool list = false;
+    std::string instruction, a, b, c, d, in, out, write_cases;
+    bool list = false, explain = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("-i,--instruction", o->instruction,
                   "instruction, e.g. mma_m16n8k16_f16_f32 (`gemmlab tc-eval --list` names them)");
   cmd->add_option("--a", o->a,
-                  "row of A: k values (0x bit patterns in the input format, or exact numbers), comma-separated");
+                  "row of A: k values separated by spaces, quoted (0x bit patterns in the input format, or exact numbers; "
+                  "tf32: any fp32 bits)");
   cmd->add_option("--b", o->b, "column of B: k values, as --a");
   cmd->add_option("--c", o->c, "C (output format; default +0)");
-  cmd->add_option("--d", o->d, "observed D to compare with the model (output format)");
-  cmd->add_option("--in", o->in, "CSV of cases: columns instruction,a,b,c[,d] (a, b: k values separated by spaces)");
+  cmd->add_option("--d", o->d, "observed D to compare bit for bit with the model (output format)");
+  cmd->add_option("--in", o->in,
+                  "CSV of cases: columns instruction,a,b,c[,d] (a, b: k values separated by spaces); other columns pass through");
   cmd->add_option("-o,--out", o->out, "with --in: the CSV to write (adds d_model, d_model_value, match)");
+  cmd->add_flag("--explain", o->explain,
+                "say which rule of the model decided D and the intermediate values (aligned terms, truncated sum, "
+                "normalisation, rounding); with --in, as the columns rule and explanation");
   cmd->add_flag("--list", o->list, "list the instructions and the model of each");
-  return {cmd, [o, command_line] {
+  cmd->add_option("--write-cases", o->write_cases,
+                  "with -i and -o: write the instruction's probes or adversarial corpus (probes|corpus) as a CSV of "
+                  "cases for --in (bit patterns, with case id and class)");
+  const auto warn_commas = [](bool used) {
+    if (used)
+      std::fprintf(stderr,
+                   "[gemmlab] warning: commas between values are deprecated and will be refused in a later version; "
+                   "separate values with spaces, on the command line (quoted) as in the CSV\n");
+  };
+  return {cmd, [o, command_line, warn_commas] {
             if (o->list) {
               for (tc::Instruction i : tc::all_instructions()) {
                 const tc::InstructionInfo& ii = tc::info(i);
-                std::printf("%-26s k=%-2d %s -> %s  %s\n", ii.name, ii.k, info(ii.input).name, info(ii.output).name,
-                            tc::measured_hopper_params(i)->describe().c_str());
+                std::string in = info(ii.input).name;
+                if (ii.input_b) in += std::string(" x ") + info(*ii.input_b).name;
+                std::printf("%-29s k=%-2d %s -> %s  %s\n    %s\n", ii.name, ii.k, in.c_str(), info(ii.output).name,
+                            tc::measured_hopper_params(i)->describe().c_str(), tc::model_evidence(i).c_str());
               }
+              return 0;
+            }
+            if (!o->write_cases.empty()) {
+              const auto ins = tc::parse_instruction(o->instruction);
+              if (!ins) throw UsageError("tc-eval --write-cases needs -i INSTRUCTION (`gemmlab tc-eval --list` names them)");
+              if (o->out.empty()) throw UsageError("tc-eval --write-cases needs -o OUT.csv");
+              require_csv(o->out);
+              const long long n = write_tc_cases(*ins, o->write_cases, o->out, command_line);
+              std::fprintf(stderr, "[gemmlab] tc-eval: wrote %lld %s cases of %s to %s\n", n, o->write_cases.c_str(),
+                           tc::info(*ins).name, o->out.c_str());
               return 0;
             }
             if (!o->in.empty()) {
@@ -43,7 +69,8 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
                 throw UsageError("tc-eval: give either --in FILE (with -o) or one case (-i, --a, --b), not both");
               if (o->out.empty()) throw UsageError("tc-eval --in needs -o OUT.csv for the results");
               require_csv(o->out);
-              const TcEvalSummary s = tc_eval_file(o->in, o->out, command_line);
+              const TcEvalSummary s = tc_eval_file(o->in, o->out, command_line, o->explain);
+              warn_commas(s.used_commas);
               std::fprintf(stderr, "[gemmlab] tc-eval: %lld cases, %lld with an observed D, %lld differ from the model; wrote %s\n",
                            s.cases, s.compared, s.mismatches, o->out.c_str());
               return s.mismatches ? 5 : 0;
@@ -51,10 +78,14 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
             if (o->instruction.empty() || o->a.empty() || o->b.empty())
               throw UsageError("tc-eval: give -i INSTRUCTION --a VALUES --b VALUES [--c C] [--d D], or --in FILE -o OUT");
             const TcEvalCase c = parse_tc_case(o->instruction, o->a, o->b, o->c, o->d);
-            const TcEvalResult r = evaluate_tc_case(c);
+            warn_commas(c.used_commas);
+            const TcEvalResult r = evaluate_tc_case(c, o->explain);
             const tc::InstructionInfo& ii = tc::info(c.instruction);
             std::printf("%s %.17g\n", tc_hex(ii.output, r.d_bits).c_str(), r.d_value);
-            std::fprintf(stderr, "[gemmlab] %s model: %s\n", ii.name, tc::measured_hopper_params(c.instruction)->describe().c_str());
+            if (o->explain)
+              for (const std::string& line : explain_tc_case(c, r)) std::printf("  %s\n", line.c_str());
+            std::fprintf(stderr, "[gemmlab] %s model (%s): %s\n", ii.name, tc::model_evidence(c.instruction).c_str(),
+                         tc::measured_hopper_params(c.instruction)->describe().c_str());
             if (r.match && !*r.match) {
               std::fprintf(stderr, "[gemmlab] the observed D %s differs from the model's %s\n",
                            tc_hex(ii.output, *c.d_observed).c_str(), tc_hex(ii.output, r.d_bits).c_str());

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -32,6 +33,7 @@
 #include "experiments/report/metadata.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/common/hopper_ptx.cuh"
+#include "reference/tc_corpus.hpp"
 #include "reference/tc_infer.hpp"
 #include "reference/parallel.hpp"
 #include "reference/rng.hpp"
@@ -54,12 +56,43 @@ struct TileView {
       : A(a + t * 16 * K), B(b + t * K * 8), C(c + t * 128), D(d + t * 128) {}
   __device__ std::uint32_t a(int i, int k) const { return A[i * K + k]; }
   __device__ std::uint32_t b(int k, int j) const { return B[k * 8 + j]; }
+  // The C/D fragments of lane 4 g + t (module comment): f32 element e; f16x2 register r, half h.
+  __device__ void load_c_f32(std::uint32_t (&c)[4], int g, int t) const {
+    for (int e = 0; e < 4; ++e) c[e] = C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
+  }
+  __device__ void store_d_f32(const std::uint32_t (&d)[4], int g, int t) const {
+    for (int e = 0; e < 4; ++e) D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+  }
+  __device__ void load_c_f16(std::uint32_t (&c)[2], int g, int t) const;
+  __device__ void store_d_f16(const std::uint32_t (&d)[2], int g, int t) const {
+    for (int r = 0; r < 2; ++r) {
+      D[(g + 8 * r) * 8 + 2 * t] = d[r] & 0xffffu;
+      D[(g + 8 * r) * 8 + 2 * t + 1] = d[r] >> 16;
+    }
+  }
 };
 
 __device__ inline std::uint32_t pack2(std::uint32_t lo, std::uint32_t hi) { return (lo & 0xffffu) | (hi << 16); }
+
+template <int K>
+__device__ void TileView<K>::load_c_f16(std::uint32_t (&c)[2], int g, int t) const {
+  for (int r = 0; r < 2; ++r) c[r] = pack2(C[(g + 8 * r) * 8 + 2 * t], C[(g + 8 * r) * 8 + 2 * t + 1]);
+}
 __device__ inline std::uint32_t pack4(std::uint32_t b0, std::uint32_t b1, std::uint32_t b2, std::uint32_t b3) {
   return (b0 & 0xff) | ((b1 & 0xff) << 8) | ((b2 & 0xff) << 16) | ((b3 & 0xff) << 24);
 }
+
+// One mma.sync with four A registers and two B registers (m16n8k16 16-bit, m16n8k8 tf32, m16n8k32 fp8), on the
+// arrays a, b, c, d in scope: two f16x2 C/D registers, or four f32 ones.
+#define GEMMLAB_MMA_F16_ACC(SHAPE_TYPES)                                                          \
+  asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"       \
+               : "=r"(d[0]), "=r"(d[1])                                                          \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]))
+#define GEMMLAB_MMA_F32_ACC(SHAPE_TYPES)                                                                      \
+  asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"  \
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                                              \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), \
+                 "r"(c[3]))
 
 // which: 0 f16->f32, 1 f16->f16, 2 bf16->f32
 template <int which>
@@ -74,26 +107,15 @@ __global__ void k16_kernel(const std::uint32_t* A, const std::uint32_t* B, const
   for (int r = 0; r < 2; ++r) b[r] = pack2(v.b(2 * t + 8 * r, g), v.b(2 * t + 1 + 8 * r, g));
   if constexpr (which == 1) {
     std::uint32_t c[2], d[2];
-    for (int r = 0; r < 2; ++r) c[r] = pack2(v.C[(g + 8 * r) * 8 + 2 * t], v.C[(g + 8 * r) * 8 + 2 * t + 1]);
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%8,%9};\n"
-                 : "=r"(d[0]), "=r"(d[1])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
-    for (int r = 0; r < 2; ++r) {
-      v.D[(g + 8 * r) * 8 + 2 * t] = d[r] & 0xffffu;
-      v.D[(g + 8 * r) * 8 + 2 * t + 1] = d[r] >> 16;
-    }
+    v.load_c_f16(c, g, t);
+    GEMMLAB_MMA_F16_ACC("m16n8k16.row.col.f16.f16.f16.f16");
+    v.store_d_f16(d, g, t);
   } else {
     std::uint32_t c[4], d[4];
-    for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
-    if constexpr (which == 0)
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                   : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-    else
-      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                   : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-    for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+    v.load_c_f32(c, g, t);
+    if constexpr (which == 0) GEMMLAB_MMA_F32_ACC("m16n8k16.row.col.f32.f16.f16.f32");
+    else GEMMLAB_MMA_F32_ACC("m16n8k16.row.col.f32.bf16.bf16.f32");
+    v.store_d_f32(d, g, t);
   }
 }
 
@@ -103,20 +125,19 @@ __global__ void tf32_kernel(const std::uint32_t* A, const std::uint32_t* B, cons
   std::uint32_t a[4], b[2], c[4], d[4];
   for (int r = 0; r < 4; ++r) a[r] = v.a(g + 8 * (r & 1), t + 4 * (r >> 1));
   for (int r = 0; r < 2; ++r) b[r] = v.b(t + 4 * r, g);
-  for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-  for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+  v.load_c_f32(c, g, t);
+  GEMMLAB_MMA_F32_ACC("m16n8k8.row.col.f32.tf32.tf32.f32");
+  v.store_d_f32(d, g, t);
 }
 
-// which: 0 e4m3, 1 e5m2 (sm_89 and later; the host never launches it elsewhere)
+// which: 0 e4m3, 1 e5m2, 4 e4m3 x e5m2 (f32 C and D); 2 e4m3, 3 e5m2 (f16 C and D). sm_89 and
+// later; the host never launches it elsewhere.
 template <int which>
 __global__ void fp8_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   TileView<32> v(A, B, C, D, blockIdx.x);
   const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
-  std::uint32_t a[4], b[2], c[4], d[4];
+  std::uint32_t a[4], b[2];
   for (int r = 0; r < 4; ++r) {
     int row = g + 8 * (r & 1), col = 4 * t + 16 * (r >> 1);
     a[r] = pack4(v.a(row, col), v.a(row, col + 1), v.a(row, col + 2), v.a(row, col + 3));
@@ -125,16 +146,50 @@ __global__ void fp8_kernel(const std::uint32_t* A, const std::uint32_t* B, const
     int k = 4 * t + 16 * r;
     b[r] = pack4(v.b(k, g), v.b(k + 1, g), v.b(k + 2, g), v.b(k + 3, g));
   }
-  for (int e = 0; e < 4; ++e) c[e] = v.C[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)];
-  if constexpr (which == 0)
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-  else
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\n"
-                 : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]));
-  for (int e = 0; e < 4; ++e) v.D[(g + 8 * (e >> 1)) * 8 + 2 * t + (e & 1)] = d[e];
+  if constexpr (which == 2 || which == 3) {
+    std::uint32_t c[2], d[2];
+    v.load_c_f16(c, g, t);
+    if constexpr (which == 2) GEMMLAB_MMA_F16_ACC("m16n8k32.row.col.f16.e4m3.e4m3.f16");
+    else GEMMLAB_MMA_F16_ACC("m16n8k32.row.col.f16.e5m2.e5m2.f16");
+    v.store_d_f16(d, g, t);
+  } else {
+    std::uint32_t c[4], d[4];
+    v.load_c_f32(c, g, t);
+    if constexpr (which == 0) GEMMLAB_MMA_F32_ACC("m16n8k32.row.col.f32.e4m3.e4m3.f32");
+    else if constexpr (which == 1) GEMMLAB_MMA_F32_ACC("m16n8k32.row.col.f32.e5m2.e5m2.f32");
+    else GEMMLAB_MMA_F32_ACC("m16n8k32.row.col.f32.e4m3.e5m2.f32");
+    v.store_d_f32(d, g, t);
+  }
+#endif
+}
+
+// The smaller mma.sync shapes, f32 C and D. which: 0 m16n8k8 f16, 1 m16n8k8 bf16 (A: reg r, half h ->
+// (g + 8 r, 2 t + h); B: half h -> (2 t + h, g)), 2 m16n8k4 tf32 (A: reg r -> (g + 8 r, t); B: (t, g)).
+template <int which>
+__global__ void small_mma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C,
+                                 std::uint32_t* D) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int K = which == 2 ? 4 : 8;
+  TileView<K> v(A, B, C, D, blockIdx.x);
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  std::uint32_t a[2], b, c[4], d[4];
+  if constexpr (which == 2) {
+    for (int r = 0; r < 2; ++r) a[r] = v.a(g + 8 * r, t);
+    b = v.b(t, g);
+  } else {
+    for (int r = 0; r < 2; ++r) a[r] = pack2(v.a(g + 8 * r, 2 * t), v.a(g + 8 * r, 2 * t + 1));
+    b = pack2(v.b(2 * t, g), v.b(2 * t + 1, g));
+  }
+  v.load_c_f32(c, g, t);
+#define GEMMLAB_MMA_SMALL(SHAPE_TYPES)                                                                            \
+  asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"                   \
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])                                                   \
+               : "r"(a[0]), "r"(a[1]), "r"(b), "r"(c[0]), "r"(c[1]), "r"(c[2]), "r"(c[3]))
+  if constexpr (which == 0) GEMMLAB_MMA_SMALL("m16n8k8.row.col.f32.f16.f16.f32");
+  else if constexpr (which == 1) GEMMLAB_MMA_SMALL("m16n8k8.row.col.f32.bf16.bf16.f32");
+  else GEMMLAB_MMA_SMALL("m16n8k4.row.col.f32.tf32.tf32.f32");
+#undef GEMMLAB_MMA_SMALL
+  v.store_d_f32(d, g, t);
 #endif
 }
 
@@ -165,23 +220,28 @@ __global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, cons
 #endif
 }
 
-// which: 0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2. One warpgroup (128 threads) per tile, ONE
-// wgmma.mma_async m64n8k{16,16,8,32,32} with D = A B + C (scale_d = 1, C preloaded in the accumulator).
-template <int which>
+// which: 0 f16, 1 bf16, 2 tf32, 3 e4m3, 4 e5m2, 8 e4m3 x e5m2 (f32 accumulators); 5 f16, 6 e4m3,
+// 7 e5m2 (f16 accumulators). N: 8, or 16 (f16 -> f32 only: does a wider wgmma change anything?).
+// One warpgroup (128 threads) per tile, ONE wgmma.mma_async m64nNk{16,16,8,32,32} with D = A B + C
+// (scale_d = 1, C preloaded in the accumulator). f32 accumulator of thread 32 w + l: d[4 j + 2 h + e]
+// -> (16 w + l/4 + 8 h, 8 j + 2 (l%4) + e); f16: register h holds the pair e = 0, 1 of that row.
+template <int which, int N = 8>
 __global__ void __launch_bounds__(128) wgmma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C,
                                                     std::uint32_t* D) {
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace hopper;
-  constexpr int eb = which <= 1 ? 2 : which == 2 ? 4 : 1;  // bytes per element
+  static_assert(N == 8 || (N == 16 && which == 0), "wgmma_kernel: N = 16 is built for f16 -> f32 only");
+  constexpr int eb = (which <= 1 || which == 5) ? 2 : which == 2 ? 4 : 1;  // bytes per element
+  constexpr bool f16_out = which >= 5 && which <= 7;
   constexpr int K = 32 / eb;
-  // (64, 128 B) A then (8, 128 B) B, each starting 1024-byte aligned as the swizzle needs
-  __shared__ __align__(128) unsigned char raw[64 * 128 + 8 * 128 + 1024];
+  // (64, 128 B) A then (N, 128 B) B, each starting 1024-byte aligned as the swizzle needs
+  __shared__ __align__(128) unsigned char raw[64 * 128 + N * 128 + 1024];
   unsigned char* sa = raw + ((1024 - (smem_u32(raw) & 1023)) & 1023);
   unsigned char* sb = sa + 64 * 128;
   const long long t = blockIdx.x;
   const int tid = threadIdx.x;
   for (int i = tid; i < 64 * 128 / 4; i += 128) reinterpret_cast<std::uint32_t*>(sa)[i] = 0;
-  for (int i = tid; i < 8 * 128 / 4; i += 128) reinterpret_cast<std::uint32_t*>(sb)[i] = 0;
+  for (int i = tid; i < N * 128 / 4; i += 128) reinterpret_cast<std::uint32_t*>(sb)[i] = 0;
   __syncthreads();
   // element (r, k) of a K-major operand: byte k * eb of row r, 16-byte chunk (k * eb) / 16 swizzled
   auto put = [&](unsigned char* base, int r, int k, std::uint32_t bits) {
@@ -192,12 +252,14 @@ __global__ void __launch_bounds__(128) wgmma_kernel(const std::uint32_t* A, cons
     else *reinterpret_cast<std::uint32_t*>(p) = bits;
   };
   for (int i = tid; i < 64 * K; i += 128) put(sa, i / K, i % K, A[t * 64 * K + i]);        // A (64, K) row-major
-  for (int i = tid; i < K * 8; i += 128) put(sb, i % 8, i / 8, B[t * K * 8 + i]);          // B (K, 8) row-major
+  for (int i = tid; i < K * N; i += 128) put(sb, i % N, i / N, B[t * K * N + i]);          // B (K, N) row-major
   fence_proxy_async_smem();
   __syncthreads();
   const int w = tid / 32, l = tid % 32;
-  float d[4];
-  for (int q = 0; q < 4; ++q) d[q] = __uint_as_float(C[t * 512 + (16 * w + l / 4 + 8 * (q >> 1)) * 8 + 2 * (l % 4) + (q & 1)]);
+  // C/D (64, N) row-major: the entry of accumulator slot q = 4 j + 2 h + e
+  auto at = [&](int q) {
+    return t * 64 * N + (16 * w + l / 4 + 8 * ((q >> 1) & 1)) * N + 8 * (q >> 2) + 2 * (l % 4) + (q & 1);
+  };
   const std::uint64_t da = make_desc_sw128(sa), db = make_desc_sw128(sb);
   wgmma_fence();
 #define GEMMLAB_WGMMA_N8(SHAPE_TYPES, TAIL)                                                              \
@@ -205,16 +267,51 @@ __global__ void __launch_bounds__(128) wgmma_kernel(const std::uint32_t* A, cons
                " {%0, %1, %2, %3}, %4, %5, p, 1, 1" TAIL ";\n}\n"                                        \
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                          \
                : "l"(da), "l"(db), "r"(1))
-  if constexpr (which == 0) GEMMLAB_WGMMA_N8("m64n8k16.f32.f16.f16", ", 0, 0");
-  else if constexpr (which == 1) GEMMLAB_WGMMA_N8("m64n8k16.f32.bf16.bf16", ", 0, 0");
-  else if constexpr (which == 2) GEMMLAB_WGMMA_N8("m64n8k8.f32.tf32.tf32", "");
-  else if constexpr (which == 3) GEMMLAB_WGMMA_N8("m64n8k32.f32.e4m3.e4m3", "");
-  else GEMMLAB_WGMMA_N8("m64n8k32.f32.e5m2.e5m2", "");
+#define GEMMLAB_WGMMA_F16(SHAPE_TYPES, TAIL)                                                             \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %4, 0;\nwgmma.mma_async.sync.aligned." SHAPE_TYPES         \
+               " {%0, %1}, %2, %3, p, 1, 1" TAIL ";\n}\n"                                                \
+               : "+r"(d[0]), "+r"(d[1])                                                                  \
+               : "l"(da), "l"(db), "r"(1))
+  if constexpr (f16_out) {
+    std::uint32_t d[2];
+    for (int h = 0; h < 2; ++h) d[h] = pack2(C[at(2 * h)], C[at(2 * h + 1)]);
+    if constexpr (which == 5) GEMMLAB_WGMMA_F16("m64n8k16.f16.f16.f16", ", 0, 0");
+    else if constexpr (which == 6) GEMMLAB_WGMMA_F16("m64n8k32.f16.e4m3.e4m3", "");
+    else GEMMLAB_WGMMA_F16("m64n8k32.f16.e5m2.e5m2", "");
+    wgmma_commit();
+    wgmma_wait<0>();
+    for (int h = 0; h < 2; ++h) asm volatile("" : "+r"(d[h])::"memory");
+    for (int h = 0; h < 2; ++h) {
+      D[at(2 * h)] = d[h] & 0xffffu;
+      D[at(2 * h + 1)] = d[h] >> 16;
+    }
+  } else if constexpr (N == 16) {
+    float d[8];
+    for (int q = 0; q < 8; ++q) d[q] = __uint_as_float(C[at(q)]);
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\nwgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16"
+                 " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "l"(da), "l"(db), "r"(1));
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(d);
+    for (int q = 0; q < 8; ++q) D[at(q)] = __float_as_uint(d[q]);
+  } else {
+    float d[4];
+    for (int q = 0; q < 4; ++q) d[q] = __uint_as_float(C[at(q)]);
+    if constexpr (which == 0) GEMMLAB_WGMMA_N8("m64n8k16.f32.f16.f16", ", 0, 0");
+    else if constexpr (which == 1) GEMMLAB_WGMMA_N8("m64n8k16.f32.bf16.bf16", ", 0, 0");
+    else if constexpr (which == 2) GEMMLAB_WGMMA_N8("m64n8k8.f32.tf32.tf32", "");
+    else if constexpr (which == 3) GEMMLAB_WGMMA_N8("m64n8k32.f32.e4m3.e4m3", "");
+    else if constexpr (which == 4) GEMMLAB_WGMMA_N8("m64n8k32.f32.e5m2.e5m2", "");
+    else GEMMLAB_WGMMA_N8("m64n8k32.f32.e4m3.e5m2", "");
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(d);
+    for (int q = 0; q < 4; ++q) D[at(q)] = __float_as_uint(d[q]);
+  }
 #undef GEMMLAB_WGMMA_N8
-  wgmma_commit();
-  wgmma_wait<0>();
-  fence_regs(d);
-  for (int q = 0; q < 4; ++q) D[t * 512 + (16 * w + l / 4 + 8 * (q >> 1)) * 8 + 2 * (l % 4) + (q & 1)] = __float_as_uint(d[q]);
+#undef GEMMLAB_WGMMA_F16
 #endif
 }
 
@@ -268,6 +365,17 @@ std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uin
     case Instruction::wgmma_m64n8k32_e4m3_f32: wgmma_kernel<3><<<grid, wg>>>(dA, dB, dC, dD); break;
     case Instruction::wgmma_m64n8k32_e5m2_f32: wgmma_kernel<4><<<grid, wg>>>(dA, dB, dC, dD); break;
     case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k16_f16_f16: wgmma_kernel<5><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k32_e4m3_f16: wgmma_kernel<6><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k32_e5m2_f16: wgmma_kernel<7><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n8k32_e4m3_e5m2_f32: wgmma_kernel<8><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k32_e4m3_f16: fp8_kernel<2><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k32_e5m2_f16: fp8_kernel<3><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k32_e4m3_e5m2_f32: fp8_kernel<4><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k8_f16_f32: small_mma_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k8_bf16_f32: small_mma_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k4_tf32_f32: small_mma_kernel<2><<<grid, block>>>(dA, dB, dC, dD); break;
+    case Instruction::wgmma_m64n16k16_f16_f32: wgmma_kernel<0, 16><<<grid, wg>>>(dA, dB, dC, dD); break;
   }
   GEMMLAB_LAUNCH_CHECK(tc::info(ins).name);
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -279,25 +387,28 @@ std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uin
   return D;
 }
 
-// One probe = one tile: row 0 of A, column 0 of B, C(0,0); the rest zero.
-std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins) {
+// One probe = one tile: row 0 of A, column 0 of B, C(0,0); the rest zero. The bits are the probe's
+// raw bits where it has them (the corpus: NaN payloads, -0, tf32 containers), else its values encoded.
+std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins, const std::vector<tc::Probe>& probes) {
   const tc::InstructionInfo& I = tc::info(ins);
-  std::vector<tc::Probe> probes = tc::make_probes(I);
   const size_t K = I.k, M = I.m, N = I.n;
   const size_t n = probes.size();
   std::vector<std::uint32_t> A(n * M * K, 0), B(n * K * N, 0), C(n * M * N, 0);
   for (size_t p = 0; p < n; ++p) {
+    const tc::RawBits bits = tc::probe_bits(I, probes[p]);
     for (size_t k = 0; k < K; ++k) {
-      A[p * M * K + k] = (std::uint32_t)to_bits(I.input, probes[p].a[k]);
-      B[p * K * N + k * N] = (std::uint32_t)to_bits(I.input, probes[p].b[k]);
+      A[p * M * K + k] = (std::uint32_t)bits.a[k];
+      B[p * K * N + k * N] = (std::uint32_t)bits.b[k];
     }
-    C[p * M * N] = (std::uint32_t)to_bits(I.output, probes[p].c);
+    C[p * M * N] = (std::uint32_t)bits.c;
   }
   std::vector<std::uint32_t> D = run_tiles(ins, A, B, C);
   std::vector<tc::ProbeOutcome> out;
   for (size_t p = 0; p < n; ++p) out.push_back({probes[p], D[p * M * N]});
   return out;
 }
+
+std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins) { return run_probe_set(ins, tc::make_probes(tc::info(ins))); }
 
 
 // Random tiles for validation, from several distributions (tile index picks one), exact in the
@@ -323,6 +434,13 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
   auto in = [&](double x) {
     x = std::clamp(x, -fi.max_finite, fi.max_finite);
     return tc::round_to_format(I.input, x, Rounding::nearest_even);
+  };
+  // B in its own format (mixed e4m3 x e5m2); the same as `in` otherwise, so the tiles of the
+  // instructions validated before stay the same
+  const FormatInfo& fb = gemmlab::info(I.format_b());
+  auto in_b = [&](double x) {
+    x = std::clamp(x, -fb.max_finite, fb.max_finite);
+    return tc::round_to_format(I.format_b(), x, Rounding::nearest_even);
   };
   auto gen = [&]() -> double {
     switch (dist) {
@@ -351,7 +469,7 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
   B.resize(K * N);
   C.resize(M * N);
   for (auto& x : A) x = in(gen());
-  for (auto& x : B) x = in(gen());
+  for (auto& x : B) x = in_b(gen());
   if (dist == 4) {  // cancellation: the second half of each row of A negates the first
     for (int i = 0; i < M; ++i)
       for (int k = 0; k < K / 2; ++k) {
@@ -360,8 +478,8 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
       }
     for (int k = 0; k < K / 2; ++k)
       for (int j = 0; j < N; ++j) {
-        B[k * N + j] = in(2 * r.uniform() - 1);
-        B[(k + K / 2) * N + j] = (r.next() % 8 == 0) ? in(B[k * N + j] * 0.75) : B[k * N + j];
+        B[k * N + j] = in_b(2 * r.uniform() - 1);
+        B[(k + K / 2) * N + j] = (r.next() % 8 == 0) ? in_b(B[k * N + j] * 0.75) : B[k * N + j];
       }
   }
   const int wide_span = fo.precision > 11 ? 30 : 16;
@@ -385,7 +503,8 @@ void random_tile(const tc::InstructionInfo& I, std::uint64_t seed, long long til
 
 }  // namespace
 
-ValidationResult validate_instruction(const std::string& instruction, long long n_tiles, std::uint64_t seed) {
+ValidationResult validate_instruction(const std::string& instruction, long long n_tiles, std::uint64_t seed,
+                                      const tc::TcParams* inferred, long long first_tile) {
   auto ins = tc::parse_instruction(instruction);
   if (!ins) throw std::runtime_error("validate: unknown instruction '" + instruction + "'");
   const tc::InstructionInfo& I = tc::info(*ins);
@@ -393,6 +512,7 @@ ValidationResult validate_instruction(const std::string& instruction, long long 
   res.instruction = instruction;
   res.seed = seed;
   res.tiles = n_tiles;
+  res.first_tile = first_tile;
   for (const char* d : kDistributions) res.distributions.push_back(d);
   for (const char* c : kCRanges) res.c_ranges.push_back(c);
   res.cells.assign(kNumDistributions * kNumCRanges, {});
@@ -403,19 +523,21 @@ ValidationResult validate_instruction(const std::string& instruction, long long 
   }
   res.status = "validated";
   auto t_start = std::chrono::steady_clock::now();
-  tc::Inference inf = tc::infer(I, run_probe_set(*ins));
-  res.model = inf.params.describe();
+  const tc::TcParams params = inferred ? *inferred : tc::infer(I, run_probe_set(*ins)).params;
+  res.model = params.describe();
   const int K = I.k, M = I.m, N = I.n, MN = M * N;
   const long long batch = 1 << 14;
-  for (long long t0 = 0; t0 < n_tiles; t0 += batch) {
-    const long long n = std::min(batch, n_tiles - t0);
+  // tiles [first_tile, first_tile + n_tiles): a long validation can be cut into calls that together
+  // cover exactly the tiles of one
+  for (long long t0 = first_tile; t0 < first_tile + n_tiles; t0 += batch) {
+    const long long n = std::min(batch, first_tile + n_tiles - t0);
     std::vector<std::uint32_t> Ab(n * M * K), Bb(n * K * N), Cb(n * MN);
     std::vector<double> Ad(n * M * K), Bd(n * K * N), Cd(n * MN);  // kept for the model's pass
     parallel_for(static_cast<long>(n), 0, [&](long t) {
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
       for (int i = 0; i < M * K; ++i) Ab[t * M * K + i] = (std::uint32_t)to_bits(I.input, Ad[t * M * K + i] = a[i]);
-      for (int i = 0; i < K * N; ++i) Bb[t * K * N + i] = (std::uint32_t)to_bits(I.input, Bd[t * K * N + i] = b[i]);
+      for (int i = 0; i < K * N; ++i) Bb[t * K * N + i] = (std::uint32_t)to_bits(I.format_b(), Bd[t * K * N + i] = b[i]);
       for (int i = 0; i < MN; ++i) Cb[t * MN + i] = (std::uint32_t)to_bits(I.output, Cd[t * MN + i] = c[i]);
     });
     std::vector<std::uint32_t> D = run_tiles(*ins, Ab, Bb, Cb);
@@ -424,11 +546,10 @@ ValidationResult validate_instruction(const std::string& instruction, long long 
     parallel_for(static_cast<long>(n), 0, [&](long t) {
       std::vector<double> a(Ad.begin() + t * M * K, Ad.begin() + (t + 1) * M * K),
           b(Bd.begin() + t * K * N, Bd.begin() + (t + 1) * K * N), c(Cd.begin() + t * MN, Cd.begin() + (t + 1) * MN);
-      std::vector<double> d = tc::mma_tile(inf.params, I, a, b, c);
+      std::vector<double> d = tc::mma_tile(params, I, a, b, c);
       for (int e = 0; e < MN; ++e) {
-        std::uint32_t want = (std::uint32_t)to_bits(I.output, d[e]), got = D[t * MN + e];
-        bool nan_both = std::isnan(d[e]) && std::isnan(from_bits(I.output, got));
-        if (want != got && !nan_both) {
+        std::uint32_t want = (std::uint32_t)tc::encode_output(params, d[e]), got = D[t * MN + e];
+        if (want != got) {  // bit for bit, NaN included
           ++miss[t];
           mbits[t] += __builtin_popcount(want ^ got);
           if (ex[t].empty()) {
@@ -474,7 +595,7 @@ std::string ValidationResult::summary() const {
     bits += c.mismatching_bits;
     if (first.empty()) first = c.first_mismatch;
   }
-  s << instruction << ": " << tiles << " tiles (seed " << seed << "), " << outputs << " outputs, "
+  s << instruction << ": " << tiles << " tiles (seed " << seed << ", from tile " << first_tile << "), " << outputs << " outputs, "
     << mismatching_outputs() << " mismatching outputs, " << bits << " mismatching bits, " << seconds
     << " s; model " << model;
   if (!first.empty()) s << "; first mismatch: " << first;
@@ -489,7 +610,8 @@ std::string write_validation(const std::string& findings_csv, const std::vector<
   std::vector<std::vector<std::string>> rows;
   for (const ValidationResult& r : results) {
     auto row = [&](const std::string& dist, const std::string& cr, const ValidationResult::Cell& c) {
-      rows.push_back({r.instruction, dev.name, r.status, std::to_string(r.seed), dist, cr, std::to_string(c.tiles),
+      rows.push_back({r.instruction, dev.name, r.status, std::to_string(r.seed), std::to_string(r.first_tile), dist, cr,
+                      std::to_string(c.tiles),
                       std::to_string(c.outputs), std::to_string(c.mismatching_outputs),
                       std::to_string(c.mismatching_bits), r.model, c.first_mismatch});
     };
@@ -516,7 +638,7 @@ std::string write_validation(const std::string& findings_csv, const std::vector<
       "experiments/device/probe.cu random_tile: distribution = tile % 7, c_range = (tile / 7) % 3, splitmix64 of "
       "(seed * 0x100000001b3 + tile)";
   write_table(path,
-              {"instruction", "gpu", "status", "seed", "distribution", "c_range", "tiles", "outputs",
+              {"instruction", "gpu", "status", "seed", "first_tile", "distribution", "c_range", "tiles", "outputs",
                "mismatching_outputs", "mismatching_bits", "model", "first_mismatch"},
               rows, meta);
   return path;
@@ -528,14 +650,27 @@ long long validate_model(const std::string& instruction, long long n_tiles, std:
   return r.status == "validated" ? r.mismatching_outputs() : -1;
 }
 
-int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line) {
+namespace {
+
+std::string hex_list(const std::vector<std::uint64_t>& bits, Format f) {
+  std::string s;
+  for (std::uint64_t b : bits) s += (s.empty() ? "" : " ") + tc::hex_bits(b, f);
+  return s;
+}
+
+}  // namespace
+
+int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line, bool corpus,
+               std::vector<std::pair<std::string, tc::TcParams>>* inferred) {
   DeviceCaps dev = device_caps();
   if (!dev.present) {
     std::cerr << "gemmlab probe: no usable GPU (" << dev.why << "); the probes need one.\n";
     return 2;
   }
   std::vector<std::vector<std::string>> findings;
-  std::vector<std::vector<std::string>> raw;  // <out>_outcomes.csv: one row per probe
+  std::vector<std::vector<std::string>> raw;           // <out>_outcomes.csv: one row per probe
+  std::vector<std::vector<std::string>> corpus_raw;    // <out>_corpus_outcomes.csv: one row per corpus case
+  std::vector<std::vector<std::string>> corpus_rows;   // <out>_corpus.csv: one row per instruction x class
   for (Instruction ins : tc::all_instructions()) {
     const tc::InstructionInfo& I = tc::info(ins);
     if (dev.cc < I.min_cc) {
@@ -547,12 +682,44 @@ int run_probes(const std::string& out_csv_path, bool print_table, const std::str
       continue;
     }
     std::vector<tc::ProbeOutcome> outcomes = run_probe_set(ins);
+    const size_t n_probes = outcomes.size();
+    if (corpus) {  // the adversarial corpus: every special rule is inferred from these outcomes too
+      std::vector<tc::ProbeOutcome> c = run_probe_set(ins, tc::make_corpus(I));
+      outcomes.insert(outcomes.end(), c.begin(), c.end());
+    }
     tc::Inference inf = tc::infer(I, outcomes);
-    for (const tc::ProbeOutcome& o : outcomes) {  // every raw outcome, so inference can be redone offline
-      double m = tc::dot(inf.params, o.probe.a.data(), o.probe.b.data(), I.k, o.probe.c);
+    if (inferred) inferred->push_back({I.name, inf.params});
+    for (size_t i = 0; i < n_probes; ++i) {  // every raw outcome, so inference can be redone offline
+      const tc::ProbeOutcome& o = outcomes[i];
       raw.push_back({I.name, o.probe.id, o.probe.feature, tc::describe_inputs(o.probe),
-                     tc::hex_bits(o.output_bits, I.output), tc::hex_bits(to_bits(I.output, m), I.output),
+                     tc::hex_bits(o.output_bits, I.output), tc::hex_bits(tc::predict_bits(inf.params, o.probe), I.output),
                      tc::reproduces(inf.params, o) ? "1" : "0"});
+    }
+    // corpus: per case (inputs are a pure function of the case id: tc::make_corpus), and per class
+    std::map<std::string, std::pair<long long, long long>> per_class;  // class -> (cases, mismatching)
+    std::map<std::string, std::string> first;
+    for (size_t i = n_probes; i < outcomes.size(); ++i) {
+      const tc::ProbeOutcome& o = outcomes[i];
+      const std::uint64_t model = tc::predict_bits(inf.params, o.probe);
+      const bool ok = model == o.output_bits;
+      corpus_raw.push_back({I.name, o.probe.id, o.probe.feature, tc::hex_bits(o.output_bits, I.output),
+                            tc::hex_bits(model, I.output), ok ? "1" : "0"});
+      auto& cell = per_class[o.probe.feature];
+      ++cell.first;
+      cell.second += !ok;
+      if (!ok && !first.count(o.probe.feature))
+        first[o.probe.feature] = o.probe.id + ": a=" + hex_list(o.probe.raw->a, I.input) + "; b=" +
+                                 hex_list(o.probe.raw->b, I.format_b()) + "; c=" + tc::hex_bits(o.probe.raw->c, I.output) +
+                                 "; hardware " + tc::hex_bits(o.output_bits, I.output) + ", model " +
+                                 tc::hex_bits(model, I.output);
+    }
+    for (const std::string& cls : tc::corpus_classes(I)) {
+      if (!per_class.count(cls)) continue;
+      corpus_rows.push_back({I.name, dev.name, cls, std::to_string(per_class[cls].first),
+                             std::to_string(per_class[cls].second), inf.params.describe(), first[cls]});
+      if (print_table)
+        std::cout << "corpus " << I.name << " " << cls << ": " << per_class[cls].second << " of " << per_class[cls].first
+                  << " cases differ from the model\n";
     }
     if (print_table) std::cout << "\n== " << I.name << " on " << dev.name << " (" << outcomes.size() << " probes)\n";
     for (const tc::Finding& f : inf.findings) {
@@ -566,12 +733,27 @@ int run_probes(const std::string& out_csv_path, bool print_table, const std::str
     }
   }
   std::filesystem::path out(out_csv_path);
-  const std::string raw_out = (out.parent_path() / (out.stem().string() + "_outcomes.csv")).string();
+  const auto beside = [&](const std::string& suffix) {
+    return (out.parent_path() / (out.stem().string() + suffix)).string();
+  };
   nlohmann::json meta = base_metadata("probe", command_line, out_csv_path);
   add_device_metadata(meta, query_device(), software_versions(), current_sm_clock_mhz());
   try {
-    write_table(raw_out, {"instruction", "probe", "feature", "inputs", "output_bits", "model_bits", "model_matches"},
-                raw, meta);
+    write_table(beside("_outcomes.csv"),
+                {"instruction", "probe", "feature", "inputs", "output_bits", "model_bits", "model_matches"}, raw, meta);
+    if (corpus) {
+      nlohmann::json cmeta = meta;
+      cmeta["corpus_seed"] = tc::kCorpusSeed;
+      cmeta["corpus_cases_per_class"] = tc::kCorpusCasesPerClass;
+      cmeta["corpus_generator"] =
+          "reference/tc_corpus.cpp make_corpus(instruction, seed, cases per class): case i of class C is "
+          "corpus/C/<seed>/i; its inputs are a pure function of that id";
+      write_table(beside("_corpus_outcomes.csv"),
+                  {"instruction", "case", "class", "output_bits", "model_bits", "model_matches"}, corpus_raw, cmeta);
+      write_table(beside("_corpus.csv"),
+                  {"instruction", "gpu", "class", "cases", "mismatching_outputs", "model", "first_mismatch"},
+                  corpus_rows, cmeta);
+    }
     meta["csv"] = out.filename().string();
     write_table(out_csv_path, {"instruction", "feature", "observed", "evidence_inputs", "evidence_output_bits"}, findings,
                 meta);

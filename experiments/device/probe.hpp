@@ -4,14 +4,23 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "reference/tc_model.hpp"
 
 namespace gemmlab {
 
 // Runs every instruction the GPU supports (the others get a not_supported row), writes the CSV
 // and its metadata atomically (report layer) and, if print_table, a readable table on stdout.
-// Returns 0 on success, non-zero with a message on stderr when no GPU is usable or a write fails.
-int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line);
+// With corpus, the adversarial corpus (reference/tc_corpus.hpp) runs too: its outcomes join the
+// probes' in the inference (the special rules come from them), and two more CSVs go beside the
+// findings: <out>_corpus.csv (tidy: one row per instruction x rule class, with the mismatch count)
+// and <out>_corpus_outcomes.csv (one row per case). `inferred`, if given, receives each
+// instruction's inferred parameters. Returns 0 on success, non-zero with a message on stderr when
+// no GPU is usable or a write fails.
+int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line, bool corpus = false,
+               std::vector<std::pair<std::string, tc::TcParams>>* inferred = nullptr);
 
 // Validates the inferred model of `instruction` (a name from tc::all_instructions(), e.g.
 // "mma_m16n8k16_f16_f32") against the hardware on n_tiles random tiles drawn from several
@@ -31,14 +40,17 @@ struct ValidationResult {
   std::string instruction, status;  // validated | not_supported
   std::string model;                // the inferred TcParams::describe()
   std::uint64_t seed = 0;
-  long long tiles = 0;
+  long long tiles = 0, first_tile = 0;  // tiles [first_tile, first_tile + tiles) of the seed's sequence
   double seconds = 0;
   std::vector<std::string> distributions, c_ranges;
   std::vector<Cell> cells;  // [distribution * c_ranges.size() + c_range]
   long long mismatching_outputs() const;
   std::string summary() const;  // one line
 };
-ValidationResult validate_instruction(const std::string& instruction, long long n_tiles, std::uint64_t seed);
+// `inferred`: the instruction's parameters from run_probes (else the probes are run and inferred here).
+// `first_tile`: validate tiles [first_tile, first_tile + n_tiles) of the seed's sequence.
+ValidationResult validate_instruction(const std::string& instruction, long long n_tiles, std::uint64_t seed,
+                                      const tc::TcParams* inferred = nullptr, long long first_tile = 0);
 
 // Writes <findings stem>_validation.csv beside the findings CSV (tidy: one row per instruction x
 // distribution x c_range, plus an all/all row per instruction) and its metadata; returns its path.

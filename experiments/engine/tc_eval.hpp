@@ -5,13 +5,20 @@
 // instruction's k products, in k order (which k goes to which tensor-core step depends on k:
 // fp8 mma.sync deals pairs of k round robin to two fp16 steps). The inputs are bit patterns
 // (0x-prefixed hex, in the instruction's input format for A and B and its output format for C and
-// D; tf32 in its fp32 container) or numbers written in decimal or hex-float that the format holds
-// exactly. An observed D, when given, is compared bit for bit (any NaN matches any NaN).
+// D) or numbers written in decimal or hex-float that the format holds exactly. tf32 operands may be
+// given as any fp32 bits: the instruction reads them as the model's tf32_low_bits rule says (the low
+// 13 bits ignored, i.e. truncated toward zero, unless the hardware outcomes say otherwise).
+//
+// Values are separated by spaces, on the command line and in the CSV alike; commas between values
+// are still read, with a deprecation warning (TcEvalCase::used_commas), and will be refused later.
+// An observed D, when given, is compared bit for bit: NaN included, so a NaN matches only the same
+// NaN pattern (sign and payload), the one the model writes (nan_encoding).
 //
 // File form: a CSV with a header and the columns instruction, a, b, c and optionally d (observed);
-// a and b hold the k values separated by spaces, an empty c is +0. The output CSV repeats them and
-// adds d_model (hex), d_model_value (decimal) and match (1, 0, or empty when d was not given),
-// with a metadata file naming the model each instruction used.
+// an empty c is +0. Any other column (an id, a label) is passed through. The output CSV repeats every
+// input column in its order and adds d_model (hex), d_model_value (decimal) and match (1, 0, or
+// empty when d was not given), and with explain the rule and the explanation; a metadata file names
+// the model each instruction used.
 //
 // Plain C++: tested on CPU-only machines.
 #pragma once
@@ -20,44 +27,60 @@
 #include <string>
 #include <vector>
 
+#include "reference/tc_infer.hpp"
 #include "reference/tc_model.hpp"
 
 namespace gemmlab {
 
 struct TcEvalCase {
   tc::Instruction instruction{};
-  std::vector<double> a, b;      // k values each, in the input format
-  double c = 0;                  // in the output format
+  tc::RawBits bits;              // what was given: A and B in their formats, C in the output's
   std::optional<std::uint64_t> d_observed;
+  bool used_commas = false;      // values were separated by commas (deprecated)
 };
 
 struct TcEvalResult {
   std::uint64_t d_bits = 0;      // the model's D in the output format's encoding
   double d_value = 0;
-  std::optional<bool> match;     // when an observed D was given
+  std::optional<bool> match;     // when an observed D was given: the same bits
+  tc::TcTrace trace;             // how the model reached D (filled when asked)
 };
 
-// Reads one value of format f: "0x..." is a bit pattern; anything else a number f must hold
-// exactly. Throws UsageError naming `what` and saying what was wrong.
+// Reads one value of format f: "0x..." is a bit pattern (tf32: any fp32 container); anything else
+// a number f must hold exactly ("nan", "inf" are read too). Returns its bits. Throws UsageError
+// naming `what` and saying what was wrong.
+std::uint64_t parse_tc_bits(Format f, const std::string& text, const std::string& what);
+// The same, as the value the bits encode (formats.hpp's decoding).
 double parse_tc_value(Format f, const std::string& text, const std::string& what);
 
-// A case from its text fields (a, b: k values separated by spaces or commas; c: empty is +0;
-// d: empty is none). Throws UsageError naming the field.
+// A case from its text fields (a, b: k values separated by spaces; c: empty is +0; d: empty is
+// none). Throws UsageError naming the field.
 TcEvalCase parse_tc_case(const std::string& instruction, const std::string& a, const std::string& b,
                          const std::string& c, const std::string& d);
 
-// The model's D for the case (the parameters of measured_hopper_params).
-TcEvalResult evaluate_tc_case(const TcEvalCase& c);
+// The model's D for the case (the parameters of measured_hopper_params); with explain, the trace.
+TcEvalResult evaluate_tc_case(const TcEvalCase& c, bool explain = false);
+
+// The explanation of a result, one line per step: the rule, then per block the aligned terms, the
+// alignment exponent and what set it, the truncated sum, its normalisation and the rounding.
+std::vector<std::string> explain_tc_case(const TcEvalCase& c, const TcEvalResult& r);
 
 // Hex of bits in format f's width, e.g. 0x3c00 for fp16.
 std::string tc_hex(Format f, std::uint64_t bits);
 
-// The file form: reads in_csv, writes out_csv (atomically, with metadata). Returns the number of
-// cases whose observed D differed from the model's. Throws UsageError on a malformed file, naming
-// the line and the field.
+// The file form: reads in_csv, writes out_csv (atomically, with metadata). Throws UsageError on a
+// malformed file, naming the line and the field.
 struct TcEvalSummary {
   long long cases = 0, compared = 0, mismatches = 0;
+  bool used_commas = false;
 };
-TcEvalSummary tc_eval_file(const std::string& in_csv, const std::string& out_csv, const std::string& command_line);
+TcEvalSummary tc_eval_file(const std::string& in_csv, const std::string& out_csv, const std::string& command_line,
+                           bool explain = false);
+
+// Writes the probe set (tc::make_probes) or the adversarial corpus (tc::make_corpus) of an
+// instruction as a tc-eval input CSV (instruction, a, b, c as bit patterns; case; class), atomically
+// with metadata: the cases to run on your own GPU, or through another model. Returns the count.
+long long write_tc_cases(tc::Instruction instruction, const std::string& which, const std::string& out_csv,
+                         const std::string& command_line);
 
 }  // namespace gemmlab

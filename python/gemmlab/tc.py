@@ -29,6 +29,7 @@ class Instruction:
 
     name: str  #: e.g. "mma_m16n8k16_f16_f32", as in the probe CSVs
     input: str
+    input_b: str  #: B's format: the input's, except for mixed fp8 (e4m3 x e5m2)
     output: str
     m: int
     n: int

@@ -6,7 +6,8 @@ can check that its own probe set, tc::make_probes, is the same one).
     results/probes/compact_outcomes.py OUTCOMES.csv[.xz] OUT.csv
 
 OUTCOMES is the `<out>_outcomes.csv` that `gemmlab probe` writes (columns instruction, probe, ...,
-output_bits, ...), plain or xz-compressed. tests/cpu/test_tc_eval.cpp replays OUT through tc-eval.
+output_bits, ...), or its `<out>_corpus_outcomes.csv` (the corpus: the id column is `case`), plain or
+xz-compressed. tests/cpu/test_tc_eval.cpp replays OUT through tc-eval.
 """
 import csv
 import hashlib
@@ -19,15 +20,16 @@ def main(src: str, dst: str) -> None:
     raw = lzma.open(src, "rt", newline="") if src.endswith(".xz") else open(src, newline="")
     with raw:
         rows = list(csv.DictReader(raw))
-    if not rows or not {"instruction", "probe", "output_bits"} <= rows[0].keys():
-        sys.exit(f"{src}: expected the columns instruction, probe and output_bits of gemmlab probe's outcomes")
+    id_col = "case" if rows and "case" in rows[0] else "probe"
+    if not rows or not {"instruction", id_col, "output_bits"} <= rows[0].keys():
+        sys.exit(f"{src}: expected the columns instruction, probe (or case) and output_bits of gemmlab probe's outcomes")
     order, ids, bits = [], {}, {}
     for r in rows:
         ins = r["instruction"]
         if ins not in ids:
             order.append(ins)
             ids[ins], bits[ins] = [], []
-        ids[ins].append(r["probe"])
+        ids[ins].append(r[id_col])
         bits[ins].append(r["output_bits"])
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")

@@ -365,15 +365,15 @@ TEST(PluginRun, ItsRowsEqualTheBuiltInKernelsOfTheSameNumericsAndAFailureIsAnErr
 
   const nlohmann::json meta = nlohmann::json::parse(slurp(d / "out.meta.json"));
   ASSERT_EQ(meta["plugins"].size(), 1u);
-  EXPECT_EQ(meta["plugins"][0]["path"], fs::canonical(fixture("host")).string());
-  EXPECT_EQ(meta["plugins"][0]["sha256"], sha256_file(fixture("host")));
-  EXPECT_EQ(meta["plugins"][0]["abi_version"], 1);
-  EXPECT_EQ(meta["plugins"][0]["kernels"], (std::vector<std::string>{"plugin_host_fma", "plugin_host_fails"}));
-  EXPECT_EQ(meta["plan"]["plugins"], std::vector<std::string>{fixture("host")});
+  EXPECT_EQ(meta["plugins"][0]["path"].get<std::string>(), fs::canonical(fixture("host")).string());
+  EXPECT_EQ(meta["plugins"][0]["sha256"].get<std::string>(), sha256_file(fixture("host")));
+  EXPECT_EQ(meta["plugins"][0]["abi_version"].get<int>(), 1);
+  EXPECT_EQ(meta["plugins"][0]["kernels"].get<std::vector<std::string>>(), (std::vector<std::string>{"plugin_host_fma", "plugin_host_fails"}));
+  EXPECT_EQ(meta["plan"]["plugins"].get<std::vector<std::string>>(), std::vector<std::string>{fixture("host")});
   const PlanSpec spec = plan_from_json(meta["engine"]["resolved_plan"]);
   ASSERT_EQ(spec.plugins.size(), 1u);
   EXPECT_EQ(spec.plugins[0].sha256, sha256_file(fixture("host")));
-  EXPECT_EQ(plan_hash(spec), meta["engine"]["plan_hash"]) << "merge rebuilds the plan, plugins included";
+  EXPECT_EQ(plan_hash(spec), meta["engine"]["plan_hash"].get<std::string>()) << "merge rebuilds the plan, plugins included";
 }
 
 // The journal of a run stopped by SIGTERM, then a --resume after the plugin's file changed. Each run

@@ -17,7 +17,7 @@ std::vector<ProbeOutcome> synthesise(const TcParams& p, const InstructionInfo& i
   std::vector<ProbeOutcome> out;
   for (const Probe& pr : make_probes(ins)) {
     double d = dot(p, pr.a.data(), pr.b.data(), ins.k, pr.c);
-    out.push_back({pr, to_bits(ins.output, d)});
+    out.push_back({pr, encode_output(p, d)});
   }
   return out;
 }
@@ -44,8 +44,13 @@ void expect_round_trip(const TcParams& truth, const InstructionInfo& ins,
   Inference inf = infer(ins, synthesise(truth, ins));
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(inf.mismatching_probes, 0) << truth.describe();
+  // The probe set alone cannot settle the special rules it has no case for (overflow, the sign of an
+  // exact zero, zero operands' alignment, tf32's low bits): the corpus does (test_tc_corpus.cpp).
+  // Inference then keeps their canonical first values, which these truths use.
+  const std::vector<std::string> corpus_rules = {"overflow", "zero_sign", "zero_operand_alignment", "tf32_low_bits"};
   for (const std::string& f : inf.ambiguous)
-    EXPECT_NE(std::find(allowed_ambiguous.begin(), allowed_ambiguous.end(), f), allowed_ambiguous.end())
+    EXPECT_TRUE(std::find(allowed_ambiguous.begin(), allowed_ambiguous.end(), f) != allowed_ambiguous.end() ||
+                std::find(corpus_rules.begin(), corpus_rules.end(), f) != corpus_rules.end())
         << ins.name << ": feature " << f << " not identified for " << truth.describe();
   if (allowed_ambiguous.empty()) EXPECT_EQ(inf.params, truth) << "inferred " << inf.params.describe() << "\ntruth    " << truth.describe();
   EXPECT_LT(s, 60.0) << "inference took " << s << " s";
@@ -62,7 +67,8 @@ TEST(TcInferProbes, AreRepresentableAndUnique) {
     for (const Probe& p : probes) {
       EXPECT_TRUE(ids.insert(p.id).second) << p.id;
       ASSERT_EQ((int)p.a.size(), ins.k);
-      for (int t = 0; t < ins.k; ++t) EXPECT_TRUE(representable(ins.input, p.a[t]) && representable(ins.input, p.b[t])) << p.id;
+      for (int t = 0; t < ins.k; ++t)
+        EXPECT_TRUE(representable(ins.input, p.a[t]) && representable(ins.format_b(), p.b[t])) << ins.name << " " << p.id;
       EXPECT_TRUE(representable(ins.output, p.c)) << p.id;
     }
   }
@@ -122,11 +128,14 @@ TEST(TcInferRoundTrip, Fp8MmaSyncTwoFp16StepsAndFinalAdd) {
   t.step_interleave = 2;
   t.c_entry = CEntry::final_add;
   // fp8 products (>= 2^-18) never reach fp32's subnormal range, and with 25 bits no subnormal-
-  // operand product decides an alignment: these three cannot be told apart by any input.
+  // operand product decides an alignment: these three cannot be told apart by any input. The
+  // special rules the probe set has no case for are the corpus's to settle (test_tc_corpus.cpp).
   Inference inf = infer(ins, synthesise(t, ins));
   EXPECT_EQ(inf.mismatching_probes, 0);
   for (const std::string& f : inf.ambiguous)
-    EXPECT_TRUE(f == "subnormal_output" || f == "zero_c_alignment" || f == "operand_conversion") << f;
+    EXPECT_TRUE(f == "subnormal_output" || f == "zero_c_alignment" || f == "operand_conversion" || f == "overflow" ||
+                f == "zero_sign" || f == "zero_operand_alignment")
+        << f;
   EXPECT_EQ(inf.params, t) << inf.params.describe();
   const auto& ins2 = info(Instruction::mma_m16n8k32_e5m2_f32);
   TcParams t2 = with(ins2, 16, 2, Rounding::toward_zero, Rounding::toward_zero);
