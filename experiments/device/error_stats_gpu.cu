@@ -412,19 +412,13 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   PhaseTimer timer;
   timer.mark("start");
   Scratch& sc = scratch();
-  struct {
-    DD* p;
-  } part{sc.part.get<DD>(kSums * nblocks)};
-  struct {
-    Counters* p;
-  } cnt{sc.cnt.get<Counters>(1)};
-  struct {
-    double* p;
-  } keys{sc.keys.get<double>(n)};
-  GEMMLAB_CUDA_CHECK(cudaMemset(cnt.p, 0, sizeof(Counters)));
+  DD* const part = sc.part.get<DD>(kSums * nblocks);
+  Counters* const cnt = sc.cnt.get<Counters>(1);
+  double* const keys = sc.keys.get<double>(n);
+  GEMMLAB_CUDA_CHECK(cudaMemset(cnt, 0, sizeof(Counters)));
   const stats_detail::Judge judge = stats_detail::judge_of(out, model);
   pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, n, format_params(out),
-                                                             judge, nblocks, part.p, cnt.p, keys.p);
+                                                             judge, nblocks, part, cnt, keys);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   timer.mark("pass1");
   // The blocks' partial sums come back through pinned memory (a pageable copy of these MB costs
@@ -432,8 +426,8 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   thread_local PinnedDD pinned;
   DD* h = pinned.get(kSums * nblocks);
   Counters hc{};
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part.p, kSums * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(&hc, cnt.p, sizeof hc, cudaMemcpyDeviceToHost));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part, kSums * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(&hc, cnt, sizeof hc, cudaMemcpyDeviceToHost));
   raw.zero_reference = static_cast<std::int64_t>(hc.zero_reference);
   raw.zero_ref_nonzero = static_cast<std::int64_t>(hc.zero_ref_nonzero);
   raw.nonfinite = static_cast<std::int64_t>(hc.nonfinite);
@@ -458,10 +452,10 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
       x, c, ab, n, judge, stats_detail::mean_of(raw.rel_sum, raw.rel_count),
       stats_detail::mean_of(raw.cw_sum, raw.cw_count),
-      nblocks, part.p);
+      nblocks, part);
   GEMMLAB_LAUNCH_CHECK("pass2_kernel");
   timer.mark("pass2");
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part.p, 2 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part, 2 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
   raw.rel_dev2_sum = stats_detail::tree_reduce(h + 0 * nblocks, nblocks);
   raw.cw_dev2_sum = stats_detail::tree_reduce(h + 1 * nblocks, nblocks);
 
@@ -478,7 +472,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
     }
     std::vector<double> v;
     timer.mark("reduce");
-    select_ranks(keys.p, n, ranks, v, sc);
+    select_ranks(keys, n, ranks, v, sc);
     timer.mark("select");
     for (int q = 0, i = 0; q < 3; ++q) {
       raw.q_lo[q] = v[i++];
