@@ -225,7 +225,7 @@ std::optional<tc::TcParams> tree_node_params(Format input, int leaves) {
   return tc::measured_hopper_params(*ins);
 }
 
-std::string tree_gap(const SummationTree& t, Format input) {
+std::string tree_gap(const SummationTree& t, const NodeModel& model, const std::string& input_name) {
   for (int n = t.leaves(); n < t.node_count(); ++n) {
     const std::vector<int>& ch = t.children(n);
     int leaves = 0;
@@ -238,13 +238,17 @@ std::string tree_gap(const SummationTree& t, Format input) {
           << " products: no instruction takes more than one C";
       return why.str();
     }
-    if (!tree_node_params(input, leaves)) {
-      why << "node " << t.name(n) << " fuses " << leaves << " products of " << info(input).name
+    if (!model(leaves)) {
+      why << "node " << t.name(n) << " fuses " << leaves << " products of " << input_name
           << ": no modelled tensor-core instruction has a block of that size";
       return why.str();
     }
   }
   return "";
+}
+
+std::string tree_gap(const SummationTree& t, Format input) {
+  return tree_gap(t, [input](int leaves) { return tree_node_params(input, leaves); }, info(input).name);
 }
 
 namespace {
@@ -254,16 +258,21 @@ namespace {
 struct TreePlan {
   const SummationTree& t;
   std::vector<std::optional<tc::TcParams>> params;
-  TreePlan(const SummationTree& tree, Format input) : t(tree), params(tree.node_count()) {
-    if (std::string gap = tree_gap(tree, input); !gap.empty()) throw std::invalid_argument("emulate_tree: " + gap);
+  TreePlan(const SummationTree& tree, const NodeModel& model) : t(tree), params(tree.node_count()) {
+    if (std::string gap = tree_gap(tree, model, "the compute format"); !gap.empty())
+      throw std::invalid_argument("emulate_tree: " + gap);
     for (int n = t.leaves(); n < t.node_count(); ++n) {
       if (t.children(n).size() == 2) continue;
       int leaves = 0;
       for (int c : t.children(n)) leaves += t.is_leaf(c);
-      params[n] = tree_node_params(input, leaves);
+      params[n] = model(leaves);
     }
   }
 };
+
+NodeModel format_model(Format input) {
+  return [input](int leaves) { return tree_node_params(input, leaves); };
+}
 
 // One entry; `value` (node_count floats) is scratch space reused across entries.
 double tree_dot(const TreePlan& plan, const double* a, const double* b, std::vector<float>& value) {
@@ -302,18 +311,44 @@ double tree_dot(const TreePlan& plan, const double* a, const double* b, std::vec
 
 }  // namespace
 
-double emulate_tree_dot(const SummationTree& t, Format input, const double* a, const double* b) {
-  const TreePlan plan(t, input);
+double emulate_tree_dot(const SummationTree& t, const NodeModel& model, const double* a, const double* b) {
+  if (std::string gap = tree_gap(t, model, "the compute format"); !gap.empty())
+    throw std::invalid_argument("emulate_tree: " + gap);
+  const TreePlan plan(t, model);
   std::vector<float> value;
   return tree_dot(plan, a, b, value);
 }
 
-std::vector<double> emulate_tree(const SummationTree& t, Format input, const Matrix& A, const Matrix& B, int threads) {
+double emulate_tree_dot(const SummationTree& t, Format input, const double* a, const double* b) {
+  if (std::string gap = tree_gap(t, input); !gap.empty()) throw std::invalid_argument("emulate_tree: " + gap);
+  return emulate_tree_dot(t, format_model(input), a, b);
+}
+
+std::vector<double> emulate_tree_at(const SummationTree& t, const NodeModel& model, const Matrix& A, const Matrix& B,
+                                    const std::vector<std::pair<int, int>>& entries, int threads) {
+  const int K = A.cols;
+  if (B.rows != K || t.leaves() != K)
+    throw std::invalid_argument("emulate_tree: A (M, K), B (K, N) and a tree of K = " + std::to_string(t.leaves()) +
+                                " products must agree");
+  const TreePlan plan(t, model);
+  std::vector<double> C(entries.size());
+  parallel_for(static_cast<long>(entries.size()), threads, [&](long e) {
+    std::vector<double> b(K);
+    std::vector<float> value;
+    const auto [i, j] = entries[e];
+    for (int k = 0; k < K; ++k) b[k] = B.v[static_cast<std::size_t>(k) * B.cols + j];
+    C[e] = tree_dot(plan, &A.v[static_cast<std::size_t>(i) * K], b.data(), value);
+  });
+  return C;
+}
+
+std::vector<double> emulate_tree(const SummationTree& t, const NodeModel& model, const Matrix& A, const Matrix& B,
+                                 int threads) {
   const int M = A.rows, K = A.cols, N = B.cols;
   if (B.rows != K || t.leaves() != K)
     throw std::invalid_argument("emulate_tree: A (M, K), B (K, N) and a tree of K = " + std::to_string(t.leaves()) +
                                 " products must agree");
-  const TreePlan plan(t, input);
+  const TreePlan plan(t, model);
   const std::vector<double> bt = transposed(B);
   std::vector<double> C(static_cast<std::size_t>(M) * N);
   parallel_for(M, threads, [&](long i) {
@@ -323,6 +358,11 @@ std::vector<double> emulate_tree(const SummationTree& t, Format input, const Mat
       C[static_cast<std::size_t>(i) * N + j] = tree_dot(plan, a, &bt[static_cast<std::size_t>(j) * K], value);
   });
   return C;
+}
+
+std::vector<double> emulate_tree(const SummationTree& t, Format input, const Matrix& A, const Matrix& B, int threads) {
+  if (std::string gap = tree_gap(t, input); !gap.empty()) throw std::invalid_argument("emulate_tree: " + gap);
+  return emulate_tree(t, format_model(input), A, B, threads);
 }
 
 }  // namespace gemmlab::emulation

@@ -15,7 +15,9 @@
 //
 // Plain C++ (no CUDA header): built and tested on CPU-only machines.
 #pragma once
+#include <functional>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -65,6 +67,16 @@ SummationTree expected_tree(const Numerics& order, int K, const std::vector<int>
 std::optional<tc::TcParams> tree_node_params(Format input, int leaves);
 // Empty when every node of `tree` follows one of the rules above for `input`; else what does not.
 std::string tree_gap(const SummationTree& tree, Format input);
+// The same rules with another model of the fused nodes (a kernel's nodes as `gemmlab explain` inferred
+// them): the model of a fused node of `leaves` products, nullopt where there is none.
+using NodeModel = std::function<std::optional<tc::TcParams>(int leaves)>;
+std::string tree_gap(const SummationTree& tree, const NodeModel& model, const std::string& input_name);
+double emulate_tree_dot(const SummationTree& tree, const NodeModel& model, const double* a, const double* b);
+std::vector<double> emulate_tree(const SummationTree& tree, const NodeModel& model, const Matrix& A, const Matrix& B,
+                                 int threads = 0);
+// Only the listed entries (i, j) of C = A B, in the order given.
+std::vector<double> emulate_tree_at(const SummationTree& tree, const NodeModel& model, const Matrix& A,
+                                    const Matrix& B, const std::vector<std::pair<int, int>>& entries, int threads = 0);
 // One entry: a (K), b (K) in k order. Throws std::invalid_argument where tree_gap is not empty.
 double emulate_tree_dot(const SummationTree& tree, Format input, const double* a, const double* b);
 // Every entry of C = A B summed in `tree` (K leaves); (M, N) row-major.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace gemmlab {
 
@@ -117,7 +118,31 @@ namespace {
 
 class Rebuilder {
  public:
-  Rebuilder(int K, const std::function<int(int, int)>& q) : K_(K), query_(q), tree_(K) {}
+  Rebuilder(int K, const std::function<int(int, int)>& q, const LcaBatch* batch = nullptr)
+      : K_(K), query_(q), batch_(batch), tree_(K) {}
+
+  // Asks the batch oracle, in one call, for every pair of `pairs` not known yet (none: no-op).
+  void prefetch(const std::vector<std::pair<int, int>>& pairs) {
+    if (!batch_) return;
+    std::vector<std::pair<int, int>> ask;
+    for (auto [p, q] : pairs) {
+      if (p > q) std::swap(p, q);
+      const long long key = static_cast<long long>(p) * K_ + q;
+      if (memo_.count(key) || !asked_.insert(key).second) continue;
+      ask.emplace_back(p, q);
+    }
+    asked_.clear();
+    if (ask.empty()) return;
+    const std::vector<int> sizes = (*batch_)(ask);
+    if (sizes.size() != ask.size()) throw std::logic_error("FPRev: the batch oracle answered the wrong number of pairs");
+    for (std::size_t t = 0; t < ask.size(); ++t) {
+      const int s = sizes[t];
+      if (s < 2 || s > K_)
+        throw std::runtime_error("FPRev: lca size " + std::to_string(s) + " of leaves " + std::to_string(ask[t].first) +
+                                 " and " + std::to_string(ask[t].second) + " is outside [2, " + std::to_string(K_) + "]");
+      memo_.emplace(static_cast<long long>(ask[t].first) * K_ + ask[t].second, s);
+    }
+  }
 
   int lca(int p, int q) {
     if (p > q) std::swap(p, q);
@@ -135,18 +160,32 @@ class Rebuilder {
   int build(const std::vector<int>& S) {
     if (S.size() == 1) return S[0];
     const int r = S[0], n = static_cast<int>(S.size());
+    std::vector<std::pair<int, int>> row;
+    for (int i = 1; i < n; ++i) row.emplace_back(r, S[i]);
+    prefetch(row);
     std::map<int, std::vector<int>> groups;  // size -> leaves
     for (int i = 1; i < n; ++i) {
       int s = lca(r, S[i]);
       if (s > n) throw inconsistent(r, S[i], s, "exceeds the " + std::to_string(n) + " leaves of its subtree");
       groups[s].push_back(S[i]);
     }
+    // Every pair inside each group at once, while that stays small (a chain of fused blocks needs
+    // them all); otherwise one batch per round of the partition below.
+    std::vector<std::pair<int, int>> inside;
+    for (auto& [s, G] : groups)
+      if (inside.size() + G.size() * G.size() / 2 <= kPrefetchPairs)
+        for (std::size_t x = 0; x < G.size(); ++x)
+          for (std::size_t y = x + 1; y < G.size(); ++y) inside.emplace_back(G[x], G[y]);
+    prefetch(inside);
     int cur = r, count = 1;
     for (auto& [s, G] : groups) {
       std::vector<int> children{cur};
       std::vector<int> rest = G;
       while (!rest.empty()) {
         const int x = rest[0];
+        std::vector<std::pair<int, int>> round;
+        for (std::size_t i = 1; i < rest.size(); ++i) round.emplace_back(x, rest[i]);
+        prefetch(round);
         std::vector<int> mine{x}, others;
         for (std::size_t i = 1; i < rest.size(); ++i) {
           int sxy = lca(x, rest[i]);
@@ -173,16 +212,34 @@ class Rebuilder {
     return std::runtime_error("FPRev: lca size " + std::to_string(s) + " of leaves " + std::to_string(p) + " and " +
                               std::to_string(q) + " " + why + ": the counts are not those of a tree");
   }
+  static constexpr std::size_t kPrefetchPairs = 1 << 20;
   int K_;
   const std::function<int(int, int)>& query_;
+  const LcaBatch* batch_;
   SummationTree tree_;
   std::unordered_map<long long, int> memo_;
+  std::unordered_set<long long> asked_;
 };
 
 }  // namespace
 
 SummationTree reconstruct(int K, const std::function<int(int, int)>& lca_size) {
   Rebuilder rb(K, lca_size);
+  std::vector<int> all(K);
+  for (int k = 0; k < K; ++k) all[k] = k;
+  int root = rb.build(all);
+  SummationTree t = rb.take();
+  if (root != t.root()) throw std::logic_error("FPRev: root is not the last node");
+  return t;
+}
+
+SummationTree reconstruct_batched(int K, const LcaBatch& lca_sizes) {
+  const std::function<int(int, int)> one = [&](int p, int q) {
+    const std::vector<int> s = lca_sizes({{p, q}});
+    if (s.size() != 1) throw std::logic_error("FPRev: the batch oracle answered the wrong number of pairs");
+    return s[0];
+  };
+  Rebuilder rb(K, one, &lca_sizes);
   std::vector<int> all(K);
   for (int k = 0; k < K; ++k) all[k] = k;
   int root = rb.build(all);

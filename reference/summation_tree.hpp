@@ -13,6 +13,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gemmlab {
@@ -52,6 +53,13 @@ class SummationTree {
 // Rebuilds the tree from the oracle lca_size(p, q) (p < q). Throws std::runtime_error naming the
 // pair when the answers cannot come from one tree (a size out of range or contradicting others).
 SummationTree reconstruct(int K, const std::function<int(int p, int q)>& lca_size);
+// The same with an oracle that answers many pairs at once (a GPU launch can answer one pair at each
+// of many output entries that share the tree: experiments/device/explain_gpu.cpp). The answers, and
+// so the tree, are those of reconstruct(); the pairs are asked in a few large batches: each leaf's
+// row of sizes, every pair inside the groups that row forms (up to 2^20 pairs), one round of a
+// group's partition otherwise.
+using LcaBatch = std::function<std::vector<int>(const std::vector<std::pair<int, int>>& pairs)>;
+SummationTree reconstruct_batched(int K, const LcaBatch& lca_sizes);
 // The same from a full (K, K) row-major matrix of sizes (only p < q entries are read).
 SummationTree reconstruct_from_matrix(int K, const std::vector<int>& sizes);
 

@@ -1,0 +1,905 @@
+#include "reference/explain.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include "reference/distributions.hpp"
+#include "reference/fprev.hpp"
+#include "reference/rng.hpp"
+#include "reference/tc_infer.hpp"
+
+namespace gemmlab::explain {
+
+// ---------------------------------------------------------------------------------------------
+// Operand conversions
+
+const char* to_string(Conversion c) {
+  switch (c) {
+    case Conversion::as_is: return "as_is";
+    case Conversion::tf32_rne: return "tf32_rne";
+    case Conversion::tf32_rna: return "tf32_rna";
+    case Conversion::tf32_rz: return "tf32_rz";
+    case Conversion::bf16_rne: return "bf16_rne";
+    case Conversion::fp16_rne: return "fp16_rne";
+  }
+  return "?";
+}
+
+const char* in_words(Conversion c) {
+  switch (c) {
+    case Conversion::as_is: return "reach the multiplier unchanged";
+    case Conversion::tf32_rne: return "rounded to tf32, to nearest even";
+    case Conversion::tf32_rna: return "rounded to tf32, to nearest with ties away from zero (cvt.rna.tf32.f32)";
+    case Conversion::tf32_rz: return "cut to tf32 (the low 13 bits dropped, toward zero)";
+    case Conversion::bf16_rne: return "rounded to bf16, to nearest even";
+    case Conversion::fp16_rne: return "rounded to fp16, to nearest even";
+  }
+  return "?";
+}
+
+std::optional<Conversion> parse_conversion(const std::string& name) {
+  for (Conversion c : {Conversion::as_is, Conversion::tf32_rne, Conversion::tf32_rna, Conversion::tf32_rz,
+                       Conversion::bf16_rne, Conversion::fp16_rne})
+    if (name == to_string(c)) return c;
+  return std::nullopt;
+}
+
+Format compute_format(Conversion c, Format input) {
+  switch (c) {
+    case Conversion::as_is: return input;
+    case Conversion::tf32_rne:
+    case Conversion::tf32_rna:
+    case Conversion::tf32_rz: return Format::tf32;
+    case Conversion::bf16_rne: return Format::bf16;
+    case Conversion::fp16_rne: return Format::fp16;
+  }
+  return input;
+}
+
+double convert(Conversion c, double v) {
+  if (c == Conversion::as_is || std::isnan(v) || std::isinf(v)) return v;
+  if (c == Conversion::fp16_rne) return tc::round_to_format(Format::fp16, v, Rounding::nearest_even);
+  const float f = static_cast<float>(v);
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  auto keep_high = [&](int low_bits, bool ties_away) {
+    const std::uint32_t half = 1u << (low_bits - 1), mask = (1u << low_bits) - 1;
+    const std::uint32_t low = u & mask;
+    std::uint32_t r = u & ~mask;
+    // The sign is the top bit: adding to the magnitude's bits carries into the exponent as rounding
+    // up a significand does (to infinity past the largest finite value).
+    if (low > half || (low == half && (ties_away || ((r >> low_bits) & 1u)))) r += 1u << low_bits;
+    return r;
+  };
+  switch (c) {
+    case Conversion::tf32_rne: u = keep_high(13, false); break;
+    case Conversion::tf32_rna: u = keep_high(13, true); break;
+    case Conversion::tf32_rz: u &= ~0x1FFFu; break;
+    case Conversion::bf16_rne: u = keep_high(16, false); break;
+    default: break;
+  }
+  float r;
+  std::memcpy(&r, &u, 4);
+  return r;
+}
+
+std::vector<Conversion> candidate_conversions(Format input) {
+  if (input != Format::fp32) return {Conversion::as_is};
+  return {Conversion::as_is, Conversion::tf32_rne, Conversion::tf32_rna, Conversion::tf32_rz, Conversion::bf16_rne,
+          Conversion::fp16_rne};
+}
+
+double SparseVector::value(int k) const {
+  for (const auto& [kk, v] : at)
+    if (kk == k) return v;
+  return fill;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string entry_text(const Entry& e) { return "C(" + std::to_string(e.first) + "," + std::to_string(e.second) + ")"; }
+
+std::string value_text(double x) { return tc::exact_text(x); }
+
+// One item: the row of A and the column of B that one output entry sees.
+struct Item {
+  SparseVector a, b;
+};
+
+// Runs the items |entries| at a time, item t of a launch at entries[t]; the output bits per item.
+std::vector<std::uint64_t> run_items(Oracle& o, const std::vector<Entry>& entries, const std::vector<Item>& items) {
+  std::vector<std::uint64_t> out;
+  out.reserve(items.size());
+  for (std::size_t first = 0; first < items.size(); first += entries.size()) {
+    const std::size_t n = std::min(entries.size(), items.size() - first);
+    SparseInputs in;
+    std::vector<Entry> at(entries.begin(), entries.begin() + n);
+    for (std::size_t t = 0; t < n; ++t) {
+      SparseVector a = items[first + t].a, b = items[first + t].b;
+      a.index = entries[t].first;
+      b.index = entries[t].second;
+      in.a_rows.push_back(std::move(a));
+      in.b_cols.push_back(std::move(b));
+    }
+    std::vector<std::uint64_t> bits = o.run_sparse(in, at);
+    if (bits.size() != n) throw std::logic_error("explain: the oracle answered the wrong number of entries");
+    out.insert(out.end(), bits.begin(), bits.end());
+  }
+  return out;
+}
+
+// A NaN whose payload bits are all ones (0x7fffffff for fp32): what Hopper writes for NaN results.
+std::uint64_t all_ones_nan(Format f) {
+  const int bits = info(f).storage_bits;
+  return bits >= 64 ? ~0ull >> 1 : (1ull << (bits - 1)) - 1;
+}
+
+std::uint64_t output_bits(Format f, double v, std::uint64_t nan_bits) {
+  if (std::isnan(v)) return nan_bits;
+  return to_bits(f, tc::round_to_format(f, v, Rounding::nearest_even));
+}
+
+// The parent of every node of t (-1 for the root).
+std::vector<int> parents(const SummationTree& t) {
+  std::vector<int> parent(t.node_count(), -1);
+  for (int n = t.leaves(); n < t.node_count(); ++n)
+    for (int c : t.children(n)) parent[c] = n;
+  return parent;
+}
+
+}  // namespace
+
+std::vector<Entry> choose_entries(int M, int N, int count, std::uint64_t seed) {
+  count = std::min({count, M, N});
+  std::vector<Entry> out;
+  std::vector<char> row_used(M, 0), col_used(N, 0);
+  auto take = [&](int i, int j) {
+    if (static_cast<int>(out.size()) >= count || i < 0 || j < 0 || i >= M || j >= N || row_used[i] || col_used[j])
+      return;
+    row_used[i] = col_used[j] = 1;
+    out.emplace_back(i, j);
+  };
+  // First, middle, last, and both sides of the tile edges kernels commonly use.
+  take(0, 0);
+  take(M - 1, N - 1);
+  take(M / 2, N / 2);
+  for (int e : {64, 128, 256}) {
+    take(e - 1, e - 1);
+    take(e, e);
+    take(e - 1, e);
+    take(e, e - 1);
+  }
+  std::vector<int> rows, cols;
+  for (int i = 0; i < M; ++i)
+    if (!row_used[i]) rows.push_back(i);
+  for (int j = 0; j < N; ++j)
+    if (!col_used[j]) cols.push_back(j);
+  SplitMix rng{seed};
+  auto shuffle = [&](std::vector<int>& v) {
+    for (std::size_t t = v.size(); t > 1; --t) std::swap(v[t - 1], v[rng.next() % t]);
+  };
+  shuffle(rows);
+  shuffle(cols);
+  for (std::size_t t = 0; t < rows.size() && t < cols.size(); ++t) take(rows[t], cols[t]);
+  return out;
+}
+
+int lca_size(const SummationTree& t, int p, int q) {
+  std::vector<int> parent = parents(t);
+  std::vector<char> above_p(t.node_count(), 0);
+  for (int x = p; x >= 0; x = parent[x]) above_p[x] = 1;
+  int x = q;
+  while (x >= 0 && !above_p[x]) x = parent[x];
+  return x < 0 ? 0 : t.size(x);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: is it a GEMM?
+
+namespace {
+
+std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen) {
+  const Format in = o.input(), out = o.output();
+  const int K = o.K();
+  std::vector<Item> zeros(E.size());
+  std::vector<std::uint64_t> bits = run_items(o, E, zeros);
+  for (std::size_t t = 0; t < E.size(); ++t) {
+    const double c = from_bits(out, bits[t]);
+    if (std::isnan(c)) return "returns NaN at " + entry_text(E[t]) + " for A = B = 0";
+    if (c != 0)
+      return "with A = B = 0 it returns " + entry_text(E[t]) + " = " + value_text(c) +
+             ": it is not C = A B (it adds or writes something else)";
+  }
+  // Single and double power-of-two products, exact in every format and every accumulation.
+  const int emax_in = std::min(info(in).emax, 3);
+  std::vector<Item> items;
+  std::vector<double> expect;
+  for (std::size_t t = 0; t < E.size(); ++t) {
+    const int k = static_cast<int>(t % K);
+    int k2 = static_cast<int>((t + 1 + t / K) % K);
+    if (k2 == k) k2 = (k + 1) % K;
+    const double a = std::ldexp(1.0, static_cast<int>(t % 4) - 1), b = std::ldexp(1.0, -static_cast<int>(t % 3));
+    Item it;
+    it.a.at = {{k, a}};
+    it.b.at = {{k, b}};
+    double e = a * b;
+    if (K > 1 && t % 2 == 1) {  // a second product 2^-3 of the first
+      it.a.at.push_back({k2, std::ldexp(1.0, std::min(emax_in, 0))});
+      it.b.at.push_back({k2, a * b / 8 / std::ldexp(1.0, std::min(emax_in, 0))});
+      e += a * b / 8;
+    }
+    items.push_back(it);
+    expect.push_back(e);
+  }
+  bits = run_items(o, E, items);
+  for (std::size_t t = 0; t < E.size(); ++t) {
+    const double c = from_bits(out, bits[t]);
+    if (std::isnan(c)) return "returns NaN at " + entry_text(E[t]) + " for finite inputs (" + value_text(expect[t]) + " expected)";
+    if (c != expect[t])
+      return "returns " + entry_text(E[t]) + " = " + value_text(c) + " where A B is exactly " + value_text(expect[t]) +
+             " (one or two power-of-two products): it is not C = A B";
+  }
+  seen = "zero inputs give +-0 and one or two power-of-two products come back exact at " + std::to_string(E.size()) +
+         " entries";
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 2: the tree
+
+struct Fprev {
+  Oracle& o;
+  FprevMasks m;
+  Item item(int p, int q) const {
+    Item it;
+    it.a.fill = m.a_unit();
+    it.b.fill = m.b_unit();
+    if (p >= 0) {
+      it.a.at = {{p, m.a_big()}, {q, m.a_big()}};
+      it.b.at = {{p, m.b_big()}, {q, -m.b_big()}};
+    }
+    return it;
+  }
+  // lca sizes of `pairs`, pair t answered at entry E[t % |E|].
+  std::vector<int> sizes(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs) {
+    std::vector<Item> items;
+    for (auto [p, q] : pairs) items.push_back(item(p, q));
+    std::vector<std::uint64_t> bits = run_items(o, E, items);
+    std::vector<int> out(pairs.size());
+    const int K = o.K();
+    for (std::size_t t = 0; t < pairs.size(); ++t) {
+      const double c = from_bits(o.output(), bits[t]), n = c / m.unit();
+      if (!std::isfinite(c) || n != std::floor(n) || n < 0 || n > K - 2) {
+        std::ostringstream s;
+        s << "FPRev at " << entry_text(E[t % E.size()]) << ": with products " << pairs[t].first << " = +M and "
+          << pairs[t].second << " = -M the kernel returned " << value_text(c) << ", not a whole number of units u in [0, "
+          << K - 2 << "] (" << m.describe() << "): the masks did not cancel exactly";
+        throw std::runtime_error(s.str());
+      }
+      out[t] = K - static_cast<int>(n);
+    }
+    return out;
+  }
+};
+
+std::string where_differs(const SummationTree& t, const Entry& e, int p, int q, int seen) {
+  std::ostringstream s;
+  s << entry_text(e) << ": products " << p << " and " << q << " meet in a node of " << seen << " products, not "
+    << lca_size(t, p, q);
+  return s.str();
+}
+
+TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt) {
+  const auto t0 = Clock::now();
+  TreeStage st;
+  const int K = o.K();
+  if (K < 2) {
+    st.why = "K = 1: there is nothing to sum";
+    return st;
+  }
+  Fprev f{o, {}};
+  try {
+    f.m = choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), K);
+  } catch (const std::invalid_argument& e) {
+    st.why = e.what();
+    return st;
+  }
+  st.masks = f.m.describe();
+  // Every product a unit: K u exactly at every entry, or units cannot be counted.
+  std::vector<Item> units(E.size(), f.item(-1, -1));
+  std::vector<std::uint64_t> bits = run_items(o, E, units);
+  for (std::size_t t = 0; t < E.size(); ++t) {
+    const double c = from_bits(o.output(), bits[t]);
+    if (c != K * f.m.unit()) {
+      st.why = "with every product u = 2^" + std::to_string(f.m.e_a_unit + f.m.e_b_unit) + ", " + entry_text(E[t]) +
+               " = " + value_text(c) + " instead of K u: the kernel does not sum K exact products exactly";
+      return st;
+    }
+  }
+  // Reconstruction with every entry answering pairs (they must share one tree; checked below).
+  try {
+    st.tree = reconstruct_batched(K, [&](const std::vector<std::pair<int, int>>& pairs) { return f.sizes(E, pairs); });
+    st.entries_used = static_cast<int>(E.size());
+  } catch (const std::runtime_error& many) {
+    // The entries disagree (or a count was bad): try the first entry alone, within a budget.
+    const long long budget = o.launches + 4LL * K;
+    try {
+      const std::vector<Entry> one{E[0]};
+      st.tree = reconstruct_batched(K, [&](const std::vector<std::pair<int, int>>& pairs) {
+        if (o.launches + static_cast<long long>(pairs.size()) > budget)
+          throw std::runtime_error("revealing " + entry_text(E[0]) + " alone needs more than " + std::to_string(4 * K) +
+                                   " launches");
+        return f.sizes(one, pairs);
+      });
+      st.entries_used = 1;
+    } catch (const std::runtime_error& alone) {
+      st.why = std::string("the counts of ") + std::to_string(E.size()) + " entries do not form one tree (" + many.what() +
+               "); " + alone.what();
+      return st;
+    }
+  }
+  st.text = describe(st.tree);
+  // Verification: the same pairs at up to verify_entries entries, twice.
+  std::vector<std::pair<int, int>> pairs{{0, K - 1}, {0, K / 2}, {K - 2, K - 1}, {0, 1}};
+  SplitMix rng{opt.seed ^ 0x7e57ull};
+  while (static_cast<int>(pairs.size()) < opt.verify_pairs) {
+    int p = static_cast<int>(rng.next() % K), q = static_cast<int>(rng.next() % K);
+    if (p == q) continue;
+    pairs.emplace_back(std::min(p, q), std::max(p, q));
+  }
+  const std::vector<Entry> V(E.begin(), E.begin() + std::min<std::size_t>(E.size(), opt.verify_entries));
+  st.entries_verified = static_cast<int>(V.size());
+  std::vector<std::vector<int>> seen[2];
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t x = 0; x < pairs.size(); ++x) {
+      const auto pq = pairs[pass == 0 ? x : pairs.size() - 1 - x];
+      std::vector<std::pair<int, int>> same(V.size(), pq);
+      seen[pass].push_back(f.sizes(V, same));
+    }
+    if (pass == 1) std::reverse(seen[1].begin(), seen[1].end());
+  }
+  std::vector<std::string> differ;
+  for (std::size_t e = 0; e < V.size(); ++e) {
+    for (std::size_t x = 0; x < pairs.size(); ++x) {
+      if (seen[0][x][e] != seen[1][x][e]) {
+        st.deterministic = false;
+        st.why = "the order changes between calls: at " + entry_text(V[e]) + " products " +
+                 std::to_string(pairs[x].first) + " and " + std::to_string(pairs[x].second) + " met in a node of " +
+                 std::to_string(seen[0][x][e]) + " products, then of " + std::to_string(seen[1][x][e]);
+        st.seconds = since(t0);
+        return st;
+      }
+    }
+    for (std::size_t x = 0; x < pairs.size(); ++x) {
+      if (seen[0][x][e] != lca_size(st.tree, pairs[x].first, pairs[x].second)) {
+        differ.push_back(where_differs(st.tree, V[e], pairs[x].first, pairs[x].second, seen[0][x][e]));
+        break;
+      }
+    }
+  }
+  st.entries_differing = static_cast<int>(differ.size());
+  if (!differ.empty()) {
+    std::ostringstream s;
+    s << "the order differs between entries: " << differ.size() << " of " << V.size()
+      << " checked entries do not follow the tree revealed at " << entry_text(E[0]);
+    for (std::size_t t = 0; t < differ.size() && t < 3; ++t) s << "; " << differ[t];
+    s << " (a split of K, a tail tile or stream-K work that differs by position)";
+    st.differing = s.str();
+    st.why = st.differing;
+  }
+  st.ok = differ.empty();
+  st.seconds = since(t0);
+  return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 3: operand conversion
+
+ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E) {
+  ConversionStage st;
+  const Format in = o.input();
+  std::vector<double> values;
+  if (in == Format::fp32) {
+    const double u11 = 0x1p-11, u8 = 0x1p-8;
+    values = {1 + u11,         1 + 2 * u11 + u11, 1 + u11 + 0x1p-22,      1 + 0x1p-22,  1 + u8,
+              1 + 2 * u8 + u8, 1 + u8 + 0x1p-22,  -(1 + u11),             -(1 + 3 * u11), -(1 + u11 + 0x1p-22),
+              1.5,             0x1p20 + 0x1p9,    3 * 0x1p-20 + 0x1p-40, 0x1.fffffep0};
+  } else {
+    const int p = info(in).precision;
+    values = {1 + std::ldexp(1.0, 1 - p), -(1 + std::ldexp(1.0, 1 - p)), 1.5, 1 + std::ldexp(3.0, 1 - p)};
+  }
+  const std::vector<Conversion> cands = candidate_conversions(in);
+  for (int side = 0; side < 2; ++side) {
+    std::vector<Item> items;
+    for (std::size_t t = 0; t < values.size(); ++t) {
+      const int k = static_cast<int>(t % o.K());
+      Item it;
+      (side == 0 ? it.a : it.b).at = {{k, values[t]}};
+      (side == 0 ? it.b : it.a).at = {{k, 1.0}};
+      items.push_back(it);
+    }
+    std::vector<std::uint64_t> bits = run_items(o, E, items);
+    std::vector<Conversion> left;
+    std::string against;
+    for (Conversion c : cands) {
+      bool all = true;
+      for (std::size_t t = 0; t < values.size() && all; ++t) {
+        const double want = convert(c, values[t]);
+        all = to_bits(o.output(), tc::round_to_format(o.output(), want, Rounding::nearest_even)) == bits[t];
+      }
+      if (all) left.push_back(c);
+    }
+    st.tests += static_cast<int>(values.size());
+    const char* which = side == 0 ? "A" : "B";
+    if (left.size() != 1) {
+      std::ostringstream s;
+      if (left.empty()) {
+        s << "no candidate conversion of " << which << " (";
+        for (std::size_t c = 0; c < cands.size(); ++c) s << (c ? ", " : "") << to_string(cands[c]);
+        s << ") explains its single products: e.g. " << value_text(values[0]) << " * 1 = "
+          << value_text(from_bits(o.output(), bits[0]));
+      } else {
+        s << "the single products of " << which << " do not tell apart";
+        for (Conversion c : left) s << " " << to_string(c);
+      }
+      st.why = s.str();
+      return st;
+    }
+    (side == 0 ? st.a : st.b) = left[0];
+  }
+  st.ok = true;
+  return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 4: the fused nodes
+
+// c as a sum of at most `slots` products a b, each a and b exact in `fmt`, whose sum is exact in any
+// aligned window of 24 bits (the pieces do not overlap and span at most 24 bits). Empty if it cannot.
+std::vector<std::pair<double, double>> carry_pieces(double c, Format fmt, int slots) {
+  std::vector<std::pair<double, double>> out;
+  if (c == 0 || !std::isfinite(c)) return out;
+  const FormatInfo& f = info(fmt);
+  const int p = f.precision;
+  int e;
+  std::frexp(std::fabs(c), &e);  // |c| in [2^(e-1), 2^e)
+  // The significand as an integer of 24 bits: c = m 2^(e - 24).
+  const double m = std::ldexp(std::fabs(c), 24 - e);
+  if (m != std::floor(m)) return {};
+  long long mm = static_cast<long long>(m);
+  int shift = 0;  // pieces of p bits from the bottom
+  while (mm != 0) {
+    const long long chunk = mm & ((1LL << p) - 1);
+    if (chunk != 0) {
+      // piece = chunk 2^(e - 24 + shift) = (chunk 2^-(p-1)) * 2^(e - 24 + shift + p - 1)
+      const double a = std::ldexp(static_cast<double>(chunk), -(p - 1));
+      const int eb = e - 24 + shift + p - 1;
+      if (eb > f.emax || eb < f.emin - (p - 1)) return {};
+      double b = std::ldexp(1.0, eb);
+      if (tc::round_to_format(fmt, a, Rounding::nearest_even) != a) return {};
+      out.emplace_back(c < 0 ? -a : a, b);
+      if (static_cast<int>(out.size()) > slots) return {};
+    }
+    mm >>= p;
+    shift += p;
+  }
+  return out;
+}
+
+std::vector<tc::Instruction> instructions_for(Format compute, int leaves) {
+  std::vector<tc::Instruction> out;
+  for (tc::Instruction i : tc::all_instructions()) {
+    const tc::InstructionInfo& I = tc::info(i);
+    if (I.input == compute && I.format_b() == compute && I.k == leaves && I.output == Format::fp32) out.push_back(i);
+  }
+  return out;
+}
+
+NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const ConversionStage& conv,
+                      const Options& opt) {
+  const auto t0 = Clock::now();
+  NodeStage st;
+  // The kinds of fused node, each with its last node (the one holding the largest leaf).
+  struct Kind {
+    int leaves;
+    bool carry;
+    int node = -1, max_leaf = -1;
+  };
+  std::vector<Kind> kinds;
+  for (int n = t.leaves(); n < t.node_count(); ++n) {
+    const std::vector<int>& ch = t.children(n);
+    if (ch.size() <= 2) continue;
+    int leaves = 0, max_leaf = -1;
+    for (int c : ch)
+      if (t.is_leaf(c)) {
+        ++leaves;
+        max_leaf = std::max(max_leaf, c);
+      }
+    const bool carry = leaves < static_cast<int>(ch.size());
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const Kind& k) { return k.leaves == leaves && k.carry == carry; });
+    if (it == kinds.end()) kinds.push_back({leaves, carry, n, max_leaf});
+    else if (max_leaf > it->max_leaf) *it = {leaves, carry, n, max_leaf};
+  }
+  const Format compute = compute_format(conv.a, o.input());
+  if (compute_format(conv.b, o.input()) != compute) {
+    st.why = "A and B reach the multiplier in different formats";
+    return st;
+  }
+  for (const Kind& kind : kinds) {
+    NodeKind nk;
+    nk.leaves = kind.leaves;
+    nk.carry = kind.carry;
+    const std::vector<tc::Instruction> cands = instructions_for(compute, kind.leaves);
+    if (cands.empty()) {
+      st.why = "fused nodes of " + std::to_string(kind.leaves) + " " + info(compute).name +
+               " products: no tensor-core instruction of that block has probes in gemmlab";
+      st.kinds.push_back(nk);
+      return st;
+    }
+    // The node's own leaves, and the leaves that build its C (the carry child's leaves).
+    std::vector<int> L, builder;
+    int carry_child = -1;
+    for (int c : t.children(kind.node)) {
+      if (t.is_leaf(c)) L.push_back(c);
+      else carry_child = c;
+    }
+    std::sort(L.begin(), L.end());
+    if (carry_child >= 0)
+      for (int c : t.children(carry_child))
+        if (t.is_leaf(c)) builder.push_back(c);
+    bool found = false;
+    std::string tried;
+    for (tc::Instruction ins : cands) {
+      const tc::InstructionInfo& I = tc::info(ins);
+      std::vector<tc::Probe> probes = tc::make_probes(I);
+      std::vector<Item> items;
+      std::vector<const tc::Probe*> used;
+      int skipped = 0;
+      for (const tc::Probe& pr : probes) {
+        if (static_cast<long long>(used.size()) >= opt.max_probes) break;
+        if (pr.raw || (pr.c != 0 && !kind.carry) || (pr.c == 0 && std::signbit(pr.c))) {
+          ++skipped;
+          continue;
+        }
+        Item it;
+        for (int k = 0; k < I.k; ++k) {
+          it.a.at.push_back({L[k], pr.a[k]});
+          it.b.at.push_back({L[k], pr.b[k]});
+        }
+        if (pr.c != 0) {
+          const auto pieces = carry_pieces(pr.c, compute, static_cast<int>(builder.size()));
+          if (pieces.empty() || std::fabs(pr.c) < 0x1p-100 || std::fabs(pr.c) > 0x1p100) {
+            ++skipped;
+            continue;
+          }
+          for (std::size_t s = 0; s < pieces.size(); ++s) {
+            it.a.at.push_back({builder[s], pieces[s].first});
+            it.b.at.push_back({builder[s], pieces[s].second});
+          }
+        }
+        items.push_back(std::move(it));
+        used.push_back(&pr);
+      }
+      std::vector<std::uint64_t> bits = run_items(o, E, items);
+      std::vector<tc::ProbeOutcome> outcomes;
+      for (std::size_t x = 0; x < used.size(); ++x) outcomes.push_back({*used[x], bits[x]});
+      const tc::Inference inf = tc::infer(I, outcomes);
+      nk.instruction = I.name;
+      nk.probes = static_cast<int>(used.size());
+      nk.skipped = skipped;
+      nk.mismatching = inf.mismatching_probes;
+      nk.params = inf.params;
+      nk.ambiguous = inf.ambiguous;
+      tried += std::string(tried.empty() ? "" : "; ") + I.name + ": " + std::to_string(inf.mismatching_probes) + " of " +
+               std::to_string(used.size()) + " probes unexplained";
+      if (inf.mismatching_probes == 0) {
+        found = true;
+        break;
+      }
+    }
+    for (tc::Instruction i : tc::all_instructions()) {
+      auto mp = tc::measured_hopper_params(i);
+      const tc::InstructionInfo& I = tc::info(i);
+      if (found && mp && *mp == nk.params && I.input == compute && I.output == Format::fp32)
+        nk.same_as += std::string(nk.same_as.empty() ? "" : " ") + I.name;
+    }
+    st.kinds.push_back(nk);
+    if (!found) {
+      st.why = "no tensor-core model explains the fused nodes of " + std::to_string(kind.leaves) + " products (" + tried + ")";
+      st.seconds = since(t0);
+      return st;
+    }
+  }
+  st.ok = true;
+  st.seconds = since(t0);
+  return st;
+}
+
+emulation::NodeModel node_model(const std::vector<NodeKind>& kinds) {
+  std::map<int, tc::TcParams> by_leaves;
+  for (const NodeKind& k : kinds)
+    if (k.carry || !by_leaves.count(k.leaves)) by_leaves[k.leaves] = k.params;  // the carry kind saw C's rules too
+  return [by_leaves](int leaves) -> std::optional<tc::TcParams> {
+    auto it = by_leaves.find(leaves);
+    if (it == by_leaves.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// The entries compared at full size: every entry when that is affordable, else whole rows (first,
+// last, middle and the tile edges, then seeded ones) up to `budget` outputs.
+std::vector<Entry> compared_entries(int M, int N, long long budget, std::uint64_t seed) {
+  std::vector<Entry> out;
+  if (budget <= 0 || static_cast<long long>(M) * N <= budget) {
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) out.emplace_back(i, j);
+    return out;
+  }
+  std::vector<int> rows;
+  for (int i : {0, 1, M / 2, M - 2, M - 1, 63, 64, 127, 128, 255, 256})
+    if (i >= 0 && i < M && std::find(rows.begin(), rows.end(), i) == rows.end()) rows.push_back(i);
+  SplitMix rng{seed ^ 0xc0ull};
+  const long long want_rows = std::max<long long>(1, budget / N);
+  while (static_cast<long long>(rows.size()) < std::min<long long>(want_rows, M)) {
+    int i = static_cast<int>(rng.next() % M);
+    if (std::find(rows.begin(), rows.end(), i) == rows.end()) rows.push_back(i);
+  }
+  for (int i : rows)
+    for (int j = 0; j < N; ++j) out.emplace_back(i, j);
+  return out;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Identification as a Numerics record
+
+std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Format output, Conversion conv,
+                                     const std::vector<NodeKind>& kinds) {
+  const int K = tree.leaves();
+  const Format compute = compute_format(conv, input);
+  const std::string want = tree.canonical();
+  std::vector<Numerics> cands;
+  if (kinds.empty()) {
+    if (compute == Format::fp32 && input == Format::fp32) {
+      Numerics n = cuda_core_fp32_fma();
+      n.output = output;
+      cands.push_back(n);
+    }
+  } else {
+    const int g = kinds[0].leaves;
+    for (const NodeKind& k : kinds)
+      if (k.leaves != g) return std::nullopt;
+    std::optional<tc::Instruction> ins;
+    const bool have_carry = std::any_of(kinds.begin(), kinds.end(), [](const NodeKind& k) { return k.carry; });
+    for (const NodeKind& k : kinds) {
+      if (have_carry && !k.carry) continue;  // a first block's C = 0 probes leave C's rules open
+      std::istringstream s(k.same_as);
+      std::string first;
+      if (s >> first) {
+        if (auto i = tc::parse_instruction(first)) ins = i;
+      } else {
+        return std::nullopt;  // a node model no instruction of gemmlab's has
+      }
+    }
+    if (!ins) return std::nullopt;
+    const bool fp8 = compute == Format::e4m3 || compute == Format::e5m2;
+    Numerics base{.input = input, .compute = compute, .accumulator = Format::fp32, .output = output,
+                  .accumulation = Accumulation::in_mma, .instruction = ins, .k_step = g,
+                  .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
+                  .subnormals_flushed = fp8 && tc::info(*ins).name[0] == 'w'};
+    const bool wgmma = std::string(tc::info(*ins).name).rfind("wgmma", 0) == 0;
+    for (int split : {1, 2}) {
+      for (Accumulation a : {wgmma ? Accumulation::in_wgmma : Accumulation::in_mma, Accumulation::external}) {
+        Numerics n = base;
+        n.accumulation = a;
+        n.split_k = split;
+        cands.push_back(n);
+      }
+      for (int P = 2 * g; P < K; P += g) {
+        if (K % P) continue;
+        Numerics n = base;
+        n.accumulation = Accumulation::promoted;
+        n.promotion_interval_k = P;
+        n.split_k = split;
+        cands.push_back(n);
+      }
+    }
+  }
+  for (const Numerics& n : cands) {
+    try {
+      if (expected_tree_matches(n, K, want)) return n;
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  return std::nullopt;
+}
+
+bool expected_tree_matches(const Numerics& n, int K, const std::string& canonical) {
+  return emulation::expected_tree(n, K).canonical() == canonical;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string Report::summary() const {
+  std::ostringstream s;
+  s << (identified ? "identified" : "UNIDENTIFIED (" + failed_stage + ": " + reason + ")") << "\n";
+  if (!gemm_check.empty()) s << "  gemm: " << gemm_check << "\n";
+  if (tree.ok || !tree.text.empty()) s << "  tree: " << tree.text << " (" << tree.entries_used << " entries answered, "
+                                       << tree.entries_verified << " verified)\n";
+  if (conversion.ok)
+    s << "  operands: A " << in_words(conversion.a) << ", B " << in_words(conversion.b) << "\n";
+  for (const NodeKind& k : nodes.kinds)
+    s << "  fused nodes of " << k.leaves << (k.carry ? " products and the running sum" : " products") << ": "
+      << k.params.describe() << " (" << k.probes << " probes of " << k.instruction << ", " << k.mismatching
+      << " unexplained" << (k.same_as.empty() ? "" : "; as " + k.same_as) << ")\n";
+  for (const Comparison& c : comparisons)
+    s << "  " << c.distribution << ": " << c.mismatches << " of " << c.outputs << " outputs differ from the prediction"
+      << (c.first_mismatch.empty() ? "" : " (first " + c.first_mismatch + ")") << "\n";
+  if (!numerics_text.empty()) s << "  numerics: " << numerics_text << "\n";
+  if (!behaves_like.empty()) {
+    s << "  behaves exactly like:";
+    for (const std::string& b : behaves_like) s << " " << b;
+    s << "\n";
+  }
+  return s.str();
+}
+
+Report explain_kernel(Oracle& o, const Options& opt) {
+  const auto t0 = Clock::now();
+  Report r;
+  const long long launches0 = o.launches;
+  auto fail = [&](const std::string& stage, const std::string& why) {
+    r.identified = false;
+    r.failed_stage = stage;
+    r.reason = why;
+    r.launches = o.launches - launches0;
+    r.seconds = since(t0);
+    return r;
+  };
+  const std::vector<Entry> E = choose_entries(o.M(), o.N(), std::min(o.M(), o.N()), opt.seed);
+  if (std::string why = check_gemm(o, E, r.gemm_check); !why.empty()) return fail("gemm", why);
+  r.tree = reveal(o, E, opt);
+  if (r.tree.text.empty()) return fail("tree", r.tree.why);
+  if (!r.tree.deterministic) return fail("tree", r.tree.why);
+  r.conversion = infer_conversion(o, E);
+  if (!r.conversion.ok) return fail("conversion", r.conversion.why);
+  r.nodes = infer_nodes(o, E, r.tree.tree, r.conversion, opt);
+  if (!r.nodes.ok) return fail("nodes", r.nodes.why);
+  // Composition at full size on each distribution.
+  const emulation::NodeModel model = node_model(r.nodes.kinds);
+  if (std::string gap = emulation::tree_gap(r.tree.tree, model, info(o.input()).name); !gap.empty())
+    return fail("nodes", gap);
+  // A NaN result is written as the nodes' model encodes it (binary nodes pass NaN on as the tensor
+  // cores and CUDA cores of Hopper write it: all ones).
+  const std::uint64_t nan_bits =
+      r.nodes.kinds.empty() || r.nodes.kinds.back().params.nan_encoding == tc::NanEncoding::all_ones
+          ? all_ones_nan(o.output())
+          : to_bits(o.output(), std::nan(""));
+  const std::vector<Entry> cmp = compared_entries(o.M(), o.N(), opt.compare_outputs, opt.seed);
+  long long total_mismatches = 0;
+  for (const std::string& dn : opt.distributions) {
+    const Distribution d = parse_distribution(dn);
+    Matrix A = generate(d, Operand::A, o.M(), o.K(), o.input(), opt.seed, opt.threads);
+    Matrix B = generate(d, Operand::B, o.K(), o.N(), o.input(), opt.seed, opt.threads);
+    const std::vector<std::uint64_t> got = o.run_full(A, B, cmp);
+    for (double& v : A.v) v = convert(r.conversion.a, v);
+    for (double& v : B.v) v = convert(r.conversion.b, v);
+    const std::vector<double> want = emulation::emulate_tree_at(r.tree.tree, model, A, B, cmp, opt.threads);
+    Comparison c{d.name(), static_cast<long long>(cmp.size()), 0, ""};
+    for (std::size_t e = 0; e < cmp.size(); ++e) {
+      const std::uint64_t w = output_bits(o.output(), want[e], nan_bits);
+      if (w == got[e]) continue;
+      if (c.mismatches++ == 0)
+        c.first_mismatch = entry_text(cmp[e]) + ": predicted " + tc::hex_bits(w, o.output()) + " kernel " +
+                           tc::hex_bits(got[e], o.output());
+    }
+    total_mismatches += c.mismatches;
+    r.comparisons.push_back(c);
+  }
+  // The identified numerics in gemmlab's vocabulary, and the known kernels that have them.
+  r.numerics = numerics_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds);
+  {
+    std::ostringstream s;
+    s << "operands " << in_words(r.conversion.a) << "; " << r.tree.text;
+    if (r.numerics) s << " = " << r.numerics->describe();
+    r.numerics_text = s.str();
+  }
+  const std::string canon = r.tree.tree.canonical();
+  for (const KnownKernel& k : opt.known) {
+    if (k.numerics.input != o.input() || k.numerics.output != o.output()) continue;
+    if (k.numerics.compute != compute_format(r.conversion.a, o.input())) continue;
+    try {
+      if (emulation::expected_tree(k.numerics, o.K()).canonical() != canon) continue;
+    } catch (const std::invalid_argument&) {
+      continue;
+    }
+    bool same_nodes = true;
+    for (const NodeKind& nk : r.nodes.kinds) same_nodes = same_nodes && *model(nk.leaves) == k.params;
+    if (same_nodes) r.behaves_like.push_back(k.name);
+  }
+  if (!r.tree.ok) {
+    fail("tree", r.tree.why + "; " + std::to_string(total_mismatches) + " compared outputs differ from the prediction");
+    return r;
+  }
+  if (total_mismatches > 0) {
+    std::ostringstream s;
+    s << total_mismatches << " compared outputs differ from the prediction (" << r.comparisons[0].first_mismatch << ")";
+    for (const Comparison& c : r.comparisons)
+      if (c.mismatches && c.distribution != r.comparisons[0].distribution) s << "; " << c.distribution << " " << c.first_mismatch;
+    return fail("composition", s.str());
+  }
+  r.identified = true;
+  r.launches = o.launches - launches0;
+  r.seconds = since(t0);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Synthetic kernels for tests
+
+SyntheticKernel::SyntheticKernel(int M, int N, int K, Format input, SummationTree tree, emulation::NodeModel model,
+                                 Conversion conv_a, Conversion conv_b)
+    : M_(M), N_(N), K_(K), input_(input), tree_(std::move(tree)), model_(std::move(model)), conv_a_(conv_a),
+      conv_b_(conv_b) {}
+
+std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<double(int, int)>& a,
+                                                    const std::function<double(int, int)>& b,
+                                                    const std::vector<Entry>& entries) {
+  ++launches;
+  const bool other_call = alternate_calls && (calls_++ % 2 == 1);
+  std::vector<std::uint64_t> out(entries.size());
+  std::vector<double> x(K_), y(K_);
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const auto [i, j] = entries[e];
+    bool zero_row = true;
+    for (int k = 0; k < K_; ++k) {
+      x[k] = convert(conv_a_, a(i, k));
+      y[k] = convert(conv_b_, b(k, j));
+      zero_row = zero_row && a(i, k) == 0;
+    }
+    const SummationTree& t = (other_tree && (other_call || i >= other_from_row)) ? *other_tree : tree_;
+    double c = emulation::emulate_tree_dot(t, model_, x.data(), y.data()) + add_constant;
+    if (nan_on_zero_row && zero_row) c = std::nan("");
+    out[e] = output_bits(Format::fp32, static_cast<float>(c), all_ones_nan(Format::fp32));
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> SyntheticKernel::run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) {
+  std::map<int, const SparseVector*> rows, cols;
+  for (const SparseVector& v : in.a_rows) rows[v.index] = &v;
+  for (const SparseVector& v : in.b_cols) cols[v.index] = &v;
+  // Dense copies of the rows and columns asked for (the rest of A and B is zero).
+  std::map<int, std::vector<double>> ar, bc;
+  for (auto& [i, v] : rows) {
+    std::vector<double> d(K_, v->fill);
+    for (auto [k, x] : v->at) d[k] = x;
+    ar[i] = std::move(d);
+  }
+  for (auto& [j, v] : cols) {
+    std::vector<double> d(K_, v->fill);
+    for (auto [k, x] : v->at) d[k] = x;
+    bc[j] = std::move(d);
+  }
+  return compute([&](int i, int k) { auto it = ar.find(i); return it == ar.end() ? 0.0 : it->second[k]; },
+                 [&](int k, int j) { auto it = bc.find(j); return it == bc.end() ? 0.0 : it->second[k]; }, entries);
+}
+
+std::vector<std::uint64_t> SyntheticKernel::run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) {
+  return compute([&](int i, int k) { return A(i, k); }, [&](int k, int j) { return B(k, j); }, entries);
+}
+
+}  // namespace gemmlab::explain

@@ -1,0 +1,258 @@
+// `gemmlab explain`'s inference (reference/explain.hpp) on synthetic CPU kernels of known numerics:
+// every stage must recover what the kernel does (tree, operand conversion, node arithmetic), the
+// composition must predict its outputs bit for bit, and a kernel that is not a GEMM, whose order
+// differs between entries or calls, or whose arithmetic no model has, must come back unidentified
+// with the stage and the reason, never forced onto the nearest model.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "reference/explain.hpp"
+#include "reference/fprev.hpp"
+#include "reference/kernel_emulation.hpp"
+#include "reference/summation_tree.hpp"
+#include "reference/tc_model.hpp"
+
+using namespace gemmlab;
+using namespace gemmlab::explain;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+emulation::NodeModel model_of(tc::Instruction ins) {
+  const tc::TcParams p = *tc::measured_hopper_params(ins);
+  const int k = tc::info(ins).k;
+  return [p, k](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != k) return std::nullopt;
+    return p;
+  };
+}
+
+Options quick(std::vector<std::string> dists = {"uniform_0_1", "normal_0_1"}) {
+  Options o;
+  o.distributions = std::move(dists);
+  o.verify_pairs = 16;
+  o.max_probes = 4000;
+  return o;
+}
+
+// The blocked in-MMA kernel of an instruction: every stage identified, predicted exactly, named.
+void expect_identified(SyntheticKernel& k, const Options& opt, const std::string& expect_numerics) {
+  const Report r = explain_kernel(k, opt);
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_TRUE(r.tree.ok);
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  ASSERT_TRUE(r.numerics.has_value()) << r.summary();
+  EXPECT_TRUE(contains(r.numerics->describe(), expect_numerics)) << r.numerics->describe();
+}
+
+}  // namespace
+
+TEST(ExplainConversion, RoundsFp32ToTf32BfloatAndHalfAsNamed) {
+  // 1 + 2^-11 is the tie between tf32 neighbours 1 and 1 + 2^-10: even -> 1, away -> 1 + 2^-10.
+  EXPECT_EQ(convert(Conversion::tf32_rne, 1 + 0x1p-11), 1.0);
+  EXPECT_EQ(convert(Conversion::tf32_rna, 1 + 0x1p-11), 1 + 0x1p-10);
+  EXPECT_EQ(convert(Conversion::tf32_rz, 1 + 0x1p-11 + 0x1p-22), 1.0);
+  EXPECT_EQ(convert(Conversion::tf32_rne, 1 + 0x1p-11 + 0x1p-22), 1 + 0x1p-10);
+  EXPECT_EQ(convert(Conversion::tf32_rna, -(1 + 0x1p-11)), -(1 + 0x1p-10));
+  EXPECT_EQ(convert(Conversion::tf32_rne, 1 + 0x1p-10 + 0x1p-11), 1 + 0x1p-9);  // tie, odd: up
+  EXPECT_EQ(convert(Conversion::bf16_rne, 1 + 0x1p-8), 1.0);
+  EXPECT_EQ(convert(Conversion::fp16_rne, 0x1p20), INFINITY);
+  EXPECT_EQ(convert(Conversion::tf32_rne, 0x1.fffffep0), 2.0);
+  EXPECT_EQ(convert(Conversion::as_is, 1 + 0x1p-23), 1 + 0x1p-23);
+}
+
+TEST(ExplainEntries, DistinctRowsAndColumnsWithTheEdges) {
+  const std::vector<Entry> E = choose_entries(300, 200, 200, 1);
+  ASSERT_EQ(E.size(), 200u);
+  std::set<int> rows, cols;
+  for (auto [i, j] : E) {
+    rows.insert(i);
+    cols.insert(j);
+  }
+  EXPECT_EQ(rows.size(), 200u);
+  EXPECT_EQ(cols.size(), 200u);
+  EXPECT_EQ(E[0], Entry(0, 0));
+  EXPECT_EQ(E[1], Entry(299, 199));
+}
+
+TEST(ExplainTree, BatchedReconstructionAsksFewBatchesAndAgrees) {
+  for (const SummationTree& t : {blocked_tree(256, 16, true), blocked_tree(256, 16, false), sequential_tree(64),
+                                 pairwise_tree(64), split_blocked_tree(128, 8, 2, true), promoted_tree(256, 32, 128)}) {
+    const std::vector<int> sizes = t.lca_sizes();
+    const int K = t.leaves();
+    int batches = 0;
+    SummationTree r = reconstruct_batched(K, [&](const std::vector<std::pair<int, int>>& pairs) {
+      ++batches;
+      std::vector<int> out;
+      for (auto [p, q] : pairs) out.push_back(sizes[static_cast<std::size_t>(p) * K + q]);
+      return out;
+    });
+    EXPECT_EQ(r.canonical(), t.canonical());
+    EXPECT_LE(batches, 2 * K) << describe(t);
+    EXPECT_EQ(lca_size(t, 0, K - 1), K);
+  }
+  // A chain of fused blocks takes two batches: the first leaf's row, then every pair in each block.
+  const SummationTree chain = blocked_tree(256, 16, true);
+  const std::vector<int> sizes = chain.lca_sizes();
+  int batches = 0;
+  reconstruct_batched(256, [&](const std::vector<std::pair<int, int>>& pairs) {
+    ++batches;
+    std::vector<int> out;
+    for (auto [p, q] : pairs) out.push_back(sizes[static_cast<std::size_t>(p) * 256 + q]);
+    return out;
+  });
+  EXPECT_LE(batches, 3);
+}
+
+TEST(ExplainSynthetic, Fp32FmaChain) {
+  SyntheticKernel k(64, 64, 64, Format::fp32, sequential_tree(64), [](int) { return std::nullopt; });
+  expect_identified(k, quick(), "fma");
+  EXPECT_EQ(explain_kernel(k, quick()).conversion.a, Conversion::as_is);
+}
+
+TEST(ExplainSynthetic, InMmaFp16) {
+  SyntheticKernel k(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  Options o = quick();
+  o.known.push_back({"builtin_in_mma", Numerics{.input = Format::fp16, .compute = Format::fp16,
+                                                 .accumulation = Accumulation::in_mma,
+                                                 .instruction = tc::Instruction::mma_m16n8k16_f16_f32, .k_step = 16,
+                                                 .accumulation_rounding = Rounding::toward_zero},
+                     *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_f16_f32)});
+  const Report r = explain_kernel(k, o);
+  ASSERT_TRUE(r.identified) << r.summary();
+  ASSERT_EQ(r.nodes.kinds.size(), 2u);  // the first block (no C) and the chained ones
+  for (const NodeKind& nk : r.nodes.kinds) {
+    EXPECT_EQ(nk.mismatching, 0);
+    if (nk.carry) EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_f16_f32));
+  }
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::in_mma);
+  EXPECT_EQ(r.numerics->k_step, 16);
+  ASSERT_EQ(r.behaves_like.size(), 1u);
+  EXPECT_EQ(r.behaves_like[0], "builtin_in_mma");
+}
+
+TEST(ExplainSynthetic, ExternalBf16) {
+  SyntheticKernel k(64, 64, 128, Format::bf16, blocked_tree(128, 16, false),
+                    model_of(tc::Instruction::mma_m16n8k16_bf16_f32));
+  expect_identified(k, quick(), "external");
+}
+
+TEST(ExplainSynthetic, SplitKFp16) {
+  SyntheticKernel k(64, 64, 128, Format::fp16, split_blocked_tree(128, 16, 2, true),
+                    model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->split_k, 2);
+}
+
+TEST(ExplainSynthetic, PromotedE4m3) {
+  SyntheticKernel k(64, 64, 256, Format::e4m3, promoted_tree(256, 32, 128),
+                    model_of(tc::Instruction::wgmma_m64n8k32_e4m3_f32));
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::promoted);
+  EXPECT_EQ(r.numerics->promotion_interval_k, 128);
+}
+
+TEST(ExplainSynthetic, Tf32TruncatingOperands) {
+  SyntheticKernel k(64, 64, 64, Format::fp32, blocked_tree(64, 8, true), model_of(tc::Instruction::mma_m16n8k8_tf32_f32),
+                    Conversion::tf32_rz, Conversion::tf32_rz);
+  Options o = quick({"uniform_0_1"});
+  o.max_probes = 1 << 20;  // every probe: the zero-C ones come late in the set
+  const Report r = explain_kernel(k, o);
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.conversion.a, Conversion::tf32_rz);
+  EXPECT_EQ(r.conversion.b, Conversion::tf32_rz);
+  ASSERT_TRUE(r.numerics) << r.summary();
+  EXPECT_EQ(r.numerics->compute, Format::tf32);
+}
+
+TEST(ExplainSynthetic, Tf32RoundedAwayOperands) {
+  SyntheticKernel k(64, 64, 64, Format::fp32, blocked_tree(64, 8, true), model_of(tc::Instruction::mma_m16n8k8_tf32_f32),
+                    Conversion::tf32_rna, Conversion::tf32_rna);
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.conversion.a, Conversion::tf32_rna);
+}
+
+TEST(ExplainUnidentified, ChunkedOrderDiffersBetweenEntries) {
+  // Rows from 32 on take another order (a K split in two chunks, as stream-K does in some tiles).
+  SyntheticKernel k(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  SummationTree chunked(128);
+  {
+    // two in-MMA chains over [0, 64) and [64, 128), added by one fp32 add
+    const SummationTree half = blocked_tree(64, 16, true);
+    std::vector<int> map(half.node_count());
+    int last[2] = {-1, -1};
+    for (int part = 0; part < 2; ++part) {
+      for (int n = 0; n < half.leaves(); ++n) map[n] = n + 64 * part;
+      for (int n = half.leaves(); n < half.node_count(); ++n) {
+        std::vector<int> ch;
+        for (int c : half.children(n)) ch.push_back(map[c]);
+        map[n] = chunked.add_node(ch);
+      }
+      last[part] = map[half.root()];
+    }
+    chunked.add_node({last[0], last[1]});
+  }
+  k.other_tree = chunked;
+  k.other_from_row = 32;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_TRUE(contains(r.reason, "differ") || contains(r.reason, "do not form one tree")) << r.reason;
+}
+
+TEST(ExplainUnidentified, OrderChangesBetweenCalls) {
+  SyntheticKernel k(64, 64, 64, Format::fp16, blocked_tree(64, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.other_tree = sequential_tree(64);
+  k.alternate_calls = true;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+}
+
+TEST(ExplainUnidentified, AddsAConstant) {
+  SyntheticKernel k(64, 64, 64, Format::fp16, blocked_tree(64, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.add_constant = 0.5;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "gemm");
+  EXPECT_TRUE(contains(r.reason, "not C = A B")) << r.reason;
+}
+
+TEST(ExplainUnidentified, NanOnProbeInputs) {
+  SyntheticKernel k(64, 64, 64, Format::fp16, blocked_tree(64, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.nan_on_zero_row = true;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "gemm");
+  EXPECT_TRUE(contains(r.reason, "NaN")) << r.reason;
+}
+
+TEST(ExplainUnidentified, ArithmeticNoModelHas) {
+  // Fused nodes of 16 whose arithmetic is that of bf16 (8-bit) products fed to an fp16 kernel's tree:
+  // an fp16 kernel whose nodes round every product to bf16 first. No tc model of fp16 has it.
+  const tc::TcParams f16 = *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_f16_f32);
+  tc::TcParams odd = f16;
+  odd.neab = -10;  // 13 fraction bits in the alignment, as fp8 wgmma keeps, on fp16 products
+  SyntheticKernel k(64, 64, 64, Format::fp16, blocked_tree(64, 16, true), [odd](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != 16) return std::nullopt;
+    return odd;
+  });
+  const Report r = explain_kernel(k, quick());
+  // Either the inference finds the odd model (then the prediction is exact, and no gemmlab
+  // instruction has it, so no Numerics record), or it says no model explains the nodes.
+  if (r.identified) {
+    EXPECT_FALSE(r.numerics.has_value()) << r.summary();
+    for (const NodeKind& nk : r.nodes.kinds) EXPECT_TRUE(nk.same_as.empty());
+  } else {
+    EXPECT_EQ(r.failed_stage, "nodes") << r.summary();
+  }
+}
