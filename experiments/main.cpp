@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   const std::vector<cli::Command> commands = {
       cli::add_list(app),  cli::add_run(app, args), cli::add_merge(app), cli::add_bench_reference(app, command_line),
       cli::add_tune(app),  cli::add_probe(app, command_line), cli::add_order(app, command_line),
+      cli::add_explain(app, command_line),
       cli::add_predict(app, command_line),                  cli::add_bench_mma_ceiling(app, command_line),
       cli::add_inputs(app, command_line),                   cli::add_evaluate(app, command_line),
       cli::add_tc_eval(app, command_line),                  cli::add_compare(app),

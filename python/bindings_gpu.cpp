@@ -30,10 +30,13 @@
 
 #include "experiments/device/callable.hpp"
 #include "experiments/device/evaluate_gpu.hpp"
+#include "experiments/device/explain_gpu.hpp"
 #include "experiments/device/runner.hpp"
 #include "experiments/engine/evaluate.hpp"
 #include "experiments/engine/run.hpp"
 #include "experiments/plan/plan.hpp"
+#include "experiments/report/files.hpp"
+#include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
 #include "reference/formats.hpp"
 #include "reference/numerics.hpp"
@@ -165,23 +168,25 @@ struct Callable {
   }
 };
 
-// Runs the plan of one callable kernel through run_experiment. Returns the process-style exit code
-// (0 every row produced, 3 some row is an `error`).
-int judge(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
-          const std::string& description, const std::string& input_format, const std::string& compute_format,
-          const std::string& accumulator_format, const std::string& output_format, const std::string& accumulation,
-          int promotion_interval_k, const std::string& layout_a, const std::string& layout_b, bool returns_output,
-          const std::vector<std::tuple<int, int, int>>& sizes, const std::vector<std::string>& distributions,
-          const std::vector<std::uint64_t>& seeds, int reps, int warmup, bool flush_l2, const std::string& reference,
-          int spot_checks, int device, std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv,
-          bool resume, bool force, const std::string& caller_json, const std::string& command_line, bool quiet) {
-  const auto acc = parse_accumulation(accumulation);
-  if (!acc) throw std::invalid_argument("unknown accumulation '" + accumulation + "'");
-  const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), *acc,
-                                       compute_format.empty() ? std::nullopt : std::optional(format_of(compute_format)),
-                                       accumulator_format.empty() ? std::nullopt
-                                                                  : std::optional(format_of(accumulator_format)),
-                                       promotion_interval_k);
+// A callable kernel of `n`, registered under `name` until the returned guard goes (its state holds
+// the launcher and the tensors it was given).
+struct RegisteredCallable {
+  std::shared_ptr<Callable> state;
+  std::unique_ptr<CallableKernel> kernel;
+  std::string name;
+  ~RegisteredCallable() {
+    if (kernel) unregister_kernel(name);
+  }
+  // Python objects of the last launch die here, with the GIL held.
+  void release() { state->ta = state->tb = state->tc = state->result = nb::object(); }
+};
+
+std::unique_ptr<RegisteredCallable> register_callable(nb::callable launcher, const std::string& framework,
+                                                      const std::string& name, const std::string& family,
+                                                      const std::string& description, const Numerics& n,
+                                                      const std::string& layout_a, const std::string& layout_b,
+                                                      bool returns_output, int device) {
+  auto r = std::make_unique<RegisteredCallable>();
   auto state = std::make_shared<Callable>();
   state->launcher = launcher;
   state->framework = framework;
@@ -191,15 +196,43 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
   state->la = layout_of(layout_a);
   state->lb = layout_of(layout_b);
   state->device = device;
-  auto ck = make_callable_kernel(
+  r->state = state;
+  r->kernel = make_callable_kernel(
       name, family, description, n, state->la, state->lb, [state](const GemmArgs& a) { state->launch(a); },
       returns_output ? std::function<void(const GemmArgs&)>([state](const GemmArgs& a) { state->collect(a); })
                      : std::function<void(const GemmArgs&)>());
-  register_kernel(ck->kernel);
-  struct Unregister {
-    std::string name;
-    ~Unregister() { unregister_kernel(name); }
-  } unregister{name};
+  r->name = name;
+  register_kernel(r->kernel->kernel);
+  return r;
+}
+
+// Runs the plan of one callable kernel through run_experiment. Returns the process-style exit code
+// (0 every row produced, 3 some row is an `error`). `numerics_json` (gemmlab.explain's identified
+// record), when given, replaces the declared numerics.
+int judge(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
+          const std::string& description, const std::string& input_format, const std::string& compute_format,
+          const std::string& accumulator_format, const std::string& output_format, const std::string& accumulation,
+          int promotion_interval_k, const std::string& layout_a, const std::string& layout_b, bool returns_output,
+          const std::vector<std::tuple<int, int, int>>& sizes, const std::vector<std::string>& distributions,
+          const std::vector<std::uint64_t>& seeds, int reps, int warmup, bool flush_l2, const std::string& reference,
+          int spot_checks, int device, std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv,
+          bool resume, bool force, const std::string& caller_json, const std::string& command_line, bool quiet,
+          const std::string& numerics_json) {
+  const auto acc = parse_accumulation(accumulation);
+  if (!acc) throw std::invalid_argument("unknown accumulation '" + accumulation + "'");
+  Numerics n = declared_numerics(format_of(input_format), format_of(output_format), *acc,
+                                 compute_format.empty() ? std::nullopt : std::optional(format_of(compute_format)),
+                                 accumulator_format.empty() ? std::nullopt : std::optional(format_of(accumulator_format)),
+                                 promotion_interval_k);
+  if (!numerics_json.empty()) {
+    const Numerics found = numerics_from_json(nlohmann::json::parse(numerics_json));
+    if (found.input != n.input || found.output != n.output)
+      throw std::invalid_argument("numerics_json: its input/output formats (" + std::string(info(found.input).name) + ", " +
+                                  info(found.output).name + ") are not the callable's");
+    n = found;
+  }
+  auto reg = register_callable(launcher, framework, name, family, description, n, layout_a, layout_b, returns_output,
+                               device);
 
   RunRequest req;
   req.plan.name = name;
@@ -229,11 +262,48 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
     nb::gil_scoped_release nogil;
     rc = run_experiment(req, gpu_device(device));
   }
-  {
-    // Python objects of the last row die here, with the GIL held.
-    state->ta = state->tb = state->tc = state->result = nb::object();
-  }
+  reg->release();
   return rc;
+}
+
+// gemmlab.explain's engine: the stages of reference/explain.hpp on the callable at (M, N, K); returns
+// the report as JSON text, and writes the explain CSV (+ metadata) when out_csv is given.
+std::string explain(nb::callable launcher, const std::string& framework, const std::string& name,
+                    const std::string& input_format, const std::string& output_format, const std::string& layout_a,
+                    const std::string& layout_b, bool returns_output, int M, int N, int K,
+                    const std::vector<std::string>& distributions, std::uint64_t seed, long long compare_outputs,
+                    int verify_entries, int device, const std::string& known_json, const std::string& out_csv,
+                    const std::string& caller_json, const std::string& command_line) {
+  const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), Accumulation::unknown);
+  if (M < 1 || N < 1 || K < 2) throw std::invalid_argument("explain needs M, N >= 1 and K >= 2");
+  for (const std::string& d : distributions)
+    if (std::string why = unusable_reason(parse_distribution(d), n.input); !why.empty())
+      throw std::invalid_argument("distribution " + d + ": " + why);
+  if (!out_csv.empty()) check_writable(out_csv);
+  explain::Options opt;
+  opt.distributions = distributions;
+  opt.seed = seed;
+  opt.compare_outputs = compare_outputs;
+  opt.verify_entries = verify_entries;
+  if (!known_json.empty()) opt.known = known_kernels_from_json(nlohmann::json::parse(known_json));
+  auto reg = register_callable(launcher, framework, name, "user", "explained by gemmlab.explain", n, layout_a, layout_b,
+                               returns_output, device);
+  explain::Report r;
+  {
+    nb::gil_scoped_release nogil;
+    KernelOracle oracle(reg->kernel->kernel, M, N, K, device);
+    r = explain::explain_kernel(oracle, opt);
+  }
+  reg->release();
+  nlohmann::json report = report_to_json(r);
+  if (!out_csv.empty()) {
+    nlohmann::json meta = base_metadata("explain", command_line, out_csv);
+    add_device_metadata(meta, query_device(device), software_versions(device), current_sm_clock_mhz(device));
+    meta["report"] = report;
+    if (!caller_json.empty()) meta["caller"] = nlohmann::json::parse(caller_json);
+    write_table(out_csv, explain_columns(), explain_rows(name, r, M, N, K, seed), meta);
+  }
+  return report.dump();
 }
 
 device::DeviceMatrix device_matrix(const nb::ndarray<>& t, const std::string& format, const char* what, int device) {
@@ -274,8 +344,13 @@ NB_MODULE(_gpu, m) {
         "compute_format"_a, "accumulator_format"_a, "output_format"_a, "accumulation"_a, "promotion_interval_k"_a,
         "layout_a"_a, "layout_b"_a, "returns_output"_a, "sizes"_a, "distributions"_a, "seeds"_a, "reps"_a, "warmup"_a,
         "flush_l2"_a, "reference"_a, "spot_checks"_a, "device"_a, "stream"_a.none(), "host_timer"_a, "out_csv"_a,
-        "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a,
+        "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a, "numerics_json"_a = "",
         "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
+
+  m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
+        "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
+        "verify_entries"_a, "device"_a, "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
+        "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON");
 
   m.def(
       "evaluate",

@@ -287,3 +287,19 @@ gemmlab_cli_test(predict_bad_tree_entry 2 "'5' is not I:J" ${_out}/pr2.csv
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp16_f32 -s 256 --tree-entries 0:0,5 -o ${_out}/pr2.csv)
 gemmlab_cli_test(predict_tree_entry_outside 2 "--tree-entries: \\(300, 0\\) lies outside the \\(256, 256\\) output" ${_out}/pr3.csv
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp16_f32 -s 256 --tree-entries 300:0 -o ${_out}/pr3.csv)
+
+# `gemmlab explain` on bad input: an unknown kernel, a size the kernel cannot take, an unusable
+# distribution, no GPU; nothing written. And python/gemmlab/builtin_numerics.json (gemmlab.explain's
+# "behaves exactly like") must say what this build's registry says of every kernel it has.
+gemmlab_cli_test(explain_unknown_kernel 2 "unknown kernel 'no_such_kernel'" ${_out}/x1.csv
+  -- $<TARGET_FILE:gemmlab> explain -k no_such_kernel -s 64 -o ${_out}/x1.csv)
+gemmlab_cli_test(explain_bad_distribution 2 "distribution" ${_out}/x2.csv
+  -- $<TARGET_FILE:gemmlab> explain -k sgemm_01_naive -s 64 -d gaussian_7 -o ${_out}/x2.csv)
+gemmlab_cli_test(explain_no_gpu 2 "no usable GPU" ${_out}/x3.csv --skip-if-gpu
+  -- $<TARGET_FILE:gemmlab> explain -k sgemm_01_naive -s 64 -o ${_out}/x3.csv)
+gemmlab_cli_test(explain_not_csv 2 "--out must name a .csv file" ${_out}/x4.txt
+  -- $<TARGET_FILE:gemmlab> explain -k sgemm_01_naive -s 64 -o ${_out}/x4.txt)
+add_test(NAME cli.builtin_numerics_in_sync
+         COMMAND ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_builtin_numerics.py $<TARGET_FILE:gemmlab>
+                 ${CMAKE_CURRENT_SOURCE_DIR}/python/gemmlab/builtin_numerics.json ${_out}/builtin_numerics.json)
+set_tests_properties(cli.builtin_numerics_in_sync PROPERTIES LABELS cli)

@@ -25,6 +25,7 @@ Command add_bench_reference(CLI::App& app, const std::string& command_line);
 Command add_tune(CLI::App& app);
 Command add_probe(CLI::App& app, const std::string& command_line);
 Command add_order(CLI::App& app, const std::string& command_line);
+Command add_explain(CLI::App& app, const std::string& command_line);
 Command add_predict(CLI::App& app, const std::string& command_line);
 Command add_bench_mma_ceiling(CLI::App& app, const std::string& command_line);
 Command add_inputs(CLI::App& app, const std::string& command_line);

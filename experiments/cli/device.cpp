@@ -7,6 +7,7 @@
 #include "experiments/device/mma_ceiling.hpp"
 #include "experiments/device/order.hpp"
 #include "experiments/device/predict.hpp"
+#include "experiments/device/explain_command.hpp"
 #include "experiments/device/probe.hpp"
 #include "experiments/device/tune_sgemm.hpp"
 #include "experiments/engine/plugin.hpp"
@@ -112,6 +113,42 @@ Command add_order(CLI::App& app, const std::string& command_line) {
               throw UsageError("entry (" + std::to_string(o->i) + ", " + std::to_string(o->j) + ") is outside the " +
                                z.str() + " output");
             return run_order(o->kernel, z.M, z.N, z.K, o->i, o->j, o->out, command_line);
+          }};
+}
+
+Command add_explain(CLI::App& app, const std::string& command_line) {
+  auto* cmd = app.add_subcommand(
+      "explain", "reveal a kernel's summation tree, operand conversion and tensor-core arithmetic, and predict its bits");
+  struct Options {
+    ExplainRequest r;
+    std::string size = "4096";
+    std::vector<std::string> dists, plugins;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("-k,--kernel", o->r.kernel, "registered kernel (built-in, cuBLAS, or a --plugin's)")->required();
+  cmd->add_option("-s,--size", o->size, "N or MxNxK (default 4096)");
+  cmd->add_option("-d,--dists", o->dists,
+                  "distributions of the full-size comparison (default uniform_0_1,normal_0_1,logunif_-8_8)");
+  cmd->add_option("--seed", o->r.seed, "seed of the compared inputs and of the entries chosen");
+  cmd->add_option("--compare-outputs", o->r.compare_outputs,
+                  "outputs predicted per distribution, whole rows (0: every output; default 65536)");
+  cmd->add_option("-o,--out", o->r.out_csv, "CSV: one row per distribution (default results/explain-<kernel>.csv)");
+  cmd->add_option("--judge", o->r.judge_csv,
+                  "also run the kernel under the numerics found and write those rows here (status by that bound)");
+  add_plugin_option(cmd, o->plugins);
+  return {cmd, [o, command_line] {
+            load_plugins(o->plugins);
+            const Size z = parse_size(o->size);
+            if (!o->dists.empty()) o->r.distributions = split_commas(o->dists);
+            if (o->r.compare_outputs < 0) throw UsageError("--compare-outputs must be 0 (every output) or more");
+            if (o->r.out_csv.empty()) o->r.out_csv = "results/explain-" + o->r.kernel + ".csv";
+            require_csv(o->r.out_csv);
+            if (!o->r.judge_csv.empty()) require_csv(o->r.judge_csv);
+            o->r.M = z.M;
+            o->r.N = z.N;
+            o->r.K = z.K;
+            o->r.command_line = command_line;
+            return explain_command(o->r);
           }};
 }
 

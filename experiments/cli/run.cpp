@@ -3,7 +3,9 @@
 #include <memory>
 
 #include "experiments/cli/commands.hpp"
+#include "experiments/device/explain_gpu.hpp"
 #include "experiments/device/runner.hpp"
+#include "experiments/report/files.hpp"
 #include "experiments/engine/plugin.hpp"
 #include "experiments/engine/run.hpp"
 #include "kernels/registry.hpp"
@@ -74,9 +76,22 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
 Command add_list(CLI::App& app) {
   auto* list = app.add_subcommand("list", "print the registered kernels, the distributions and the suites");
   auto plugins = std::make_shared<std::vector<std::string>>();
+  auto numerics_json = std::make_shared<std::string>();
   add_plugin_option(list, *plugins);
-  return {list, [plugins] {
+  list->add_option("--numerics-json", *numerics_json,
+                   "write {kernel: numerics} of every kernel whose bits gemmlab predicts to this JSON file "
+                   "(python/gemmlab/builtin_numerics.json is this file, for gemmlab.explain's \"behaves like\")");
+  return {list, [plugins, numerics_json] {
             load_plugins(*plugins);
+            if (!numerics_json->empty()) {
+              nlohmann::json j = nlohmann::json::object();
+              for (const explain::KnownKernel& k : known_kernels(all_kernels())) j[k.name] = numerics_to_json(k.numerics);
+              AtomicFile f(*numerics_json);
+              f.stream() << j.dump(1) << "\n";
+              f.commit();
+              std::printf("wrote %s (%zu kernels)\n", numerics_json->c_str(), j.size());
+              return 0;
+            }
             std::printf("kernels (%zu):\n", all_kernels().size());
             std::printf("  %-48s %-7s %-5s %-5s %-5s %-5s %-9s %-9s %s\n", "name", "family", "in", "comp", "acc", "out",
                         "accum", "multiple", "needs");

@@ -489,11 +489,54 @@ void EntryRunner::set_b_col(int j, const std::vector<double>& v) {
   else m.update(m.hB, m.B.p, static_cast<std::size_t>(j) * m.K, 1, v);
 }
 
+std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<int, int>>& entries) {
+  Impl& m = *impl_;
+  GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+  const std::size_t bytes = static_cast<std::size_t>(m.M) * m.N * m.eb_out;
+  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, bytes, m.stream));
+  m.k.launch(m.args);
+  if (m.k.collect) m.k.collect(m.args);
+  std::vector<std::uint64_t> out(entries.size(), 0);
+  // Many entries: the whole of C in one copy; a few: one copy each.
+  if (entries.size() > 64) {
+    std::vector<unsigned char> c(bytes);
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(c.data(), m.C.p, bytes, cudaMemcpyDeviceToHost, m.stream));
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      std::memcpy(&out[e], c.data() + (static_cast<std::size_t>(entries[e].first) * m.N + entries[e].second) * m.eb_out,
+                  m.eb_out);
+  } else {
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&out[e], static_cast<const unsigned char*>(m.C.p) +
+                                                     (static_cast<std::size_t>(entries[e].first) * m.N + entries[e].second) *
+                                                         m.eb_out,
+                                         m.eb_out, cudaMemcpyDeviceToHost, m.stream));
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  }
+  GEMMLAB_CUDA_CHECK(cudaGetLastError());
+  return out;
+}
+
+void EntryRunner::set_operands(const Matrix& A, const Matrix& B) {
+  Impl& m = *impl_;
+  if (A.rows != m.M || A.cols != m.K || B.rows != m.K || B.cols != m.N)
+    throw std::invalid_argument("EntryRunner: set_operands needs A (M, K) and B (K, N) of the runner's size");
+  GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+  m.hA = pack(A, m.k.numerics.input, m.k.layout_a);
+  m.hB = pack(B, m.k.numerics.input, m.k.layout_b);
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.A.p, m.hA.data(), m.hA.size(), cudaMemcpyHostToDevice, m.stream));
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.B.p, m.hB.data(), m.hB.size(), cudaMemcpyHostToDevice, m.stream));
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+}
+
+const Kernel& EntryRunner::kernel() const { return impl_->k; }
+
 double EntryRunner::run_entry(int i, int j) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, static_cast<std::size_t>(m.M) * m.N * m.eb_out, m.stream));
   m.k.launch(m.args);
+  if (m.k.collect) m.k.collect(m.args);
   std::uint64_t bits = 0;
   GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&bits, static_cast<const unsigned char*>(m.C.p) +
                                                 (static_cast<std::size_t>(i) * m.N + j) * m.eb_out,

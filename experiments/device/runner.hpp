@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 #include "kernels/kernel.hpp"
 #include "reference/distributions.hpp"
@@ -88,6 +89,11 @@ class EntryRunner {
   void set_b_col(int j, const std::vector<double>& values);  // B(0 .. K-1, j)
   // One launch on the current inputs, C poisoned with NaN first; returns C(i, j) (NaN: unwritten).
   double run_entry(int i, int j);
+  // The same, returning the output bits of every listed entry (in the output format's encoding).
+  std::vector<std::uint64_t> run_entries(const std::vector<std::pair<int, int>>& entries);
+  // Replaces both operands (values exact in the kernel's input format).
+  void set_operands(const Matrix& A, const Matrix& B);
+  const Kernel& kernel() const;
 
  private:
   struct Impl;

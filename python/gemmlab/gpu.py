@@ -192,7 +192,7 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           promotion_interval_k: int = 0, reps: int = 20, warmup: int = 3, flush_l2: bool = True,
           reference: str = "auto", spot_checks: int = 16, device: int = 0, stream: int | None = None,
           out: str | os.PathLike | None = None, resume: bool = False, force: bool = False, quiet: bool = True,
-          errors: Literal["raise", "rows"] = "raise") -> pd.DataFrame:
+          errors: Literal["raise", "rows"] = "raise", numerics: dict | None = None) -> pd.DataFrame:
     """Judge ``fn`` as ``gemmlab run`` judges its built-in kernels; one row per size x distribution x seed.
 
     ``fn(A, B) -> C`` or ``fn(A, B, out)``: A (M, K) and B (K, N) are tensors of ``framework`` in
@@ -205,6 +205,10 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     judged by; ``"unknown"`` claims none: status ``no_bound``). ``name`` (default: ``fn.__name__``)
     is the CSV's ``kernel``. ``out`` writes the CSV and its ``.meta.json`` (journaled; ``resume=True``
     continues an interrupted run; ``force=True`` replaces); without it the rows are only returned.
+
+    ``numerics`` (the ``numerics`` of a ``gemmlab.explain`` report) replaces the declared
+    accumulation and formats with the whole record gemmlab identified: the rows are then judged by
+    that record's bound.
 
     Returns the rows (``gemmlab.COLUMNS``, typed as ``load_results`` types them). Raises
     ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
@@ -265,7 +269,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
             int(promotion_interval_k), layout_a, layout_b, how == "return", _sizes(sizes), list(distributions),
             [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks), int(device),
             stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(caller),
-            "gemmlab.judge " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]), bool(quiet))
+            "gemmlab.judge " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]), bool(quiet),
+            json.dumps(numerics) if numerics else "")
         rows = load_results(csv)
     finally:
         if tmp is not None:

@@ -1,0 +1,104 @@
+#include "experiments/device/explain_command.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "experiments/device/explain_gpu.hpp"
+#include "experiments/device/runner.hpp"
+#include "experiments/engine/plugin.hpp"
+#include "experiments/engine/run.hpp"
+#include "experiments/report/files.hpp"
+#include "experiments/report/metadata.hpp"
+#include "kernels/registry.hpp"
+#include "reference/distributions.hpp"
+
+namespace gemmlab {
+
+int explain_command(const ExplainRequest& req) {
+  const Kernel* k = find_kernel(req.kernel);
+  if (!k) {
+    std::cerr << "gemmlab explain: unknown kernel '" << req.kernel << "' (gemmlab list shows the names)\n";
+    return 2;
+  }
+  if (std::string why = check_size(*k, req.M, req.N, req.K); !why.empty()) {
+    std::cerr << "gemmlab explain: " << why << "\n";
+    return 2;
+  }
+  for (const std::string& d : req.distributions) {
+    try {
+      const Distribution dist = parse_distribution(d);
+      if (std::string why = unusable_reason(dist, k->numerics.input); !why.empty()) {
+        std::cerr << "gemmlab explain: distribution " << d << ": " << why << "\n";
+        return 2;
+      }
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gemmlab explain: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  const DeviceInfo& dev = query_device();
+  if (!dev.present) {
+    std::cerr << "gemmlab explain: no usable GPU: " << dev.why_absent << "\n";
+    return 2;
+  }
+  if (std::string why = hardware_support(*k, dev); !why.empty()) {
+    std::cerr << "gemmlab explain: " << k->name << " cannot run here: " << why << "\n";
+    return 2;
+  }
+  try {
+    check_writable(req.out_csv);
+    if (!req.judge_csv.empty()) check_writable(req.judge_csv);
+  } catch (const std::exception& e) {
+    std::cerr << "gemmlab explain: " << e.what() << "\n";
+    return 2;
+  }
+
+  explain::Options opt;
+  opt.distributions = req.distributions;
+  opt.seed = req.seed;
+  opt.compare_outputs = req.compare_outputs;
+  for (const explain::KnownKernel& kk : known_kernels(all_kernels()))
+    if (kk.name != k->name) opt.known.push_back(kk);
+  KernelOracle oracle(*k, req.M, req.N, req.K);
+  const explain::Report r = explain::explain_kernel(oracle, opt);
+  std::cout << k->name << " at " << req.M << "x" << req.N << "x" << req.K << ": " << r.summary() << "  " << r.launches
+            << " launches, " << r.seconds << " s\n";
+
+  nlohmann::json meta = base_metadata("explain", req.command_line, req.out_csv);
+  add_device_metadata(meta, dev, software_versions(), current_sm_clock_mhz());
+  meta["report"] = report_to_json(r);
+  meta["declared_numerics"] = numerics_to_json(k->numerics);
+  if (nlohmann::json plugins = plugins_metadata({k->name}); !plugins.empty()) meta["plugins"] = plugins;
+  write_table(req.out_csv, explain_columns(), explain_rows(k->name, r, req.M, req.N, req.K, req.seed), meta);
+  std::cout << "  wrote " << req.out_csv << "\n";
+
+  if (!req.judge_csv.empty()) {
+    // The kernel again, under the numerics it was found to have (unknown when it was not identified:
+    // then its rows say no_bound).
+    static std::vector<std::unique_ptr<std::string>> names;
+    names.push_back(std::make_unique<std::string>(std::string(k->name) + "@explained"));
+    Kernel copy = *k;
+    copy.name = names.back()->c_str();
+    if (r.identified && r.numerics) copy.numerics = *r.numerics;
+    else copy.numerics.accumulation = Accumulation::unknown;
+    register_kernel(copy);
+    RunRequest run;
+    run.plan.name = "explain-judge";
+    run.plan.kernels = {copy.name};
+    run.plan.distributions = req.distributions;
+    run.plan.sizes = {{req.M, req.N, req.K}};
+    run.plan.seeds = {req.seed};
+    run.out_csv = req.judge_csv;
+    run.force = true;
+    run.command_line = req.command_line;
+    run.live_progress = false;
+    run.caller_metadata = {{"explained", report_to_json(r)}};
+    const int rc = run_experiment(run, gpu_device(0));
+    unregister_kernel(copy.name);
+    if (rc != 0) return rc;
+  }
+  return r.identified ? 0 : 5;
+}
+
+}  // namespace gemmlab

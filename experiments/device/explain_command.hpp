@@ -1,0 +1,26 @@
+// The `gemmlab explain` subcommand: reference/explain.hpp's stages on a registered kernel (built-in,
+// cuBLAS or a plugin's) at one size on this GPU; CSV + metadata, and optionally the kernel judged by
+// the bound of the numerics it was found to have.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gemmlab {
+
+struct ExplainRequest {
+  std::string kernel;
+  int M = 0, N = 0, K = 0;
+  std::vector<std::string> distributions{"uniform_0_1", "normal_0_1", "logunif_-8_8"};
+  std::uint64_t seed = 20261124;
+  long long compare_outputs = 1 << 16;
+  std::string out_csv;
+  std::string judge_csv;  // non-empty: also `gemmlab run` the kernel under its identified numerics
+  std::string command_line;
+};
+
+// Returns 0 when the kernel was identified, 5 when it was not (the CSV says which stage and why);
+// 2 for a request that cannot be served (unknown kernel, size, no usable GPU), with nothing written.
+int explain_command(const ExplainRequest& r);
+
+}  // namespace gemmlab

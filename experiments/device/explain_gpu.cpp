@@ -1,0 +1,258 @@
+// `gemmlab explain` on the GPU; see explain_gpu.hpp.
+#include "experiments/device/explain_gpu.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "reference/kernel_emulation.hpp"
+
+namespace gemmlab {
+
+KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device)
+    : k_(k), M_(M), N_(N), K_(K), runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device)) {}
+
+std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
+                                                    const std::vector<explain::Entry>& entries) {
+  ++launches;
+  if (dense_) {
+    runner_->set_operands(Matrix(M_, K_), Matrix(K_, N_));
+    dense_ = false;
+    rows_set_.clear();
+    cols_set_.clear();
+  }
+  auto dense = [&](const explain::SparseVector& v) {
+    std::vector<double> d(K_, v.fill);
+    for (auto [k, x] : v.at) d.at(k) = x;
+    return d;
+  };
+  std::set<int> rows, cols;
+  for (const explain::SparseVector& v : in.a_rows) {
+    runner_->set_a_row(v.index, dense(v));
+    rows.insert(v.index);
+  }
+  for (const explain::SparseVector& v : in.b_cols) {
+    runner_->set_b_col(v.index, dense(v));
+    cols.insert(v.index);
+  }
+  const std::vector<double> zero(K_, 0.0);
+  for (int i : rows_set_)
+    if (!rows.count(i)) runner_->set_a_row(i, zero);
+  for (int j : cols_set_)
+    if (!cols.count(j)) runner_->set_b_col(j, zero);
+  rows_set_.assign(rows.begin(), rows.end());
+  cols_set_.assign(cols.begin(), cols.end());
+  return runner_->run_entries(entries);
+}
+
+std::vector<std::uint64_t> KernelOracle::run_full(const Matrix& A, const Matrix& B,
+                                                  const std::vector<explain::Entry>& entries) {
+  ++launches;
+  runner_->set_operands(A, B);
+  dense_ = true;
+  return runner_->run_entries(entries);
+}
+
+std::vector<explain::KnownKernel> known_kernels(const std::vector<const Kernel*>& kernels) {
+  std::vector<explain::KnownKernel> out;
+  for (const Kernel* k : kernels) {
+    if (!k->numerics.predictable() || k->numerics.k_chunked) continue;
+    explain::KnownKernel kk{k->name, k->numerics, {}};
+    if (k->numerics.instruction) {
+      auto p = tc::measured_hopper_params(*k->numerics.instruction);
+      if (!p) continue;
+      kk.params = *p;
+    }
+    out.push_back(std::move(kk));
+  }
+  return out;
+}
+
+nlohmann::json numerics_to_json(const Numerics& n) {
+  nlohmann::json j{{"input", info(n.input).name},
+                   {"compute", info(n.compute).name},
+                   {"accumulator", info(n.accumulator).name},
+                   {"output", info(n.output).name},
+                   {"accumulation", to_string(n.accumulation)},
+                   {"k_step", n.k_step},
+                   {"promotion_interval_k", n.promotion_interval_k},
+                   {"split_k", n.split_k},
+                   {"k_chunked", n.k_chunked},
+                   {"accumulation_rounding", to_string(n.accumulation_rounding)},
+                   {"acc_unit_roundoff", n.acc_unit_roundoff},
+                   {"subnormals_flushed", n.subnormals_flushed}};
+  j["instruction"] = n.instruction ? nlohmann::json(tc::info(*n.instruction).name) : nlohmann::json(nullptr);
+  return j;
+}
+
+Numerics numerics_from_json(const nlohmann::json& j) {
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) throw std::invalid_argument(std::string("numerics: the field '") + key + "' is missing");
+    return j.at(key);
+  };
+  auto format = [&](const char* key) {
+    const std::string name = need(key).get<std::string>();
+    auto f = parse_format(name);
+    if (!f) throw std::invalid_argument(std::string("numerics: ") + key + " '" + name + "' is not a format");
+    return *f;
+  };
+  Numerics n;
+  n.input = format("input");
+  n.compute = format("compute");
+  n.accumulator = format("accumulator");
+  n.output = format("output");
+  const std::string acc = need("accumulation").get<std::string>();
+  auto a = parse_accumulation(acc);
+  if (!a) throw std::invalid_argument("numerics: accumulation '" + acc + "' is not known");
+  n.accumulation = *a;
+  n.k_step = need("k_step").get<int>();
+  n.promotion_interval_k = need("promotion_interval_k").get<int>();
+  n.split_k = need("split_k").get<int>();
+  n.k_chunked = need("k_chunked").get<bool>();
+  const std::string r = need("accumulation_rounding").get<std::string>();
+  auto rr = parse_rounding(r);
+  if (!rr) throw std::invalid_argument("numerics: accumulation_rounding '" + r + "' is not known");
+  n.accumulation_rounding = *rr;
+  n.acc_unit_roundoff = need("acc_unit_roundoff").get<double>();
+  n.subnormals_flushed = need("subnormals_flushed").get<bool>();
+  const nlohmann::json& ins = need("instruction");
+  if (!ins.is_null()) {
+    auto i = tc::parse_instruction(ins.get<std::string>());
+    if (!i) throw std::invalid_argument("numerics: instruction '" + ins.get<std::string>() + "' is not known");
+    n.instruction = *i;
+  }
+  return n;
+}
+
+std::vector<explain::KnownKernel> known_kernels_from_json(const nlohmann::json& j) {
+  std::vector<explain::KnownKernel> out;
+  for (const auto& [name, nj] : j.items()) {
+    explain::KnownKernel kk{name, numerics_from_json(nj), {}};
+    if (kk.numerics.instruction) {
+      auto p = tc::measured_hopper_params(*kk.numerics.instruction);
+      if (!p) continue;
+      kk.params = *p;
+    }
+    out.push_back(std::move(kk));
+  }
+  return out;
+}
+
+std::string numerics_signature(const explain::Report& r) {
+  if (!r.identified) return "";
+  std::ostringstream s;
+  s << explain::to_string(r.conversion.a) << "|" << explain::to_string(r.conversion.b) << "|"
+    << std::hash<std::string>{}(r.tree.tree.canonical());
+  for (const explain::NodeKind& k : r.nodes.kinds) s << "|" << k.leaves << (k.carry ? "c" : "") << ":" << k.params.describe();
+  return std::to_string(std::hash<std::string>{}(s.str()));
+}
+
+nlohmann::json report_to_json(const explain::Report& r) {
+  nlohmann::json j;
+  j["identified"] = r.identified;
+  j["failed_stage"] = r.failed_stage;
+  j["reason"] = r.reason;
+  j["gemm_check"] = r.gemm_check;
+  j["tree"] = {{"ok", r.tree.ok},
+               {"text", r.tree.text},
+               {"why", r.tree.why},
+               {"entries_used", r.tree.entries_used},
+               {"entries_verified", r.tree.entries_verified},
+               {"entries_differing", r.tree.entries_differing},
+               {"differing", r.tree.differing},
+               {"deterministic", r.tree.deterministic},
+               {"masks", r.tree.masks},
+               {"seconds", r.tree.seconds}};
+  j["conversion"] = {{"ok", r.conversion.ok},
+                     {"a", explain::to_string(r.conversion.a)},
+                     {"b", explain::to_string(r.conversion.b)},
+                     {"a_words", explain::in_words(r.conversion.a)},
+                     {"why", r.conversion.why}};
+  nlohmann::json kinds = nlohmann::json::array();
+  for (const explain::NodeKind& k : r.nodes.kinds)
+    kinds.push_back({{"leaves", k.leaves},
+                     {"carry", k.carry},
+                     {"instruction", k.instruction},
+                     {"probes", k.probes},
+                     {"skipped", k.skipped},
+                     {"mismatching", k.mismatching},
+                     {"model", k.params.describe()},
+                     {"ambiguous", k.ambiguous},
+                     {"same_as", k.same_as}});
+  j["nodes"] = {{"ok", r.nodes.ok}, {"why", r.nodes.why}, {"kinds", kinds}, {"seconds", r.nodes.seconds}};
+  nlohmann::json cmp = nlohmann::json::array();
+  for (const explain::Comparison& c : r.comparisons)
+    cmp.push_back({{"distribution", c.distribution},
+                   {"outputs", c.outputs},
+                   {"mismatches", c.mismatches},
+                   {"first_mismatch", c.first_mismatch}});
+  j["comparisons"] = cmp;
+  j["numerics"] = r.numerics ? numerics_to_json(*r.numerics) : nlohmann::json(nullptr);
+  j["numerics_text"] = r.numerics_text;
+  j["behaves_like"] = r.behaves_like;
+  j["signature"] = numerics_signature(r);
+  j["launches"] = r.launches;
+  j["seconds"] = r.seconds;
+  j["summary"] = r.summary();
+  return j;
+}
+
+const std::vector<std::string>& explain_columns() {
+  static const std::vector<std::string> c{
+      "kernel",          "M",           "N",          "K",           "seed",         "distribution",
+      "identified",      "failed_stage", "reason",    "tree",        "tree_entries", "tree_entries_verified",
+      "tree_entries_differing", "conversion_a", "conversion_b", "node_models", "node_probes", "numerics",
+      "signature",       "behaves_like", "compared_outputs", "mismatches", "first_mismatch", "launches",
+      "explain_seconds"};
+  return c;
+}
+
+std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, const explain::Report& r, int M, int N,
+                                                   int K, std::uint64_t seed) {
+  std::string models, probes, like;
+  for (const explain::NodeKind& k : r.nodes.kinds) {
+    models += std::string(models.empty() ? "" : "; ") + std::to_string(k.leaves) + (k.carry ? "+C" : "") + ": " +
+              k.params.describe() + (k.same_as.empty() ? "" : " (= " + k.same_as + ")");
+    probes += std::string(probes.empty() ? "" : " ") + std::to_string(k.probes - k.mismatching) + "/" +
+              std::to_string(k.probes);
+  }
+  for (const std::string& b : r.behaves_like) like += (like.empty() ? "" : " ") + b;
+  auto row = [&](const std::string& dist, long long outputs, long long mism, const std::string& first) {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", r.seconds);
+    return std::vector<std::string>{kernel,
+                                    std::to_string(M),
+                                    std::to_string(N),
+                                    std::to_string(K),
+                                    std::to_string(seed),
+                                    dist,
+                                    r.identified ? "yes" : "no",
+                                    r.failed_stage,
+                                    r.reason,
+                                    r.tree.text,
+                                    std::to_string(r.tree.entries_used),
+                                    std::to_string(r.tree.entries_verified),
+                                    std::to_string(r.tree.entries_differing),
+                                    r.conversion.ok ? explain::to_string(r.conversion.a) : "",
+                                    r.conversion.ok ? explain::to_string(r.conversion.b) : "",
+                                    models,
+                                    probes,
+                                    r.numerics ? r.numerics->describe() : "",
+                                    numerics_signature(r),
+                                    like,
+                                    outputs < 0 ? "" : std::to_string(outputs),
+                                    mism < 0 ? "" : std::to_string(mism),
+                                    first,
+                                    std::to_string(r.launches),
+                                    secs};
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const explain::Comparison& c : r.comparisons) rows.push_back(row(c.distribution, c.outputs, c.mismatches, c.first_mismatch));
+  if (rows.empty()) rows.push_back(row("", -1, -1, ""));
+  return rows;
+}
+
+}  // namespace gemmlab

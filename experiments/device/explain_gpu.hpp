@@ -1,0 +1,61 @@
+// `gemmlab explain` on the GPU: the Oracle of reference/explain.hpp over any Kernel (built-in,
+// plugin or Python callable), the report as JSON and CSV rows, and the numerics record as JSON (the
+// Python package's gemmlab.explain passes the identified record back to gemmlab.judge with it).
+//
+// Plain C++ header (no CUDA types).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "experiments/device/runner.hpp"
+#include "kernels/kernel.hpp"
+#include "reference/explain.hpp"
+
+namespace gemmlab {
+
+// Kernel k at (M, N, K) on GPU `device`, its operands kept on the GPU: a sparse call re-encodes and
+// uploads only the rows and columns that change (those set now, and those set by the previous
+// call, which go back to zero). The caller has checked the size and the GPU.
+class KernelOracle : public explain::Oracle {
+ public:
+  KernelOracle(const Kernel& k, int M, int N, int K, int device = 0);
+  int M() const override { return M_; }
+  int N() const override { return N_; }
+  int K() const override { return K_; }
+  Format input() const override { return k_.numerics.input; }
+  Format output() const override { return k_.numerics.output; }
+  std::vector<std::uint64_t> run_sparse(const explain::SparseInputs& in, const std::vector<explain::Entry>& entries) override;
+  std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<explain::Entry>& entries) override;
+
+ private:
+  const Kernel& k_;
+  int M_, N_, K_;
+  std::unique_ptr<EntryRunner> runner_;
+  std::vector<int> rows_set_, cols_set_;  // non-zero rows of A and columns of B on the GPU now
+  bool dense_ = false;                    // run_full left whole operands there
+};
+
+// The registered kernels whose numerics gemmlab predicts, with their instruction's model, for
+// "behaves exactly like".
+std::vector<explain::KnownKernel> known_kernels(const std::vector<const Kernel*>& kernels);
+
+nlohmann::json numerics_to_json(const Numerics& n);
+// Throws std::invalid_argument naming the field that is missing or unknown.
+Numerics numerics_from_json(const nlohmann::json& j);
+std::vector<explain::KnownKernel> known_kernels_from_json(const nlohmann::json& j);  // {name: numerics}
+
+nlohmann::json report_to_json(const explain::Report& r);
+
+// The CSV of `gemmlab explain` and gemmlab.explain: one row per distribution compared (one row
+// with an empty distribution when the kernel was not identified before the comparison).
+const std::vector<std::string>& explain_columns();
+std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, const explain::Report& r, int M, int N,
+                                                   int K, std::uint64_t seed);
+// What decides the kernel's bits, as one string: two kernels with the same signature compute the same
+// bits on every input (the same tree, operand conversions and node models).
+std::string numerics_signature(const explain::Report& r);
+
+}  // namespace gemmlab

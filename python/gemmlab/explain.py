@@ -1,0 +1,131 @@
+"""``gemmlab.explain``: what a GEMM callable does to your numbers, inferred from its outputs alone.
+
+The stages (reference/explain.hpp in the repository) run on the GPU through the callable itself:
+whether it computes C = A B at all; its summation tree (FPRev masking at many output entries, checked
+entry by entry and call by call); how fp32 operands reach the multiplier (as they are, or rounded to
+tf32 to nearest even, to nearest away from zero, cut toward zero, or to bf16 / fp16); the arithmetic
+of each kind of fused tensor-core node (gemmlab's tensor-core probes embedded in full GEMMs at one
+node's leaves, inferred as ``gemmlab probe`` infers an instruction). Then tree + conversion + node
+model predict C, compared bit for bit with the callable's C on several distributions at full size.
+
+Identified, the callable is judged by the bound of the numerics it was found to have (``passed`` or
+``failed_bound`` instead of ``no_bound``); otherwise the report names the stage that failed and why.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from ._checks import check_format
+from .gpu import _ADAPTERS, _style, framework_metadata, gpu_module, judge
+
+DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
+
+
+@dataclass
+class Explanation:
+    """The report of ``gemmlab.explain``: ``identified``, the stage that failed and why, the tree,
+    operand conversions, node models, the bit-for-bit comparison per distribution, the identified
+    numerics (``numerics``: gemmlab's record, or None) and the built-in kernels it behaves exactly like.
+    ``rows``: the explain CSV's rows; ``judged``: the callable judged by the identified numerics' bound
+    (``gemmlab.judge`` rows), when asked for."""
+    report: dict
+    rows: pd.DataFrame
+    judged: pd.DataFrame | None = None
+    name: str = ""
+
+    identified: bool = field(init=False)
+    numerics: dict | None = field(init=False)
+    behaves_like: list = field(init=False)
+
+    def __post_init__(self):
+        self.identified = bool(self.report["identified"])
+        self.numerics = self.report["numerics"]
+        self.behaves_like = list(self.report["behaves_like"])
+
+    @property
+    def summary(self) -> str:
+        return f"{self.name}: {self.report['summary']}"
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+def _known_kernels() -> str:
+    """The built-in kernels' numerics (``gemmlab list --numerics-json``), for "behaves exactly like"."""
+    try:
+        return resources.files("gemmlab").joinpath("builtin_numerics.json").read_text()
+    except FileNotFoundError:
+        return ""
+
+
+def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
+            size: int | tuple[int, int, int] = (4096, 4096, 4096),
+            distributions: Iterable[str] = DEFAULT_EXPLAIN_DISTRIBUTIONS, seed: int = 20261124,
+            name: str | None = None, framework: str = "torch", style: str = "auto", layout_a: str = "row",
+            layout_b: str = "row", compare_outputs: int = 1 << 16, verify_entries: int = 256, device: int = 0,
+            judge_rows: bool = True, reps: int = 20, warmup: int = 3, out: str | Path | None = None,
+            judge_out: str | Path | None = None) -> Explanation:
+    """Explain ``fn`` (``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) at ``size``.
+
+    ``compare_outputs``: outputs predicted per distribution, whole rows including the first, middle,
+    last and tile-edge rows (0: every output). ``out`` writes the explain CSV with its ``.meta.json``;
+    ``judge_out`` the judged rows. With ``judge_rows`` the callable is then judged on the same
+    distributions under the numerics found (unknown when not identified: status ``no_bound``).
+
+    Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments.
+    """
+    gpu = gpu_module(device)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if framework not in _ADAPTERS:
+        raise ValueError(f"framework must be one of {', '.join(_ADAPTERS)}, got {framework!r}")
+    input_format = check_format(input_format, "input_format")
+    output_format = check_format(output_format, "output_format")
+    if output_format not in ("fp32", "fp16", "bf16"):
+        raise ValueError(f"output_format must be fp32, fp16 or bf16, got {output_format!r}")
+    M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
+    kernel = name or getattr(fn, "__name__", None) or "callable"
+    if kernel == "<lambda>":
+        raise ValueError("a lambda has no name: pass name= (it becomes the CSV's kernel column)")
+    distributions = list(distributions)
+    how = _style(fn, style)
+    if framework == "jax" and how == "out":
+        raise ValueError("JAX arrays are immutable: use style='return' (fn(A, B) -> C) with framework='jax'")
+    view_in, view_out, out_of = _ADAPTERS[framework](input_format, output_format)
+    if how == "return":
+        def launcher(a, b, _c):
+            return out_of(fn(view_in(a), view_in(b)))
+    else:
+        def launcher(a, b, c):
+            fn(view_in(a), view_in(b), view_out(c))
+            return None
+    caller = framework_metadata(framework)
+    caller.update({"explained": "gemmlab.explain", "callable": getattr(fn, "__qualname__", kernel),
+                   "module": getattr(fn, "__module__", None), "style": how})
+    with tempfile.TemporaryDirectory(prefix="gemmlab-explain-") as tmp:
+        csv = Path(out) if out is not None else Path(tmp) / f"{kernel}.csv"
+        if csv.suffix != ".csv":
+            raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
+        text = gpu.explain(launcher, framework, kernel, input_format, output_format, layout_a, layout_b,
+                           how == "return", M, N, K, distributions, int(seed), int(compare_outputs),
+                           int(verify_entries), int(device), _known_kernels(), str(csv), json.dumps(caller),
+                           "gemmlab.explain " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]))
+        rows = pd.read_csv(csv, keep_default_na=False)
+    report = json.loads(text)
+    judged = None
+    if judge_rows:
+        judged = judge(fn, input_format=input_format, output_format=output_format, sizes=[(M, N, K)],
+                       distributions=distributions, seeds=[seed], name=kernel, framework=framework, style=how,
+                       layout_a=layout_a, layout_b=layout_b, reps=reps, warmup=warmup, device=device,
+                       out=judge_out, force=judge_out is not None, errors="rows",
+                       numerics=report["numerics"] if report["identified"] else None)
+    return Explanation(report=report, rows=rows, judged=judged, name=kernel)

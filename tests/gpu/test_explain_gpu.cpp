@@ -1,0 +1,95 @@
+// `gemmlab explain` on the GPU (experiments/device/explain_gpu.*): built-in kernels, whose numerics
+// gemmlab knows, must be identified as exactly those numerics (their own expected tree, conversion and
+// instruction model) with 0 mismatches; stream-K at a size where some tiles' K is cut must not be
+// identified (its order differs between entries); a cuBLAS kernel must come out consistent (identified
+// with 0 mismatches, or unidentified with a stage and reason). Sizes are small (seconds).
+#include <gtest/gtest.h>
+
+#include "experiments/device/explain_gpu.hpp"
+#include "kernels/registry.hpp"
+#include "reference/kernel_emulation.hpp"
+#include "tests/gpu/gpu_test_util.hpp"
+
+using namespace gemmlab;
+
+namespace {
+
+explain::Report explain_builtin(const Kernel& k, int M, int N, int Kd) {
+  explain::Options opt;
+  opt.distributions = {"uniform_0_1", "normal_0_1"};
+  opt.compare_outputs = 0;  // every output
+  opt.known = known_kernels(all_kernels());
+  KernelOracle o(k, M, N, Kd);
+  return explain::explain_kernel(o, opt);
+}
+
+void expect_own_numerics(const char* name, int M, int N, int K) {
+  const Kernel* k = find_kernel(name);
+  ASSERT_NE(k, nullptr) << name;
+  GEMMLAB_REQUIRE_KERNEL(*k);
+  const explain::Report r = explain_builtin(*k, M, N, K);
+  ASSERT_TRUE(r.identified) << name << ": " << r.summary();
+  for (const explain::Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << name << " " << c.distribution;
+  ASSERT_TRUE(r.numerics.has_value()) << name << ": " << r.summary();
+  EXPECT_EQ(emulation::expected_tree(*r.numerics, K).canonical(), emulation::expected_tree(k->numerics, K).canonical())
+      << name << ": found " << r.numerics->describe() << ", declared " << k->numerics.describe();
+  EXPECT_EQ(r.numerics->compute, k->numerics.compute) << name;
+  EXPECT_EQ(r.numerics->instruction.has_value(), k->numerics.instruction.has_value()) << name;
+  bool self = false;
+  for (const std::string& b : r.behaves_like) self = self || b == name;
+  EXPECT_TRUE(self) << name << " does not behave like itself: " << r.summary();
+}
+
+}  // namespace
+
+TEST(ExplainGpu, CudaCoreSgemmIsItsFmaChain) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
+  expect_own_numerics("sgemm_01_naive", 128, 128, 256);
+}
+
+TEST(ExplainGpu, MmaSyncKernelsInMmaExternalPromoted) {
+  GEMMLAB_REQUIRE_FAMILY("mma");
+  expect_own_numerics("hgemm_mma_01_naive_in_mma", 128, 128, 256);
+  expect_own_numerics("hgemm_mma_01_naive_external", 128, 128, 256);
+  expect_own_numerics("hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_64k", 256, 256, 256);
+}
+
+TEST(ExplainGpu, HopperWgmmaKernels) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  expect_own_numerics("hgemm_wgmma_03_pipelined_fp16_in_wgmma", 256, 256, 512);
+  expect_own_numerics("hgemm_wgmma_04_persistent_sm8_e4m3_promoted_every_128k", 256, 256, 512);
+}
+
+TEST(ExplainGpu, StreamKWithCutTilesIsNotForcedOntoOneTree) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  const Kernel* k = find_kernel("hgemm_wgmma_08_streamk_sm16_fp16_in_wgmma");
+  ASSERT_NE(k, nullptr);
+  GEMMLAB_REQUIRE_KERNEL(*k);
+  // Find a size whose chunk map cuts some tile's K (it depends on this GPU's SM count).
+  for (int n : {512, 768, 1024, 1280, 1536}) {
+    const KChunkMap map = k->k_chunks(n, n, 1024);
+    bool cut = false;
+    for (const auto& b : map.bounds) cut = cut || b.size() > 2;
+    if (!cut) continue;
+    const explain::Report r = explain_builtin(*k, n, n, 1024);
+    EXPECT_FALSE(r.identified) << r.summary();
+    EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+    return;
+  }
+  GTEST_SKIP() << "no size tried cuts a tile's K on this GPU";
+}
+
+TEST(ExplainGpu, CublasIsConsistent) {
+  GEMMLAB_REQUIRE_FAMILY("cublas");
+  const Kernel* k = find_kernel("cublas_gemmex_fp16_f32");
+  ASSERT_NE(k, nullptr);
+  GEMMLAB_REQUIRE_KERNEL(*k);
+  const explain::Report r = explain_builtin(*k, 256, 256, 256);
+  if (r.identified) {
+    for (const explain::Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  } else {
+    EXPECT_FALSE(r.failed_stage.empty());
+    EXPECT_FALSE(r.reason.empty());
+  }
+  std::printf("[explain] cublas_gemmex_fp16_f32 256^3: %s", r.summary().c_str());
+}
