@@ -272,8 +272,8 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
                     const std::string& input_format, const std::string& output_format, const std::string& layout_a,
                     const std::string& layout_b, bool returns_output, int M, int N, int K,
                     const std::vector<std::string>& distributions, std::uint64_t seed, long long compare_outputs,
-                    int verify_entries, int device, const std::string& known_json, const std::string& out_csv,
-                    const std::string& caller_json, const std::string& command_line) {
+                    int verify_entries, int device, std::optional<std::uintptr_t> stream, const std::string& known_json,
+                    const std::string& out_csv, const std::string& caller_json, const std::string& command_line) {
   const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), Accumulation::unknown);
   if (M < 1 || N < 1 || K < 2) throw std::invalid_argument("explain needs M, N >= 1 and K >= 2");
   for (const std::string& d : distributions)
@@ -291,7 +291,8 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   explain::Report r;
   {
     nb::gil_scoped_release nogil;
-    KernelOracle oracle(reg->kernel->kernel, M, N, K, device);
+    void* s = !stream ? nullptr : *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*stream);
+    KernelOracle oracle(reg->kernel->kernel, M, N, K, device, s);
     r = explain::explain_kernel(oracle, opt);
   }
   reg->release();
@@ -349,7 +350,7 @@ NB_MODULE(_gpu, m) {
 
   m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
         "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
-        "verify_entries"_a, "device"_a, "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
+        "verify_entries"_a, "device"_a, "stream"_a.none(), "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
         "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON");
 
   m.def(

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -760,6 +762,10 @@ std::string Report::summary() const {
 Report explain_kernel(Oracle& o, const Options& opt) {
   const auto t0 = Clock::now();
   Report r;
+  const bool trace = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
+  auto note = [&](const char* what) {
+    if (trace) std::fprintf(stderr, "[explain] %s at %.2f s, %lld launches\n", what, since(t0), o.launches);
+  };
   const long long launches0 = o.launches;
   auto fail = [&](const std::string& stage, const std::string& why) {
     r.identified = false;
@@ -770,13 +776,18 @@ Report explain_kernel(Oracle& o, const Options& opt) {
     return r;
   };
   const std::vector<Entry> E = choose_entries(o.M(), o.N(), std::min(o.M(), o.N()), opt.seed);
+  note("start");
   if (std::string why = check_gemm(o, E, r.gemm_check); !why.empty()) return fail("gemm", why);
+  note("gemm checked");
   r.tree = reveal(o, E, opt);
+  note("tree");
   if (r.tree.text.empty()) return fail("tree", r.tree.why);
   if (!r.tree.deterministic) return fail("tree", r.tree.why);
   r.conversion = infer_conversion(o, E);
+  note("conversion");
   if (!r.conversion.ok) return fail("conversion", r.conversion.why);
   r.nodes = infer_nodes(o, E, r.tree.tree, r.conversion, opt);
+  note("nodes");
   if (!r.nodes.ok) return fail("nodes", r.nodes.why);
   // Composition at full size on each distribution.
   const emulation::NodeModel model = node_model(r.nodes.kinds);

@@ -12,8 +12,9 @@
 
 namespace gemmlab {
 
-KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device)
-    : k_(k), M_(M), N_(N), K_(K), runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device)) {}
+KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, void* stream)
+    : k_(k), M_(M), N_(N), K_(K),
+      runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream)) {}
 
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {

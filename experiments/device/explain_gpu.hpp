@@ -21,7 +21,8 @@ namespace gemmlab {
 // call, which go back to zero). The caller has checked the size and the GPU.
 class KernelOracle : public explain::Oracle {
  public:
-  KernelOracle(const Kernel& k, int M, int N, int K, int device = 0);
+  // `stream`: as for EntryRunner (a Python callable's framework stream; nullptr: the runner's own).
+  KernelOracle(const Kernel& k, int M, int N, int K, int device = 0, void* stream = nullptr);
   int M() const override { return M_; }
   int N() const override { return N_; }
   int K() const override { return K_; }

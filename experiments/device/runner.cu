@@ -430,20 +430,27 @@ struct EntryRunner::Impl {
   std::vector<unsigned char> hA, hB;  // the packed operands as on the GPU
   DeviceBuffer A, B, C, W;
   cudaStream_t stream = nullptr;
+  bool own_stream = true;
   GemmArgs args;
 
-  Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device)
+  Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream)
       : k(k_), dev(query_device(device)), M(a.rows), N(b.cols), K(a.cols), eb_in(storage_bytes(k_.numerics.input)),
         eb_out(storage_bytes(k_.numerics.output)), hA(pack(a, k_.numerics.input, k_.layout_a)),
         hB(pack(b, k_.numerics.input, k_.layout_b)), A(hA.size()), B(hB.size()),
         C(static_cast<std::size_t>(a.rows) * b.cols * storage_bytes(k_.numerics.output)), W(k_.workspace_bytes) {
     GEMMLAB_CUDA_CHECK(cudaMemcpy(A.p, hA.data(), hA.size(), cudaMemcpyHostToDevice));
     GEMMLAB_CUDA_CHECK(cudaMemcpy(B.p, hB.data(), hB.size(), cudaMemcpyHostToDevice));
-    GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    if (caller_stream) {
+      stream = caller_stream == reinterpret_cast<void*>(std::uintptr_t{1}) ? cudaStreamLegacy
+                                                                             : static_cast<cudaStream_t>(caller_stream);
+      own_stream = false;
+    } else {
+      GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    }
     args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
   }
   ~Impl() {
-    if (stream) cudaStreamDestroy(stream);
+    if (stream && own_stream) cudaStreamDestroy(stream);
   }
 
   // Re-encodes K elements of a packed operand, element t at first + t * stride (in elements), and
@@ -465,12 +472,12 @@ struct EntryRunner::Impl {
   }
 };
 
-EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device) {
+EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device, void* stream) {
   if (A.cols != B.rows) throw std::invalid_argument("EntryRunner: A is (M,K) and B must be (K,N)");
   const DeviceInfo& dev = query_device(device);
   if (!dev.present) throw std::runtime_error("EntryRunner: no CUDA GPU: " + dev.why_absent);
   GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
-  impl_ = std::make_unique<Impl>(k, A, B, device);
+  impl_ = std::make_unique<Impl>(k, A, B, device, stream);
 }
 
 EntryRunner::~EntryRunner() = default;

@@ -80,8 +80,11 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
 // the host and uploaded alone. Throws std::runtime_error on a CUDA error.
 class EntryRunner {
  public:
-  // A (M, K) and B (K, N) as the first inputs (values exact in the kernel's input format).
-  EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device = 0);
+  // A (M, K) and B (K, N) as the first inputs (values exact in the kernel's input format). `stream`
+  // (a cudaStream_t; (void*)1 is the legacy default stream): where everything is enqueued, the
+  // caller's for a kernel that launches on it (a Python callable runs on its framework's current
+  // stream); nullptr: a stream of the runner's own.
+  EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device = 0, void* stream = nullptr);
   ~EntryRunner();
   EntryRunner(const EntryRunner&) = delete;
   EntryRunner& operator=(const EntryRunner&) = delete;

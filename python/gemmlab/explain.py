@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from ._checks import check_format
-from .gpu import _ADAPTERS, _style, framework_metadata, gpu_module, judge
+from .gpu import _ADAPTERS, _current_stream, _style, framework_metadata, gpu_module, judge
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -117,7 +117,8 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
             raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
         text = gpu.explain(launcher, framework, kernel, input_format, output_format, layout_a, layout_b,
                            how == "return", M, N, K, distributions, int(seed), int(compare_outputs),
-                           int(verify_entries), int(device), _known_kernels(), str(csv), json.dumps(caller),
+                           int(verify_entries), int(device), _current_stream(framework, device), _known_kernels(),
+                           str(csv), json.dumps(caller),
                            "gemmlab.explain " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]))
         rows = pd.read_csv(csv, keep_default_na=False)
     report = json.loads(text)
