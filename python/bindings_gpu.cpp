@@ -20,8 +20,11 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <execinfo.h>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -333,7 +336,20 @@ device::DeviceMatrix device_matrix(const nb::ndarray<>& t, const std::string& fo
 
 }  // namespace
 
+namespace {
+// GEMMLAB_SEGV_BACKTRACE=1: a crash inside the engine prints its native frames (module+offset, for
+// addr2line) before the process dies as it would have.
+void print_native_backtrace(int sig) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, n, 2);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+}  // namespace
+
 NB_MODULE(_gpu, m) {
+  if (std::getenv("GEMMLAB_SEGV_BACKTRACE")) std::signal(SIGSEGV, print_native_backtrace);
   m.doc() = "gemmlab's GPU engine: judge(), evaluate() on GPU tensors (see gemmlab.judge)";
 
   m.def("device_status", [](int device) {
