@@ -31,6 +31,24 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
     return d;
   };
   std::set<int> rows, cols;
+  if (static_cast<long long>(in.a_rows.size()) * 8 > M_ || static_cast<long long>(in.b_cols.size()) * 8 > N_) {
+    // Many rows and columns: both operands packed and uploaded whole, every other row zero.
+    Matrix A(M_, K_), B(K_, N_);
+    for (const explain::SparseVector& v : in.a_rows) {
+      const std::vector<double> d = dense(v);
+      std::copy(d.begin(), d.end(), A.v.begin() + static_cast<std::size_t>(v.index) * K_);
+      rows.insert(v.index);
+    }
+    for (const explain::SparseVector& v : in.b_cols) {
+      const std::vector<double> d = dense(v);
+      for (int k = 0; k < K_; ++k) B.v[static_cast<std::size_t>(k) * N_ + v.index] = d[k];
+      cols.insert(v.index);
+    }
+    runner_->set_operands(A, B);
+    rows_set_.assign(rows.begin(), rows.end());
+    cols_set_.assign(cols.begin(), cols.end());
+    return runner_->run_entries(entries);
+  }
   for (const explain::SparseVector& v : in.a_rows) {
     runner_->set_a_row(v.index, dense(v));
     rows.insert(v.index);

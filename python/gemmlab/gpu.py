@@ -52,6 +52,18 @@ class JudgeError(RuntimeError):
 
 _GPU_IMPORT_ERROR: str | None = None
 try:  # the GPU half is built only where a CUDA toolkit was found at install time
+    # The engine's CUDA translation units instantiate some libstdc++ templates themselves (nvcc's
+    # front end), among them the static ids of locale facets. Python loads extension modules with
+    # RTLD_LOCAL, so without this the module would bind to its own copies of those ids, which the
+    # process's locales never registered: the first number written to a std::ostringstream in the
+    # engine crashed (seen on the H100 host, 2026-11-24). With libstdc++ in the global scope first,
+    # the module binds to libstdc++'s own, as the gemmlab executable does.
+    import ctypes as _ctypes
+
+    try:
+        _ctypes.CDLL("libstdc++.so.6", mode=_ctypes.RTLD_GLOBAL)
+    except OSError:
+        pass
     from . import _gpu  # type: ignore[attr-defined]
 except ImportError as e:  # pragma: no cover - depends on the installation
     _gpu = None
