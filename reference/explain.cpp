@@ -759,35 +759,26 @@ std::string Report::summary() const {
   return s.str();
 }
 
-Report explain_kernel(Oracle& o, const Options& opt) {
-  const auto t0 = Clock::now();
-  Report r;
-  const bool trace = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
-  auto note = [&](const char* what) {
-    if (trace) std::fprintf(stderr, "[explain] %s at %.2f s, %lld launches\n", what, since(t0), o.launches);
-  };
-  const long long launches0 = o.launches;
-  auto fail = [&](const std::string& stage, const std::string& why) {
-    r.identified = false;
-    r.failed_stage = stage;
-    r.reason = why;
-    r.launches = o.launches - launches0;
-    r.seconds = since(t0);
-    return r;
-  };
-  const std::vector<Entry> E = choose_entries(o.M(), o.N(), std::min(o.M(), o.N()), opt.seed);
-  note("start");
+namespace {
+
+template <class Note, class Fail>
+Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E, Report& r, std::string& stage,
+                      Note& note, Fail& fail, Clock::time_point t0, long long launches0) {
   if (std::string why = check_gemm(o, E, r.gemm_check); !why.empty()) return fail("gemm", why);
   note("gemm checked");
+  stage = "tree";
   r.tree = reveal(o, E, opt);
   note("tree");
   if (r.tree.text.empty()) return fail("tree", r.tree.why);
   if (!r.tree.deterministic) return fail("tree", r.tree.why);
+  stage = "conversion";
   r.conversion = infer_conversion(o, E);
   note("conversion");
   if (!r.conversion.ok) return fail("conversion", r.conversion.why);
+  stage = "nodes";
   r.nodes = infer_nodes(o, E, r.tree.tree, r.conversion, opt);
   note("nodes");
+  stage = "composition";
   if (!r.nodes.ok) return fail("nodes", r.nodes.why);
   // Composition at full size on each distribution.
   const emulation::NodeModel model = node_model(r.nodes.kinds);
@@ -857,6 +848,37 @@ Report explain_kernel(Oracle& o, const Options& opt) {
   r.seconds = since(t0);
   return r;
 }
+
+}  // namespace
+
+Report explain_kernel(Oracle& o, const Options& opt) {
+  const auto t0 = Clock::now();
+  Report r;
+  const bool trace = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
+  auto note = [&](const char* what) {
+    if (trace) std::fprintf(stderr, "[explain] %s at %.2f s, %lld launches\n", what, since(t0), o.launches);
+  };
+  const long long launches0 = o.launches;
+  auto fail = [&](const std::string& stage, const std::string& why) {
+    r.identified = false;
+    r.failed_stage = stage;
+    r.reason = why;
+    r.launches = o.launches - launches0;
+    r.seconds = since(t0);
+    return r;
+  };
+  const std::vector<Entry> E = choose_entries(o.M(), o.N(), std::min(o.M(), o.N()), opt.seed);
+  note("start");
+  // A stage that cannot finish (the kernel raised, a count that is no count) leaves the kernel
+  // unidentified at that stage, with the reason; nothing is guessed past it.
+  std::string stage = "gemm";
+  try {
+    return explain_stages(o, opt, E, r, stage, note, fail, t0, launches0);
+  } catch (const std::exception& e) {
+    return fail(stage, e.what());
+  }
+}
+
 
 // ---------------------------------------------------------------------------------------------
 // Synthetic kernels for tests
