@@ -101,7 +101,8 @@ struct TcParams {
   std::optional<Format> operand_conversion;  // operands converted to this format before the multiply
   std::optional<Format> input_b;  // B's format when it differs from A's (e4m3 x e5m2); A is `input`
   // Special rules (see above); the defaults are the values the H100/H200 probes showed (NaN) or
-  // the model's behaviour before they were made parameters (to be settled by the corpus).
+  // the model's behaviour before they were made parameters; the values the corpus measured on
+  // Hopper (zero_sign plus, overflow infinity for fp32 output) are measured_hopper_params'.
   NanEncoding nan_encoding = NanEncoding::all_ones;
   Overflow overflow = Overflow::by_rounding;
   ZeroSign zero_sign = ZeroSign::ieee;
@@ -158,7 +159,8 @@ double dot(const TcParams& p, const double* a, const double* b, int k, double c,
 std::uint64_t encode_output(const TcParams& p, double d);
 
 // An operand given as bits of its format (tf32: the 32-bit container) as the instruction reads it:
-// for tf32, the low 13 bits are dropped (tf32_low_bits toward_zero) or rounded to nearest even.
+// for tf32, the low 13 bits are dropped before the bits are read (tf32_low_bits toward_zero: a NaN
+// whose payload lies only there reads as an infinity) or rounded to nearest even.
 double decode_operand(const TcParams& p, Format f, std::uint64_t bits);
 
 // The instructions gemmlab probes.
@@ -178,8 +180,8 @@ enum class Instruction {
   wgmma_m64n8k32_e5m2_f32,
   // nvcuda::wmma 16x16x16 fp16 -> fp32 (the API of the published tensor-core tests).
   wmma_m16n16k16_f16_f32,
-  // Added for issue 21 (their model is a hypothesis until `gemmlab probe` has run them on a GPU:
-  // model_evidence() says which):
+  // Added for issue 21, probed on the H100 and the H200 on 2026-11-24 (model_evidence() says what
+  // was measured):
   wgmma_m64n8k16_f16_f16,         // fp16 accumulator
   wgmma_m64n8k32_e4m3_f16,        // fp8 with an fp16 accumulator
   wgmma_m64n8k32_e5m2_f16,
@@ -212,11 +214,13 @@ std::optional<Instruction> parse_instruction(const std::string& name);
 // fraction bits (neab 15), output rounded to nearest even; tf32: block 8; fp8 wgmma: one block of
 // 32 at 13 fraction bits, result cut to 13 fraction bits; fp8 mma.sync (sm_90): two fp16 mma steps
 // over interleaved pairs of k, then C added by one fp32 round-to-nearest addition. wgmma and wmma
-// fp16/bf16 share mma.sync's model.
+// fp16/bf16 share mma.sync's model. The special rules (from the adversarial corpus): an exact zero
+// is +0, a sum beyond fp32's range is infinite, zero operands take no part in the alignment.
 std::optional<TcParams> measured_hopper_params(Instruction i);
 
 // Where an instruction's model comes from: "probed" (inferred from H100/H200 probes and validated on
-// random tiles) or "hypothesis: ..." (not yet run on a GPU; the sentence says what it is derived from).
+// random tiles) or "hypothesis: ..." (not yet run on a GPU; the sentence says what it is derived
+// from). Every instruction listed here is probed now; a new one starts as a hypothesis.
 std::string model_evidence(Instruction i);
 
 // D = A B + C on one tile: A (m, k) row-major, B (k, n) row-major, C and D (m, n) row-major.

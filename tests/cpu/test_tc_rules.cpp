@@ -60,13 +60,47 @@ TEST(TcRules, NanAndInfinityDecideBeforeTheArithmetic) {
   EXPECT_EQ(bits(m, run(m, 32, {{5, 0.0, kInf}}, 0.0)), 0x7fffffffu);
 }
 
-// Sums beyond the output's range after alignment (overflow_after_alignment). Not yet observed on the
-// hardware (random tiles never leave the range): every candidate is computed. bf16 -> fp32, F = 25:
-// 1.5 * 2^127 twice is 3 * 2^127 > max = 2^128 - 2^104.
+// Where C is added last (fp8 mma.sync: two fp16 HMMA steps from the +0 register, then an FADD /
+// HADD2 with C), an infinite C meets the steps' result only in that addition, by IEEE 754. Evidence:
+// mma_m16n8k32_e4m3_f16 probe random/seed=20260514/296 (H100 and H200, 2026-11-24): C = -inf, the
+// fp16 steps overflow to +inf, D = NaN 0x7fff; with C deciding first (as in one HMMA) it would be -inf.
+// e4m3 448 * 448 = 200704 at k = 0 (the first step: k mod 4 in {0, 1}) is beyond fp16's 65504, and
+// to nearest that is +inf.
+TEST(TcRules, CAddedLastMeetsTheStepsOverflow) {
+  const TcParams f = hopper(Instruction::mma_m16n8k32_e4m3_f16);
+  ASSERT_EQ(f.c_entry, CEntry::final_add);
+  EXPECT_EQ(bits(f, run(f, 32, {{0, 448.0, 448.0}}, -kInf)), 0x7fffu);  // +inf - inf
+  EXPECT_EQ(bits(f, run(f, 32, {{0, 448.0, 448.0}}, kInf)), 0x7c00u);
+  EXPECT_EQ(bits(f, run(f, 32, {{0, 448.0, 448.0}}, 1.0)), 0x7c00u);
+  EXPECT_EQ(bits(f, run(f, 32, {{0, 448.0, -448.0}}, -kInf)), 0xfc00u);  // -inf - inf
+  EXPECT_EQ(bits(f, run(f, 32, {{0, 2.0, 3.0}}, -kInf)), 0xfc00u);       // finite steps: C's infinity
+  EXPECT_EQ(bits(f, run(f, 32, {{0, 2.0, 3.0}}, kNaN)), 0x7fffu);
+  TcTrace t;
+  EXPECT_TRUE(std::isnan(run(f, 32, {{0, 448.0, 448.0}}, -kInf, &t)));
+  EXPECT_TRUE(t.final_add);
+  EXPECT_EQ(t.final_sum, kInf);
+  EXPECT_NE(t.rule.find("final_add"), std::string::npos) << t.rule;
+  // an infinite product: the steps give it, then C by IEEE 754 (e5m2 has infinities)
+  const TcParams g = hopper(Instruction::mma_m16n8k32_e5m2_f16);
+  EXPECT_EQ(bits(g, run(g, 32, {{6, kInf, 1.0}}, -kInf)), 0x7fffu);
+  EXPECT_EQ(bits(g, run(g, 32, {{6, kInf, 1.0}}, 2.0)), 0x7c00u);
+  // with C in the first block (one HMMA), an infinite C decides before the arithmetic
+  const TcParams h = hopper(Instruction::mma_m16n8k16_f16_f16);
+  EXPECT_EQ(bits(h, run(h, 16, {{0, 256.0, 256.0}}, -kInf)), 0xfc00u);
+}
+
+// Sums beyond the output's range after alignment (overflow_after_alignment). Observed (corpus, H100
+// and H200, 2026-11-24): bf16 and tf32 -> fp32 write infinity although fp32 outputs are truncated
+// (rule overflow infinity, evidence corpus/overflow_before_alignment/20261124/0; 0 mismatches in
+// the three overflow classes); each candidate is computed too. bf16 -> fp32, F = 25: 1.5 * 2^127
+// twice is 3 * 2^127 > max = 2^128 - 2^104.
 TEST(TcRules, OverflowOfTheAlignedSum) {
   TcParams p = hopper(Instruction::mma_m16n8k16_bf16_f32);
   const std::vector<std::tuple<int, double, double>> big = {{0, p2(127), 1.5}, {1, p2(127), 1.5}};
   const double max = 0x1.fffffep127;
+  EXPECT_EQ(p.overflow, Overflow::infinity);
+  EXPECT_EQ(run(p, 16, big, 0.0), kInf);
+  EXPECT_EQ(bits(p, run(p, 16, {{0, -p2(127), 1.5}, {1, -p2(127), 1.5}}, 0.0)), 0xff800000u);
   p.overflow = Overflow::by_rounding;  // toward zero output: the largest finite value, as IEEE's RZ
   EXPECT_EQ(run(p, 16, big, 0.0), max);
   p.overflow = Overflow::infinity;
@@ -96,23 +130,32 @@ TEST(TcRules, OverflowOfTheAlignedSum) {
 // Terms beyond the output's range before alignment (overflow_before_alignment): the products are
 // exact with a wide exponent, so 2^127 * 2^127 - 2^127 * 2^127 cancels to 0 instead of inf - inf;
 // the 1 beside them is aligned 254 places below and lost. MMA-Sim computes the same (exact products,
-// overflow judged on the result). Not yet observed on the hardware: the corpus class settles it.
+// overflow judged on the result). Observed: the corpus class overflow_before_alignment (products
+// beyond fp32 with and without cancelling partners) gives 0 mismatches with this model on the H100
+// and the H200 (bf16, tf32), and its case 0 shows the rule: one such sum is infinite.
 TEST(TcRules, TermsBeyondTheRangeCancelExactly) {
-  const TcParams p = hopper(Instruction::mma_m16n8k16_bf16_f32);
+  TcParams p = hopper(Instruction::mma_m16n8k16_bf16_f32);
   const double r = run(p, 16, {{0, p2(127), p2(127)}, {1, -p2(127), p2(127)}, {2, 1.0, 1.0}}, 0.0);
   EXPECT_EQ(bits(p, r), 0x00000000u);
-  // one such product alone is beyond fp32: the overflow rule (RZ by_rounding: the largest finite)
+  // one such product alone is beyond fp32: the overflow rule (measured: infinity; RZ by_rounding
+  // would give the largest finite value)
+  EXPECT_EQ(run(p, 16, {{0, p2(127), p2(127)}}, 0.0), kInf);
+  p.overflow = Overflow::by_rounding;
   EXPECT_EQ(run(p, 16, {{0, p2(127), p2(127)}}, 0.0), 0x1.fffffep127);
 }
 
 // Exact cancellation and the sign of zero (exact_cancellation). Observed: a negative sum that
-// underflows is written +0 (mma.sync, H200 2026-11-21, class 1 of the first run). An exactly zero
-// sum with C = -0 has not been observed: each candidate is computed.
+// underflows is written +0 (mma.sync, H200 2026-11-21, class 1 of the first run), and an exact zero
+// is +0 even when C and every product are -0 (corpus exact_cancellation, H100 and H200 2026-11-24:
+// rule zero_sign plus on every instruction where it shows, e.g. corpus/exact_cancellation/20261124/0
+// for mma f16: 0x00000000 where IEEE 754 gives 0x80000000). Each candidate is computed too.
 TEST(TcRules, SignOfAnExactZero) {
   TcParams p = hopper(Instruction::mma_m16n8k16_f16_f32);
   std::vector<double> a(16, -0.0), b(16, 1.0);  // sixteen -0 products
   const auto all_minus = [&](double c) { return dot(p, a.data(), b.data(), 16, c); };
   const std::vector<std::tuple<int, double, double>> cancel = {{0, 1.5, 1.0}, {7, -1.5, 1.0}};
+  EXPECT_EQ(p.zero_sign, ZeroSign::plus);
+  EXPECT_EQ(bits(p, all_minus(-0.0)), 0x00000000u);
   p.zero_sign = ZeroSign::ieee;  // -0 only when C and every product are -0
   EXPECT_TRUE(std::signbit(all_minus(-0.0)));
   EXPECT_FALSE(std::signbit(all_minus(0.0)));
@@ -137,7 +180,9 @@ TEST(TcRules, SignOfAnExactZero) {
 }
 
 // Zero operands opposite extreme exponents (zero_operands). MMA-Sim gives a zero the exponent -126
-// (fp32_emin); gemmlab's probes never put a zero opposite a large exponent, so the rule is open.
+// (fp32_emin); the corpus (H100 and H200, 2026-11-24) says none: a product with a zero operand takes
+// no part in the alignment (bf16 and tf32: corpus/zero_operands/20261124/1 and /0 rule out
+// fp32_emin and input_emin; fp16 inputs cannot tell none from fp32_emin). Each candidate is computed.
 // bf16: 0 * 2^127 aligns at -126 + 127 = 1 under input_emin and fp32_emin (bf16's emin is -126):
 // with F = 25 the last place is 2^-24, and (1 + 2^-7) * 2^-20 loses its 2^-27.
 TEST(TcRules, ZeroOperandsMayJoinTheAlignment) {
@@ -216,11 +261,23 @@ TEST(TcRules, SubnormalsAreKept) {
 }
 
 // tf32 operands given as fp32 bits (tf32_low_bits): toward_zero ignores the low 13 bits (MMA-Sim's
-// truncate_to_tf32); nearest_even rounds the container. Not yet observed: the corpus class settles it.
+// truncate_to_tf32); nearest_even rounds the container. Observed (corpus tf32_low_bits, H100 and
+// H200, 2026-11-24): toward_zero, and the bits are dropped before the value is read, so a NaN whose
+// payload lies only in the low 13 bits is an infinity (cases i % 50 == 7: 38 of them, where reading
+// the NaN first gave NaN, came back 0x7f800000 / 0xff800000 on the three tf32 instructions).
 TEST(TcRules, Tf32LowBits) {
   TcParams p = hopper(Instruction::mma_m16n8k8_tf32_f32);
   EXPECT_EQ(decode_operand(p, Format::tf32, 0x3f801001u), 1.0);        // 1 + 2^-11 + 2^-23
   EXPECT_EQ(decode_operand(p, Format::tf32, 0xbf803fffu), -(1 + p2(-10)));
+  EXPECT_EQ(decode_operand(p, Format::tf32, 0x7f800001u), kInf);       // payload in the low bits only
+  EXPECT_EQ(decode_operand(p, Format::tf32, 0xff801fffu), -kInf);
+  EXPECT_TRUE(std::isnan(decode_operand(p, Format::tf32, 0x7f802000u)));  // payload in tf32's bits
+  // the hardware's answer for such an operand times 1: +inf, not NaN
+  std::vector<std::uint64_t> a(8, 0), b(8, 0);
+  a[3] = 0x7f800001u, b[3] = 0x3f800000u;
+  std::vector<double> av(8), bv(8);
+  for (int k = 0; k < 8; ++k) av[k] = decode_operand(p, Format::tf32, a[k]), bv[k] = decode_operand(p, Format::tf32, b[k]);
+  EXPECT_EQ(bits(p, dot(p, av.data(), bv.data(), 8, 1.0)), 0x7f800000u);
   p.tf32_low_bits = Rounding::nearest_even;
   EXPECT_EQ(decode_operand(p, Format::tf32, 0x3f801001u), 1 + p2(-10));
   EXPECT_EQ(decode_operand(p, Format::tf32, 0x3f801000u), 1.0);           // a tie: to even

@@ -1,8 +1,8 @@
 // Every tensor-core instruction gemmlab models runs on this GPU through the probe kernels
-// (experiments/device/probe.cu) on 2,000 random tiles, seconds in all: the 12 instructions probed
-// on the H100 and H200 must give the model's bits exactly (measured_hopper_params); the ones added
-// for issue 21 must run and write every output, and their mismatch count against the hypothesis
-// (model_evidence) is printed: `scripts/gpu_session.sh BIN OUT tc-corpus` infers their model.
+// (experiments/device/probe.cu) on 2,000 random tiles, seconds in all: every instruction probed on
+// the H100 and H200 (model_evidence "probed": all 23 since 2026-11-24) must give the model's bits
+// exactly (measured_hopper_params) and write every output; an instruction added later runs as a
+// hypothesis, its mismatch count printed, until `scripts/gpu_session.sh BIN OUT tc-corpus` infers it.
 #include <gtest/gtest.h>
 
 #include <iostream>
