@@ -500,6 +500,14 @@ std::vector<std::pair<double, double>> carry_pieces(double c, Format fmt, int sl
   return out;
 }
 
+bool same_arithmetic(tc::TcParams a, const tc::TcParams& b) {
+  a.overflow = b.overflow;
+  a.zero_sign = b.zero_sign;
+  a.zero_operand_exponent = b.zero_operand_exponent;
+  a.tf32_low_bits = b.tf32_low_bits;
+  return a == b;
+}
+
 std::vector<tc::Instruction> instructions_for(Format compute, int leaves) {
   std::vector<tc::Instruction> out;
   for (tc::Instruction i : tc::all_instructions()) {
@@ -611,12 +619,19 @@ NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTre
         break;
       }
     }
+    // The probed instructions with the same arithmetic. The special rules that only the adversarial
+    // corpus settles (overflow, the sign of an exact zero, zero operands, tf32's low bits) are not
+    // probed here: a node that matches an instruction's arithmetic takes its measured model whole.
+    std::optional<tc::TcParams> measured;
     for (tc::Instruction i : tc::all_instructions()) {
       auto mp = tc::measured_hopper_params(i);
       const tc::InstructionInfo& I = tc::info(i);
-      if (found && mp && *mp == nk.params && I.input == compute && I.output == Format::fp32)
+      if (found && mp && same_arithmetic(nk.params, *mp) && I.input == compute && I.output == Format::fp32) {
         nk.same_as += std::string(nk.same_as.empty() ? "" : " ") + I.name;
+        if (!measured) measured = mp;
+      }
     }
+    if (measured) nk.params = *measured;
     st.kinds.push_back(nk);
     if (!found) {
       st.why = "no tensor-core model explains the fused nodes of " + std::to_string(kind.leaves) + " products (" + tried + ")";
