@@ -30,6 +30,7 @@ Command add_bench_mma_ceiling(CLI::App& app, const std::string& command_line);
 Command add_inputs(CLI::App& app, const std::string& command_line);
 Command add_evaluate(CLI::App& app, const std::string& command_line);
 Command add_tc_eval(CLI::App& app, const std::string& command_line);
+Command add_invariance(CLI::App& app, const std::string& command_line);
 
 // Helpers shared by the commands.
 std::vector<std::string> split_commas(const std::vector<std::string>& in);

@@ -10,6 +10,7 @@
 
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
+#include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
@@ -428,6 +429,49 @@ std::vector<int> default_sweep(int full) {
 std::vector<InvarianceRow> check_invariance(const Kernel& k, Device& dev, const InvarianceSpec& spec,
                                             const InvarianceProbes& probes) {
   return Checker(k, dev, spec, probes).run();
+}
+
+nlohmann::json invariance_spec_json(const InvarianceSpec& s) {
+  return {{"M", s.M},
+          {"N", s.N},
+          {"K", s.K},
+          {"m", s.ms},
+          {"n", s.ns},
+          {"k_tails", s.k_tails},
+          {"repeats", s.repeats},
+          {"distribution", s.distribution.name()},
+          {"seed", s.seed},
+          {"reveal_k_max", s.reveal_k_max},
+          {"cost", s.cost},
+          {"warmup", s.timing.warmup},
+          {"reps", s.timing.reps}};
+}
+
+std::vector<InvarianceRow> run_invariance(const std::vector<InvarianceTask>& tasks, Device& dev,
+                                          const InvarianceSpec& spec, const std::string& out_csv,
+                                          nlohmann::json meta, std::FILE* log) {
+  check_writable(out_csv);
+  std::vector<InvarianceRow> all;
+  for (const InvarianceTask& t : tasks) {
+    InvarianceSpec s = spec;
+    s.config = t.config;
+    const std::vector<InvarianceRow> rows = check_invariance(*t.kernel, dev, s, t.probes);
+    int equal = 0, differs = 0, other = 0;
+    for (const auto& r : rows) {
+      if (r.check == "cost") continue;
+      (r.status == "equal" ? equal : r.status == "differs" ? differs : other)++;
+    }
+    if (log)
+      std::fprintf(log, "invariance %-44s %-22s %3d equal %3d differ %3d other  (%s)\n", t.kernel->name,
+                   t.config.c_str(), equal, differs, other, invariance_by_construction(*t.kernel).substr(0, 60).c_str());
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : all) cells.push_back(r.cells());
+  meta["invariance"] = invariance_spec_json(spec);
+  meta["gpu_name"] = dev.info().name;
+  write_table(out_csv, invariance_columns(), cells, meta);
+  return all;
 }
 
 }  // namespace gemmlab

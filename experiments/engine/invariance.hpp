@@ -20,9 +20,12 @@
 // Plain C++: the kernels run through the Device interface, so the CPU tests drive this with a fake.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "experiments/device/runner.hpp"
 #include "experiments/engine/reveal.hpp"
@@ -105,5 +108,22 @@ std::vector<int> default_sweep(int full);
 // spec is inconsistent (an m above M, ...); a kernel error becomes an `error` row.
 std::vector<InvarianceRow> check_invariance(const Kernel& k, Device& dev, const InvarianceSpec& spec,
                                             const InvarianceProbes& probes = {});
+
+// One kernel under one library setting, with its ways to explain a difference.
+struct InvarianceTask {
+  const Kernel* kernel = nullptr;
+  std::string config = "default";
+  InvarianceProbes probes;
+};
+
+// Runs every task with `spec` (its config taken from the task), logs one summary line per task,
+// and writes out_csv and its metadata atomically (`meta` gets the spec and the columns). Returns
+// every row; throws UsageError (before anything runs) for a bad spec or an unwritable out_csv.
+std::vector<InvarianceRow> run_invariance(const std::vector<InvarianceTask>& tasks, Device& dev,
+                                          const InvarianceSpec& spec, const std::string& out_csv,
+                                          nlohmann::json meta, std::FILE* log = stderr);
+
+// The spec as metadata (sizes, sweeps, repeats, distribution, seed, reveal limit, timing).
+nlohmann::json invariance_spec_json(const InvarianceSpec& spec);
 
 }  // namespace gemmlab
