@@ -105,9 +105,12 @@ Command add_invariance(CLI::App& app, const std::string& command_line) {
             if (o->reps < 1 || o->warmup < 0) throw UsageError("--reps must be at least 1 and --warmup at least 0");
             std::vector<LibrarySetting> settings;
             for (const std::string& s : o->settings) settings.push_back(parse_library_setting(s));
-            check_writable(o->out);
-
+            validate_invariance_spec(spec);
+            check_writable(o->out);  // after the options, so a mistake in them is named first
             Device& dev = gpu_device(0);
+            if (!dev.info().present)
+              throw UsageError("gemmlab invariance needs a CUDA GPU, and none is usable here (" + dev.info().why_absent +
+                               ")");
             std::vector<std::unique_ptr<CallableKernel>> variants;  // alive until the rows are written
             std::vector<InvarianceTask> tasks;
             for (const Kernel* k : resolved.kernels) {

@@ -105,7 +105,7 @@ class Checker {
       : k_(k), dev_(dev), s_(s), p_(p) {}
 
   std::vector<InvarianceRow> run() {
-    validate();
+    validate_invariance_spec(s_);
     std::vector<InvarianceRow> rows;
     const std::string hw = dev_.hardware_support(k_);
     const std::string base_size = check_size(k_, s_.M, s_.N, s_.K);
@@ -147,21 +147,6 @@ class Checker {
   }
 
  private:
-  void validate() const {
-    if (s_.M < 1 || s_.N < 1 || s_.K < 1)
-      throw UsageError("the full size " + size_str(s_.M, s_.N, s_.K) + " must be positive");
-    for (int m : s_.ms)
-      if (m < 1 || m > s_.M)
-        throw UsageError("m = " + std::to_string(m) + " is outside [1, M = " + std::to_string(s_.M) +
-                         "]: the sweep compares the first m rows with the full M's");
-    for (int n : s_.ns)
-      if (n < 1 || n > s_.N)
-        throw UsageError("n = " + std::to_string(n) + " is outside [1, N = " + std::to_string(s_.N) + "]");
-    for (int t : s_.k_tails)
-      if (t < 1) throw UsageError("a K tail of " + std::to_string(t) + " zero products: give 1 or more");
-    if (s_.repeats < 1) throw UsageError("--repeats " + std::to_string(s_.repeats) + ": give at least 1");
-  }
-
   InvarianceRow row(const std::string& check, int m, int n, int k) const {
     InvarianceRow r;
     r.kernel = k_.name;
@@ -326,6 +311,21 @@ class Checker {
 };
 
 }  // namespace
+
+void validate_invariance_spec(const InvarianceSpec& s) {
+  if (s.M < 1 || s.N < 1 || s.K < 1)
+    throw UsageError("the full size " + size_str(s.M, s.N, s.K) + " must be positive");
+  for (int m : s.ms)
+    if (m < 1 || m > s.M)
+      throw UsageError("m = " + std::to_string(m) + " is outside [1, M = " + std::to_string(s.M) +
+                       "]: the sweep compares the first m rows with the full M's");
+  for (int n : s.ns)
+    if (n < 1 || n > s.N)
+      throw UsageError("n = " + std::to_string(n) + " is outside [1, N = " + std::to_string(s.N) + "]");
+  for (int t : s.k_tails)
+    if (t < 1) throw UsageError("a K tail of " + std::to_string(t) + " zero products: give 1 or more");
+  if (s.repeats < 1) throw UsageError("--repeats " + std::to_string(s.repeats) + ": give at least 1");
+}
 
 const std::vector<std::string>& invariance_columns() {
   static const std::vector<std::string> c = {

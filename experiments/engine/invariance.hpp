@@ -104,6 +104,10 @@ std::string explain_trees(const SummationTree& a, const std::string& label_a, co
 // is the full launch itself).
 std::vector<int> default_sweep(int full);
 
+// Throws UsageError naming what is wrong: a size that is not positive, an m outside [1, M], an n
+// outside [1, N], a K tail below 1, repeats below 1.
+void validate_invariance_spec(const InvarianceSpec& spec);
+
 // Every row for one kernel (in the order repeat, m, n, k_tail, cost). Throws UsageError when the
 // spec is inconsistent (an m above M, ...); a kernel error becomes an `error` row.
 std::vector<InvarianceRow> check_invariance(const Kernel& k, Device& dev, const InvarianceSpec& spec,
