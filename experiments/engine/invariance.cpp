@@ -99,6 +99,15 @@ std::string chunks_str(const std::vector<int>& cuts) {
   return s.str();
 }
 
+// The comparison's counts and verdict into the row.
+void record(InvarianceRow& r, const Diff& d) {
+  r.compared = d.compared;
+  r.differing = d.differing;
+  r.first_i = d.first_i;
+  r.first_j = d.first_j;
+  r.status = d.differing ? "differs" : "equal";
+}
+
 class Checker {
  public:
   Checker(const Kernel& k, Device& dev, const InvarianceSpec& s, const InvarianceProbes& p)
@@ -200,11 +209,7 @@ class Checker {
         if (dx.differing > d.differing) d = dx;
       }
       d.differing = std::max(d.differing, within);
-      r.compared = d.compared;
-      r.differing = d.differing;
-      r.first_i = d.first_i;
-      r.first_j = d.first_j;
-      r.status = d.differing ? "differs" : "equal";
+      record(r, d);
       if (d.differing)
         r.why = "not deterministic run to run: " + std::to_string(d.differing) + " of " + std::to_string(d.compared) +
                 " entries changed between launches on the same inputs (an order fixed at run time: atomics, or "
@@ -223,11 +228,7 @@ class Checker {
       d = compare_bits(out.c, s_.N, full_.c, s_.N, s_.M, s_.N);
     }
     r.time_ms_median = out.time_ms_median;
-    r.compared = d.compared;
-    r.differing = d.differing;
-    r.first_i = d.first_i;
-    r.first_j = d.first_j;
-    r.status = d.differing ? "differs" : "equal";
+    record(r, d);
     if (out.nondeterministic)
       r.note = std::to_string(out.nondeterministic) + " entries differed between this size's own launches";
     if (d.differing) r.why = explain(r);

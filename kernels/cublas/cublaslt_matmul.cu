@@ -20,6 +20,7 @@
 
 #include "kernels/common/cuda_check.cuh"
 #include "kernels/cublas/cublaslt_problem.cuh"
+#include "kernels/cublas/library_kernel.hpp"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab {
@@ -160,27 +161,13 @@ namespace {
 
 constexpr std::size_t kWorkspace = 32u << 20;  // 32 MiB, as cuBLAS recommends for Hopper
 
-constexpr Kernel lt_kernel(const char* name, const char* desc, Format in, Format compute, Format acc, Format out,
-                           const LtProblem* problem, int min_cc) {
-  return Kernel{
-      .name = name, .family = "cublas", .description = desc,
-      .numerics = {.input = in, .compute = compute, .accumulator = acc, .output = out,
-                   .accumulation = Accumulation::library, .k_step = 0,
-                   .accumulation_rounding = Rounding::unknown},
-      .layout_a = Layout::row_major, .layout_b = Layout::row_major,
-      .m_multiple = 1, .n_multiple = 1, .k_multiple = 1,
-      .min_cc = min_cc, .requires_sm90a = false, .workspace_bytes = kWorkspace,
-      .launch = cublaslt_launch, .context = problem,
-  };
-}
-
 }  // namespace
 
 #define GEMMLAB_CUBLASLT_VARIANT(id, desc, in, compute, acc, out, InT, OutT, ComputeT, ScaleT, min_cc)          \
   const Kernel& id() {                                                                                         \
     static const LtProblem problem{#id, InT, OutT, ComputeT, ScaleT, false, false, "compute capability " #min_cc}; \
-    static const Kernel k = lt_kernel(#id, desc, Format::in, Format::compute, Format::acc, Format::out, &problem,  \
-                                      min_cc);                                                                 \
+    static const Kernel k = library_kernel(#id, desc, Format::in, Format::compute, Format::acc, Format::out,      \
+                                           cublaslt_launch, min_cc, kWorkspace, &problem);                       \
     return k;                                                                                                  \
   }
 
