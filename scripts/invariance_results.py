@@ -9,7 +9,8 @@ the library CSVs one figure per input format), and writes claims.md: the two pub
 answered from the CSVs alone, with the figures they rest on:
   * vLLM PR #43337: "split-K is the only source on SM90; cuBLAS workspace settings remove it"
     (vllm_workspace.csv, vllm_orders_k256.csv);
-  * Transformer Engine #2986: "a row changing with 5 of 7 batch sizes" (te_batch_sizes.csv).
+  * Transformer Engine #2986: "a row changing with 5 of 7 batch sizes" (te_*.csv: the library
+    kernels', and torch.matmul's and Triton's from experiments/examples/invariance_frameworks.py).
 DEST defaults to results/invariance/<gpu>_<date> with gpu h100/h200 from the metadata and the
 date of the run.
 """
@@ -85,18 +86,18 @@ def vllm(out_dir):
 
 
 def te(out_dir):
-    path = os.path.join(out_dir, "te_batch_sizes.csv")
-    if not os.path.exists(path):
-        return ["Transformer Engine #2986: not run (te_batch_sizes.csv missing)."]
-    rows = rows_of(path)
+    paths = sorted(f for f in os.listdir(out_dir) if f.startswith("te_") and f.endswith(".csv"))
+    if not paths:
+        return ["Transformer Engine #2986: not run (no te_*.csv)."]
     lines = ["### Transformer Engine #2986: a row changing with 5 of 7 batch sizes", "",
              "Batch sizes 1, 2, 4, 8, 16, 32, 64 (rows) of a bf16 (M, 4096) x (4096, 4096) GEMM, uniform_-1_1; "
              "rows of each M < 64 compared bit for bit with the same rows at M = 64.", "",
              "| kernel | setting | batch sizes whose rows differ from M = 64 | which |", "| --- | --- | ---: | --- |"]
     by = defaultdict(list)
-    for r in rows:
-        if r["check"] == "m":
-            by[(r["kernel"], r["config"])].append(r)
+    for path in paths:
+        for r in rows_of(os.path.join(out_dir, path)):
+            if r["check"] == "m":
+                by[(r["kernel"], r["config"])].append(r)
     for (k, c), rs in by.items():
         diff = [r["m"] for r in rs if r["status"] == "differs"]
         lines.append(f"| {k} | {c} | {len(diff)} of {len(rs)} | {', '.join(diff) or '-'} |")

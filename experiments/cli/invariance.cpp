@@ -1,7 +1,8 @@
-// `gemmlab invariance`: determinism and batch invariance of kernels, bit for bit
-// (experiments/engine/invariance.hpp), on GPU 0, with library kernels also run under other
-// workspace settings (experiments/device/library_variants.hpp).
+// `gemmlab invariance`, and `gemmlab run` of a suite with an [invariance] table: determinism and
+// batch invariance of kernels, bit for bit (experiments/engine/invariance.hpp), on GPU 0, with
+// library kernels also run under other settings (experiments/device/library_variants.hpp).
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include "experiments/cli/commands.hpp"
@@ -19,41 +20,143 @@
 namespace gemmlab::cli {
 namespace {
 
-// "default" -> the default sweep; else comma-separated integers.
-std::vector<int> parse_sweep(const std::vector<std::string>& in, int full, const char* flag) {
-  std::vector<int> out;
-  for (const std::string& s : split_commas(in)) {
-    if (s == "default") {
-      for (int v : default_sweep(full)) out.push_back(v);
-      continue;
+// Everything a run of the invariance core needs from the command line or a suite.
+struct InvarianceJob {
+  std::vector<std::string> kernels, distributions, settings;
+  std::vector<Size> sizes;
+  std::vector<std::uint64_t> seeds;
+  InvariancePlan sweeps;
+  int reps = 3, warmup = 1, threads = 0;
+  std::string out;
+  bool resume = false, force = false;
+  std::string command_line;
+  std::vector<std::string> argv;
+};
+
+// Runs a job: kernels x library settings x sizes x distributions x seeds, journaled into job.out.
+int run_job(const InvarianceJob& job) {
+  require_csv(job.out);
+  RunPlan plan;
+  plan.kernels = job.kernels;
+  plan.distributions = job.distributions;
+  const ResolvedPlan resolved = resolve(plan);
+  std::vector<LibrarySetting> settings;
+  for (const std::string& s : job.settings) settings.push_back(parse_library_setting(s));
+  if (job.reps < 1 || job.warmup < 0) throw UsageError("reps must be at least 1 and warmup at least 0");
+  std::vector<InvarianceSpec> specs;
+  for (const Size& z : job.sizes)
+    for (const Distribution& d : resolved.distributions)
+      for (std::uint64_t seed : job.seeds) {
+        InvarianceSpec spec;
+        spec.M = z.M;
+        spec.N = z.N;
+        spec.K = z.K;
+        spec.ms = parse_sweep(job.sweeps.m, z.M, "m");
+        spec.ns = parse_sweep(job.sweeps.n, z.N, "n");
+        spec.k_tails = parse_sweep(job.sweeps.k_tails, 0, "k_tails");
+        spec.repeats = job.sweeps.repeats;
+        spec.distribution = d;
+        spec.seed = seed;
+        spec.reveal_k_max = job.sweeps.reveal_k_max;
+        spec.cost = job.sweeps.cost;
+        spec.timing.reps = job.reps;
+        spec.timing.warmup = job.warmup;
+        spec.threads = job.threads;
+        validate_invariance_spec(spec);  // a mistake in the options is named before the GPU or the output
+        specs.push_back(spec);
+      }
+  check_writable(job.out);
+  Device& dev = gpu_device(0);
+  if (!dev.info().present)
+    throw UsageError("gemmlab invariance needs a CUDA GPU, and none is usable here (" + dev.info().why_absent + ")");
+
+  std::vector<std::unique_ptr<CallableKernel>> variants;  // alive until the rows are written
+  std::vector<InvarianceTask> tasks;
+  for (const Kernel* k : resolved.kernels) {
+    const bool library = takes_library_settings(*k);
+    for (const LibrarySetting& s : settings) {
+      if (!library && s.label() != "default") continue;  // settings are the libraries' alone
+      InvarianceTask t;
+      t.kernel = k;
+      t.config = s.label();
+      if (s.label() != "default") {
+        variants.push_back(library_variant(*k, s));
+        t.kernel = &variants.back()->kernel;
+      }
+      t.probes.reveal = [](const Kernel& kk, int M, int N, int K, int i, int j) { return reveal_tree(kk, M, N, K, i, j); };
+      if (is_cublaslt(*k))
+        t.probes.algorithm = [base = k, ws = lt_workspace_bytes(*k, s)](const Kernel&, int M, int N, int K) {
+          try {
+            return cublaslt_algorithm(*base, M, N, K, ws);
+          } catch (const std::exception& e) {
+            return std::string("none: ") + e.what();
+          }
+        };
+      tasks.push_back(std::move(t));
     }
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(s, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != s.size()) throw UsageError(std::string(flag) + ": '" + s + "' is not a whole number or 'default'");
-    out.push_back(v);
   }
-  return out;
+  InvarianceRunRequest req;
+  for (const InvarianceSpec& spec : specs)
+    for (const InvarianceTask& t : tasks) req.units.push_back({t, spec});
+  req.out_csv = job.out;
+  req.session = {job.resume, job.force, job.command_line};
+  req.argv = job.argv;
+  req.meta = base_metadata("invariance", job.command_line, job.out);
+  add_device_metadata(req.meta, dev.info(), dev.software(), dev.sm_clock_mhz());
+  req.meta["settings"] = job.settings;
+  if (const char* env = std::getenv("CUBLAS_WORKSPACE_CONFIG")) req.meta["CUBLAS_WORKSPACE_CONFIG"] = env;
+  std::vector<std::string> names;
+  for (const Kernel* k : resolved.kernels) names.push_back(k->name);
+  if (nlohmann::json plugins = plugins_metadata(names); !plugins.empty()) req.meta["plugins"] = plugins;
+  std::vector<std::vector<std::string>> rows;
+  const int rc = run_invariance(req, dev, &rows);
+  if (!rows.empty()) std::printf("wrote %s (%zu rows)\n", job.out.c_str(), rows.size());
+  return rc;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+  return s;
 }
 
 }  // namespace
 
-Command add_invariance(CLI::App& app, const std::string& command_line) {
+int run_invariance_suite(const RunRequest& req) {
+  if (req.dry_run || !req.shard.empty())
+    throw UsageError("a suite with [invariance] runs as one journaled job on GPU 0: leave out --dry-run and --shard");
+  InvarianceJob job;
+  job.kernels = req.plan.kernels;
+  job.distributions = req.plan.distributions;
+  job.sizes = req.plan.sizes;
+  job.seeds = req.plan.seeds;
+  job.sweeps = *req.plan.invariance;
+  job.settings = job.sweeps.settings;
+  job.reps = req.plan.reps;
+  job.warmup = req.plan.warmup;
+  job.threads = req.threads;
+  job.out = req.out_csv.empty() ? "results/" + req.plan.name + "-" + utc_now("%Y%m%dT%H%M%SZ") + ".csv" : req.out_csv;
+  job.resume = req.resume;
+  job.force = req.force;
+  job.command_line = req.command_line;
+  job.argv = req.argv;
+  return run_job(job);
+}
+
+Command add_invariance(CLI::App& app, const std::vector<std::string>& argv) {
   auto* inv = app.add_subcommand(
       "invariance", "determinism and batch invariance, bit for bit: rows [0, m) at M = m vs the full M, columns, "
                     "K tails, repeated launches, library workspace settings; each difference explained");
   struct Options {
+    InvarianceJob job;
     std::vector<std::string> kernels, ms = {"default"}, ns, k_tails, settings = {"default"}, plugins;
-    std::string size = "1024x1024x1024", dist = "uniform_-1_1", out;
+    std::string size = "1024x1024x1024", dist = "uniform_-1_1";
     std::uint64_t seed = 1;
-    int repeats = 3, reveal_k_max = 256, reps = 3, warmup = 1, threads = 0;
     bool no_cost = false;
   };
   auto o = std::make_shared<Options>();
+  o->job.argv = argv;
+  o->job.command_line = joined(argv);
   inv->add_option("-k,--kernels", o->kernels, "kernels (comma-separated names, 'family:<name>', plugin kernels)")
       ->required();
   inv->add_option("-s,--size", o->size, "the full size, N or MxNxK");
@@ -61,7 +164,7 @@ Command add_invariance(CLI::App& app, const std::string& command_line) {
                                 "2^p + 1 below M)");
   inv->add_option("--n", o->ns, "columns n to compare with the full N (as --m; default none)");
   inv->add_option("--k-tails", o->k_tails, "zero products appended to K (comma-separated; default none)");
-  inv->add_option("--repeats", o->repeats, "launches on the same inputs compared run to run (1: none)");
+  inv->add_option("--repeats", o->job.sweeps.repeats, "launches on the same inputs compared run to run (1: none)");
   inv->add_option("--settings", o->settings,
                   "library kernels: settings to run besides each other, ';'-separated: 'default' (the harness's "
                   "handles: 64 MiB cuBLAS, 32 MiB cuBLASLt workspace) or e.g. 'ws=0', 'ws=large', "
@@ -69,89 +172,31 @@ Command add_invariance(CLI::App& app, const std::string& command_line) {
       ->delimiter(';');
   inv->add_option("-d,--dist", o->dist, "input distribution");
   inv->add_option("--seed", o->seed, "seed of the inputs");
-  inv->add_option("--reveal-k-max", o->reveal_k_max,
+  inv->add_option("--reveal-k-max", o->job.sweeps.reveal_k_max,
                   "reveal the summation order of a differing entry only where K is at most this (about K x depth "
                   "launches each)");
-  inv->add_option("--reps", o->reps, "timed repetitions of every launch");
-  inv->add_option("--warmup", o->warmup, "untimed launches first");
-  inv->add_option("--threads", o->threads, "CPU threads for the cost rows' reference (0: all)");
+  inv->add_option("--reps", o->job.reps, "timed repetitions of every launch");
+  inv->add_option("--warmup", o->job.warmup, "untimed launches first");
+  inv->add_option("--threads", o->job.threads, "CPU threads for the cost rows' reference (0: all)");
   inv->add_flag("--no-cost", o->no_cost, "skip the cost rows (bias, spread and time at the full size)");
-  inv->add_option("-o,--out", o->out, "CSV of one row per kernel x setting x check x size (metadata beside it)")
+  inv->add_option("-o,--out", o->job.out, "CSV of one row per kernel x setting x check x size (metadata beside it)")
       ->required();
+  inv->add_flag("--resume", o->job.resume, "continue the interrupted run writing --out from its journal");
+  inv->add_flag("--force", o->job.force, "replace an existing --out, or discard the journal of an interrupted run");
   add_plugin_option(inv, o->plugins);
-  return {inv, [o, command_line] {
+  return {inv, [o] {
             load_plugins(o->plugins);
-            require_csv(o->out);
-            const Size z = parse_size(o->size);
-            RunPlan plan;
-            plan.kernels = split_commas(o->kernels);
-            plan.distributions = {o->dist};
-            const ResolvedPlan resolved = resolve(plan);
-            InvarianceSpec spec;
-            spec.M = z.M;
-            spec.N = z.N;
-            spec.K = z.K;
-            spec.ms = parse_sweep(o->ms, z.M, "--m");
-            spec.ns = parse_sweep(o->ns, z.N, "--n");
-            spec.k_tails = parse_sweep(o->k_tails, 0, "--k-tails");
-            spec.repeats = o->repeats;
-            spec.distribution = resolved.distributions.at(0);
-            spec.seed = o->seed;
-            spec.reveal_k_max = o->reveal_k_max;
-            spec.cost = !o->no_cost;
-            spec.timing.reps = o->reps;
-            spec.timing.warmup = o->warmup;
-            spec.threads = o->threads;
-            if (o->reps < 1 || o->warmup < 0) throw UsageError("--reps must be at least 1 and --warmup at least 0");
-            std::vector<LibrarySetting> settings;
-            for (const std::string& s : o->settings) settings.push_back(parse_library_setting(s));
-            validate_invariance_spec(spec);
-            check_writable(o->out);  // after the options, so a mistake in them is named first
-            Device& dev = gpu_device(0);
-            if (!dev.info().present)
-              throw UsageError("gemmlab invariance needs a CUDA GPU, and none is usable here (" + dev.info().why_absent +
-                               ")");
-            std::vector<std::unique_ptr<CallableKernel>> variants;  // alive until the rows are written
-            std::vector<InvarianceTask> tasks;
-            for (const Kernel* k : resolved.kernels) {
-              const bool library = takes_library_settings(*k);
-              for (const LibrarySetting& s : settings) {
-                if (!library && s.label() != "default") continue;  // settings are the libraries' alone
-                InvarianceTask t;
-                t.kernel = k;
-                t.config = s.label();
-                if (s.label() != "default") {
-                  variants.push_back(library_variant(*k, s));
-                  t.kernel = &variants.back()->kernel;
-                }
-                const Kernel* base = k;
-                const std::size_t lt_ws = lt_workspace_bytes(*k, s);
-                t.probes.reveal = [](const Kernel& kk, int M, int N, int K, int i, int j) {
-                  return reveal_tree(kk, M, N, K, i, j);
-                };
-                if (is_cublaslt(*k))
-                  t.probes.algorithm = [base, lt_ws](const Kernel&, int M, int N, int K) {
-                    try {
-                      return cublaslt_algorithm(*base, M, N, K, lt_ws);
-                    } catch (const std::exception& e) {
-                      return std::string("none: ") + e.what();
-                    }
-                  };
-                tasks.push_back(std::move(t));
-              }
-            }
-            nlohmann::json meta = base_metadata("invariance", command_line, o->out);
-            add_device_metadata(meta, dev.info(), dev.software(), dev.sm_clock_mhz());
-            meta["settings"] = o->settings;
-            if (const char* env = std::getenv("CUBLAS_WORKSPACE_CONFIG")) meta["CUBLAS_WORKSPACE_CONFIG"] = env;
-            std::vector<std::string> names;
-            for (const Kernel* k : resolved.kernels) names.push_back(k->name);
-            if (nlohmann::json plugins = plugins_metadata(names); !plugins.empty()) meta["plugins"] = plugins;
-            const auto rows = run_invariance(tasks, dev, spec, o->out, meta);
-            std::printf("wrote %s (%zu rows)\n", o->out.c_str(), rows.size());
-            for (const auto& r : rows)
-              if (r.status == "error") return 3;
-            return 0;
+            InvarianceJob job = o->job;
+            job.kernels = split_commas(o->kernels);
+            job.distributions = {o->dist};
+            job.sizes = {parse_size(o->size)};
+            job.seeds = {o->seed};
+            job.sweeps.m = o->ms;
+            job.sweeps.n = o->ns;
+            job.sweeps.k_tails = o->k_tails;
+            job.sweeps.cost = !o->no_cost;
+            job.settings = o->settings;
+            return run_job(job);
           }};
 }
 

@@ -8,6 +8,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "experiments/engine/files.hpp"
+#include "experiments/engine/plan_rows.hpp"
+#include "experiments/engine/signals.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
@@ -99,6 +102,12 @@ std::string chunks_str(const std::vector<int>& cuts) {
   return s.str();
 }
 
+// The index of an invariance column (the name is one of invariance_columns()).
+std::size_t column(const std::string& name) {
+  const auto& c = invariance_columns();
+  return static_cast<std::size_t>(std::find(c.begin(), c.end(), name) - c.begin());
+}
+
 // The comparison's counts and verdict into the row.
 void record(InvarianceRow& r, const Diff& d) {
   r.compared = d.compared;
@@ -115,15 +124,10 @@ class Checker {
 
   std::vector<InvarianceRow> run() {
     validate_invariance_spec(s_);
-    std::vector<InvarianceRow> rows;
+    // The planned rows first, so that a kernel that cannot run still has every one of them.
+    std::vector<InvarianceRow> rows = planned_invariance_rows(k_, s_, dev_.info().name);
     const std::string hw = dev_.hardware_support(k_);
     const std::string base_size = check_size(k_, s_.M, s_.N, s_.K);
-    // The planned rows first, so that a kernel that cannot run still has every one of them.
-    if (s_.repeats > 1) rows.push_back(row("repeat", s_.M, s_.N, s_.K));
-    for (int m : s_.ms) rows.push_back(row("m", m, s_.N, s_.K));
-    for (int n : s_.ns) rows.push_back(row("n", s_.M, n, s_.K));
-    for (int t : s_.k_tails) rows.push_back(row("k_tail", s_.M, s_.N, s_.K + t));
-    if (s_.cost) rows.push_back(row("cost", s_.M, s_.N, s_.K));
     if (!hw.empty() || !base_size.empty()) {
       for (auto& r : rows) {
         r.status = "not_supported";
@@ -156,27 +160,6 @@ class Checker {
   }
 
  private:
-  InvarianceRow row(const std::string& check, int m, int n, int k) const {
-    InvarianceRow r;
-    r.kernel = k_.name;
-    r.config = s_.config;
-    r.family = k_.family;
-    r.input_format = info(k_.numerics.input).name;
-    r.output_format = info(k_.numerics.output).name;
-    r.gpu = dev_.info().name;
-    r.distribution = s_.distribution.name();
-    r.seed = s_.seed;
-    r.check = check;
-    r.M = s_.M;
-    r.N = s_.N;
-    r.K = s_.K;
-    r.m = m;
-    r.n = n;
-    r.k = k;
-    r.by_construction = invariance_by_construction(k_);
-    return r;
-  }
-
   KernelRun launch(const Matrix& A, const Matrix& B) {
     KernelRun r = dev_.run(k_, A, B, s_.timing);
     if (static_cast<long long>(r.c.size()) != static_cast<long long>(A.rows) * B.cols)
@@ -427,6 +410,78 @@ std::vector<int> default_sweep(int full) {
   return v;
 }
 
+std::vector<InvarianceRow> planned_invariance_rows(const Kernel& k, const InvarianceSpec& s, const std::string& gpu) {
+  auto row = [&](const std::string& check, int m, int n, int kk) {
+    InvarianceRow r;
+    r.kernel = k.name;
+    r.config = s.config;
+    r.family = k.family;
+    r.input_format = info(k.numerics.input).name;
+    r.output_format = info(k.numerics.output).name;
+    r.gpu = gpu;
+    r.distribution = s.distribution.name();
+    r.seed = s.seed;
+    r.check = check;
+    r.M = s.M;
+    r.N = s.N;
+    r.K = s.K;
+    r.m = m;
+    r.n = n;
+    r.k = kk;
+    r.by_construction = invariance_by_construction(k);
+    return r;
+  };
+  std::vector<InvarianceRow> rows;
+  if (s.repeats > 1) rows.push_back(row("repeat", s.M, s.N, s.K));
+  for (int m : s.ms) rows.push_back(row("m", m, s.N, s.K));
+  for (int n : s.ns) rows.push_back(row("n", s.M, n, s.K));
+  for (int t : s.k_tails) rows.push_back(row("k_tail", s.M, s.N, s.K + t));
+  if (s.cost) rows.push_back(row("cost", s.M, s.N, s.K));
+  return rows;
+}
+
+std::string invariance_row_key(const std::vector<std::string>& fields) {
+  static const std::vector<std::size_t> at = [] {
+    std::vector<std::size_t> idx;
+    for (const char* name : {"kernel", "config", "distribution", "seed", "M", "N", "K", "check", "m", "n", "k"})
+      idx.push_back(column(name));
+    return idx;
+  }();
+  if (fields.size() != invariance_columns().size())
+    throw UsageError("an invariance row has " + std::to_string(fields.size()) + " fields, not " +
+                     std::to_string(invariance_columns().size()));
+  const auto f = [&](int x) { return fields[at[x]]; };
+  return f(0) + "|" + f(1) + "|" + f(2) + "|" + f(3) + "|" + f(4) + "x" + f(5) + "x" + f(6) + "|" + f(7) + "|" + f(8) +
+         "x" + f(9) + "x" + f(10);
+}
+
+std::vector<int> parse_sweep(const std::vector<std::string>& entries, int full, const std::string& what) {
+  std::vector<int> out;
+  for (const std::string& entry : entries) {
+    std::size_t start = 0;
+    while (start <= entry.size()) {
+      const std::size_t comma = entry.find(',', start);
+      const std::string s = entry.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (s == "default") {
+        for (int v : default_sweep(full)) out.push_back(v);
+      } else {
+        std::size_t used = 0;
+        int v = 0;
+        try {
+          v = std::stoi(s, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != s.size()) throw UsageError(what + ": '" + s + "' is not a whole number or 'default'");
+        out.push_back(v);
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
 std::vector<InvarianceRow> check_invariance(const Kernel& k, Device& dev, const InvarianceSpec& spec,
                                             const InvarianceProbes& probes) {
   return Checker(k, dev, spec, probes).run();
@@ -448,31 +503,70 @@ nlohmann::json invariance_spec_json(const InvarianceSpec& s) {
           {"reps", s.timing.reps}};
 }
 
-std::vector<InvarianceRow> run_invariance(const std::vector<InvarianceTask>& tasks, Device& dev,
-                                          const InvarianceSpec& spec, const std::string& out_csv,
-                                          nlohmann::json meta, std::FILE* log) {
-  check_writable(out_csv);
-  std::vector<InvarianceRow> all;
-  for (const InvarianceTask& t : tasks) {
-    InvarianceSpec s = spec;
-    s.config = t.config;
-    const std::vector<InvarianceRow> rows = check_invariance(*t.kernel, dev, s, t.probes);
+int run_invariance(const InvarianceRunRequest& req, Device& dev, std::vector<std::vector<std::string>>* rows_out) {
+  // The plan: every unit's spec and task, and every row's key, before anything runs.
+  nlohmann::json plan = nlohmann::json::array();
+  std::vector<std::string> keys;
+  for (const InvarianceUnit& u : req.units) {
+    validate_invariance_spec(u.spec);
+    nlohmann::json j = invariance_spec_json(u.spec);
+    j["kernel"] = u.task.kernel->name;
+    j["config"] = u.task.config;
+    plan.push_back(j);
+    InvarianceSpec s = u.spec;
+    s.config = u.task.config;
+    for (const InvarianceRow& r : planned_invariance_rows(*u.task.kernel, s, dev.info().name))
+      keys.push_back(invariance_row_key(r.cells()));
+  }
+  engine::JournalIdentity id;
+  id.plan_hash = "sha256:" + engine::sha256_hex(plan.dump());
+  id.git_commit = git_commit();
+  id.gemmlab_version = kGemmlabVersion;
+  id.gpu_name = dev.info().name;
+  id.gpu_uuid = dev.info().uuid;
+  id.columns = invariance_columns();
+  engine::RunSession session(engine::OutputPaths::for_csv(req.out_csv), id, keys, invariance_row_key, req.session);
+  if (session.resumed() && req.log) std::fprintf(req.log, "%s\n", session.start_note().c_str());
+  engine::install_stop_handlers();
+  int status = 0;
+  for (const InvarianceUnit& u : req.units) {
+    if (const int sig = engine::stop_signal()) {
+      if (req.log)
+        std::fprintf(req.log, "stopped by signal %d: the journal keeps every finished unit; continue with\n  %s\n",
+                     sig, engine::resume_command(req.argv).c_str());
+      engine::remove_stop_handlers();
+      return engine::stopped_exit_status(sig);
+    }
+    InvarianceSpec s = u.spec;
+    s.config = u.task.config;
+    const auto planned = planned_invariance_rows(*u.task.kernel, s, dev.info().name);
+    const bool done = std::all_of(planned.begin(), planned.end(),
+                                  [&](const InvarianceRow& r) { return session.finished(invariance_row_key(r.cells())); });
+    if (done) continue;
+    const std::vector<InvarianceRow> rows = check_invariance(*u.task.kernel, dev, s, u.task.probes);
     int equal = 0, differs = 0, other = 0;
     for (const auto& r : rows) {
-      if (r.check == "cost") continue;
-      (r.status == "equal" ? equal : r.status == "differs" ? differs : other)++;
+      const std::vector<std::string> cells = r.cells();
+      if (!session.finished(invariance_row_key(cells))) session.record(cells);
+      if (r.check != "cost") (r.status == "equal" ? equal : r.status == "differs" ? differs : other)++;
     }
-    if (log)
-      std::fprintf(log, "invariance %-44s %-22s %3d equal %3d differ %3d other  (%s)\n", t.kernel->name,
-                   t.config.c_str(), equal, differs, other, invariance_by_construction(*t.kernel).substr(0, 60).c_str());
-    all.insert(all.end(), rows.begin(), rows.end());
+    if (req.log)
+      std::fprintf(req.log, "invariance %-44s %-16s %s %s: %3d equal %3d differ %3d other\n", u.task.kernel->name,
+                   u.task.config.c_str(), u.spec.distribution.name().c_str(),
+                   size_str(u.spec.M, u.spec.N, u.spec.K).c_str(), equal, differs, other);
   }
-  std::vector<std::vector<std::string>> cells;
-  for (const auto& r : all) cells.push_back(r.cells());
-  meta["invariance"] = invariance_spec_json(spec);
+  engine::remove_stop_handlers();
+  nlohmann::json meta = req.meta;
+  meta["invariance"] = plan;
   meta["gpu_name"] = dev.info().name;
-  write_table(out_csv, invariance_columns(), cells, meta);
-  return all;
+  meta["columns"] = invariance_columns();
+  const auto final_rows = session.finished_rows();
+  meta["rows"] = final_rows.size();
+  for (const auto& f : final_rows)
+    if (f[column("status")] == "error") status = 3;
+  session.finalise(meta);
+  if (rows_out) *rows_out = final_rows;
+  return status;
 }
 
 }  // namespace gemmlab

@@ -29,6 +29,7 @@
 
 #include "experiments/device/runner.hpp"
 #include "experiments/engine/reveal.hpp"
+#include "experiments/engine/session.hpp"
 #include "kernels/kernel.hpp"
 #include "reference/distributions.hpp"
 
@@ -103,6 +104,9 @@ std::string explain_trees(const SummationTree& a, const std::string& label_a, co
 // and their neighbours (2^p - 1, 2^p + 1: not tile multiples); sorted, within [1, full) (m = full
 // is the full launch itself).
 std::vector<int> default_sweep(int full);
+// A sweep as the CLI, suites and Python give it: "default" (default_sweep(full)) or whole numbers,
+// each entry possibly comma-separated. Throws UsageError naming `what` and the entry.
+std::vector<int> parse_sweep(const std::vector<std::string>& entries, int full, const std::string& what);
 
 // Throws UsageError naming what is wrong: a size that is not positive, an m outside [1, M], an n
 // outside [1, N], a K tail below 1, repeats below 1.
@@ -120,12 +124,35 @@ struct InvarianceTask {
   InvarianceProbes probes;
 };
 
-// Runs every task with `spec` (its config taken from the task), logs one summary line per task,
-// and writes out_csv and its metadata atomically (`meta` gets the spec and the columns). Returns
-// every row; throws UsageError (before anything runs) for a bad spec or an unwritable out_csv.
-std::vector<InvarianceRow> run_invariance(const std::vector<InvarianceTask>& tasks, Device& dev,
-                                          const InvarianceSpec& spec, const std::string& out_csv,
-                                          nlohmann::json meta, std::FILE* log = stderr);
+// One unit of a run: a task at one spec (size, distribution, seed, sweeps); spec.config is the task's.
+struct InvarianceUnit {
+  InvarianceTask task;
+  InvarianceSpec spec;
+};
+
+// The rows check_invariance returns for k at spec, before anything runs (status empty): the plan
+// of a run, and the keys its journal records.
+std::vector<InvarianceRow> planned_invariance_rows(const Kernel& k, const InvarianceSpec& spec, const std::string& gpu);
+// A row's identity in a run: kernel|config|distribution|seed|MxNxK|check|mxnxk, from its CSV fields.
+std::string invariance_row_key(const std::vector<std::string>& fields);
+
+struct InvarianceRunRequest {
+  std::vector<InvarianceUnit> units;
+  std::string out_csv;
+  engine::SessionOptions session;  // --resume, --force, the command line for the lock
+  std::vector<std::string> argv;   // the command as typed, for the resume hint
+  nlohmann::json meta;             // the metadata so far (command, GPU, ...); the run adds the plan
+  std::FILE* log = stderr;
+};
+
+// Runs every unit through one journaled session, as `gemmlab run` runs its rows
+// (experiments/engine/session.hpp): each unit's rows are journaled when it finishes, SIGINT/SIGTERM
+// stop after the unit in progress (the log says how to resume), --resume skips the units the
+// journal holds, and out_csv with its metadata appears atomically once every unit is done. Logs one
+// summary line per unit. Returns the exit status: 0, 3 when some row is an `error`, 128 + signal
+// when stopped; `rows` (if given) gets the final rows' fields in order. Throws UsageError (before
+// anything runs) for a bad spec, an unwritable or existing output, or a journal of another run.
+int run_invariance(const InvarianceRunRequest& req, Device& dev, std::vector<std::vector<std::string>>* rows = nullptr);
 
 // The spec as metadata (sizes, sweeps, repeats, distribution, seed, reveal limit, timing).
 nlohmann::json invariance_spec_json(const InvarianceSpec& spec);

@@ -21,7 +21,7 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
-from .gpu import GpuUnavailable, JudgeError, framework_metadata, gpu_available, judge
+from .gpu import GpuUnavailable, JudgeError, framework_metadata, gpu_available, invariance, judge
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuUnavailable", "INPUTS_FORMAT_VERSION",
-    "Inputs", "JudgeError", "framework_metadata", "gpu_available", "judge",
+    "Inputs", "JudgeError", "framework_metadata", "gpu_available", "invariance", "judge",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",

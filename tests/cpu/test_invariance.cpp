@@ -7,10 +7,17 @@
 // launches, as it goes through the GPU's.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 
 #include "experiments/engine/invariance.hpp"
+#include "experiments/engine/signals.hpp"
 #include "experiments/plan/plan.hpp"
 #include "reference/summation_tree.hpp"
 
@@ -302,4 +309,93 @@ TEST(Invariance, BadSweepsAreUsageErrors) {
   s = spec(32, 8, 16);
   s.k_tails = {0};
   EXPECT_THROW(check_invariance(sequential(), dev, s), UsageError);
+}
+
+TEST(Invariance, TheShippedSuiteHasItsTableAndBadTablesAreNamed) {
+  const RunPlan p = load_suite(find_suite("invariance"));
+  ASSERT_TRUE(p.invariance.has_value());
+  EXPECT_EQ(p.invariance->m, std::vector<std::string>{"default"});
+  EXPECT_EQ(p.invariance->n, (std::vector<std::string>{"1", "127", "256"}));
+  EXPECT_EQ(p.invariance->settings, (std::vector<std::string>{"default", "ws=0", "cfg=:4096:8"}));
+  EXPECT_EQ(p.invariance->repeats, 3);
+  EXPECT_FALSE(load_suite(find_suite("smoke")).invariance.has_value());
+  const std::string path = (std::filesystem::temp_directory_path() / "gemmlab_bad_invariance.toml").string();
+  for (const auto& [body, says] : std::vector<std::pair<std::string, std::string>>{
+           {"[invariance]\nmm = [1]\n", "'invariance.mm' is not a key of [invariance]"},
+           {"[invariance]\nm = [\"all\"]\n", "must hold whole numbers or \"default\""},
+           {"[invariance]\ncost = 1\n", "'invariance.cost' must be true or false"},
+           {"invariance = 3\n", "'invariance' must be a table"}}) {
+    std::ofstream(path) << body;
+    try {
+      load_suite(path);
+      ADD_FAILURE() << body;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove(path);
+}
+
+// The journaled run: a run stopped after its first unit keeps that unit's rows in the journal;
+// --resume computes only the other units and gives the CSV an uninterrupted run gives, byte for byte
+// (the fake's timings are constant).
+TEST(Invariance, AStoppedRunResumesToTheSameCsv) {
+  const auto dir = std::filesystem::temp_directory_path() / ("gemmlab_invariance_run_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  InvarianceSpec s = spec(96, 8, 64);
+  s.ns = {};
+  s.k_tails = {};
+  s.cost = false;
+  auto request = [&](const std::string& csv) {
+    InvarianceRunRequest req;
+    for (const Kernel* k : {&sequential(), &splitk_above_64(), &multiple_of_8()}) req.units.push_back({{k, "default", {}}, s});
+    req.out_csv = (dir / csv).string();
+    req.meta = nlohmann::json::object();
+    req.log = nullptr;
+    return req;
+  };
+  FakeDevice dev;
+  std::vector<std::vector<std::string>> whole;
+  ASSERT_EQ(run_invariance(request("whole.csv"), dev, &whole), 0);
+  EXPECT_EQ(whole.size(), 3 * (1 + s.ms.size()));
+
+  // A device that asks to stop during the first unit: that unit finishes, the others wait.
+  class StoppingDevice final : public Device {
+   public:
+    explicit StoppingDevice(Device& d) : d_(d) {}
+    const DeviceInfo& info() override { return d_.info(); }
+    SoftwareVersions software() override { return d_.software(); }
+    std::string hardware_support(const Kernel& k) override { return d_.hardware_support(k); }
+    int sm_clock_mhz() override { return 1755; }
+    KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& o) override {
+      if (++launches == 1) engine::request_stop(SIGTERM);
+      seen.insert(k.name);
+      return d_.run(k, A, B, o);
+    }
+    Device& d_;
+    int launches = 0;
+    std::set<std::string> seen;
+  };
+  FakeDevice dev2;
+  StoppingDevice stopping(dev2);
+  EXPECT_EQ(run_invariance(request("cut.csv"), stopping), 128 + SIGTERM);
+  EXPECT_FALSE(std::filesystem::exists(dir / "cut.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "cut.csv.journal"));
+  EXPECT_EQ(stopping.seen, std::set<std::string>{"fake_sequential"});
+
+  InvarianceRunRequest again = request("cut.csv");
+  EXPECT_THROW(run_invariance(again, dev2), UsageError) << "a journal is there: --resume or --force";
+  again.session.resume = true;
+  StoppingDevice counting(dev2);
+  counting.launches = 1;  // no further stop
+  EXPECT_EQ(run_invariance(again, counting), 0);
+  EXPECT_EQ(counting.seen.count("fake_sequential"), 0u) << "the journaled unit is not computed again";
+  auto slurp = [](const std::filesystem::path& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  EXPECT_EQ(slurp(dir / "cut.csv"), slurp(dir / "whole.csv"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "cut.csv.journal"));
+  std::filesystem::remove_all(dir);
 }
