@@ -19,12 +19,11 @@ import time
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 import gemmlab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_frameworks import parse_size, torch_flavours  # noqa: E402
+from judge_frameworks import parse_size, tf32_mode, torch_flavours  # noqa: E402
 from triton_matmul import flavours  # noqa: E402
 
 # The flavours of judge_frameworks.py / triton_matmul.py this study covers: every format once.
@@ -35,20 +34,15 @@ TE = ("torch_matmul_bf16", "triton_bf16_f32")
 
 
 def run(name: str, f: dict, out: Path, **kw) -> pd.DataFrame | None:
-    tf32 = f.get("tf32")
-    old = torch.backends.cuda.matmul.allow_tf32
-    if tf32 is not None:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
     t0 = time.time()
     try:
-        rows = gemmlab.invariance(f["fn"], name=name, input_format=f["input_format"],
-                                  output_format=f["output_format"], layout_b=f.get("layout_b", "row"),
-                                  family="external", out=out, force=True, **kw)
+        with tf32_mode(f.get("tf32")):
+            rows = gemmlab.invariance(f["fn"], name=name, input_format=f["input_format"],
+                                      output_format=f["output_format"], layout_b=f.get("layout_b", "row"),
+                                      family="external", out=out, force=True, **kw)
     except (RuntimeError, ValueError) as e:  # a flavour this Triton, torch or GPU cannot run
         print(f"{name}: not run: {str(e).splitlines()[-1][:300]}", flush=True)
         return None
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
     print(f"{name}: {len(rows)} rows in {time.time() - t0:.1f} s", flush=True)
     return rows
 

@@ -24,8 +24,9 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
@@ -183,9 +184,21 @@ def _sizes(sizes: Iterable[int | Sequence[int]]) -> list[tuple[int, int, int]]:
     return out
 
 
-def _launcher(fn: Callable, name: str | None, framework: str, style: Style, input_format: str, output_format: str):
-    """Checks what judge and invariance share and makes the launcher the C++ side calls:
-    ``(kernel name, style, launcher(A, B, C_or_None), input_format, output_format)``."""
+class _Prepared(NamedTuple):
+    kernel: str          # the CSV's kernel column
+    how: str             # "return" or "out"
+    launcher: Callable   # launcher(A, B, C_or_None) for the C++ side
+    input_format: str
+    output_format: str
+    stream: int | None
+    caller: dict[str, Any]
+
+
+def _prepare(fn: Callable, name: str | None, framework: str, style: Style, input_format: str, output_format: str,
+             accumulation: str, device: int, stream: int | None, judged_by: str) -> _Prepared:
+    """What judge and invariance check and build alike: the launcher, the stream, the caller's metadata."""
+    if accumulation not in ACC_ROUNDING:
+        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if framework not in _ADAPTERS:
@@ -211,7 +224,24 @@ def _launcher(fn: Callable, name: str | None, framework: str, style: Style, inpu
         def launcher(a, b, c):
             fn(view_in(a), view_in(b), view_out(c))
             return None
-    return kernel, how, launcher, input_format, output_format
+    caller = framework_metadata(framework)
+    caller.update({"judged": judged_by, "callable": getattr(fn, "__qualname__", kernel),
+                   "module": getattr(fn, "__module__", None), "style": how})
+    return _Prepared(kernel, how, launcher, input_format, output_format,
+                     _current_stream(framework, device) if stream is None else stream, caller)
+
+
+@contextmanager
+def _csv_path(out: str | os.PathLike | None, kernel: str, prefix: str):
+    """``out`` as a Path (it must name a .csv), or a temporary one removed afterwards."""
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as d:
+            yield Path(d) / f"{kernel}.csv"
+        return
+    path = Path(out)
+    if path.suffix != ".csv":
+        raise ValueError(f"out must name a .csv file, got {str(path)!r}")
+    yield path
 
 
 def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
@@ -245,44 +275,25 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``failed_bound``: both with a warning.
     """
     gpu = gpu_module(device)
-    if accumulation not in ACC_ROUNDING:
-        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
     if errors not in ("raise", "rows"):
         raise ValueError(f"errors must be 'raise' or 'rows', got {errors!r}")
-    kernel, how, launcher, input_format, output_format = _launcher(fn, name, framework, style, input_format,
-                                                                   output_format)
-    if stream is None:
-        stream = _current_stream(framework, device)
-    caller = framework_metadata(framework)
-    caller.update({"judged": "gemmlab.judge", "callable": getattr(fn, "__qualname__", kernel),
-                   "module": getattr(fn, "__module__", None), "style": how})
-
-    tmp = None
-    if out is None:
-        tmp = tempfile.TemporaryDirectory(prefix="gemmlab-judge-")
-        csv = Path(tmp.name) / f"{kernel}.csv"
-    else:
-        csv = Path(out)
-        if csv.suffix != ".csv":
-            raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
-    try:
+    p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
+                 "gemmlab.judge")
+    with _csv_path(out, p.kernel, "gemmlab-judge-") as csv:
         rc = gpu.judge(
-            launcher, framework, kernel, family, description or f"Python callable {caller['callable']}",
-            input_format, compute_format or "", accumulator_format or "", output_format, accumulation,
-            int(promotion_interval_k), layout_a, layout_b, how == "return", _sizes(sizes), list(distributions),
+            p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
+            p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
+            int(promotion_interval_k), layout_a, layout_b, p.how == "return", _sizes(sizes), list(distributions),
             [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks), int(device),
-            stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(caller),
-            "gemmlab.judge " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]), bool(quiet))
+            p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
+            "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet))
         rows = load_results(csv)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     _warn(rows)
     bad = rows[rows["status"] == "error"]
     if (rc != 0 or len(bad)) and errors == "raise":
         lines = "\n".join(f"  {r.kernel} {r.distribution} {r.M}x{r.N}x{r.K} seed {r.seed}: {r.note}"
                           for r in bad.itertuples())
-        raise JudgeError(f"{len(bad)} of {len(rows)} rows of {kernel} are errors:\n{lines}", rows)
+        raise JudgeError(f"{len(bad)} of {len(rows)} rows of {p.kernel} are errors:\n{lines}", rows)
     return rows
 
 
@@ -338,40 +349,22 @@ def invariance(fn: Callable, *, input_format: str, output_format: str = "fp32",
     engine, ``ValueError`` for bad arguments, ``RuntimeError`` when the run stopped early.
     """
     gpu = gpu_module(device)
-    if accumulation not in ACC_ROUNDING:
-        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
-    kernel, how, launcher, input_format, output_format = _launcher(fn, name, framework, style, input_format,
-                                                                   output_format)
+    p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
+                 "gemmlab.invariance")
     (full,) = _sizes([size])
-    if stream is None:
-        stream = _current_stream(framework, device)
-    caller = framework_metadata(framework)
-    caller.update({"judged": "gemmlab.invariance", "callable": getattr(fn, "__qualname__", kernel),
-                   "module": getattr(fn, "__module__", None), "style": how})
-    tmp = None
-    if out is None:
-        tmp = tempfile.TemporaryDirectory(prefix="gemmlab-invariance-")
-        csv_path = Path(tmp.name) / f"{kernel}.csv"
-    else:
-        csv_path = Path(out)
-        if csv_path.suffix != ".csv":
-            raise ValueError(f"out must name a .csv file, got {str(csv_path)!r}")
-    try:
+    with _csv_path(out, p.kernel, "gemmlab-invariance-") as csv:
         rc = gpu.invariance(
-            launcher, framework, kernel, family, description or f"Python callable {caller['callable']}",
-            input_format, compute_format or "", accumulator_format or "", output_format, accumulation,
-            int(promotion_interval_k), layout_a, layout_b, how == "return", full, _sweep(m, "m"), _sweep(n, "n"),
+            p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
+            p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
+            int(promotion_interval_k), layout_a, layout_b, p.how == "return", full, _sweep(m, "m"), _sweep(n, "n"),
             _sweep(k_tails, "k_tails"), int(repeats), distribution, int(seed), int(reps), int(warmup), bool(flush_l2),
-            int(reveal_k_max), bool(cost), int(device), stream, framework == "jax", str(csv_path), bool(resume),
-            bool(force), json.dumps(caller),
-            "gemmlab.invariance " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]), bool(quiet))
+            int(reveal_k_max), bool(cost), int(device), p.stream, framework == "jax", str(csv), bool(resume),
+            bool(force), json.dumps(p.caller),
+            "gemmlab.invariance " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet))
         if rc not in (0, 3):
-            raise RuntimeError(f"gemmlab.invariance of {kernel} stopped early (exit {rc}); its journal "
-                               f"{csv_path}.journal keeps the finished rows: call again with resume=True")
-        rows = pd.read_csv(csv_path, keep_default_na=False, dtype=str)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
+            raise RuntimeError(f"gemmlab.invariance of {p.kernel} stopped early (exit {rc}); its journal "
+                               f"{csv}.journal keeps the finished rows: call again with resume=True")
+        rows = pd.read_csv(csv, keep_default_na=False, dtype=str)
     for col in ("seed", "M", "N", "K", "m", "n", "k", "compared", "differing"):
         rows[col] = rows[col].astype("int64")
     for col in ("time_ms_median", "rel_mean", "rel_std"):
