@@ -13,7 +13,9 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``judge(fn, ...)``: any GEMM callable (torch, Triton, CuPy, JAX) timed and judged on the GPU by the
   engine of ``gemmlab run`` (needs the GPU engine, built where a CUDA toolkit is found; on a CPU-only
   installation it raises ``GpuUnavailable`` saying what to install). ``evaluate`` takes GPU tensors
-  too, and judges them on the GPU.
+  too, and judges them on the GPU;
+* ``invariance(fn, ...)``: determinism and batch invariance of such a callable, bit for bit, as
+  ``gemmlab invariance`` measures a built-in kernel (the same C++).
 """
 
 from . import tc
