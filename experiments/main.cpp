@@ -2,7 +2,7 @@
 // record error statistics beside the runtime. The subcommands live in experiments/cli/.
 //
 // Exit codes: 0 success; 1 internal error; 2 bad input (the message says what and what to do);
-// 3 the run finished but some kernel raised an error (its CSV row says which), or `gemmlab compare`
+// 3 the run (or `gemmlab invariance`) finished but some kernel raised an error (its CSV row says which), or `gemmlab compare`
 // found a statistic or a status changed; 4 `gemmlab order` (or `predict` for a library kernel) found
 // outputs that do not form a summation tree, or a tree gemmlab cannot compose, or `gemmlab compare`
 // found a row slower beyond the noise; 5 `gemmlab predict` / `tc-eval` found outputs that
@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
       cli::add_predict(app, command_line),                  cli::add_bench_mma_ceiling(app, command_line),
       cli::add_inputs(app, command_line),                   cli::add_evaluate(app, command_line),
       cli::add_tc_eval(app, command_line),                  cli::add_compare(app),
+      cli::add_invariance(app, args),
   };
   try {
     app.parse(argc, argv);

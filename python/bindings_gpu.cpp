@@ -7,6 +7,7 @@
 //    through run_experiment like a built-in kernel. Its operands and output reach Python as DLPack
 //    tensors of the caller's framework (torch, cupy, jax) wrapping gemmlab's own device buffers:
 //    no copy, no host round trip, on the caller's stream.
+//  * invariance(): the same run-time Kernel through `gemmlab invariance`'s core (journaled rows).
 //  * evaluate(): tensors already on the GPU (handed in through DLPack) judged on the GPU.
 //
 // The typed API with its checks is python/gemmlab/gpu.py; errors raised here are the last line of
@@ -36,6 +37,7 @@
 #include "experiments/device/explain_gpu.hpp"
 #include "experiments/device/runner.hpp"
 #include "experiments/engine/evaluate.hpp"
+#include "experiments/engine/invariance.hpp"
 #include "experiments/engine/run.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
@@ -171,26 +173,47 @@ struct Callable {
   }
 };
 
-// A callable kernel of `n`, registered under `name` until the returned guard goes (its state holds
-// the launcher and the tensors it was given).
-struct RegisteredCallable {
+// A Python launcher as a run-time kernel, registered under `name` while this lives (a plan names it).
+struct JudgedKernel {
   std::shared_ptr<Callable> state;
-  std::unique_ptr<CallableKernel> kernel;
-  std::string name;
-  ~RegisteredCallable() {
-    if (kernel) unregister_kernel(name);
+  std::unique_ptr<CallableKernel> ck;
+  JudgedKernel(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
+               const std::string& description, const Numerics& n, const std::string& layout_a,
+               const std::string& layout_b, bool returns_output, int device);
+  ~JudgedKernel() {
+    unregister_kernel(ck->kernel.name);
+    // Python objects of the last launch die here, with the GIL held.
+    state->ta = state->tb = state->tc = state->result = nb::object();
   }
-  // Python objects of the last launch die here, with the GIL held.
-  void release() { state->ta = state->tb = state->tc = state->result = nb::object(); }
+  JudgedKernel(const JudgedKernel&) = delete;
+  JudgedKernel& operator=(const JudgedKernel&) = delete;
 };
 
-std::unique_ptr<RegisteredCallable> register_callable(nb::callable launcher, const std::string& framework,
-                                                      const std::string& name, const std::string& family,
-                                                      const std::string& description, const Numerics& n,
-                                                      const std::string& layout_a, const std::string& layout_b,
-                                                      bool returns_output, int device) {
-  auto r = std::make_unique<RegisteredCallable>();
-  auto state = std::make_shared<Callable>();
+// The numerics a callable is judged by: as declared, or (numerics_json: gemmlab.explain's identified
+// record) the whole record gemmlab found.
+Numerics judged_numerics(const std::string& input_format, const std::string& compute_format,
+                         const std::string& accumulator_format, const std::string& output_format,
+                         const std::string& accumulation, int promotion_interval_k,
+                         const std::string& numerics_json = "") {
+  const auto acc = parse_accumulation(accumulation);
+  if (!acc) throw std::invalid_argument("unknown accumulation '" + accumulation + "'");
+  const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), *acc,
+                                       compute_format.empty() ? std::nullopt : std::optional(format_of(compute_format)),
+                                       accumulator_format.empty() ? std::nullopt
+                                                                  : std::optional(format_of(accumulator_format)),
+                                       promotion_interval_k);
+  if (numerics_json.empty()) return n;
+  const Numerics found = numerics_from_json(nlohmann::json::parse(numerics_json));
+  if (found.input != n.input || found.output != n.output)
+    throw std::invalid_argument("numerics_json: its input/output formats (" + std::string(info(found.input).name) + ", " +
+                                info(found.output).name + ") are not the callable's");
+  return found;
+}
+
+JudgedKernel::JudgedKernel(nb::callable launcher, const std::string& framework, const std::string& name,
+                           const std::string& family, const std::string& description, const Numerics& n,
+                           const std::string& layout_a, const std::string& layout_b, bool returns_output, int device) {
+  state = std::make_shared<Callable>();
   state->launcher = launcher;
   state->framework = framework;
   state->returns_output = returns_output;
@@ -199,19 +222,22 @@ std::unique_ptr<RegisteredCallable> register_callable(nb::callable launcher, con
   state->la = layout_of(layout_a);
   state->lb = layout_of(layout_b);
   state->device = device;
-  r->state = state;
-  r->kernel = make_callable_kernel(
-      name, family, description, n, state->la, state->lb, [state](const GemmArgs& a) { state->launch(a); },
-      returns_output ? std::function<void(const GemmArgs&)>([state](const GemmArgs& a) { state->collect(a); })
+  auto st = state;
+  ck = make_callable_kernel(
+      name, family, description, n, state->la, state->lb, [st](const GemmArgs& a) { st->launch(a); },
+      returns_output ? std::function<void(const GemmArgs&)>([st](const GemmArgs& a) { st->collect(a); })
                      : std::function<void(const GemmArgs&)>());
-  r->name = name;
-  register_kernel(r->kernel->kernel);
-  return r;
+  register_kernel(ck->kernel);
+}
+
+// The caller's stream as TimingOptions takes it (0, the legacy default stream, as the handle 1).
+void* timing_stream(std::optional<std::uintptr_t> stream) {
+  if (!stream) return nullptr;
+  return *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*stream);
 }
 
 // Runs the plan of one callable kernel through run_experiment. Returns the process-style exit code
-// (0 every row produced, 3 some row is an `error`). `numerics_json` (gemmlab.explain's identified
-// record), when given, replaces the declared numerics.
+// (0 every row produced, 3 some row is an `error`).
 int judge(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
           const std::string& description, const std::string& input_format, const std::string& compute_format,
           const std::string& accumulator_format, const std::string& output_format, const std::string& accumulation,
@@ -221,22 +247,10 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
           int spot_checks, int device, std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv,
           bool resume, bool force, const std::string& caller_json, const std::string& command_line, bool quiet,
           const std::string& numerics_json) {
-  const auto acc = parse_accumulation(accumulation);
-  if (!acc) throw std::invalid_argument("unknown accumulation '" + accumulation + "'");
-  Numerics n = declared_numerics(format_of(input_format), format_of(output_format), *acc,
-                                 compute_format.empty() ? std::nullopt : std::optional(format_of(compute_format)),
-                                 accumulator_format.empty() ? std::nullopt : std::optional(format_of(accumulator_format)),
-                                 promotion_interval_k);
-  if (!numerics_json.empty()) {
-    const Numerics found = numerics_from_json(nlohmann::json::parse(numerics_json));
-    if (found.input != n.input || found.output != n.output)
-      throw std::invalid_argument("numerics_json: its input/output formats (" + std::string(info(found.input).name) + ", " +
-                                  info(found.output).name + ") are not the callable's");
-    n = found;
-  }
-  auto reg = register_callable(launcher, framework, name, family, description, n, layout_a, layout_b, returns_output,
-                               device);
-
+  JudgedKernel judged(launcher, framework, name, family, description,
+                      judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
+                                      promotion_interval_k, numerics_json),
+                      layout_a, layout_b, returns_output, device);
   RunRequest req;
   req.plan.name = name;
   req.plan.kernels = {name};
@@ -258,15 +272,58 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
   if (!caller_json.empty()) req.caller_metadata = nlohmann::json::parse(caller_json);
   req.timing.flush_l2 = flush_l2;
   req.timing.host_timer = host_timer;
-  if (stream) req.timing.stream = *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1})  // legacy default stream
-                                               : reinterpret_cast<void*>(*stream);
-  int rc = 0;
-  {
-    nb::gil_scoped_release nogil;
-    rc = run_experiment(req, gpu_device(device));
-  }
-  reg->release();
-  return rc;
+  req.timing.stream = timing_stream(stream);
+  nb::gil_scoped_release nogil;
+  return run_experiment(req, gpu_device(device));
+}
+
+// Determinism and batch invariance of one callable kernel through the invariance core
+// (experiments/engine/invariance.hpp), journaled into out_csv. Orders are revealed through whole
+// launches of the callable (there is no EntryRunner for it): keep reveal_k_max small or 0.
+// Returns the exit code (0, 3 with error rows, 128 + signal when stopped).
+int invariance(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
+               const std::string& description, const std::string& input_format, const std::string& compute_format,
+               const std::string& accumulator_format, const std::string& output_format,
+               const std::string& accumulation, int promotion_interval_k, const std::string& layout_a,
+               const std::string& layout_b, bool returns_output, std::tuple<int, int, int> size,
+               const std::vector<std::string>& ms, const std::vector<std::string>& ns,
+               const std::vector<std::string>& k_tails, int repeats, const std::string& distribution,
+               std::uint64_t seed, int reps, int warmup, bool flush_l2, int reveal_k_max, bool cost, int device,
+               std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv, bool resume,
+               bool force, const std::string& caller_json, const std::string& command_line, bool quiet) {
+  JudgedKernel judged(launcher, framework, name, family, description,
+                      judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
+                                      promotion_interval_k),
+                      layout_a, layout_b, returns_output, device);
+  InvarianceSpec spec;
+  std::tie(spec.M, spec.N, spec.K) = size;
+  spec.ms = parse_sweep(ms, spec.M, "m");
+  spec.ns = parse_sweep(ns, spec.N, "n");
+  spec.k_tails = parse_sweep(k_tails, 0, "k_tails");
+  spec.repeats = repeats;
+  spec.distribution = parse_distribution(distribution);
+  spec.seed = seed;
+  spec.reveal_k_max = reveal_k_max;
+  spec.cost = cost;
+  spec.timing.reps = reps;
+  spec.timing.warmup = warmup;
+  spec.timing.flush_l2 = flush_l2;
+  spec.timing.host_timer = host_timer;
+  spec.timing.stream = timing_stream(stream);
+  Device& dev = gpu_device(device);
+  InvarianceRunRequest req;
+  req.units.push_back({{&judged.ck->kernel, "default", {}}, spec});
+  req.out_csv = out_csv;
+  req.session = {resume, force, command_line};
+  req.argv = {command_line};
+  req.meta = base_metadata("invariance", command_line, out_csv);
+  add_device_metadata(req.meta, dev.info(), dev.software(), dev.sm_clock_mhz());
+  if (!caller_json.empty()) req.meta["caller"] = nlohmann::json::parse(caller_json);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> devnull(quiet ? std::fopen("/dev/null", "w") : nullptr, &std::fclose);
+  req.log = devnull ? devnull.get() : stderr;
+  nb::gil_scoped_release nogil;
+  dev.bind_thread();
+  return run_invariance(req, dev);
 }
 
 // gemmlab.explain's engine: the stages of reference/explain.hpp on the callable at (M, N, K); returns
@@ -289,16 +346,15 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   opt.compare_outputs = compare_outputs;
   opt.verify_entries = verify_entries;
   if (!known_json.empty()) opt.known = known_kernels_from_json(nlohmann::json::parse(known_json));
-  auto reg = register_callable(launcher, framework, name, "user", "explained by gemmlab.explain", n, layout_a, layout_b,
-                               returns_output, device);
+  JudgedKernel judged(launcher, framework, name, "user", "explained by gemmlab.explain", n, layout_a, layout_b,
+                      returns_output, device);
   explain::Report r;
   {
     nb::gil_scoped_release nogil;
     void* s = !stream ? nullptr : *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*stream);
-    KernelOracle oracle(reg->kernel->kernel, M, N, K, device, s);
+    KernelOracle oracle(judged.ck->kernel, M, N, K, device, s);
     r = explain::explain_kernel(oracle, opt);
   }
-  reg->release();
   nlohmann::json report = report_to_json(r);
   if (!out_csv.empty()) {
     nlohmann::json meta = base_metadata("explain", command_line, out_csv);
@@ -357,6 +413,11 @@ NB_MODULE(_gpu, m) {
     return std::make_pair(d.present, d.present ? d.name : d.why_absent);
   }, "device"_a = 0, "(usable, GPU name or why not) of CUDA device `device`");
 
+  m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
+        "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
+        "verify_entries"_a, "device"_a, "stream"_a.none(), "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
+        "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON");
+
   m.def("judge", &judge, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a, "input_format"_a,
         "compute_format"_a, "accumulator_format"_a, "output_format"_a, "accumulation"_a, "promotion_interval_k"_a,
         "layout_a"_a, "layout_b"_a, "returns_output"_a, "sizes"_a, "distributions"_a, "seeds"_a, "reps"_a, "warmup"_a,
@@ -364,10 +425,13 @@ NB_MODULE(_gpu, m) {
         "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a, "numerics_json"_a = "",
         "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
 
-  m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
-        "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
-        "verify_entries"_a, "device"_a, "stream"_a.none(), "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
-        "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON");
+  m.def("invariance", &invariance, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a,
+        "input_format"_a, "compute_format"_a, "accumulator_format"_a, "output_format"_a, "accumulation"_a,
+        "promotion_interval_k"_a, "layout_a"_a, "layout_b"_a, "returns_output"_a, "size"_a, "m"_a, "n"_a,
+        "k_tails"_a, "repeats"_a, "distribution"_a, "seed"_a, "reps"_a, "warmup"_a, "flush_l2"_a, "reveal_k_max"_a,
+        "cost"_a, "device"_a, "stream"_a.none(), "host_timer"_a, "out_csv"_a, "resume"_a, "force"_a, "caller_json"_a,
+        "command_line"_a, "quiet"_a,
+        "Determinism and batch invariance of the callable (gemmlab invariance's core); returns the exit code");
 
   m.def(
       "evaluate",

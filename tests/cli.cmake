@@ -228,6 +228,20 @@ add_test(NAME plots.bias_spread_suite
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/bias_spread.py ${_data}/sample_suite.csv ${_out}/bias_spread_suite.png)
 set_tests_properties(plots.accumulation_vs_k plots.fp8_promotion plots.pareto plots.heatmap plots.bias_spread_suite
                      PROPERTIES LABELS plots)
+add_test(NAME plots.invariance
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/invariance.py ${_data}/sample_invariance.csv ${_out}/invariance.png)
+set_tests_properties(plots.invariance PROPERTIES LABELS plots)
+# gemmlab invariance: mistakes in what was asked are exit 2 with a message, and no CSV.
+gemmlab_cli_test(invariance_m_above_M 2 "m = 65 is outside" ${_out}/inv.csv
+  -- $<TARGET_FILE:gemmlab> invariance -k sgemm_01_naive -s 64 --m 65 -o ${_out}/inv.csv)
+gemmlab_cli_test(invariance_bad_setting 2 "'ws=zero' is not one of" ${_out}/inv2.csv
+  -- $<TARGET_FILE:gemmlab> invariance -k cublas_gemmex_bf16_f32 --settings ws=zero -o ${_out}/inv2.csv)
+gemmlab_cli_test(invariance_no_gpu 2 "gemmlab invariance needs a CUDA GPU" ${_out}/inv4.csv --skip-if-gpu
+  -- $<TARGET_FILE:gemmlab> invariance -k sgemm_01_naive -s 64 -o ${_out}/inv4.csv)
+gemmlab_cli_test(invariance_unknown_kernel 2 "unknown kernel 'nope'" ${_out}/inv3.csv
+  -- $<TARGET_FILE:gemmlab> invariance -k nope -o ${_out}/inv3.csv)
 gemmlab_cli_test(order_unknown_kernel 2 "unknown kernel 'nope'" ${_out}/o.csv
   -- $<TARGET_FILE:gemmlab> order -k nope -s 64 -o ${_out}/o.csv)
 gemmlab_cli_test(order_entry_outside 2 "outside the 64x64x64 output" ${_out}/o2.csv

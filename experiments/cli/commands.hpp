@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+namespace gemmlab {
+struct RunRequest;
+}
+
 namespace gemmlab::cli {
 
 using Action = std::function<int()>;
@@ -31,6 +35,10 @@ Command add_bench_mma_ceiling(CLI::App& app, const std::string& command_line);
 Command add_inputs(CLI::App& app, const std::string& command_line);
 Command add_evaluate(CLI::App& app, const std::string& command_line);
 Command add_tc_eval(CLI::App& app, const std::string& command_line);
+Command add_invariance(CLI::App& app, const std::vector<std::string>& argv);
+
+// `gemmlab run` of a suite with an [invariance] table (experiments/cli/invariance.cpp).
+int run_invariance_suite(const RunRequest& req);
 
 // Helpers shared by the commands.
 std::vector<std::string> split_commas(const std::vector<std::string>& in);

@@ -62,6 +62,10 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
             if (o->warmup >= 0) req.plan.warmup = o->warmup;
             if (o->spot >= 0) req.plan.spot_checks = o->spot;
             if (!o->reference.empty()) req.plan.reference = o->reference;
+            if (req.plan.invariance) {
+              if (!o->gpus.empty()) throw UsageError("a suite with [invariance] runs on GPU 0: leave out --gpus");
+              return run_invariance_suite(req);
+            }
             if (req.dry_run) {
               if (!o->gpus.empty()) throw UsageError("--dry-run runs nothing on a GPU: leave out --gpus");
               return run_experiment(req, std::vector<Device*>{});

@@ -14,78 +14,20 @@
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
-#include "reference/fprev.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/summation_tree.hpp"
 #include "reference/tc_model.hpp"
 
 namespace gemmlab {
-namespace {
-
-using Masks = FprevMasks;
-
-Masks choose_masks(const Kernel& k, int K) {
-  return choose_fprev_masks(k.numerics.input, k.numerics.compute, k.numerics.accumulator, k.numerics.output, K);
-}
-
-struct Experiment {
-  const Kernel& kernel;
-  int M, N, K, i, j;
-  Masks masks;
-  EntryRunner runner;  // zero operands on the GPU; only row i of A and column j of B change
-  long long runs = 0;
-
-  Experiment(const Kernel& k, int M_, int N_, int K_, int i_, int j_, Masks m)
-      : kernel(k), M(M_), N(N_), K(K_), i(i_), j(j_), masks(m), runner(k, Matrix(M_, K_), Matrix(K_, N_)) {}
-
-  // C(i, j) with products p, q masked (p = q = -1: no mask, every product a unit).
-  double run(int p, int q) {
-    std::vector<double> a(K), b(K);
-    for (int k = 0; k < K; ++k) {
-      a[k] = (k == p || k == q) ? masks.a_big() : masks.a_unit();
-      b[k] = k == p ? masks.b_big() : k == q ? -masks.b_big() : masks.b_unit();
-    }
-    runner.set_a_row(i, a);
-    runner.set_b_col(j, b);
-    ++runs;
-    return runner.run_entry(i, j);
-  }
-
-  // Units added after p and q met, as read from C(i, j).
-  int count_after(int p, int q) {
-    double c = run(p, q);
-    double n = c / masks.unit();
-    if (!std::isfinite(c) || n != std::floor(n) || n < 0 || n > K - 2) {
-      std::ostringstream s;
-      s << "FPRev: C(" << i << "," << j << ") = " << c << " with products " << p << " = +M and " << q
-        << " = -M is not a whole number of units u in [0, K-2] (" << n << " u; " << masks.describe()
-        << "): the masks did not cancel exactly";
-      throw std::runtime_error(s.str());
-    }
-    return static_cast<int>(n);
-  }
-};
-
-}  // namespace
 
 RevealedTree reveal_tree(const Kernel& k, int M, int N, int K, int i, int j) {
-  const Masks masks = choose_masks(k, K);
-  const auto t0 = std::chrono::steady_clock::now();
-  Experiment ex(k, M, N, K, i, j, masks);
-  // Every product a unit: the kernel must return exactly K u, or the units are not summed exactly.
-  const double all = ex.run(-1, -1);
-  if (all != K * masks.unit()) {
-    std::ostringstream s;
-    s << "with every product u = 2^" << std::log2(masks.unit()) << ", C(" << i << "," << j << ") = " << all
-      << " instead of K u = " << K * masks.unit() << ": cannot count units";
-    throw std::runtime_error(s.str());
-  }
-  RevealedTree r;
-  r.tree = reconstruct(K, [&](int p, int q) { return K - ex.count_after(p, q); });
-  r.runs = ex.runs;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.masks = masks.describe();
-  return r;
+  // Zero operands on the GPU; only row i of A and column j of B change between launches.
+  EntryRunner runner(k, Matrix(M, K), Matrix(K, N));
+  return reveal_tree_with(k, K, [&](const std::vector<double>& a, const std::vector<double>& b) {
+    runner.set_a_row(i, a);
+    runner.set_b_col(j, b);
+    return runner.run_entry(i, j);
+  });
 }
 
 int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv,

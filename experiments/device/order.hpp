@@ -12,21 +12,16 @@
 #pragma once
 #include <string>
 
+#include "experiments/engine/reveal.hpp"
 #include "kernels/kernel.hpp"
 #include "reference/summation_tree.hpp"
 
 namespace gemmlab {
 
-// The tree of output (i, j) of kernel k at (M, N, K), as the masking experiment reveals it, and what
-// it took. The caller has checked the size, the entry and the GPU (run_order shows how). Throws
-// std::invalid_argument when no masks fit the kernel's formats at this K, std::runtime_error when
-// the outputs do not form a tree (a non-deterministic order, a count that is not an integer).
-struct RevealedTree {
-  SummationTree tree{1};
-  long long runs = 0;    // kernel launches
-  double seconds = 0;
-  std::string masks;     // the masks' description
-};
+// The tree of output (i, j) of kernel k at (M, N, K), as the masking experiment reveals it on the
+// GPU (experiments/engine/reveal.hpp), one launch per query with the operands kept on the GPU. The
+// caller has checked the size, the entry and the GPU (run_order shows how). Throws as
+// reveal_tree_with does.
 RevealedTree reveal_tree(const Kernel& k, int M, int N, int K, int i, int j);
 
 // Runs the experiment on registered kernel `kernel_name` at (M, N, K) for entry (i, j), prints the

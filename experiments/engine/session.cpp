@@ -28,7 +28,22 @@ void check_no_overwrite(const OutputPaths& paths, bool force) {
 RunSession::RunSession(const OutputPaths& paths, const JournalIdentity& id, std::vector<RowKey> rows,
                        const SessionOptions& opt)
     : paths_(paths), id_(id), rows_(std::move(rows)) {
-  for (const auto& k : rows_) keys_.insert(k.str());
+  for (const auto& k : rows_) order_.push_back(k.str());
+  key_of_ = [columns = id_.columns](const std::vector<std::string>& fields) {
+    return key_of_row(columns, fields).str();
+  };
+  open(opt);
+}
+
+RunSession::RunSession(const OutputPaths& paths, const JournalIdentity& id, std::vector<std::string> keys,
+                       RowKeyFn key_of, const SessionOptions& opt)
+    : paths_(paths), id_(id), order_(std::move(keys)), key_of_(std::move(key_of)) {
+  open(opt);
+}
+
+void RunSession::open(const SessionOptions& opt) {
+  for (const auto& k : order_)
+    if (!keys_.insert(k).second) throw std::logic_error("RunSession: the row " + k + " is in the run twice");
   check_writable(paths_.csv);
   // The lock first: everything looked at below could otherwise change under us.
   lock_ = std::make_unique<OutputLock>(paths_.lock, opt.command_line);
@@ -44,7 +59,7 @@ RunSession::RunSession(const OutputPaths& paths, const JournalIdentity& id, std:
                          "without --resume and with --force to discard them and start again");
       const auto& in_run = keys_;
       for (auto& row : rec.rows) {
-        const std::string k = key_of_row(id_.columns, row).str();
+        const std::string k = key_of_(row);
         // The identity matched, so a row outside this run or a second copy means the file was edited.
         if (!in_run.count(k) || !done_.emplace(k, std::move(row)).second)
           throw UsageError("'" + paths_.journal + "' holds the row " + k + (in_run.count(k) ? " twice" : ", which is not in this plan") +
@@ -52,7 +67,7 @@ RunSession::RunSession(const OutputPaths& paths, const JournalIdentity& id, std:
       }
       resumed_ = done_.size();
       journal_ = std::make_unique<JournalWriter>(paths_.journal, rec);
-      note_ = "resuming '" + paths_.journal + "': " + std::to_string(resumed_) + " of " + std::to_string(rows_.size()) +
+      note_ = "resuming '" + paths_.journal + "': " + std::to_string(resumed_) + " of " + std::to_string(order_.size()) +
               " rows finished" + (rec.dropped.empty() ? "" : "; dropped " + rec.dropped);
       return;
     }
@@ -82,17 +97,21 @@ std::vector<RowKey> RunSession::pending() const {
   return out;
 }
 
+bool RunSession::finished(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_.count(key) > 0;
+}
+
 std::vector<std::vector<std::string>> RunSession::finished_rows() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::vector<std::string>> out;
-  for (const auto& k : rows_)
-    if (auto it = done_.find(k.str()); it != done_.end()) out.push_back(it->second);
+  for (const auto& k : order_)
+    if (auto it = done_.find(k); it != done_.end()) out.push_back(it->second);
   return out;
 }
 
 void RunSession::record(const std::vector<std::string>& fields) {
-  const RowKey key = key_of_row(id_.columns, fields);
-  const std::string k = key.str();
+  const std::string k = key_of_(fields);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!keys_.count(k)) throw std::logic_error("record: row " + k + " is not in this run");
@@ -111,16 +130,16 @@ void RunSession::record(const std::vector<std::string>& fields) {
 
 bool RunSession::complete() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return done_.size() == rows_.size();
+  return done_.size() == order_.size();
 }
 
 void RunSession::finalise(const nlohmann::json& meta) {
   std::string csv = csv_line(id_.columns);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& k : rows_) {
-      auto it = done_.find(k.str());
-      if (it == done_.end()) throw std::logic_error("finalise: row " + k.str() + " has not been recorded");
+    for (const auto& k : order_) {
+      auto it = done_.find(k);
+      if (it == done_.end()) throw std::logic_error("finalise: row " + k + " has not been recorded");
       csv += csv_line(it->second);
     }
   }

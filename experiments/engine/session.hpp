@@ -8,6 +8,7 @@
 //   out.csv.journal    finished rows while the run is under way (removed by finalise)
 //   out.csv.lock       held while a run writes this output (removed when it ends)
 #pragma once
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,10 +47,16 @@ class RunSession {
   // refuses to replace a journal or a final CSV unless --force. `rows`: this run's rows
   // (the plan's, or one shard's) in plan order. Throws UsageError, having written nothing.
   RunSession(const OutputPaths& paths, const JournalIdentity& id, std::vector<RowKey> rows, const SessionOptions& opt);
+  // The same for results with several rows per kernel and problem (`gemmlab invariance`: one row
+  // per check and size): a row's key is key_of(its fields); `keys` are this run's, in final order.
+  using RowKeyFn = std::function<std::string(const std::vector<std::string>& fields)>;
+  RunSession(const OutputPaths& paths, const JournalIdentity& id, std::vector<std::string> keys, RowKeyFn key_of,
+             const SessionOptions& opt);
   ~RunSession();  // keeps the journal unless finalised; releases the lock
 
   const std::vector<RowKey>& rows() const { return rows_; }
   std::vector<RowKey> pending() const;   // rows not yet finished, in plan order
+  bool finished(const std::string& key) const;  // whether the row of this key is recorded
   std::size_t resumed() const { return resumed_; }
   // The rows finished so far (resumed ones included), in plan order.
   std::vector<std::vector<std::string>> finished_rows() const;
@@ -69,8 +76,11 @@ class RunSession {
  private:
   OutputPaths paths_;
   JournalIdentity id_;
-  std::vector<RowKey> rows_;
-  std::unordered_set<std::string> keys_;  // RowKey::str() of rows_
+  void open(const SessionOptions& opt);
+  std::vector<RowKey> rows_;              // empty for a session keyed by RowKeyFn
+  std::vector<std::string> order_;        // every row's key, in final order
+  RowKeyFn key_of_;
+  std::unordered_set<std::string> keys_;  // of order_
   std::unique_ptr<OutputLock> lock_;
   std::unique_ptr<JournalWriter> journal_;
   std::unordered_map<std::string, std::vector<std::string>> done_;  // key -> row

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -49,6 +50,18 @@ def torch_flavours() -> dict[str, dict]:
     }
 
 
+@contextmanager
+def tf32_mode(tf32: bool | None):
+    """torch.matmul's TF32 switch set for a flavour that says (None: left as it is), restored after."""
+    old = torch.backends.cuda.matmul.allow_tf32
+    if tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+
+
 def parse_size(s: str) -> tuple[int, int, int]:
     parts = [int(x) for x in s.lower().split("x")]
     return (parts[0],) * 3 if len(parts) == 1 else tuple(parts)  # type: ignore[return-value]
@@ -69,15 +82,13 @@ def main() -> int:
         todo = {k: v for k, v in todo.items() if k in a.only}
     frames, skipped = [], []
     for name, f in todo.items():
-        tf32 = f.get("tf32")
-        old = torch.backends.cuda.matmul.allow_tf32
-        if tf32 is not None:
-            torch.backends.cuda.matmul.allow_tf32 = tf32
         t0 = time.time()
         try:
-            rows = gemmlab.judge(f["fn"], name=name, input_format=f["input_format"], output_format=f["output_format"],
-                                 layout_b=f.get("layout_b", "row"), sizes=sizes, distributions=DISTS, seeds=[SEED],
-                                 reps=a.reps, out=out / f"{name}.csv", force=True, family="external")
+            with tf32_mode(f.get("tf32")):
+                rows = gemmlab.judge(f["fn"], name=name, input_format=f["input_format"],
+                                     output_format=f["output_format"], layout_b=f.get("layout_b", "row"), sizes=sizes,
+                                     distributions=DISTS, seeds=[SEED], reps=a.reps, out=out / f"{name}.csv",
+                                     force=True, family="external")
         except gemmlab.JudgeError as e:
             # A flavour this Triton or GPU cannot compile or run (e.g. an input_precision it lacks).
             skipped.append((name, str(e).splitlines()[-1][:300]))
@@ -85,8 +96,6 @@ def main() -> int:
             (out / f"{name}.csv").unlink(missing_ok=True)
             (out / f"{name}.meta.json").unlink(missing_ok=True)
             continue
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = old
         frames.append(rows)
         print(f"{name}: {len(rows)} rows in {time.time() - t0:.1f} s", flush=True)
     if skipped:

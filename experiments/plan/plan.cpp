@@ -57,6 +57,43 @@ std::int64_t integer(const toml::node& n, const std::string& file, const std::st
   return *v;
 }
 
+// The [invariance] table: sweeps of whole numbers or "default", settings, repeats, reveal_k_max, cost.
+InvariancePlan invariance_table(const toml::node& n, const std::string& file) {
+  const toml::table* t = n.as_table();
+  if (!t) bad(file, "invariance", "must be a table ([invariance] with keys m, n, k_tails, settings, repeats, "
+                                  "reveal_k_max, cost)");
+  InvariancePlan p;
+  auto sweep = [&](const std::string& key) {
+    std::vector<std::string> out;
+    const toml::array* a = t->get(key)->as_array();
+    if (!a) bad(file, "invariance." + key, "must be an array of whole numbers or \"default\"");
+    for (const auto& e : *a) {
+      if (auto v = e.value_exact<std::int64_t>()) out.push_back(std::to_string(integer(e, file, "invariance." + key, 1, 1 << 20)));
+      else if (auto str = e.value<std::string>(); str && *str == "default") out.push_back(*str);
+      else bad(file, "invariance." + key, "must hold whole numbers or \"default\"");
+    }
+    return out;
+  };
+  static const std::set<std::string> known = {"m", "n", "k_tails", "settings", "repeats", "reveal_k_max", "cost"};
+  for (const auto& [k, v] : *t)
+    if (!known.count(std::string(k.str())))
+      bad(file, "invariance." + std::string(k.str()),
+          "is not a key of [invariance] (known: m, n, k_tails, settings, repeats, reveal_k_max, cost)");
+  if (t->contains("m")) p.m = sweep("m");
+  if (t->contains("n")) p.n = sweep("n");
+  if (t->contains("k_tails")) p.k_tails = sweep("k_tails");
+  if (auto s = t->get("settings")) p.settings = string_list(*s, file, "invariance.settings");
+  if (auto r = t->get("repeats")) p.repeats = static_cast<int>(integer(*r, file, "invariance.repeats", 1, 1000));
+  if (auto r = t->get("reveal_k_max"))
+    p.reveal_k_max = static_cast<int>(integer(*r, file, "invariance.reveal_k_max", 0, 1 << 20));
+  if (auto c = t->get("cost")) {
+    auto v = c->value_exact<bool>();
+    if (!v) bad(file, "invariance.cost", "must be true or false");
+    p.cost = *v;
+  }
+  return p;
+}
+
 }  // namespace
 
 RunPlan load_suite(const std::string& path) {
@@ -72,7 +109,8 @@ RunPlan load_suite(const std::string& path) {
   RunPlan p;
   p.name = fs::path(path).stem().string();
   static const std::set<std::string> known = {"name",  "description", "kernels",   "distributions", "sizes",  "seeds",
-                                              "reps",  "warmup",      "reference", "spot_checks",   "plugins"};
+                                              "reps",  "warmup",      "reference", "spot_checks",   "plugins",
+                                              "invariance"};
   for (const auto& [k, v] : t) {
     std::string key(k.str());
     if (!known.count(key)) {
@@ -125,6 +163,7 @@ RunPlan load_suite(const std::string& path) {
     p.reference = *v;
   }
   if (auto n = t.get("description"); n && !n->is_string()) bad(path, "description", "must be a string");
+  if (auto n = t.get("invariance")) p.invariance = invariance_table(*n, path);
   try {
     validate_numbers(p);
   } catch (const UsageError& e) {

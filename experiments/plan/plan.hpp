@@ -2,6 +2,7 @@
 // and checked without a GPU. Kernel names are resolved against the registry by the caller.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +19,18 @@ struct Size {
   std::string str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
 };
 
+// A suite's `[invariance]` table: `gemmlab run` then measures determinism and batch invariance of
+// each kernel at each size, distribution and seed (experiments/engine/invariance.hpp), as
+// `gemmlab invariance` does, instead of the accuracy rows. Sweeps as that command takes them:
+// "default" or whole numbers.
+struct InvariancePlan {
+  std::vector<std::string> m = {"default"}, n, k_tails;
+  std::vector<std::string> settings = {"default"};  // library settings (experiments/device/library_variants.hpp)
+  int repeats = 3;
+  int reveal_k_max = 256;
+  bool cost = true;
+};
+
 struct RunPlan {
   std::string name = "run";                        // suite name, used in the default output name
   std::vector<std::string> kernels = {"all"};      // names, "all", or "family:<family>"
@@ -31,6 +44,7 @@ struct RunPlan {
   std::vector<std::string> plugins;                // shared libraries whose kernels join the registry
                                                    // (experiments/engine/plugin.hpp), loaded before
                                                    // `kernels` is resolved
+  std::optional<InvariancePlan> invariance;        // the suite's [invariance] table, if any
 };
 
 // "4096" -> 4096^3; "MxNxK" -> (M, N, K). Throws UsageError.
@@ -39,7 +53,9 @@ Size parse_size(const std::string& s);
 // Reads a suite file; unknown keys, wrong types and bad values are UsageErrors naming the file,
 // the key and what is expected. Keys: name, description, kernels, distributions, sizes ([[M,N,K],..]
 // or [N,..]), seeds, reps, warmup, reference, spot_checks, plugins (["lib.so", ..]: a relative path
-// is relative to the suite file's folder, so a suite means the same from any working directory).
+// is relative to the suite file's folder, so a suite means the same from any working directory),
+// and the table [invariance] (keys m, n, k_tails: arrays of whole numbers or "default"; settings:
+// array of strings; repeats, reveal_k_max: integers; cost: boolean).
 RunPlan load_suite(const std::string& path);
 
 // Finds a suite by path, or by name in ./experiments/suites and the source tree's. Throws UsageError.

@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/cublas/library_kernel.hpp"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
@@ -35,25 +36,11 @@ void launch(const GemmArgs& a) {
                                     a.K, beta, a.C, OutT, a.N, Compute, CUBLAS_GEMM_DEFAULT));
 }
 
-constexpr Kernel base(const char* name, const char* desc, Format in, Format compute, Format acc, Format out,
-                      void (*fn)(const GemmArgs&), int min_cc) {
-  return Kernel{
-      .name = name, .family = "cublas", .description = desc,
-      .numerics = {.input = in, .compute = compute, .accumulator = acc, .output = out,
-                   .accumulation = Accumulation::library, .k_step = 0,
-                   .accumulation_rounding = Rounding::unknown},
-      .layout_a = Layout::row_major, .layout_b = Layout::row_major,
-      .m_multiple = 1, .n_multiple = 1, .k_multiple = 1,
-      .min_cc = min_cc, .requires_sm90a = false, .workspace_bytes = 0,
-      .launch = fn,
-  };
-}
-
 }  // namespace
 
 #define GEMMLAB_CUBLAS_VARIANT(id, desc, in, compute, acc, out, InT, OutT, ComputeT, min_cc)               \
   const Kernel& id() {                                                                                   \
-    static const Kernel k = base(#id, desc, Format::in, Format::compute, Format::acc, Format::out,       \
+    static const Kernel k = library_kernel(#id, desc, Format::in, Format::compute, Format::acc, Format::out,       \
                                  launch<InT, OutT, ComputeT>, min_cc);                                  \
     return k;                                                                                            \
   }

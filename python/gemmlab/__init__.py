@@ -13,7 +13,9 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``judge(fn, ...)``: any GEMM callable (torch, Triton, CuPy, JAX) timed and judged on the GPU by the
   engine of ``gemmlab run`` (needs the GPU engine, built where a CUDA toolkit is found; on a CPU-only
   installation it raises ``GpuUnavailable`` saying what to install). ``evaluate`` takes GPU tensors
-  too, and judges them on the GPU.
+  too, and judges them on the GPU;
+* ``invariance(fn, ...)``: determinism and batch invariance of such a callable, bit for bit, as
+  ``gemmlab invariance`` measures a built-in kernel (the same C++).
 """
 
 from . import tc
@@ -21,7 +23,7 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
-from .gpu import GpuUnavailable, JudgeError, framework_metadata, gpu_available, judge
+from .gpu import GpuUnavailable, JudgeError, framework_metadata, gpu_available, invariance, judge
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
@@ -31,7 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuUnavailable", "INPUTS_FORMAT_VERSION",
-    "Inputs", "JudgeError", "framework_metadata", "gpu_available", "judge", "explain", "Explanation",
+    "Inputs", "JudgeError", "framework_metadata", "gpu_available", "invariance", "judge", "explain", "Explanation",
     "DEFAULT_EXPLAIN_DISTRIBUTIONS",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",

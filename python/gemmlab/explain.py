@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._checks import check_format
-from .gpu import _ADAPTERS, _current_stream, _style, framework_metadata, gpu_module, judge
+from .gpu import _prepare, gpu_module, judge
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -84,47 +83,23 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments.
     """
     gpu = gpu_module(device)
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if framework not in _ADAPTERS:
-        raise ValueError(f"framework must be one of {', '.join(_ADAPTERS)}, got {framework!r}")
-    input_format = check_format(input_format, "input_format")
-    output_format = check_format(output_format, "output_format")
-    if output_format not in ("fp32", "fp16", "bf16"):
-        raise ValueError(f"output_format must be fp32, fp16 or bf16, got {output_format!r}")
+    p = _prepare(fn, name, framework, style, input_format, output_format, "unknown", device, None, "gemmlab.explain")
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
-    kernel = name or getattr(fn, "__name__", None) or "callable"
-    if kernel == "<lambda>":
-        raise ValueError("a lambda has no name: pass name= (it becomes the CSV's kernel column)")
     distributions = list(distributions)
-    how = _style(fn, style)
-    if framework == "jax" and how == "out":
-        raise ValueError("JAX arrays are immutable: use style='return' (fn(A, B) -> C) with framework='jax'")
-    view_in, view_out, out_of = _ADAPTERS[framework](input_format, output_format)
-    if how == "return":
-        def launcher(a, b, _c):
-            return out_of(fn(view_in(a), view_in(b)))
-    else:
-        def launcher(a, b, c):
-            fn(view_in(a), view_in(b), view_out(c))
-            return None
-    caller = framework_metadata(framework)
-    caller.update({"explained": "gemmlab.explain", "callable": getattr(fn, "__qualname__", kernel),
-                   "module": getattr(fn, "__module__", None), "style": how})
+    kernel, how, caller = p.kernel, p.how, p.caller
     with tempfile.TemporaryDirectory(prefix="gemmlab-explain-") as tmp:
         csv = Path(out) if out is not None else Path(tmp) / f"{kernel}.csv"
         if csv.suffix != ".csv":
             raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
-        text = gpu.explain(launcher, framework, kernel, input_format, output_format, layout_a, layout_b,
+        text = gpu.explain(p.launcher, framework, kernel, p.input_format, p.output_format, layout_a, layout_b,
                            how == "return", M, N, K, distributions, int(seed), int(compare_outputs),
-                           int(verify_entries), int(device), _current_stream(framework, device), _known_kernels(),
-                           str(csv), json.dumps(caller),
+                           int(verify_entries), int(device), p.stream, _known_kernels(), str(csv), json.dumps(caller),
                            "gemmlab.explain " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]))
         rows = pd.read_csv(csv, keep_default_na=False)
     report = json.loads(text)
     judged = None
     if judge_rows:
-        judged = judge(fn, input_format=input_format, output_format=output_format, sizes=[(M, N, K)],
+        judged = judge(fn, input_format=p.input_format, output_format=p.output_format, sizes=[(M, N, K)],
                        distributions=distributions, seeds=[seed], name=kernel, framework=framework, style=how,
                        layout_a=layout_a, layout_b=layout_b, reps=reps, warmup=warmup, device=device,
                        out=judge_out, force=judge_out is not None, errors="rows",

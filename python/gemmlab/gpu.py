@@ -24,8 +24,9 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
@@ -195,6 +196,66 @@ def _sizes(sizes: Iterable[int | Sequence[int]]) -> list[tuple[int, int, int]]:
     return out
 
 
+class _Prepared(NamedTuple):
+    kernel: str          # the CSV's kernel column
+    how: str             # "return" or "out"
+    launcher: Callable   # launcher(A, B, C_or_None) for the C++ side
+    input_format: str
+    output_format: str
+    stream: int | None
+    caller: dict[str, Any]
+
+
+def _prepare(fn: Callable, name: str | None, framework: str, style: Style, input_format: str, output_format: str,
+             accumulation: str, device: int, stream: int | None, judged_by: str) -> _Prepared:
+    """What judge and invariance check and build alike: the launcher, the stream, the caller's metadata."""
+    if accumulation not in ACC_ROUNDING:
+        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if framework not in _ADAPTERS:
+        raise ValueError(f"framework must be one of {', '.join(_ADAPTERS)}, got {framework!r}")
+    input_format = check_format(input_format, "input_format")
+    output_format = check_format(output_format, "output_format")
+    if output_format not in ("fp32", "fp16", "bf16"):
+        raise ValueError(f"output_format must be fp32, fp16 or bf16 for a GPU tensor, got {output_format!r}")
+    if input_format not in ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"):
+        raise ValueError(f"input_format must be fp32, tf32, fp16, bf16, e4m3 or e5m2, got {input_format!r}")
+    kernel = name or getattr(fn, "__name__", None) or "callable"
+    if kernel == "<lambda>":
+        raise ValueError("a lambda has no name: pass name= (it becomes the CSV's kernel column)")
+    how = _style(fn, style)
+    if framework == "jax" and how == "out":
+        raise ValueError("JAX arrays are immutable: use style='return' (fn(A, B) -> C) with framework='jax'")
+    view_in, view_out, out_of = _ADAPTERS[framework](input_format, output_format)
+
+    if how == "return":
+        def launcher(a, b, _c):
+            return out_of(fn(view_in(a), view_in(b)))
+    else:
+        def launcher(a, b, c):
+            fn(view_in(a), view_in(b), view_out(c))
+            return None
+    caller = framework_metadata(framework)
+    caller.update({"judged": judged_by, "callable": getattr(fn, "__qualname__", kernel),
+                   "module": getattr(fn, "__module__", None), "style": how})
+    return _Prepared(kernel, how, launcher, input_format, output_format,
+                     _current_stream(framework, device) if stream is None else stream, caller)
+
+
+@contextmanager
+def _csv_path(out: str | os.PathLike | None, kernel: str, prefix: str):
+    """``out`` as a Path (it must name a .csv), or a temporary one removed afterwards."""
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix=prefix) as d:
+            yield Path(d) / f"{kernel}.csv"
+        return
+    path = Path(out)
+    if path.suffix != ".csv":
+        raise ValueError(f"out must name a .csv file, got {str(path)!r}")
+    yield path
+
+
 def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           sizes: Iterable[int | Sequence[int]] = ((4096, 4096, 4096),),
           distributions: Iterable[str] = ("uniform_0_1",), seeds: Iterable[int] = (20261121,),
@@ -230,69 +291,26 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``failed_bound``: both with a warning.
     """
     gpu = gpu_module(device)
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if framework not in _ADAPTERS:
-        raise ValueError(f"framework must be one of {', '.join(_ADAPTERS)}, got {framework!r}")
-    input_format = check_format(input_format, "input_format")
-    output_format = check_format(output_format, "output_format")
-    if output_format not in ("fp32", "fp16", "bf16"):
-        raise ValueError(f"output_format must be fp32, fp16 or bf16 for a GPU tensor, got {output_format!r}")
-    if input_format not in ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"):
-        raise ValueError(f"input_format must be fp32, tf32, fp16, bf16, e4m3 or e5m2, got {input_format!r}")
-    if accumulation not in ACC_ROUNDING:
-        raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
     if errors not in ("raise", "rows"):
         raise ValueError(f"errors must be 'raise' or 'rows', got {errors!r}")
-    kernel = name or getattr(fn, "__name__", None) or "callable"
-    if kernel == "<lambda>":
-        raise ValueError("a lambda has no name: pass name= (it becomes the CSV's kernel column)")
-    how = _style(fn, style)
-    if framework == "jax" and how == "out":
-        raise ValueError("JAX arrays are immutable: use style='return' (fn(A, B) -> C) with framework='jax'")
-    view_in, view_out, out_of = _ADAPTERS[framework](input_format, output_format)
-
-    if how == "return":
-        def launcher(a, b, _c):
-            return out_of(fn(view_in(a), view_in(b)))
-    else:
-        def launcher(a, b, c):
-            fn(view_in(a), view_in(b), view_out(c))
-            return None
-
-    if stream is None:
-        stream = _current_stream(framework, device)
-    caller = framework_metadata(framework)
-    caller.update({"judged": "gemmlab.judge", "callable": getattr(fn, "__qualname__", kernel),
-                   "module": getattr(fn, "__module__", None), "style": how})
-
-    tmp = None
-    if out is None:
-        tmp = tempfile.TemporaryDirectory(prefix="gemmlab-judge-")
-        csv = Path(tmp.name) / f"{kernel}.csv"
-    else:
-        csv = Path(out)
-        if csv.suffix != ".csv":
-            raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
-    try:
+    p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
+                 "gemmlab.judge")
+    with _csv_path(out, p.kernel, "gemmlab-judge-") as csv:
         rc = gpu.judge(
-            launcher, framework, kernel, family, description or f"Python callable {caller['callable']}",
-            input_format, compute_format or "", accumulator_format or "", output_format, accumulation,
-            int(promotion_interval_k), layout_a, layout_b, how == "return", _sizes(sizes), list(distributions),
+            p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
+            p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
+            int(promotion_interval_k), layout_a, layout_b, p.how == "return", _sizes(sizes), list(distributions),
             [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks), int(device),
-            stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(caller),
-            "gemmlab.judge " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]), bool(quiet),
+            p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
+            "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet),
             json.dumps(numerics) if numerics else "")
         rows = load_results(csv)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
     _warn(rows)
     bad = rows[rows["status"] == "error"]
     if (rc != 0 or len(bad)) and errors == "raise":
         lines = "\n".join(f"  {r.kernel} {r.distribution} {r.M}x{r.N}x{r.K} seed {r.seed}: {r.note}"
                           for r in bad.itertuples())
-        raise JudgeError(f"{len(bad)} of {len(rows)} rows of {kernel} are errors:\n{lines}", rows)
+        raise JudgeError(f"{len(bad)} of {len(rows)} rows of {p.kernel} are errors:\n{lines}", rows)
     return rows
 
 
@@ -304,3 +322,68 @@ def _warn(rows: pd.DataFrame) -> None:
         elif not pd.isna(r.nonfinite) and r.nonfinite > 0:
             warnings.warn(f"{where} returned {r.nonfinite} NaN or infinite entries (status {r.status})",
                           RuntimeWarning, stacklevel=3)
+
+
+def _sweep(values, what: str) -> list[str]:
+    """A sweep for the C++ side: "default", or whole numbers."""
+    if isinstance(values, str):
+        values = [values]
+    out = []
+    for v in values:
+        if isinstance(v, str) and v == "default":
+            out.append(v)
+        elif isinstance(v, (int,)) and not isinstance(v, bool) and v >= 1:
+            out.append(str(v))
+        else:
+            raise ValueError(f"{what} holds whole numbers >= 1 or 'default', got {v!r}")
+    return out
+
+
+def invariance(fn: Callable, *, input_format: str, output_format: str = "fp32",
+               size: int | Sequence[int] = (512, 4096, 4096), m: Iterable[int | str] | str = "default",
+               n: Iterable[int | str] = (), k_tails: Iterable[int] = (), repeats: int = 3,
+               distribution: str = "uniform_-1_1", seed: int = 1, name: str | None = None, family: str = "user",
+               description: str = "", framework: Framework = "torch", style: Style = "auto", layout_a: str = "row",
+               layout_b: str = "row", accumulation: str = "unknown", compute_format: str | None = None,
+               accumulator_format: str | None = None, promotion_interval_k: int = 0, reps: int = 3, warmup: int = 1,
+               flush_l2: bool = True, reveal_k_max: int = 0, cost: bool = True, device: int = 0,
+               stream: int | None = None, out: str | os.PathLike | None = None, resume: bool = False,
+               force: bool = False, quiet: bool = True) -> pd.DataFrame:
+    """Determinism and batch invariance of ``fn``, bit for bit, as ``gemmlab invariance`` measures a
+    built-in kernel (the same C++): rows [0, m) of C computed with M = m against the same rows at the
+    full M for every ``m`` ("default": 1..8, 2^p - 1, 2^p, 2^p + 1 below M), likewise columns ``n``
+    and zero ``k_tails``, ``repeats`` launches on the same inputs, and a ``cost`` row (median time,
+    bias and spread of the relative error at the full size).
+
+    ``fn`` and the format, layout and numerics arguments are those of ``judge``. ``size`` is the full
+    (M, N, K) (or one integer for a cube). Orders of differing entries are revealed only where K is
+    at most ``reveal_k_max`` (default 0: never; each reveal takes about K x depth whole launches of
+    ``fn``). ``out`` writes the CSV and its ``.meta.json`` (journaled: ``resume=True`` continues an
+    interrupted run, ``force=True`` replaces); without it the rows are only returned.
+
+    Returns the rows with exactly the CSV's columns (kernel, config, ..., check, m, n, k, compared,
+    differing, first_i, first_j, status, why, ...). Raises ``GpuUnavailable`` without a usable GPU
+    engine, ``ValueError`` for bad arguments, ``RuntimeError`` when the run stopped early.
+    """
+    gpu = gpu_module(device)
+    p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
+                 "gemmlab.invariance")
+    (full,) = _sizes([size])
+    with _csv_path(out, p.kernel, "gemmlab-invariance-") as csv:
+        rc = gpu.invariance(
+            p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
+            p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
+            int(promotion_interval_k), layout_a, layout_b, p.how == "return", full, _sweep(m, "m"), _sweep(n, "n"),
+            _sweep(k_tails, "k_tails"), int(repeats), distribution, int(seed), int(reps), int(warmup), bool(flush_l2),
+            int(reveal_k_max), bool(cost), int(device), p.stream, framework == "jax", str(csv), bool(resume),
+            bool(force), json.dumps(p.caller),
+            "gemmlab.invariance " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet))
+        if rc not in (0, 3):
+            raise RuntimeError(f"gemmlab.invariance of {p.kernel} stopped early (exit {rc}); its journal "
+                               f"{csv}.journal keeps the finished rows: call again with resume=True")
+        rows = pd.read_csv(csv, keep_default_na=False, dtype=str)
+    for col in ("seed", "M", "N", "K", "m", "n", "k", "compared", "differing"):
+        rows[col] = rows[col].astype("int64")
+    for col in ("time_ms_median", "rel_mean", "rel_std"):
+        rows[col] = pd.to_numeric(rows[col].replace("", None), errors="coerce")
+    return rows
