@@ -73,17 +73,17 @@ void launch_setting(const GemmArgs& a, const Setting& s) {
   GEMMLAB_CUBLAS_CHECK(cublasSetWorkspace(h, a.workspace, a.workspace_bytes));
   GEMMLAB_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
   const bool emulated = s.mode != Mode::native;
-  GEMMLAB_CUBLAS_CHECK(cublasSetEmulationStrategy(h, emulated ? CUBLAS_EMULATION_STRATEGY_EAGER
-                                                              : CUBLAS_EMULATION_STRATEGY_PERFORMANT));
-  GEMMLAB_CUBLAS_CHECK(cublasSetFixedPointEmulationMantissaBitOffset(h, 0));
-  if (s.mode == Mode::emulated_fixed) {
-    GEMMLAB_CUBLAS_CHECK(cublasSetFixedPointEmulationMantissaControl(h, CUDA_EMULATION_MANTISSA_CONTROL_FIXED));
-    refused_or_throw(cublasSetFixedPointEmulationMaxMantissaBitCount(h, s.bits), s,
-                     "cublasSetFixedPointEmulationMaxMantissaBitCount");
-  } else {
-    GEMMLAB_CUBLAS_CHECK(cublasSetFixedPointEmulationMantissaControl(h, CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC));
-    GEMMLAB_CUBLAS_CHECK(cublasSetFixedPointEmulationMaxMantissaBitCount(h, 0));  // 0: the library's default
-  }
+  refused_or_throw(cublasSetEmulationStrategy(h, emulated ? CUBLAS_EMULATION_STRATEGY_EAGER
+                                                          : CUBLAS_EMULATION_STRATEGY_PERFORMANT),
+                   s, "cublasSetEmulationStrategy");
+  refused_or_throw(cublasSetFixedPointEmulationMantissaBitOffset(h, 0), s, "cublasSetFixedPointEmulationMantissaBitOffset");
+  const bool fixed = s.mode == Mode::emulated_fixed;
+  refused_or_throw(cublasSetFixedPointEmulationMantissaControl(h, fixed ? CUDA_EMULATION_MANTISSA_CONTROL_FIXED
+                                                                        : CUDA_EMULATION_MANTISSA_CONTROL_DYNAMIC),
+                   s, "cublasSetFixedPointEmulationMantissaControl");
+  // FIXED: the bit count of this entry; DYNAMIC: 0, the library's default maximum.
+  refused_or_throw(cublasSetFixedPointEmulationMaxMantissaBitCount(h, fixed ? s.bits : 0), s,
+                   "cublasSetFixedPointEmulationMaxMantissaBitCount");
   // Column-major view: C^T (N, M) = B^T (N, K) * A^T (K, M); the row-major buffers are exactly these.
   if (s.mode == Mode::bf16x9) {
     const float one = 1.0f, zero = 0.0f;
