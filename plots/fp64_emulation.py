@@ -56,9 +56,13 @@ def phi(dist):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv", nargs="+", help="gemmlab run CSVs of the fp64_emulation suite")
-    ap.add_argument("-o", "--out", required=True, help="figure file (.png)")
+    ap.add_argument("csv", nargs="+", help="gemmlab run CSVs of the fp64_emulation suite (a last .png: the figure)")
+    ap.add_argument("-o", "--out", help="figure file (.png)")
     a = ap.parse_args()
+    if not a.out and len(a.csv) > 1 and a.csv[-1].endswith(".png"):
+        a.out = a.csv.pop()
+    if not a.out:
+        sys.exit("give the figure file: -o OUT.png (or as the last argument)")
     rows = read(a.csv)
     m1024 = [r for r in rows if r["M"] == "1024" and r["N"] == "1024" and phi(r["distribution"]) is not None]
     if not m1024:

@@ -67,16 +67,17 @@ fi
 if ! done_csv "$out/bits_1024.csv"; then
   mkdir -p "$out/bits_npy"
   run "$out/bits_1024.csv" -k cublas_dgemm,cublas_dgemm_emu_auto,cublas_dgemm_emu_b79,cublas_sgemm_emu_bf16x9,cublas_gemmex_fp32_pedantic,cublas_gemmex_fp32_default,dgemm_01_dfma_tiled,dgemm_mma_01_m8n8k4 \
-    -d expspread_1 -s 1024 --reps 3 --save-matrices "$out/bits_npy" >"$out/bits_1024.log" 2>&1
+    -d expspread_1,cancel_-40,logunif_-60_60 -s 1024 --reps 3 --save-matrices "$out/bits_npy" >"$out/bits_1024.log" 2>&1
   note "bits run: rc $?"
 fi
 python3 - "$out/bits_npy" >"$out/bits_compare.txt" 2>&1 <<'PY'
 import glob, os, sys
 import numpy as np
 d = sys.argv[1]
-def out(kernel):
-    f = glob.glob(os.path.join(d, f"*_{kernel}_C.npy"))
-    return np.load(f[0]) if f else None
+# --save-matrices names each output <problem tag>_<kernel>_C.npy; the tag names the distribution.
+def outputs(kernel):
+    suffix = f"_{kernel}_C.npy"
+    return {os.path.basename(f)[:-len(suffix)]: f for f in glob.glob(os.path.join(d, "*" + suffix))}
 pairs = [("cublas_dgemm_emu_auto", "cublas_dgemm"), ("cublas_dgemm_emu_b79", "cublas_dgemm"),
          ("cublas_sgemm_emu_bf16x9", "cublas_gemmex_fp32_pedantic"), ("cublas_sgemm_emu_bf16x9", "cublas_gemmex_fp32_default"),
          ("cublas_gemmex_fp32_default", "cublas_gemmex_fp32_pedantic"),
@@ -84,12 +85,14 @@ pairs = [("cublas_dgemm_emu_auto", "cublas_dgemm"), ("cublas_dgemm_emu_b79", "cu
          # kernel's bits equal the DFMA kernel's (the same chain in increasing k). 0 differing supports it.
          ("dgemm_mma_01_m8n8k4", "dgemm_01_dfma_tiled")]
 for a, b in pairs:
-    x, y = out(a), out(b)
-    if x is None or y is None:
-        print(f"{a} vs {b}: missing output ({'no ' + a if x is None else 'no ' + b})")
-        continue
-    differ = int(np.count_nonzero(x.view(np.uint64) != y.view(np.uint64)))
-    print(f"{a} vs {b}: {differ} of {x.size} entries differ bit for bit")
+    xs, ys = outputs(a), outputs(b)
+    tags = sorted(set(xs) & set(ys))
+    if not tags:
+        print(f"{a} vs {b}: no problem with both outputs ({len(xs)} / {len(ys)} files)")
+    for t in tags:
+        x, y = np.load(xs[t]), np.load(ys[t])
+        differ = int(np.count_nonzero(x.view(np.uint64) != y.view(np.uint64)))
+        print(f"{t}: {a} vs {b}: {differ} of {x.size} entries differ bit for bit")
 PY
 
 # 6. Prediction of the DFMA kernel.
