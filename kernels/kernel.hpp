@@ -12,6 +12,7 @@
 //  * The harness has already checked M, N, K against the multiples and supports() below.
 #pragma once
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include "reference/numerics.hpp"
 
@@ -34,9 +35,17 @@ struct GemmArgs {
   const void* context = nullptr;  // Kernel::context of the kernel launched (run-time kernels' state)
 };
 
+// Thrown by a launcher when the library or the GPU refuses the kernel's setting at run time (a cuBLAS
+// emulation setting the library does not offer): the engine writes a not_supported row with the
+// message, as for a GPU below min_cc, instead of an error row.
+class KernelNotSupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 struct Kernel {
   const char* name;               // == file stem (+ variant suffix) == registry id == CSV `kernel`
-  const char* family;             // simt, cublas, mma, wmma, hopper
+  const char* family;             // simt, cublas, mma, wmma, hopper, fp64, cpu
   const char* description;        // one line: what this variant does
   Numerics numerics;              // formats, accumulation, instruction, rounding (reference/numerics.hpp)
   Layout layout_a, layout_b;

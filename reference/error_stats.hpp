@@ -59,7 +59,9 @@ double sqrtk_u(const BoundModel& m);
   X(std::int64_t, nonfinite, "computed NaN or infinity (an unwritten entry or overflow)")             \
   X(std::int64_t, unwritten, "computed NaN: the harness poisons C with NaN, so an entry a kernel skipped") \
   X(std::int64_t, rel_count, "entries in the relative-error statistics")                             \
-  /* Signed relative error r = (C^ - C) / |C| over entries with C != 0 and finite C^. */              \
+  /* Signed relative error r = (C^ - C) / |C| over entries with C != 0 and finite C^ (C: the exact  \
+     product rounded to binary64, so for fp64 output r is the distance from the correctly rounded  \
+     result, within half an ulp of the distance from the exact one). */                            \
   X(double, rel_mean, "bias")                                                                         \
   X(double, rel_mean_ci95, "half-width of the 95% confidence interval of the mean (1.96 s / sqrt(n))") \
   X(double, rel_std, "spread (sample standard deviation)")                                            \

@@ -1,7 +1,10 @@
 // The reference product C = A*B, computed exactly and then rounded once.
 //
-// Every product of two inputs (each at most 24 significant bits) is exact in binary64, so each
-// C(i,j) is an exact sum of doubles. Two engines compute that sum exactly:
+// Every input is a double sign * m * 2^lsb (m < 2^53), so every product is an integer of at most 106
+// bits times a power of two (exact in binary64 itself when the inputs have at most 24 significant
+// bits; for fp64 inputs anywhere in [2^-2148, 2^2048)), and each C(i,j) is an exact sum of such
+// terms. Two engines compute that sum exactly, for any finite doubles (fp64 inputs included, from
+// subnormals to DBL_MAX: tests/cpu/test_exact_gemm.cpp, Fp64*):
 //  * exact_gemm: a fast fixed-point path (an int128 fixed-point accumulator when the inputs'
 //    exponent range allows it, otherwise a Kulisch-style multi-limb accumulator covering the whole
 //    product exponent range), multi-threaded over output entries;

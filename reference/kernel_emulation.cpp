@@ -22,6 +22,11 @@ float as_float(double x) { return static_cast<float>(x); }
 double emulate_dot(const Numerics& o, const double* a, const double* b, int K, const tc::TcParams& p) {
   if (o.accumulation == Accumulation::fma) {
     if (o.split_k != 1) throw std::invalid_argument("emulate: split_k is only modelled for tensor-core orders");
+    if (o.accumulator == Format::fp64) {  // DFMA chain: binary64 inputs, one rounding per k
+      double acc = 0.0;
+      for (int k = 0; k < K; ++k) acc = std::fma(a[k], b[k], acc);
+      return acc;
+    }
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) acc = std::fmaf(static_cast<float>(a[k]), static_cast<float>(b[k]), acc);
     return acc;

@@ -2,7 +2,8 @@
 // composed in the kernel's order of accumulation, or fp32 FMA in the CUDA-core kernels' order.
 //
 // The kernel's numerics record (reference/numerics.hpp) says its order of accumulation:
-//  * fma       acc = fmaf(a_k, b_k, acc) from +0, one k at a time in increasing k (CUDA cores);
+//  * fma       acc = fma(a_k, b_k, acc) from +0, one k at a time in increasing k (CUDA cores), in the
+//              accumulator's format: fmaf for fp32, binary64 fma for fp64 (DFMA);
 //  * in_mma, in_wgmma
 //              D = mma(A, B, D): k-steps of `k_step` products in increasing k, the running sum
 //              is the C of every instruction (it joins each block's alignment);

@@ -67,11 +67,13 @@ std::string Numerics::describe() const {
   std::ostringstream s;
   s << to_string(accumulation);
   if (accumulation == Accumulation::fma) {
-    s << ", fp32 FMA one k at a time in increasing k";
+    s << ", " << info(accumulator).name << " FMA one k at a time in increasing k";
   } else if (instruction) {
     s << ", " << tc::info(*instruction).name << ", k-steps of " << k_step << " in increasing k";
     if (accumulation == Accumulation::promoted)
       s << ", promoted to fp32 every " << promotion_interval_k << " elements of K";
+  } else if (k_step > 1) {
+    s << ", k-steps of " << k_step << " in increasing k (instruction not modelled)";
   }
   if (split_k > 1) s << ", k-steps dealt to " << split_k << " partial sums added at the end (fp32, nearest)";
   if (k_chunked) s << ", some entries' K cut into chunks summed apart and added in k order (fp32, nearest)";

@@ -18,7 +18,8 @@
 namespace gemmlab {
 
 // Where the running sum lives (one word per concept, used in code, CLI flags and the CSV):
-//  fma        CUDA-core fp32 FMA chain: acc = fma(a_k, b_k, acc) from +0, one k at a time
+//  fma        CUDA-core FMA chain in the accumulator's format (fp32 FFMA, fp64 DFMA):
+//             acc = fma(a_k, b_k, acc) from +0, one k at a time
 //  in_mma     D = A*B + D inside mma.sync / wmma: the running sum is every instruction's C
 //  in_wgmma   D = A*B + D inside wgmma (the same chain through a warpgroup instruction)
 //  external   T = A*B + 0 per instruction, then acc = fp32 RN(acc + T) in registers
@@ -86,6 +87,22 @@ constexpr Numerics cuda_core_fp32_fma() {
   return Numerics{.input = Format::fp32, .compute = Format::fp32, .accumulator = Format::fp32,
                   .output = Format::fp32, .accumulation = Accumulation::fma, .instruction = std::nullopt, .k_step = 1,
                   .accumulation_rounding = Rounding::nearest_even};
+}
+
+// The CUDA-core DGEMM numerics: binary64 throughout, each accumulator starts at +0 and gets one
+// round-to-nearest fma (DFMA) per k in increasing k.
+constexpr Numerics cuda_core_fp64_fma() {
+  return Numerics{.input = Format::fp64, .compute = Format::fp64, .accumulator = Format::fp64,
+                  .output = Format::fp64, .accumulation = Accumulation::fma, .instruction = std::nullopt, .k_step = 1,
+                  .accumulation_rounding = Rounding::nearest_even};
+}
+
+// A library GEMM in one format throughout (cuBLAS DGEMM and its emulations, Eigen's products): its
+// order of summation and rounding are not known, so bounds use the weaker truncating model.
+constexpr Numerics library_numerics(Format f) {
+  return Numerics{.input = f, .compute = f, .accumulator = f, .output = f, .accumulation = Accumulation::library,
+                  .instruction = std::nullopt, .k_step = 0, .promotion_interval_k = 0, .split_k = 1,
+                  .k_chunked = false, .accumulation_rounding = Rounding::unknown};
 }
 
 // fp16 / bf16 / e4m3 / e5m2 in, fp32 accumulate and out through wgmma (k-steps of 16, 32 for fp8)

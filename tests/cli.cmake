@@ -226,8 +226,14 @@ add_test(NAME plots.bias_spread_suite
   COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/bias_spread.py ${_data}/sample_suite.csv ${_out}/bias_spread_suite.png)
+# fp64_emulation.py on a small synthetic CSV (tests/data/sample_fp64_emulation.csv: every fp64 kernel, four phi,
+# k = 1024 and 16384, a 4096^3 speed row each, a not_supported row that must be left out).
+add_test(NAME plots.fp64_emulation
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/fp64_emulation.py ${_data}/sample_fp64_emulation.csv ${_out}/fp64_emulation.png)
 set_tests_properties(plots.accumulation_vs_k plots.fp8_promotion plots.pareto plots.heatmap plots.bias_spread_suite
-                     PROPERTIES LABELS plots)
+                     plots.fp64_emulation PROPERTIES LABELS plots)
 add_test(NAME plots.invariance
   COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py

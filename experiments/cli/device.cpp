@@ -180,7 +180,7 @@ Command add_bench_reference(CLI::App& app, const std::string& command_line) {
               o->b.formats.clear();
               for (const auto& f : split_commas(o->formats)) {
                 auto fmt = parse_format(f);
-                if (!fmt) throw UsageError("unknown format '" + f + "' (fp32, tf32, fp16, bf16, e4m3, e5m2)");
+                if (!fmt) throw UsageError("unknown format '" + f + "' (fp64, fp32, tf32, fp16, bf16, e4m3, e5m2)");
                 o->b.formats.push_back(*fmt);
               }
             }

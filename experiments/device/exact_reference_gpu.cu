@@ -23,12 +23,13 @@
 #include <thread>
 
 #include "kernels/common/cuda_check.cuh"
+#include "reference/int8_split.hpp"
 #include "reference/portable_fp.hpp"
 
 namespace gemmlab::device {
 namespace {
 
-constexpr int kDigitBits = 7;
+constexpr int kDigitBits = split::kDigitBits;
 constexpr long kMaxTermsInt32 = 1L << 17;  // 2^17 * 127^2 < 2^31
 constexpr std::size_t kLevelBudgetBytes = std::size_t{4} << 30;
 constexpr std::size_t kCublasWorkspace = std::size_t{64} << 20;
@@ -151,12 +152,7 @@ __global__ void digits_kernel(const double* __restrict__ X, int rows, int K, con
   const int shift = d.lsb - e[r];
   const std::size_t at = static_cast<std::size_t>(r) * Kp + k;
   for (int s = 0; s < S; ++s) {
-    const int p = kDigitBits * s - shift;  // bit of m that is the digit's lowest
-    std::uint64_t v;
-    if (p >= 64 || p <= -kDigitBits) v = 0;
-    else if (p >= 0) v = (d.m >> p) & 127u;
-    else v = (d.m << (-p)) & 127u;
-    const int dv = static_cast<int>(v);
+    const int dv = split::digit(d.m, shift, s);
     sig[s * slice + at] = static_cast<std::int8_t>(d.neg ? -dv : dv);
     mag[s * slice + at] = static_cast<std::int8_t>(dv);
   }
@@ -580,7 +576,7 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
     return w;
   };
   const int wa = width(hea, hta), wb = width(heb, htb);
-  const int SA = std::max(1, (wa + kDigitBits - 1) / kDigitBits), SB = std::max(1, (wb + kDigitBits - 1) / kDigitBits);
+  const int SA = split::digits_for(wa), SB = split::digits_for(wb);
   ref.digits_a = SA, ref.digits_b = SB;
   if (SA > kMaxDigits || SB > kMaxDigits)
     throw GpuReferenceUnavailable("exact_gemm_gpu: the rows of A need " + std::to_string(SA) + " and the columns of B " +

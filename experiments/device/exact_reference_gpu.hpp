@@ -25,7 +25,12 @@
 // Cost: S_A S_B int8 GEMMs, twice (signed and magnitudes) unless A and B are non-negative.
 // Measured digits (H100 run, results/oracle/): fp16 data 4 (at most 6), exactint 1, fp32 U[0,1),
 // U[-1,1), N(0,1), cancel_-10 7-8, logunif_-8_8 6; logunif_-60_60 in fp32 about 21. The limit is
-// kMaxDigits (any fp32, bf16 or tf32 data needs at most 40).
+// kMaxDigits (any fp32, bf16 or tf32 data needs at most 40). fp64 inputs (53-bit significands, the
+// whole binary64 range) go through the same split: exact on the GPU whenever every row of A and
+// every column of B spans at most 336 bits (expspread_PHI in fp64 at K = 4096: 11 digits at
+// PHI = 0.5, 15 at PHI = 4; tests/cpu/test_int8_split.cpp); a row or column beyond that (2^-1074 beside 1.0) is refused, and the engine's
+// `--reference auto` computes that problem on the CPU, saying why on stderr (fallback rule:
+// reference/int8_split.hpp).
 // The cuBLAS handle and the pinned staging buffer are kept per process, on the device current at
 // the first call; calls from several host threads at once are not supported.
 //
@@ -43,6 +48,7 @@
 
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
+#include "reference/int8_split.hpp"
 #include "reference/matrix.hpp"
 
 namespace gemmlab::device {
@@ -53,7 +59,9 @@ class GpuReferenceUnavailable : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-constexpr int kMaxDigits = 48;  // 7-bit digits per operand entry: 336 bits (fp32's whole range is 277)
+// 7-bit digits per operand entry: 336 bits of spread per row or column (fp32's whole range is 277;
+// the split and this fallback rule: reference/int8_split.hpp, tested on the CPU).
+constexpr int kMaxDigits = split::kMaxSplitDigits;
 
 // Digits an operand of format `in` needs at most, whatever its values (its whole finite range):
 // fp16 6, e4m3 3, e5m2 5, fp32 / tf32 / bf16 40; fp64 is beyond kMaxDigits (returns kMaxDigits + 1).

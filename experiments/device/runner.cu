@@ -775,7 +775,9 @@ class GpuDevice final : public Device {
   // statistics for the worst data of the input format (device/exact_reference_gpu.hpp).
   std::string check_memory(int M, int N, int K, Format in) override {
     const DeviceInfo& dev = query_device(index_);
-    const std::size_t kernel = 4 * (std::size_t(M) * K + std::size_t(K) * N + std::size_t(M) * N) +
+    // Operands and C in the input format (fp64: 8 bytes an entry; every other format fits 4).
+    const std::size_t kernel = std::max<std::size_t>(4, storage_bytes(in)) *
+                                   (std::size_t(M) * K + std::size_t(K) * N + std::size_t(M) * N) +
                                2 * std::size_t(dev.l2_bytes) + (64u << 20);
     const std::size_t need = kernel + device::gpu_oracle_bytes(M, N, K, in);
     const std::size_t have = static_cast<std::size_t>(0.9 * double(dev.global_mem_bytes));

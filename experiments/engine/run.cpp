@@ -452,6 +452,11 @@ class ProblemRunner {
                     run.time_ms_median, run.tflops, row.stats->rel_mean, row.stats->rel_std,
                     row.status == Status::failed_bound ? "FAILED_BOUND" : to_string(row.status));
       ctx.log(line);
+    } catch (const KernelNotSupported& e) {  // the library refused the kernel's setting: not an error
+      time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
+      row.status = Status::not_supported;
+      row.note = e.what();
+      ctx.log(who + "   " + k.name + ": not supported: " + e.what());
     } catch (const std::exception& e) {
       time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
       row.status = Status::error;

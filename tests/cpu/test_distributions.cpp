@@ -4,6 +4,7 @@
 // distribution's known moments (a false failure has probability below 1e-6 per check).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "reference/distributions.hpp"
+#include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
 #include "reference/portable_fp.hpp"
 #include "reference/rng.hpp"
@@ -389,6 +391,34 @@ TEST(DistributionsStats, CancelPerturbationIsSmallAndSurvivesRounding) {
   EXPECT_NE(unusable_reason(parse_distribution("cancel_-25"), Format::fp32), "");
   EXPECT_THROW(generate(parse_distribution("cancel_-10"), Operand::B, 8, 8, Format::bf16, 1),
                std::invalid_argument);
+}
+
+// The wide-range and cancellation distributions in fp64, where fp32 refuses them: logunif over
+// binades -1000..1000 (subnormal to 2^1000) and cancel_-40 (a perturbation fp32 would lose). The
+// cancel structure holds in binary64: |C| <= (2^E + 2u) sum_{k<h} |A(i,k) B(k,j)| <= (2^E + 2u) |A||B|,
+// checked on the exact reference; and C is not trivially zero.
+TEST(DistributionsStats, WideRangeAndCancellationInFp64) {
+  const Distribution wide = parse_distribution("logunif_-1000_1000"), cancel = parse_distribution("cancel_-40");
+  EXPECT_NE(unusable_reason(wide, Format::fp32), "");
+  EXPECT_NE(unusable_reason(cancel, Format::fp32), "");
+  EXPECT_EQ(unusable_reason(wide, Format::fp64), "");
+  EXPECT_EQ(unusable_reason(cancel, Format::fp64), "");
+  const Matrix W = generate(wide, Operand::A, 64, 64, Format::fp64, 5);
+  double lo = 1e300, hi = 0;
+  for (double x : W.v)
+    if (x != 0) lo = std::min(lo, std::fabs(x)), hi = std::max(hi, std::fabs(x));
+  EXPECT_LT(lo, 0x1p-900);
+  EXPECT_GT(hi, 0x1p900);
+
+  const int M = 12, N = 10, K = 64;
+  const Matrix A = generate(cancel, Operand::A, M, K, Format::fp64, 9), B = generate(cancel, Operand::B, K, N, Format::fp64, 9);
+  const GemmReference r = exact_gemm(A, B, Format::fp64);
+  int nonzero = 0;
+  for (std::size_t i = 0; i < r.c.size(); ++i) {
+    EXPECT_LE(std::fabs(r.c[i]), (0x1p-40 + 0x1p-52) * r.abs_ab[i]) << "entry " << i;
+    nonzero += r.c[i] != 0;
+  }
+  EXPECT_GT(nonzero, M * N * 9 / 10);
 }
 
 TEST(DistributionsStats, ExactIntTakesEveryIntegerInRange) {

@@ -245,6 +245,26 @@ TEST(ErrorStats, OutputUnitRoundoffFollowsTheReferenceFormat) {
   EXPECT_EQ(st.rel_mean_u, 2.0);
 }
 
+// fp64 output: u_out = 2^-53 and the bound of a binary64 FMA chain, gamma_K(2^-53). One ulp above
+// c = 1 + 2^-51 is r = 2^-52 / (1 + 2^-51), about 2 u; the other entry is correctly rounded.
+// (For binary64 output the relative error is measured against c, the exact C rounded to binary64,
+// so it resolves the computed value's distance from the correctly rounded result.)
+TEST(ErrorStats, Fp64OutputUsesBinary64UnitRoundoffAndBound) {
+  const double c0 = 1 + 0x1p-51;
+  const std::vector<double> c = {c0, 2};
+  BoundModel m;
+  m.K = 1024, m.input = m.compute = m.accumulator = m.output = Format::fp64;
+  const ErrorStats st =
+      compute_error_stats({std::nextafter(c0, 4.0), 2}, make_ref(1, 2, c, c, {c0, 2}, Format::fp64), m);
+  EXPECT_EQ(st.u_out, 0x1p-53);
+  EXPECT_EQ(st.rel_max_abs, 0x1p-52 / c0);
+  EXPECT_EQ(st.rel_max_abs_u, 0x1p-52 / c0 / 0x1p-53);
+  EXPECT_DOUBLE_EQ(st.frac_correctly_rounded, 0.5);
+  const double ku = 1024 * 0x1p-53;
+  EXPECT_DOUBLE_EQ(st.gamma_bound, ku / (1 - ku));
+  EXPECT_TRUE(st.within_bound);
+}
+
 // 16M entries with r = r0 +- 2^-40 alternating, r0 = fl(1 + 1e-3) - 1 (about 1e-3): the exact
 // mean is r0 and the exact sample std 2^-40 sqrt(n / (n-1)). The naive one-pass formula
 // E[r^2] - E[r]^2 in double loses every digit of the variance (its rounding errors, about

@@ -438,6 +438,69 @@ TEST(ExactGemm, FullPrecisionDoubleInputs) {
   EXPECT_EQ(expect_all_engines_match_mpfr(A, B), "kulisch");
 }
 
+// fp64 inputs: a product of two doubles has up to 106 significand bits and an exponent anywhere in
+// [2^-2148, 2^2048), so the sum needs the whole Kulisch range. (1 + 2^-52)^2 = 1 + 2^-51 + 2^-104:
+// alone it rounds to 1 + 2^-51 (nearest) and 1 + 2^-51 + 2^-52 (odd: the 2^-104 is sticky); minus
+// (1 + 2^-51) it leaves exactly 2^-104, which only an exact sum keeps.
+TEST(ExactGemm, Fp64ProductsKeepAll106Bits) {
+  const double a = 1 + 0x1p-52;
+  {
+    const auto [A, B] = dot_case({a}, {a});
+    expect_all_engines_match_mpfr(A, B);
+    const GemmReference r = exact_gemm(A, B, Format::fp64);
+    EXPECT_EQ(hex(r.c[0]), hex(1 + 0x1p-51));
+    EXPECT_EQ(hex(r.c_odd[0]), hex(1 + 0x1p-51 + 0x1p-52));
+  }
+  {
+    const auto [A, B] = dot_case({a, -1.0}, {a, 1 + 0x1p-51});
+    expect_all_engines_match_mpfr(A, B);
+    const GemmReference r = exact_gemm(A, B, Format::fp64);
+    EXPECT_EQ(hex(r.c[0]), hex(0x1p-104));
+    EXPECT_EQ(hex(r.c_odd[0]), hex(0x1p-104));
+    EXPECT_EQ(hex(r.abs_ab[0]), hex(2 + 0x1p-50));  // 1 + 2^-51 + 2^-104 + 1 + 2^-51, rounded to nearest
+  }
+}
+
+// The ends of binary64's range in one sum: DBL_MAX * 2 - DBL_MAX * 2 cancels at 2^1025 (beyond the
+// finite range, so no intermediate may be rounded or overflow), leaving the product of the two
+// smallest subnormals, 2^-2148: +0 to nearest, 2^-1074 to odd (the sticky bit), while |A||B| =
+// 4 DBL_MAX overflows to infinity. Negated, the tiny sum rounds to -0 (a non-zero negative sum).
+TEST(ExactGemm, Fp64WholeRangeEndsInOneSum) {
+  const double big = std::numeric_limits<double>::max(), tiny = 0x1p-1074;
+  for (const double sign : {1.0, -1.0}) {
+    const auto [A, B] = dot_case({big, big, tiny}, {2, -2, sign * tiny});
+    expect_all_engines_match_mpfr(A, B);
+    const GemmReference r = exact_gemm(A, B, Format::fp64);
+    EXPECT_EQ(hex(r.c[0]), hex(sign * 0.0));
+    EXPECT_EQ(hex(r.c_odd[0]), hex(sign * tiny));
+    EXPECT_TRUE(std::isinf(r.abs_ab[0]));
+  }
+}
+
+// Random 53-bit doubles over the whole binary64 exponent range (subnormals included, magnitudes up
+// to 2^1020 so a row of 40 products stays finite): both CPU engines equal MPFR bit for bit in c,
+// c_odd, |A||B| and c_out of every output format.
+TEST(ExactGemm, Fp64WholeExponentRangeMatchesMpfr) {
+  const std::uint64_t seed = 2311;
+  std::mt19937_64 rng(seed);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const int M = 8, N = 9, K = 40;
+  Matrix A(M, K), B(K, N);
+  for (double& x : A.v) x = log_uniform(Format::fp64, -1074, 500, rng);
+  for (double& x : B.v) x = log_uniform(Format::fp64, -1074, 500, rng);
+  // Entry (0, 0): subnormal * subnormal only; entry (1, 1): subnormal * huge (a normal result).
+  for (int k = 0; k < K; ++k) A(0, k) = std::ldexp(static_cast<double>(2 * k + 1), -1074), B(k, 0) = -0x1p-1070;
+  for (int k = 0; k < K; ++k) A(1, k) = 0x1p-1074 * (k + 1), B(k, 1) = std::ldexp(1 + 0x1p-52 * k, 1000);
+  EXPECT_FALSE(fits_fixed_int128(A, B));
+  EXPECT_EQ(expect_all_engines_match_mpfr(A, B), "kulisch");
+  EXPECT_GE(mpfr_exact_precision(A, B), 2 * (500 + 1074) + 6);
+  const GemmReference r = exact_gemm(A, B, Format::fp64);
+  // -sum (2k + 1) 2^-2144 = -1600 2^-2144, below half the smallest subnormal: -0 to nearest.
+  EXPECT_EQ(hex(r.c[0]), hex(-0.0));
+  EXPECT_EQ(hex(r.c_odd[0]), hex(-0x1p-1074));
+  EXPECT_GT(std::fabs(r.c[N + 1]), 0x1p-80);
+}
+
 TEST(ExactGemm, NonFiniteInputsFollowIeee) {
   const double inf = std::numeric_limits<double>::infinity();
   Matrix A(3, 2), B(2, 3);

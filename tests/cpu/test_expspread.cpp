@@ -124,5 +124,31 @@ TEST(ExpSpread, ExactReferenceMatchesMpfrInEveryFormat) {
     }
 }
 
+// fp64: expspread at the phi values of GEMMul8's accuracy study (Uchino, Ozaki, Imamura; phi = 0.5
+// is HPL-like) is usable in binary64 at every phi it publishes, draws full 53-bit values (most are
+// not fp32 values), and the exact reference of those 106-bit products equals MPFR bit for bit.
+TEST(ExpSpread, Fp64AtGemmul8PhiValues) {
+  for (const char* name : {"expspread_0.5", "expspread_1", "expspread_2", "expspread_4"}) {
+    SCOPED_TRACE(name);
+    const Distribution d = parse_distribution(name);
+    ASSERT_EQ(unusable_reason(d, Format::fp64), "");
+    const Matrix A = generate(d, Operand::A, 9, 70, Format::fp64, 3), B = generate(d, Operand::B, 70, 8, Format::fp64, 3);
+    int wider_than_fp32 = 0;
+    for (double x : A.v) wider_than_fp32 += !is_representable(Format::fp32, x);
+    EXPECT_GT(wider_than_fp32, static_cast<int>(A.v.size()) * 9 / 10);
+    for (Format out : {Format::fp64, Format::fp32}) {
+      const GemmReference m = mpfr_gemm(A, B, out);
+      const GemmReference r = exact_gemm(A, B, out);
+      EXPECT_EQ(r.engine, "kulisch");
+      EXPECT_EQ(r.c, m.c);
+      EXPECT_EQ(r.c_odd, m.c_odd);
+      EXPECT_EQ(r.abs_ab, m.abs_ab);
+      EXPECT_EQ(r.c_out, m.c_out);
+    }
+  }
+  // binary64's range allows every PHI the parser accepts (0.5 e^(8.58 * 16) is about 2^197).
+  EXPECT_EQ(unusable_reason(parse_distribution("expspread_16"), Format::fp64), "");
+}
+
 }  // namespace
 }  // namespace gemmlab

@@ -11,6 +11,7 @@
 #include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
 #include "reference/exact_gemm.hpp"
+#include "tests/same_bits.hpp"
 
 #define GEMMLAB_REQUIRE_GPU()                                                          \
   do {                                                                                 \
@@ -21,7 +22,7 @@
 // Skips (with the reason) when this build left the kernel family out (cmake -DGEMMLAB_FAMILIES=...).
 // A family that is built still has to register every kernel a test names: those tests fail.
 #ifndef GEMMLAB_BUILT_FAMILIES
-#define GEMMLAB_BUILT_FAMILIES "simt,cublas,mma,wmma,hopper"
+#define GEMMLAB_BUILT_FAMILIES "simt,cublas,mma,wmma,hopper,fp64,cpu"
 #endif
 #define GEMMLAB_REQUIRE_FAMILY(family)                                                            \
   do {                                                                                            \
@@ -40,6 +41,16 @@
   } while (0)
 
 namespace gemmlab::testing {
+
+// Two references equal bit for bit in c, c_odd, |A||B| and c_out (a GPU engine against a CPU one).
+inline void expect_same_reference(const GemmReference& gpu, const GemmReference& cpu, const std::string& what) {
+  ASSERT_EQ(gpu.M, cpu.M) << what;
+  ASSERT_EQ(gpu.N, cpu.N) << what;
+  EXPECT_TRUE(same_bits(gpu.c, cpu.c, gpu.N)) << what << ": c, gpu vs " << cpu.engine;
+  EXPECT_TRUE(same_bits(gpu.c_odd, cpu.c_odd, gpu.N)) << what << ": c_odd, gpu vs " << cpu.engine;
+  EXPECT_TRUE(same_bits(gpu.abs_ab, cpu.abs_ab, gpu.N)) << what << ": abs_ab, gpu vs " << cpu.engine;
+  EXPECT_TRUE(same_bits(gpu.c_out, cpu.c_out, gpu.N)) << what << ": c_out, gpu vs " << cpu.engine;
+}
 
 struct Checked {
   KernelRun run;

@@ -37,14 +37,7 @@ const std::vector<Format> kInputs = {Format::fp32, Format::tf32, Format::fp16, F
 using testing::hex;
 using testing::same_bits;
 
-void expect_same(const GemmReference& gpu, const GemmReference& cpu, const std::string& what) {
-  ASSERT_EQ(gpu.M, cpu.M) << what;
-  ASSERT_EQ(gpu.N, cpu.N) << what;
-  EXPECT_TRUE(same_bits(gpu.c, cpu.c, gpu.N)) << what << ": c, gpu vs " << cpu.engine;
-  EXPECT_TRUE(same_bits(gpu.c_odd, cpu.c_odd, gpu.N)) << what << ": c_odd, gpu vs " << cpu.engine;
-  EXPECT_TRUE(same_bits(gpu.abs_ab, cpu.abs_ab, gpu.N)) << what << ": abs_ab, gpu vs " << cpu.engine;
-  EXPECT_TRUE(same_bits(gpu.c_out, cpu.c_out, gpu.N)) << what << ": c_out, gpu vs " << cpu.engine;
-}
+const auto expect_same = testing::expect_same_reference;
 
 struct Problem {
   Matrix A, B;

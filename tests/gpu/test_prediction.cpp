@@ -9,6 +9,7 @@
 // on another GPU generation a mismatch here means "re-run gemmlab probe and compare", not a broken
 // kernel.
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,13 +70,16 @@ TEST_P(PredictionBitExact, WholeMatrixMatchesTheHardware) {
 INSTANTIATE_TEST_SUITE_P(Kernels, PredictionBitExact, ::testing::ValuesIn(predictable_kernels()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// Every kernel gemmlab builds is predicted, except library calls (cuBLAS, and the fp64 and cpu
+// families' cuBLAS and Eigen rows: accumulation `library`) and the kernels named here with the reason.
 TEST(PredictionCoverage, EveryKernelGemmlabBuildsHasAnOrder) {
+  const std::map<std::string, std::string> not_yet = {
+      {"dgemm_mma_01_m8n8k4", "the f64 mma.sync instruction is not in tc_model yet (issue 23, step 5)"}};
   for (const Kernel* k : all_kernels()) {
     const std::string fam = k->family;
-    if (fam != "cublas")
-      EXPECT_TRUE(prediction_params(*k).has_value()) << k->name << " (" << fam << ") has no modelled order";
-    else
-      EXPECT_EQ(k->numerics.accumulation, Accumulation::library) << k->name;
+    if (fam == "cublas") EXPECT_EQ(k->numerics.accumulation, Accumulation::library) << k->name;
+    if (k->numerics.accumulation == Accumulation::library || not_yet.count(k->name)) continue;
+    EXPECT_TRUE(prediction_params(*k).has_value()) << k->name << " (" << fam << ") has no modelled order";
   }
 }
 
