@@ -83,18 +83,6 @@ std::vector<ScaleRecipe> all_recipes(Format fp8) {
   return v;
 }
 
-std::string ScaledDistribution::name() const {
-  return recipe ? source.name() + "@" + recipe->name() : source.name();
-}
-
-ScaledDistribution parse_scaled_distribution(std::string_view name) {
-  ScaledDistribution d;
-  const auto at = name.find('@');
-  d.source = parse_distribution(name.substr(0, at));
-  if (at != std::string_view::npos) d.recipe = parse_recipe(name.substr(at + 1));
-  return d;
-}
-
 scaled_detail::QuantPlan quant_plan(Operand which, ScaleGranularity g, Format fp8, bool ue8m0, int rows, int cols) {
   if (fp8 != Format::e4m3 && fp8 != Format::e5m2)
     throw std::invalid_argument(std::string("scaled quantization targets e4m3 or e5m2, not ") + info(fp8).name);
@@ -178,11 +166,39 @@ ScaledOperand quantize(const Matrix& source, Operand which, ScaleGranularity g, 
   return r;
 }
 
-ScaledProblem make_scaled_problem(const Distribution& source, const ScaleRecipe& r, int M, int N, int K,
-                                  std::uint64_t seed, int threads) {
+std::vector<float> kernel_scales(const ScaledOperand& op, Operand which, ScaleGranularity g) {
+  const std::size_t rows = static_cast<std::size_t>(op.grid_rows), cols = static_cast<std::size_t>(op.grid_cols);
+  auto at = [&](std::size_t r, std::size_t c) { return op.scales[r * cols + c]; };
+  switch (g) {
+    case ScaleGranularity::tensor:
+    case ScaleGranularity::outer: return op.scales;  // (1, 1), (M, 1) or (1, N): already a vector
+    case ScaleGranularity::k128: {
+      if (which == Operand::B) return op.scales;  // (KB, N) row-major: (kb, n) at kb N + n
+      std::vector<float> v(rows * cols);          // A (M, KB) -> (i, kb) at kb M + i
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t kb = 0; kb < cols; ++kb) v[kb * rows + i] = at(i, kb);
+      return v;
+    }
+    case ScaleGranularity::blk128: {
+      // B (KB, NB) -> (kb, nb) at nb L4 + kb; A (MB, KB) -> (mb, kb) at mb L4 + kb.
+      const std::size_t kb_count = which == Operand::B ? rows : cols, other = which == Operand::B ? cols : rows;
+      const std::size_t l4 = (kb_count + 3) / 4 * 4;
+      std::vector<float> v(other * l4, 0.0f);
+      for (std::size_t o = 0; o < other; ++o)
+        for (std::size_t kb = 0; kb < kb_count; ++kb) v[o * l4 + kb] = which == Operand::B ? at(kb, o) : at(o, kb);
+      return v;
+    }
+    case ScaleGranularity::none: break;
+  }
+  throw std::invalid_argument("kernel_scales: granularity none has no scales");
+}
+
+ScaledProblem make_scaled_problem(const Distribution& d, int M, int N, int K, std::uint64_t seed, int threads) {
+  if (!d.recipe) throw std::invalid_argument("make_scaled_problem: " + d.name() + " has no scaled fp8 recipe (SOURCE@RECIPE)");
+  const ScaleRecipe& r = *d.recipe;
   ScaledProblem p;
-  p.A0 = generate(source, Operand::A, M, K, Format::fp32, seed, threads);
-  p.B0 = generate(source, Operand::B, K, N, Format::fp32, seed, threads);
+  p.A0 = generate(d.source(), Operand::A, M, K, Format::fp32, seed, threads);
+  p.B0 = generate(d.source(), Operand::B, K, N, Format::fp32, seed, threads);
   p.A = quantize(p.A0, Operand::A, r.a, r.fp8, r.ue8m0);
   p.B = quantize(p.B0, Operand::B, r.b, r.fp8, r.ue8m0);
   return p;

@@ -43,36 +43,10 @@
 
 namespace gemmlab {
 
-// Which entries of one operand share a scale. K runs along A's columns and B's rows.
-//  none     no scales (an unscaled kernel)
-//  tensor   one for the operand
-//  outer    one per row of A (M), per column of B (N)
-//  k128     one per row of A / column of B and 128 elements of K (1 x 128)
-//  blk128   one per 128 x 128 block
-enum class ScaleGranularity { none, tensor, outer, k128, blk128 };
-const char* to_string(ScaleGranularity g);
-
-struct ScaleRecipe {
-  Format fp8 = Format::e4m3;
-  ScaleGranularity a = ScaleGranularity::tensor, b = ScaleGranularity::tensor;
-  bool ue8m0 = false;
-  std::string name() const;  // "e4m3_1x128_128x128", "e5m2_tensor_ue8m0"
-  bool operator==(const ScaleRecipe&) const = default;
-};
-
-// Throws std::invalid_argument naming the bad recipe and listing the valid forms.
-ScaleRecipe parse_recipe(std::string_view name);
 // Every recipe of one fp8 format (fp32 scales, then UE8M0), in the order the header lists them.
+// (ScaleGranularity, ScaleRecipe and parse_recipe are in distributions.hpp: a Distribution carries
+// its recipe.)
 std::vector<ScaleRecipe> all_recipes(Format fp8);
-
-// A distribution name with or without '@RECIPE'.
-struct ScaledDistribution {
-  Distribution source;
-  std::optional<ScaleRecipe> recipe;  // none: the plain distribution, rounded to the input format
-  std::string name() const;           // canonical: "normal_0_1@e4m3_1x128_128x128"
-};
-// Throws std::invalid_argument (parse_distribution's or parse_recipe's message).
-ScaledDistribution parse_scaled_distribution(std::string_view name);
 
 // The scale grid of operand `which` (rows, cols) under g: (grid_rows, grid_cols) scales, row-major,
 // each covering a (block_rows, block_cols) block (the last ones partial).
@@ -98,13 +72,24 @@ std::string scale_problem_message(int problem, Operand which, ScaleGranularity g
 // grid order) that has no usable scale.
 ScaledOperand quantize(const Matrix& source, Operand which, ScaleGranularity g, Format fp8, bool ue8m0);
 
-// A whole problem: the sources A0 (M, K), B0 (K, N) generated in fp32 from `seed`, and both
-// quantized under the recipe.
+// The scales of an operand as a kernel reads them (GemmArgs::scale_a / scale_b): the layouts of
+// cuBLASLt's scale modes, which DeepGEMM's kernels read too (an M-contiguous 1 x 128 grid of A feeds
+// a warp's rows from one K block with one load):
+//  tensor     one value
+//  outer      A: M values; B: N values
+//  k128       A (rows M, KB = ceil(K/128) blocks): (i, kb) at kb M + i;  B (K, N): (kb, n) at kb N + n
+//  blk128     B (KB, NB = ceil(N/128)): (kb, nb) at nb L4 + kb with L4 = KB rounded up to a multiple of
+//             4 (cuBLASLt's padding, PyTorch #166752; the padding holds 0); A likewise with MB blocks
+// (PyTorch's description of cuBLASLt's layouts, pytorch/pytorch#166752, in gemmlab's A (M, K), B (K, N).)
+std::vector<float> kernel_scales(const ScaledOperand& op, Operand which, ScaleGranularity g);
+
+// A whole problem of a distribution with a recipe: the sources A0 (M, K), B0 (K, N) of
+// d.source() generated in fp32 from `seed`, and both quantized under d.recipe. Throws
+// std::invalid_argument for a distribution without a recipe, or quantize()'s refusal.
 struct ScaledProblem {
   Matrix A0, B0;
   ScaledOperand A, B;
 };
-ScaledProblem make_scaled_problem(const Distribution& source, const ScaleRecipe& r, int M, int N, int K,
-                                  std::uint64_t seed, int threads = 0);
+ScaledProblem make_scaled_problem(const Distribution& d, int M, int N, int K, std::uint64_t seed, int threads = 0);
 
 }  // namespace gemmlab

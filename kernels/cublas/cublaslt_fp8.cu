@@ -12,6 +12,19 @@
 // (K, N), both K-major (the same as the Hopper kernels). Row-major C = A B is computed as
 // column-major C^T (N, M) = op(B)^T A^T with op = T on the (K, N) column-major B.
 // e5m2 x e5m2 is not offered by cuBLASLt, so there is no e5m2 baseline.
+//
+// cublaslt_fp8_scaled_e4m3_<recipe>_f32*: the same call with per-operand dequantization scales
+// (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE and _POINTER, cuBLAS 12.9+, Hopper), the baselines of the
+// scaled fp8 recipes (reference/scaled_fp8.hpp): SCALAR_32F (tensor), OUTER_VEC_32F (rowwise),
+// VEC128_32F x BLK128x128_32F (1x128_128x128, DeepSeek-V3) and VEC128_32F x VEC128_32F
+// (1x128_1x128). The scales arrive in cuBLASLt's own layouts (kernel_scales). Where and in which
+// order the library applies them is not documented: that is what `gemmlab predict` and the masking
+// experiment of `gemmlab order` are run on these entries to find out (scripts/gpu_scaled_fp8.sh).
+// Fast accumulation is offered for the tensor and rowwise modes only: the block modes refuse it
+// (PyTorch #158037 disables it for them), so there are no such entries.
+// Operand roles: cuBLASLt's A is gemmlab's B (N side) and cuBLASLt's B is gemmlab's A (M side), as
+// PyTorch's _scaled_mm passes them, so "VEC128 x BLK128x128" in PyTorch's (and gemmlab's) order is
+// B_SCALE_MODE = VEC128, A_SCALE_MODE = BLK128x128 in cuBLASLt's.
 #include <cublasLt.h>
 
 #include <cstdint>
@@ -46,8 +59,20 @@ struct Plan {
   }
 };
 
-template <bool FAST>
+// The cuBLASLt scale mode of a gemmlab scale granularity (none: no scale attributes at all).
+constexpr int lt_scale_mode(ScaleGranularity g) {
+  switch (g) {
+    case ScaleGranularity::tensor: return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+    case ScaleGranularity::outer: return CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    case ScaleGranularity::k128: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    case ScaleGranularity::blk128: return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    default: return -1;
+  }
+}
+
+template <bool FAST, ScaleGranularity SA = ScaleGranularity::none, ScaleGranularity SB = ScaleGranularity::none>
 void launch(const GemmArgs& g) {
+  constexpr bool scaled = SA != ScaleGranularity::none;
   auto h = static_cast<cublasLtHandle_t>(g.cublaslt);
   if (!h) throw std::runtime_error("cublaslt_fp8: the harness passed no cuBLASLt handle");
   if (!g.workspace || g.workspace_bytes < WORKSPACE)
@@ -61,6 +86,12 @@ void launch(const GemmArgs& g) {
     LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof(n)));
     const std::int8_t fast = FAST ? 1 : 0;
     LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+    if constexpr (scaled) {
+      // cuBLASLt's A is gemmlab's B, its B gemmlab's A (see the header).
+      const std::int32_t mode_lt_a = lt_scale_mode(SB), mode_lt_b = lt_scale_mode(SA);
+      LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode_lt_a, sizeof(mode_lt_a)));
+      LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode_lt_b, sizeof(mode_lt_b)));
+    }
     // Column-major operands: first = B as (K, N) with ld K, transposed; second = A^T as (K, M), ld K.
     LT_CHECK(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_8F_E4M3, g.K, g.N, g.K));
     LT_CHECK(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_8F_E4M3, g.K, g.M, g.K));
@@ -75,19 +106,31 @@ void launch(const GemmArgs& g) {
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
       plan.reset();
-      throw std::runtime_error("cublaslt_fp8: cuBLASLt offers no e4m3 x e4m3 -> fp32 algorithm for M=" +
-                               std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" + std::to_string(g.K) +
-                               " on this GPU (fp8 needs compute capability 8.9 or newer, K a multiple of 16)");
+      throw std::runtime_error(std::string("cublaslt_fp8: cuBLASLt offers no e4m3 x e4m3 -> fp32 algorithm") +
+                               (scaled ? std::string(" with scale modes ") + to_string(SA) + " (A) x " + to_string(SB) +
+                                             " (B)" + (FAST ? " and fast accumulation" : "")
+                                       : std::string()) +
+                               " for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" +
+                               std::to_string(g.K) + " on this GPU (fp8 needs compute capability 8.9 or newer, K a " +
+                               "multiple of 16; the scale modes need cuBLAS 12.9+ on Hopper)");
     }
     plan.algo = res.algo;
     plan.M = g.M; plan.N = g.N; plan.K = g.K;
+  }
+  if constexpr (scaled) {
+    // The pointers change from problem to problem; setting them is a host-side descriptor update.
+    if (!g.scale_a || !g.scale_b) throw std::runtime_error("cublaslt_fp8_scaled: the harness passed no scale grids");
+    const void* lt_a = g.scale_b;
+    const void* lt_b = g.scale_a;
+    LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &lt_a, sizeof(lt_a)));
+    LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &lt_b, sizeof(lt_b)));
   }
   const float one = 1.0f, zero = 0.0f;
   LT_CHECK(cublasLtMatmul(h, plan.op, &one, g.B, plan.a, g.A, plan.b, &zero, g.C, plan.c, g.C, plan.c, &plan.algo,
                           g.workspace, WORKSPACE, as_stream(g.stream)));
 }
 
-template <bool FAST>
+template <bool FAST, ScaleGranularity SA = ScaleGranularity::none, ScaleGranularity SB = ScaleGranularity::none>
 constexpr Kernel make(const char* name, const char* desc) {
   return Kernel{
       .name = name, .family = "cublas", .description = desc,
@@ -97,7 +140,8 @@ constexpr Kernel make(const char* name, const char* desc) {
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = 16, .n_multiple = 16, .k_multiple = 16,
       .min_cc = 89, .requires_sm90a = false, .workspace_bytes = WORKSPACE,
-      .launch = launch<FAST>,
+      .launch = launch<FAST, SA, SB>,
+      .scale_a = SA, .scale_b = SB,
   };
 }
 
@@ -110,6 +154,41 @@ const Kernel& cublaslt_fp8_e4m3_f32() {
 const Kernel& cublaslt_fp8_e4m3_f32_fast_accum() {
   static const Kernel k = make<true>("cublaslt_fp8_e4m3_f32_fast_accum",
                                      "cuBLASLt fp8 e4m3 in, fp32 out, CUBLASLT_MATMUL_DESC_FAST_ACCUM");
+  return k;
+}
+
+using G = ScaleGranularity;
+const Kernel& cublaslt_fp8_scaled_e4m3_tensor_f32() {
+  static const Kernel k = make<false, G::tensor, G::tensor>(
+      "cublaslt_fp8_scaled_e4m3_tensor_f32", "cuBLASLt fp8 e4m3 with per-tensor fp32 scales (SCALAR_32F), fp32 out");
+  return k;
+}
+const Kernel& cublaslt_fp8_scaled_e4m3_tensor_f32_fast_accum() {
+  static const Kernel k = make<true, G::tensor, G::tensor>(
+      "cublaslt_fp8_scaled_e4m3_tensor_f32_fast_accum",
+      "cuBLASLt fp8 e4m3 with per-tensor fp32 scales, fp32 out, CUBLASLT_MATMUL_DESC_FAST_ACCUM");
+  return k;
+}
+const Kernel& cublaslt_fp8_scaled_e4m3_rowwise_f32() {
+  static const Kernel k = make<false, G::outer, G::outer>(
+      "cublaslt_fp8_scaled_e4m3_rowwise_f32", "cuBLASLt fp8 e4m3 with rowwise / columnwise fp32 scales (OUTER_VEC_32F)");
+  return k;
+}
+const Kernel& cublaslt_fp8_scaled_e4m3_rowwise_f32_fast_accum() {
+  static const Kernel k = make<true, G::outer, G::outer>(
+      "cublaslt_fp8_scaled_e4m3_rowwise_f32_fast_accum",
+      "cuBLASLt fp8 e4m3 with rowwise / columnwise fp32 scales, CUBLASLT_MATMUL_DESC_FAST_ACCUM");
+  return k;
+}
+const Kernel& cublaslt_fp8_scaled_e4m3_1x128_128x128_f32() {
+  static const Kernel k = make<false, G::k128, G::blk128>(
+      "cublaslt_fp8_scaled_e4m3_1x128_128x128_f32",
+      "cuBLASLt fp8 e4m3, A 1x128 (VEC128_32F) and B 128x128 (BLK128x128_32F) fp32 scales: DeepSeek-V3's recipe");
+  return k;
+}
+const Kernel& cublaslt_fp8_scaled_e4m3_1x128_1x128_f32() {
+  static const Kernel k = make<false, G::k128, G::k128>(
+      "cublaslt_fp8_scaled_e4m3_1x128_1x128_f32", "cuBLASLt fp8 e4m3, 1x128 (VEC128_32F) fp32 scales on both operands");
   return k;
 }
 

@@ -61,20 +61,26 @@ TEST(ScaledFp8Recipe, NamesRoundTripAndAttachToDistributions) {
   EXPECT_EQ(ds.a, ScaleGranularity::k128);
   EXPECT_EQ(ds.b, ScaleGranularity::blk128);
   EXPECT_TRUE(ds.ue8m0);
-  const ScaledDistribution d = parse_scaled_distribution("normal@e5m2_rowwise");
+  const Distribution d = parse_distribution("normal@e5m2_rowwise");
   EXPECT_EQ(d.name(), "normal_0_1@e5m2_rowwise");
   EXPECT_EQ(d.recipe->a, ScaleGranularity::outer);
-  EXPECT_FALSE(parse_scaled_distribution("uniform_0_1").recipe.has_value());
-  EXPECT_EQ(parse_scaled_distribution("uniform_0_1").name(), "uniform_0_1");
+  EXPECT_EQ(d.source().name(), "normal_0_1");
+  EXPECT_FALSE(parse_distribution("uniform_0_1").recipe.has_value());
+  EXPECT_EQ(parse_distribution("uniform_0_1").name(), "uniform_0_1");
+  // The kernel's input format must be the recipe's; generate() refuses a scaled distribution.
+  EXPECT_EQ(unusable_reason(d, Format::e5m2), "");
+  EXPECT_NE(unusable_reason(d, Format::e4m3).find("cannot take it"), std::string::npos);
+  EXPECT_NE(message_of([&] { generate(d, Operand::A, 2, 2, Format::e5m2, 1); }).find("make_scaled_problem"),
+            std::string::npos);
 }
 
 TEST(ScaledFp8Recipe, BadNamesSayWhatIsValid) {
   for (const char* bad : {"normal_0_1@", "normal_0_1@fp16_tensor", "normal_0_1@e4m3_blk", "normal_0_1@e4m3_ue8m0",
                           "normal_0_1@e4m3_tensor_ue8m0_ue8m0", "normal_0_1@e4m3_128x128_128x128"}) {
-    const std::string m = message_of([&] { parse_scaled_distribution(bad); });
+    const std::string m = message_of([&] { parse_distribution(bad); });
     EXPECT_NE(m.find("valid recipes"), std::string::npos) << bad << ": " << m;
   }
-  EXPECT_NE(message_of([] { parse_scaled_distribution("nonsense@e4m3_tensor"); }).find("unknown distribution"),
+  EXPECT_NE(message_of([] { parse_distribution("nonsense@e4m3_tensor"); }).find("unknown distribution"),
             std::string::npos);
 }
 
@@ -117,7 +123,9 @@ TEST(ScaledFp8Quantize, NearestFp8OfQuotientAndExactDequantization) {
   const Distribution d = parse_distribution("normal_0_1");
   for (Format f : {Format::e4m3, Format::e5m2})
     for (const ScaleRecipe& r : all_recipes(f)) {
-      const ScaledProblem p = make_scaled_problem(d, r, 40, 24, 300, 7);
+      Distribution dr = d;
+      dr.recipe = r;
+      const ScaledProblem p = make_scaled_problem(dr, 16, 8, 260, 7);
       for (const ScaledOperand* op : {&p.A, &p.B}) {
         const Matrix& src = op == &p.A ? p.A0 : p.B0;
         const Matrix deq = op->dequantized();
@@ -138,10 +146,10 @@ TEST(ScaledFp8Quantize, NearestFp8OfQuotientAndExactDequantization) {
 }
 
 TEST(ScaledFp8Quantize, BlockAmaxReachesFmaxAndNeverPassesIt) {
-  const Distribution d = parse_distribution("logunif_-8_8");
   for (bool pow2 : {false, true}) {
-    const ScaleRecipe r{Format::e4m3, ScaleGranularity::k128, ScaleGranularity::blk128, pow2};
-    const ScaledProblem p = make_scaled_problem(d, r, 5, 130, 260, 3);
+    Distribution d = parse_distribution("logunif_-8_8");
+    d.recipe = ScaleRecipe{Format::e4m3, ScaleGranularity::k128, ScaleGranularity::blk128, pow2};
+    const ScaledProblem p = make_scaled_problem(d, 5, 130, 260, 3);
     // A's blocks: (1, 128), three per row, the last holding 4 columns.
     ASSERT_EQ(p.A.grid_rows, 5);
     ASSERT_EQ(p.A.grid_cols, 3);
@@ -198,10 +206,9 @@ TEST(ScaledFp8Quantize, RefusesAllZeroBlocksNonFiniteAndTinyValues) {
 }
 
 TEST(ScaledFp8Quantize, SameBitsForAnyThreadCount) {
-  const Distribution d = parse_distribution("uniform_0_1");
-  const ScaleRecipe r = parse_recipe("e4m3_1x128_128x128");
-  const ScaledProblem p1 = make_scaled_problem(d, r, 64, 64, 384, 11, 1);
-  const ScaledProblem p4 = make_scaled_problem(d, r, 64, 64, 384, 11, 4);
+  const Distribution d = parse_distribution("uniform_0_1@e4m3_1x128_128x128");
+  const ScaledProblem p1 = make_scaled_problem(d, 64, 64, 384, 11, 1);
+  const ScaledProblem p4 = make_scaled_problem(d, 64, 64, 384, 11, 4);
   EXPECT_EQ(p1.A.q.v, p4.A.q.v);
   EXPECT_EQ(p1.B.q.v, p4.B.q.v);
   EXPECT_EQ(p1.A.scales, p4.A.scales);
