@@ -176,7 +176,11 @@ template <Scaling SC>
 constexpr Kernel make(const char* name, const char* desc) {
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
-      .numerics = wgmma_f32_numerics(Format::e4m3, 128),
+      .numerics = [] {
+        Numerics n = wgmma_f32_numerics(Format::e4m3, 128);
+        n.scale_application = SC == Scaling::rowwise ? ScaleApplication::epilogue : ScaleApplication::block_fma;
+        return n;
+      }(),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = 16,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
