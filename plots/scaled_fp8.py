@@ -26,9 +26,11 @@ MARKERS = "osD^v<>ph*X"
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv", nargs="+", help="result CSV(s) of the scaled_fp8 suite")
+    ap.add_argument("csv", nargs="+", help="result CSV(s) of the scaled_fp8 suite, then optionally the figure file")
     ap.add_argument("-o", "--out", default="scaled_fp8.png", help="figure file (png, pdf or svg)")
     args = ap.parse_args()
+    if len(args.csv) > 1 and args.csv[-1].lower().endswith((".png", ".pdf", ".svg")):
+        args.out = args.csv.pop()
     rows = []
     for path in args.csv:
         with open(path, newline="") as f:

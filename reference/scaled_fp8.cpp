@@ -193,6 +193,14 @@ std::vector<float> kernel_scales(const ScaledOperand& op, Operand which, ScaleGr
   throw std::invalid_argument("kernel_scales: granularity none has no scales");
 }
 
+std::size_t kernel_scales_count(Operand which, ScaleGranularity g, int rows, int cols) {
+  const scaled_detail::QuantPlan p = quant_plan(which, g, Format::e4m3, false, rows, cols);
+  const std::size_t gr = static_cast<std::size_t>(grid_rows(p, rows)), gc = static_cast<std::size_t>(p.grid_cols);
+  if (g != ScaleGranularity::blk128) return gr * gc;
+  const std::size_t kb = which == Operand::B ? gr : gc, other = which == Operand::B ? gc : gr;
+  return other * ((kb + 3) / 4 * 4);
+}
+
 ScaledProblem make_scaled_problem(const Distribution& d, int M, int N, int K, std::uint64_t seed, int threads) {
   if (!d.recipe) throw std::invalid_argument("make_scaled_problem: " + d.name() + " has no scaled fp8 recipe (SOURCE@RECIPE)");
   const ScaleRecipe& r = *d.recipe;

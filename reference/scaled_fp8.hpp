@@ -82,6 +82,8 @@ ScaledOperand quantize(const Matrix& source, Operand which, ScaleGranularity g, 
 //             4 (cuBLASLt's padding, PyTorch #166752; the padding holds 0); A likewise with MB blocks
 // (PyTorch's description of cuBLASLt's layouts, pytorch/pytorch#166752, in gemmlab's A (M, K), B (K, N).)
 std::vector<float> kernel_scales(const ScaledOperand& op, Operand which, ScaleGranularity g);
+// The number of floats kernel_scales gives for operand `which` (rows, cols) under g (padding included).
+std::size_t kernel_scales_count(Operand which, ScaleGranularity g, int rows, int cols);
 
 // A whole problem of a distribution with a recipe: the sources A0 (M, K), B0 (K, N) of
 // d.source() generated in fp32 from `seed`, and both quantized under d.recipe. Throws

@@ -2,15 +2,19 @@
 # Issue 22 (scaled fp8) on a lent Hopper GPU, with prebuilt binaries:
 #   scripts/gpu_scaled_fp8.sh BIN_DIR OUT_DIR
 # BIN_DIR holds gemmlab and gemmlab_gpu_tests (built with the cublas and hopper families, sm_90a);
-# everything goes under OUT_DIR, and a short table is printed last. About 5 minutes on an H100:
+# everything goes under OUT_DIR, and a short table is printed last. About 5 to 6 minutes on an H100
+# (estimated: the scaled suite's problems are quantized and judged on the host, about 4 s per 4096^3
+# problem and 12 s per 8192x8192x7168 one), plus up to 150 s when the DeepGEMM wheel is there: run the
+# script a second time with the same OUT_DIR if a call's limit cuts it (finished steps are skipped):
 #  1. the topic's GPU tests (ScaledFp8Gpu*: quantization on the GPU = the CPU's bits, every scaled
 #     kernel within its bound at K = 640 and 400, gemmlab's scaled kernels predicted bit for bit, the
 #     cuBLASLt modes against the candidate orders);
 #  2. the scaled_fp8 suite, trimmed to fit: the fp32-scale recipes on all three sources at both sizes
 #     (4096^3, 8192x8192x7168), the UE8M0 recipes on normal_0_1 at 4096^3 only (the suite has them at
 #     both sizes on every source: `gemmlab run --suite scaled_fp8` for the whole plan);
-#  3. `gemmlab predict` at 1024x1024x896 ((K/128) mod 4 = 3): gemmlab's scaled kernels through their
-#     numerics, each cuBLASLt mode against every candidate order (which one, if any, matches);
+#  3. `gemmlab predict` at 512x512x896 ((K/128) mod 4 = 3): gemmlab's scaled kernels through their
+#     numerics, each cuBLASLt mode against every candidate order (which one, if any, matches); then
+#     `gemmlab order` (FPRev, every scale 1) for the cuBLASLt modes at 256x256x256: their summation trees;
 #  4. DeepGEMM (optional): when BIN_DIR holds the sgl-deep-gemm wheel (`pip download sgl-deep-gemm==0.2.5
 #     --no-deps`, a CUDA 13 / PyTorch manylinux build of deepseek-ai/DeepGEMM), it is installed into
 #     OUT_DIR/pydeps and judged by experiments/examples/judge_deepgemm.py (gemmlab.judge, total error
@@ -50,7 +54,7 @@ run "$out/scaled_fp8_ue8m0.csv" --suite scaled_fp8 -d "$ue8m0" -s 4096 2>>"$out/
 predict() {
   local csv=$1 kernels=$2 dists=$3
   [ -e "$csv" ] && { echo "$(basename "$csv") exists: skipped"; return 0; }
-  "$bin"/gemmlab predict -k "$kernels" -d "$dists" -s 1024x1024x896 --seed 22 -o "$csv" >>"$out/predict.log" 2>&1
+  "$bin"/gemmlab predict -k "$kernels" -d "$dists" -s 512x512x896 --seed 22 -o "$csv" >>"$out/predict.log" 2>&1
   echo "predict $(basename "$csv") rc=$?"
 }
 predict "$out/predict_1x128_128x128.csv" \
@@ -63,6 +67,15 @@ predict "$out/predict_tensor.csv" \
   cublaslt_fp8_scaled_e4m3_tensor_f32,cublaslt_fp8_scaled_e4m3_tensor_f32_fast_accum normal_0_1@e4m3_tensor
 predict "$out/predict_1x128_1x128.csv" cublaslt_fp8_scaled_e4m3_1x128_1x128_f32 normal_0_1@e4m3_1x128_1x128
 grep -E "matched|mismatch" "$out/predict.log" | tail -n 20
+# The summation tree of each cuBLASLt mode (FPRev masking with every scale 1: where its blocks of K
+# start and end), at K = 256 (2 scale blocks); at most 30 s each.
+for k in cublaslt_fp8_scaled_e4m3_1x128_128x128_f32 cublaslt_fp8_scaled_e4m3_1x128_1x128_f32 \
+         cublaslt_fp8_scaled_e4m3_rowwise_f32 cublaslt_fp8_scaled_e4m3_rowwise_f32_fast_accum; do
+  [ -e "$out/order_$k.csv" ] && continue
+  timeout 30 "$bin"/gemmlab order -k "$k" -s 256x256x256 -o "$out/order_$k.csv" >>"$out/order.log" 2>&1
+  echo "order $k rc=$?"
+done
+grep -iE "tree|blocks|promot" "$out/order.log" | tail -n 12
 
 # 4. DeepGEMM through the callable path, if its wheel was carried here.
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "experiments/device/order.hpp"
@@ -283,6 +284,16 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
                          to_string(k->scale_a) + " x " + to_string(k->scale_b) + " scales; " + d.name() +
                          " does not give them: name a distribution with a matching recipe (SOURCE@RECIPE)");
     }
+  // The quantized problems of scaled distributions, made before anything runs: data a recipe
+  // refuses (an all-zero block, ...) is bad input, named before the GPU and with nothing written.
+  std::map<std::string, ScaledProblem> scaled_problems;
+  for (const Distribution& d : ds)
+    if (d.recipe) try {
+        scaled_problems.emplace(d.name(), make_scaled_problem(d, M, N, K, seed));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(d.name() + " at " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                         ": " + e.what());
+      }
   const std::vector<std::pair<int, int>> entries = tree_entries.empty() ? default_tree_entries(M, N) : tree_entries;
   for (const auto& [i, j] : entries)
     if (i < 0 || i >= M || j < 0 || j >= N)
@@ -301,7 +312,7 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
       const bool own = ks[i]->numerics.scale_application != ScaleApplication::none;
       const std::vector<Numerics> orders = own ? std::vector<Numerics>{ks[i]->numerics} : scaled_candidate_orders(*ks[i]);
       for (const Distribution& d : ds) {
-        const ScaledProblem sp = make_scaled_problem(d, M, N, K, seed);
+        const ScaledProblem& sp = scaled_problems.at(d.name());
         long long best = -1;
         for (const Numerics& o : orders) {
           PredictionRow r = predict_scaled(*ks[i], o, d, M, N, K, seed, *params[i], sp);

@@ -36,6 +36,7 @@
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
 #include "reference/parallel.hpp"
+#include "reference/scaled_fp8.hpp"
 
 namespace gemmlab {
 namespace {
@@ -444,6 +445,10 @@ struct EntryRunner::Impl {
   std::size_t eb_in, eb_out;
   std::vector<unsigned char> hA, hB;  // the packed operands as on the GPU
   DeviceBuffer A, B, C, W;
+  // A scaled fp8 kernel's scale grids, every scale 1: a scale step is then exact (x 1), so the
+  // masking experiment reveals the order in which the kernel sums the products q_a q_b (where its
+  // blocks of K start and end, and how they are joined).
+  std::unique_ptr<DeviceBuffer> SA, SB;
   cudaStream_t stream = nullptr;
   GemmArgs args;
 
@@ -456,6 +461,18 @@ struct EntryRunner::Impl {
     GEMMLAB_CUDA_CHECK(cudaMemcpy(B.p, hB.data(), hB.size(), cudaMemcpyHostToDevice));
     GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
+    if (k.scale_a != ScaleGranularity::none) {
+      auto ones = [](std::size_t n) {
+        auto d = std::make_unique<DeviceBuffer>(n * sizeof(float));
+        const std::vector<float> h(n, 1.0f);
+        GEMMLAB_CUDA_CHECK(cudaMemcpy(d->p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+        return d;
+      };
+      SA = ones(kernel_scales_count(Operand::A, k.scale_a, M, K));
+      SB = ones(kernel_scales_count(Operand::B, k.scale_b, K, N));
+      args.scale_a = static_cast<const float*>(SA->p);
+      args.scale_b = static_cast<const float*>(SB->p);
+    }
   }
   ~Impl() {
     if (stream) cudaStreamDestroy(stream);

@@ -157,39 +157,23 @@ const Kernel& cublaslt_fp8_e4m3_f32_fast_accum() {
   return k;
 }
 
-using G = ScaleGranularity;
-const Kernel& cublaslt_fp8_scaled_e4m3_tensor_f32() {
-  static const Kernel k = make<false, G::tensor, G::tensor>(
-      "cublaslt_fp8_scaled_e4m3_tensor_f32", "cuBLASLt fp8 e4m3 with per-tensor fp32 scales (SCALAR_32F), fp32 out");
-  return k;
-}
-const Kernel& cublaslt_fp8_scaled_e4m3_tensor_f32_fast_accum() {
-  static const Kernel k = make<true, G::tensor, G::tensor>(
-      "cublaslt_fp8_scaled_e4m3_tensor_f32_fast_accum",
-      "cuBLASLt fp8 e4m3 with per-tensor fp32 scales, fp32 out, CUBLASLT_MATMUL_DESC_FAST_ACCUM");
-  return k;
-}
-const Kernel& cublaslt_fp8_scaled_e4m3_rowwise_f32() {
-  static const Kernel k = make<false, G::outer, G::outer>(
-      "cublaslt_fp8_scaled_e4m3_rowwise_f32", "cuBLASLt fp8 e4m3 with rowwise / columnwise fp32 scales (OUTER_VEC_32F)");
-  return k;
-}
-const Kernel& cublaslt_fp8_scaled_e4m3_rowwise_f32_fast_accum() {
-  static const Kernel k = make<true, G::outer, G::outer>(
-      "cublaslt_fp8_scaled_e4m3_rowwise_f32_fast_accum",
-      "cuBLASLt fp8 e4m3 with rowwise / columnwise fp32 scales, CUBLASLT_MATMUL_DESC_FAST_ACCUM");
-  return k;
-}
-const Kernel& cublaslt_fp8_scaled_e4m3_1x128_128x128_f32() {
-  static const Kernel k = make<false, G::k128, G::blk128>(
-      "cublaslt_fp8_scaled_e4m3_1x128_128x128_f32",
-      "cuBLASLt fp8 e4m3, A 1x128 (VEC128_32F) and B 128x128 (BLK128x128_32F) fp32 scales: DeepSeek-V3's recipe");
-  return k;
-}
-const Kernel& cublaslt_fp8_scaled_e4m3_1x128_1x128_f32() {
-  static const Kernel k = make<false, G::k128, G::k128>(
-      "cublaslt_fp8_scaled_e4m3_1x128_1x128_f32", "cuBLASLt fp8 e4m3, 1x128 (VEC128_32F) fp32 scales on both operands");
-  return k;
-}
+// One scaled baseline: registry id, fast accumulation, A's and B's granularity, description.
+#define GEMMLAB_LT_SCALED(id, fast, sa, sb, desc)                                                  \
+  const Kernel& id() {                                                                           \
+    static const Kernel k = make<fast, ScaleGranularity::sa, ScaleGranularity::sb>(#id, desc);   \
+    return k;                                                                                    \
+  }
+GEMMLAB_LT_SCALED(cublaslt_fp8_scaled_e4m3_tensor_f32, false, tensor, tensor,
+                  "cuBLASLt fp8 e4m3 with per-tensor fp32 scales (SCALAR_32F), fp32 out")
+GEMMLAB_LT_SCALED(cublaslt_fp8_scaled_e4m3_tensor_f32_fast_accum, true, tensor, tensor,
+                  "cuBLASLt fp8 e4m3 with per-tensor fp32 scales, fp32 out, CUBLASLT_MATMUL_DESC_FAST_ACCUM")
+GEMMLAB_LT_SCALED(cublaslt_fp8_scaled_e4m3_rowwise_f32, false, outer, outer,
+                  "cuBLASLt fp8 e4m3 with rowwise / columnwise fp32 scales (OUTER_VEC_32F)")
+GEMMLAB_LT_SCALED(cublaslt_fp8_scaled_e4m3_rowwise_f32_fast_accum, true, outer, outer,
+                  "cuBLASLt fp8 e4m3 with rowwise / columnwise fp32 scales, CUBLASLT_MATMUL_DESC_FAST_ACCUM")
+GEMMLAB_LT_SCALED(cublaslt_fp8_scaled_e4m3_1x128_128x128_f32, false, k128, blk128,
+                  "cuBLASLt fp8 e4m3, A 1x128 (VEC128_32F) and B 128x128 (BLK128x128_32F) fp32 scales: DeepSeek-V3's recipe")
+GEMMLAB_LT_SCALED(cublaslt_fp8_scaled_e4m3_1x128_1x128_f32, false, k128, k128,
+                  "cuBLASLt fp8 e4m3, 1x128 (VEC128_32F) fp32 scales on both operands")
 
 }  // namespace gemmlab::kernels

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "reference/formats.hpp"
+#include "reference/kernel_emulation.hpp"
 #include "reference/scaled_fp8.hpp"
 
 using namespace gemmlab;
@@ -213,4 +214,46 @@ TEST(ScaledFp8Quantize, SameBitsForAnyThreadCount) {
   EXPECT_EQ(p1.B.q.v, p4.B.q.v);
   EXPECT_EQ(p1.A.scales, p4.A.scales);
   EXPECT_EQ(p1.B.scales, p4.B.scales);
+}
+
+// emulate_scaled's orders on dyadic values with hand-computed results. One K block: d = 1 + 2^-10
+// (1 * 1 + 2^-5 * 2^-5, kept by the wgmma model's 13 fraction bits), s_a = s_b = 1 + 2^-12, whose
+// fp32 product 1 + 2^-11 + 2^-24 ties to 1 + 2^-11. block_fma / epilogue: RN(d (1 + 2^-11)) =
+// 1 + 2^-10 + 2^-11 + 2^-21 (exact). block_mul_mul / epilogue_mul_mul: RN(d s_a) = 1 + 2^-10 +
+// 2^-12 + 2^-22 (exact), times s_b = 1 + 2^-10 + 2^-11 + 2^-21 + 2^-24 + 2^-34, rounded up by one
+// ulp (2^-23). A second, partial block (K = 200: columns 128 .. 199) holding 1 * 1 with s_a = 2
+// adds 2: 3 + 2^-10 + 2^-11 + 2^-21 for both block orders (the mul_mul one's 2^-23 is half an ulp of
+// [2, 4) and ties to even).
+TEST(ScaledFp8Emulation, OrdersOfApplyingTheScalesOnDyadicValues) {
+  const auto params = tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k32_e4m3_f32);
+  ASSERT_TRUE(params.has_value());
+  auto operands = [](int K) {
+    ScaledOperand a, b;
+    a.plan = quant_plan(Operand::A, ScaleGranularity::k128, Format::e4m3, false, 1, K);
+    b.plan = quant_plan(Operand::B, ScaleGranularity::blk128, Format::e4m3, false, K, 1);
+    a.grid_rows = 1, a.grid_cols = a.plan.grid_cols;
+    b.grid_rows = (K + 127) / 128, b.grid_cols = 1;
+    a.q = Matrix(1, K), b.q = Matrix(K, 1);
+    a.q(0, 0) = 1, a.q(0, 1) = 0x1p-5, b.q(0, 0) = 1, b.q(1, 0) = 0x1p-5;
+    const float s = 1.0f + 0x1p-12f;
+    a.scales.assign(a.grid_cols, s), b.scales.assign(b.grid_rows, s);
+    if (K > 128) a.q(0, 130) = 1, b.q(130, 0) = 1, a.scales[1] = 2.0f, b.scales[1] = 1.0f;
+    return std::pair{a, b};
+  };
+  auto run = [&](ScaleApplication app, int interval, int K) {
+    Numerics n = wgmma_f32_numerics(Format::e4m3, interval);
+    n.scale_application = app;
+    const auto [a, b] = operands(K);
+    return emulation::emulate_scaled(n, a, b, *params, 1).at(0);
+  };
+  const double fma_one = 1 + 0x1p-10 + 0x1p-11 + 0x1p-21, mul_one = fma_one + 0x1p-23;
+  EXPECT_EQ(run(ScaleApplication::block_fma, 128, 128), fma_one);
+  EXPECT_EQ(run(ScaleApplication::block_mul_mul, 128, 128), mul_one);
+  EXPECT_EQ(run(ScaleApplication::epilogue, 0, 128), fma_one);
+  EXPECT_EQ(run(ScaleApplication::epilogue_mul_mul, 128, 128), mul_one);
+  EXPECT_EQ(run(ScaleApplication::block_fma, 128, 200), 2 + fma_one);
+  EXPECT_EQ(run(ScaleApplication::block_mul_mul, 128, 200), 2 + fma_one);
+  Numerics none = wgmma_f32_numerics(Format::e4m3, 128);
+  const auto [a, b] = operands(128);
+  EXPECT_THROW(emulation::emulate_scaled(none, a, b, *params, 1), std::invalid_argument);
 }

@@ -156,8 +156,9 @@ TEST(ScaledFp8Gpu, EveryScaledKernelIsWithinItsBoundOnItsRecipe) {
         const ErrorStats s = compute_error_stats(run.c, ref, bound_model(k->numerics, K));
         EXPECT_EQ(run.unwritten, 0);
         EXPECT_TRUE(s.within_bound) << "componentwise " << s.componentwise << " > bound " << s.gamma_bound;
-        // Far inside fp8's own precision (a wrong scale layout gives errors of order 1).
-        EXPECT_LT(s.normwise, 1e-3);
+        // A scale read from the wrong block is off by tens of percent; the worst honest kernel here
+        // (fast accumulation, all of K in the tensor core's 13 bits) is about 1% at K = 640.
+        EXPECT_LT(s.normwise, 0.05);
       }
   }
 }
