@@ -139,7 +139,8 @@ constexpr Kernel make(const char* name, const char* desc) {
                    .accumulation_rounding = Rounding::unknown, .acc_unit_roundoff = 0x1p-13},
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
       .m_multiple = 16, .n_multiple = 16, .k_multiple = 16,
-      .min_cc = 89, .requires_sm90a = false, .workspace_bytes = WORKSPACE,
+      // The scale modes exist on Hopper only (NVIDIA/CUDALibrarySamples#270, #310).
+      .min_cc = SA == ScaleGranularity::none ? 89 : 90, .requires_sm90a = false, .workspace_bytes = WORKSPACE,
       .launch = launch<FAST, SA, SB>,
       .scale_a = SA, .scale_b = SB,
   };
