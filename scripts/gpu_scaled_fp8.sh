@@ -9,9 +9,10 @@
 #  1. the topic's GPU tests (ScaledFp8Gpu*: quantization on the GPU = the CPU's bits, every scaled
 #     kernel within its bound at K = 640 and 400, gemmlab's scaled kernels predicted bit for bit, the
 #     cuBLASLt modes against the candidate orders);
-#  2. the scaled_fp8 suite, trimmed to fit: the fp32-scale recipes on all three sources at both sizes
-#     (4096^3, 8192x8192x7168), the UE8M0 recipes on normal_0_1 at 4096^3 only (the suite has them at
-#     both sizes on every source: `gemmlab run --suite scaled_fp8` for the whole plan);
+#  2. the scaled_fp8 suite, trimmed to fit: the fp32-scale recipes on all three sources at 4096^3 and on
+#     normal_0_1 at 8192x8192x7168, the UE8M0 recipes on normal_0_1 at 4096^3; SCALED_FP8_FULL=1 adds
+#     8192x8192x7168 on U[0,1) and expspread_1 (the Done-when's full set; about 4 more minutes: a second
+#     call with the same OUT_DIR). `gemmlab run --suite scaled_fp8` is the whole plan in one run;
 #  3. `gemmlab predict` at 512x512x896 ((K/128) mod 4 = 3): gemmlab's scaled kernels through their
 #     numerics, each cuBLASLt mode against every candidate order (which one, if any, matches); then
 #     `gemmlab order` (FPRev, every scale 1) for the cuBLASLt modes at 256x256x256: their summation trees;
@@ -41,14 +42,28 @@ run() {
   [ -e "$csv.journal" ] && resume=(--resume)
   "$bin"/gemmlab run "$@" -o "$csv" "${resume[@]}"
 }
-fp32=normal_0_1
-for s in uniform_0_1 normal_0_1 expspread_1; do
-  for g in tensor rowwise 1x128_128x128 1x128_1x128; do fp32+=",$s@e4m3_$g"; done
-done
+recipes() {  # the fp32-scale recipes of the sources given
+  local list="" s g
+  for s in "$@"; do
+    for g in tensor rowwise 1x128_128x128 1x128_1x128; do list+="${list:+,}$s@e4m3_$g"; done
+  done
+  echo "$list"
+}
 ue8m0=""
 for g in tensor rowwise 1x128_128x128 1x128_1x128; do ue8m0+="${ue8m0:+,}normal_0_1@e4m3_${g}_ue8m0"; done
-run "$out/scaled_fp8.csv" --suite scaled_fp8 -d "$fp32" 2>>"$out/scaled_fp8.log"; echo "suite (fp32 scales) rc=$?"
-run "$out/scaled_fp8_ue8m0.csv" --suite scaled_fp8 -d "$ue8m0" -s 4096 2>>"$out/scaled_fp8_ue8m0.log"; echo "suite (ue8m0) rc=$?"
+# The scaled rows are quantized and judged on the host (two exact references on the GPU, two sets
+# of CPU statistics per row): about 5 s per row at 8192x8192x7168, so that size runs on normal_0_1
+# here and on the other two sources only with SCALED_FP8_FULL=1 (a second call, about 4 minutes).
+run "$out/scaled_fp8_4096.csv" --suite scaled_fp8 -s 4096 -d "normal_0_1,$(recipes uniform_0_1 normal_0_1 expspread_1)" \
+  2>>"$out/scaled_fp8.log"; echo "suite 4096^3 (fp32 scales) rc=$?"
+run "$out/scaled_fp8_8192.csv" --suite scaled_fp8 -s 8192x8192x7168 -d "normal_0_1,$(recipes normal_0_1)" \
+  2>>"$out/scaled_fp8.log"; echo "suite 8192x8192x7168 normal_0_1 (fp32 scales) rc=$?"
+run "$out/scaled_fp8_ue8m0_4096.csv" --suite scaled_fp8 -s 4096 -d "$ue8m0" 2>>"$out/scaled_fp8.log"
+echo "suite 4096^3 (ue8m0) rc=$?"
+if [ "${SCALED_FP8_FULL:-0}" = 1 ]; then
+  run "$out/scaled_fp8_8192_more.csv" --suite scaled_fp8 -s 8192x8192x7168 -d "$(recipes uniform_0_1 expspread_1)" \
+    2>>"$out/scaled_fp8.log"; echo "suite 8192x8192x7168 uniform, expspread (fp32 scales) rc=$?"
+fi
 
 # 3. Prediction, one call per recipe granularity (a scaled kernel takes only its recipe's operands).
 predict() {
@@ -92,9 +107,9 @@ else
 fi
 
 # 5. The short table: speed ratios and both errors, from the suite's CSV.
-python3 - "$out/scaled_fp8.csv" <<'PY'
+python3 - "$out"/scaled_fp8_*.csv <<'PY'
 import csv, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] in ("passed", "failed_bound", "no_bound")]
+rows = [r for f in sys.argv[1:] for r in csv.DictReader(open(f)) if r["status"] in ("passed", "failed_bound", "no_bound")]
 def tf(kernel, size, dist):
     v = [float(r["tflops"]) for r in rows if r["kernel"] == kernel and f'{r["M"]}x{r["N"]}x{r["K"]}' == size
          and r["distribution"] == dist]

@@ -26,9 +26,10 @@ def main():
     ap.add_argument("dest", help="results folder, e.g. results/scaled_fp8")
     ap.add_argument("--gpu", help="suffix naming the GPU (default: from gpu.txt, e.g. h100)")
     a = ap.parse_args()
-    suite = os.path.join(a.out_dir, "scaled_fp8.csv")
-    if not os.path.exists(suite):
-        sys.exit(f"{a.out_dir} has no scaled_fp8.csv: run scripts/gpu_scaled_fp8.sh BIN {a.out_dir} first")
+    suites = sorted(os.path.join(a.out_dir, f) for f in os.listdir(a.out_dir)
+                    if f.startswith("scaled_fp8_") and f.endswith(".csv"))
+    if not suites:
+        sys.exit(f"{a.out_dir} has no scaled_fp8_*.csv: run scripts/gpu_scaled_fp8.sh BIN {a.out_dir} first")
     gpu = a.gpu
     if not gpu:
         name = open(os.path.join(a.out_dir, "gpu.txt")).read().split(",")[0] if os.path.exists(
@@ -48,12 +49,10 @@ def main():
         if os.path.exists(os.path.join(a.out_dir, log)):
             shutil.copyfile(os.path.join(a.out_dir, log), os.path.join(a.dest, log[:-4] + f"_{gpu}.log"))
     figure = os.path.join(a.dest, f"scaled_fp8_{gpu}.png")
-    inputs = [os.path.join(a.dest, f"scaled_fp8_{gpu}.csv")]
-    if os.path.exists(os.path.join(a.dest, f"scaled_fp8_ue8m0_{gpu}.csv")):
-        inputs.append(os.path.join(a.dest, f"scaled_fp8_ue8m0_{gpu}.csv"))
+    inputs = [os.path.join(a.dest, os.path.basename(f)[:-4] + f"_{gpu}.csv") for f in suites]
     subprocess.run([sys.executable, os.path.join(ROOT, "plots", "scaled_fp8.py"), *inputs, "-o", figure], check=True)
 
-    rows = list(csv.DictReader(open(suite)))
+    rows = [r for f in suites for r in csv.DictReader(open(f))]
     measured = [r for r in rows if r["status"] in ("passed", "failed_bound", "no_bound")]
 
     def pick(kernel, size, dist):
