@@ -15,6 +15,7 @@ file(GLOB GEMMLAB_CORE_SOURCES CONFIGURE_DEPENDS ${GEMMLAB_ROOT}/experiments/pla
 set(GEMMLAB_GPU_ENGINE_SOURCES
     ${GEMMLAB_ROOT}/experiments/device/runner.cu
     ${GEMMLAB_ROOT}/experiments/device/inputs_gpu.cu
+    ${GEMMLAB_ROOT}/experiments/device/quantize_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/exact_reference_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/error_stats_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/callable.cu

@@ -10,10 +10,15 @@
 //  * It enqueues on args.stream and returns; it throws std::runtime_error on a launch error
 //    (use GEMMLAB_CUDA_CHECK / GEMMLAB_LAUNCH_CHECK from kernels/common/cuda_check.cuh).
 //  * The harness has already checked M, N, K against the multiples and supports() below.
+//  * A scaled fp8 kernel (scale_a / scale_b not none) also gets scale_a and scale_b: device arrays of
+//    fp32 dequantization scales in the layouts of reference/scaled_fp8.hpp's kernel_scales (cuBLASLt's:
+//    A's 1 x 128 grid M-contiguous, B's 128 x 128 grid K-contiguous with the K blocks padded to a
+//    multiple of 4). It computes C = (s_a q_a)(s_b q_b), q the fp8 values of A and B.
 #pragma once
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include "reference/distributions.hpp"
 #include "reference/numerics.hpp"
 
 namespace gemmlab {
@@ -33,6 +38,8 @@ struct GemmArgs {
   void* workspace = nullptr;      // device scratch of Kernel::workspace_bytes
   std::size_t workspace_bytes = 0;
   const void* context = nullptr;  // Kernel::context of the kernel launched (run-time kernels' state)
+  const float* scale_a = nullptr;  // scaled fp8 kernels: A's and B's scale grids (see above)
+  const float* scale_b = nullptr;
 };
 
 // Thrown by a launcher when the library or the GPU refuses the kernel's setting at run time (a cuBLAS
@@ -68,6 +75,10 @@ struct Kernel {
   // `fn(A, B) -> C`): called after each launch, outside the timed region, to move that output into
   // C. Throws std::runtime_error saying what is wrong with the output (shape, dtype, device).
   void (*collect)(const GemmArgs&) = nullptr;
+  // Scaled fp8 kernels: the scale granularity of A and B they take (reference/distributions.hpp's
+  // ScaleGranularity). They run only on distributions with a recipe of exactly these granularities
+  // (SOURCE@RECIPE); an unscaled kernel (none, none) runs on none.
+  ScaleGranularity scale_a = ScaleGranularity::none, scale_b = ScaleGranularity::none;
 };
 
 }  // namespace gemmlab

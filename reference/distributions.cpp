@@ -67,6 +67,7 @@ constexpr double kNormalMax = 8.58;
 }  // namespace
 
 std::string Distribution::name() const {
+  if (recipe) return source().name() + "@" + recipe->name();
   switch (kind) {
     case DistKind::uniform01: return "uniform_0_1";
     case DistKind::uniform_pm1: return "uniform_-1_1";
@@ -79,7 +80,18 @@ std::string Distribution::name() const {
   return "unknown";
 }
 
+Distribution Distribution::source() const {
+  Distribution d = *this;
+  d.recipe.reset();
+  return d;
+}
+
 Distribution parse_distribution(std::string_view name) {
+  if (const auto at = name.find('@'); at != std::string_view::npos) {
+    Distribution d = parse_distribution(name.substr(0, at));
+    d.recipe = parse_recipe(name.substr(at + 1));
+    return d;
+  }
   if (name == "uniform_0_1" || name == "uniform01") return make(DistKind::uniform01);
   if (name == "uniform_-1_1" || name == "uniform_pm1") return make(DistKind::uniform_pm1);
   if (name == "normal_0_1" || name == "normal") return make(DistKind::normal);
@@ -135,6 +147,12 @@ const std::vector<Distribution>& default_distributions() {
 }
 
 std::string unusable_reason(const Distribution& d, Format in) {
+  if (d.recipe) {
+    if (in != d.recipe->fp8)
+      return d.name() + " quantizes its source to " + info(d.recipe->fp8).name + " with scales; a kernel reading " +
+             info(in).name + " cannot take it (use a scaled " + info(d.recipe->fp8).name + " kernel)";
+    return unusable_reason(d.source(), Format::fp32);
+  }
   const FormatInfo& fi = info(in);
   const std::string fname = fi.name;
   switch (d.kind) {
@@ -193,6 +211,9 @@ EntryPlan entry_plan(const Distribution& d, Operand which, int rows, int cols, F
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("generate: negative shape (" + std::to_string(rows) + ", " +
                                 std::to_string(cols) + ")");
+  if (d.recipe)
+    throw std::invalid_argument(d.name() + " is a scaled fp8 distribution: its operands come from make_scaled_problem "
+                                "(reference/scaled_fp8.hpp), not from generate()");
   if (std::string why = unusable_reason(d, fmt); !why.empty()) throw std::invalid_argument(why);
   EntryPlan p;
   p.kind = d.kind;

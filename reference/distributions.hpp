@@ -16,6 +16,8 @@
 //   expspread_PHI        exponent spread: (U - 0.5) exp(PHI N(0,1)), U uniform in [0, 1): the
 //                        test matrices of exact / emulated GEMM studies (Ozaki, Uchino & Imamura;
 //                        GEMMul8 uses PHI = 0.5 ... 4), so gemmlab's rows compare with their tables
+// Any of them may carry a scaled fp8 recipe after '@' (reference/scaled_fp8.hpp), e.g.
+// normal_0_1@e4m3_1x128_128x128: the kernel then reads the quantized operands and their scales.
 // The parser accepts these names and the aliases "uniform01", "uniform_pm1", "normal", "logunif",
 // "cancel", "exactint" (default parameters), and rejects anything else with a message that lists
 // the valid names.
@@ -64,10 +66,35 @@ namespace gemmlab {
 
 enum class DistKind { uniform01, uniform_pm1, normal, logunif, cancel, exactint, expspread };
 
+// Scaled fp8 (reference/scaled_fp8.hpp says what each is and how the quantization goes): which
+// entries of one operand share a dequantization scale. K runs along A's columns and B's rows.
+//  none     no scales (an unscaled kernel)
+//  tensor   one for the operand
+//  outer    one per row of A (M), per column of B (N)
+//  k128     one per row of A / column of B and 128 elements of K (1 x 128)
+//  blk128   one per 128 x 128 block
+enum class ScaleGranularity { none, tensor, outer, k128, blk128 };
+const char* to_string(ScaleGranularity g);
+
+// A recipe: the source is quantized to `fp8` with scales of granularity a (A) and b (B).
+struct ScaleRecipe {
+  Format fp8 = Format::e4m3;
+  ScaleGranularity a = ScaleGranularity::tensor, b = ScaleGranularity::tensor;
+  bool ue8m0 = false;        // scales are powers of two
+  std::string name() const;  // "e4m3_1x128_128x128", "e5m2_tensor_ue8m0"
+  bool operator==(const ScaleRecipe&) const = default;
+};
+// Throws std::invalid_argument naming the bad recipe and listing the valid forms.
+ScaleRecipe parse_recipe(std::string_view name);
+
 struct Distribution {
   DistKind kind = DistKind::uniform01;
   double p1 = 0, p2 = 0;  // logunif: L, H binades; cancel: E; exactint: R; expspread: PHI
-  std::string name() const;  // canonical name, e.g. "logunif_-8_8"
+  // SOURCE@RECIPE: the distribution above is the fp32 source, quantized under the recipe
+  // (make_scaled_problem, reference/scaled_fp8.hpp; generate() refuses such a distribution).
+  std::optional<ScaleRecipe> recipe;
+  std::string name() const;  // canonical name, e.g. "logunif_-8_8", "normal_0_1@e4m3_1x128_128x128"
+  Distribution source() const;  // the distribution without its recipe
 };
 
 // Throws std::invalid_argument with a message naming the bad input and listing valid names.
@@ -92,7 +119,9 @@ std::string exact_in(const Distribution& d, Format in, Format out, int K);
 // an exact distribution.)
 
 // Whether the distribution can be generated in input format `in` (logunif: H <= emax; cancel:
-// E >= 1 - p; exactint: R <= 2^p). Empty string when fine, else the reason (what generate() throws).
+// E >= 1 - p; exactint: R <= 2^p; SOURCE@RECIPE: `in` is the recipe's fp8 format and the source
+// can be generated in fp32). Empty string when fine, else the reason (what generate() throws for a
+// distribution without a recipe).
 std::string unusable_reason(const Distribution& d, Format in);
 
 }  // namespace gemmlab

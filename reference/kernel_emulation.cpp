@@ -370,4 +370,47 @@ std::vector<double> emulate_tree(const SummationTree& t, Format input, const Mat
   return emulate_tree(t, format_model(input), A, B, threads);
 }
 
+std::vector<double> emulate_scaled(const Numerics& o, const ScaledOperand& A, const ScaledOperand& B,
+                                   const tc::TcParams& params, int threads) {
+  const ScaleApplication app = o.scale_application;
+  if (app == ScaleApplication::none) throw std::invalid_argument("emulate_scaled: the order applies no scales");
+  if (!o.predictable()) throw std::invalid_argument("emulate_scaled: gemmlab has no bit-exact model of " + o.describe());
+  const bool per_block = app == ScaleApplication::block_fma || app == ScaleApplication::block_mul_mul;
+  const int blk = o.promotion_interval_k > 0 ? o.promotion_interval_k : 128;
+  if (blk % o.k_step != 0) throw std::invalid_argument("emulate_scaled: the scale block is not a whole number of k-steps");
+  const int M = A.q.rows, K = A.q.cols, N = B.q.cols;
+  const int blocks = (K + blk - 1) / blk, padded = blocks * blk;
+  std::vector<double> out(static_cast<std::size_t>(M) * N);
+  Numerics block_order = o;  // one block: the instruction chained from +0
+  block_order.accumulation = Accumulation::in_wgmma;
+  block_order.promotion_interval_k = 0;
+  parallel_for_range(out.size(), threads, 256, [&](std::size_t lo, std::size_t hi) {
+    std::vector<double> a(padded, 0.0), b(padded, 0.0);
+    int row = -1;
+    for (std::size_t e = lo; e < hi; ++e) {
+      const int i = static_cast<int>(e / N), j = static_cast<int>(e % N);
+      if (i != row) {
+        for (int k = 0; k < K; ++k) a[k] = A.q(i, k);
+        row = i;
+      }
+      for (int k = 0; k < K; ++k) b[k] = B.q(k, j);
+      float p = 0.0f;
+      if (per_block) {
+        for (int kb = 0; kb < blocks; ++kb) {
+          const float d = as_float(emulate_dot(block_order, a.data() + kb * blk, b.data() + kb * blk, blk, params));
+          const float sa = static_cast<float>(A.scale_of(i, kb * blk)), sb = static_cast<float>(B.scale_of(kb * blk, j));
+          if (app == ScaleApplication::block_fma) p = std::fmaf(d, sa * sb, p);
+          else p = fadd_rn(p, (d * sa) * sb);
+        }
+      } else {
+        p = as_float(emulate_dot(o, a.data(), b.data(), padded, params));
+        const float sa = static_cast<float>(A.scale_of(i, 0)), sb = static_cast<float>(B.scale_of(0, j));
+        p = app == ScaleApplication::epilogue ? p * (sa * sb) : (p * sa) * sb;
+      }
+      out[e] = p;
+    }
+  });
+  return out;
+}
+
 }  // namespace gemmlab::emulation

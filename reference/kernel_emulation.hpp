@@ -25,6 +25,7 @@
 #include "reference/formats.hpp"
 #include "reference/matrix.hpp"
 #include "reference/numerics.hpp"
+#include "reference/scaled_fp8.hpp"
 #include "reference/summation_tree.hpp"
 #include "reference/tc_model.hpp"
 
@@ -40,6 +41,17 @@ namespace gemmlab::emulation {
 // without its chunk map.
 std::vector<double> emulate(const Numerics& order, const Matrix& A, const Matrix& B,
                             const tc::TcParams& params, int threads = 0, const KChunkMap* chunks = nullptr);
+
+// A scaled fp8 kernel's output C = (s_a q_a)(s_b q_b) (A, B quantized operands) in order `o`, whose
+// scale_application says where the scales enter (numerics.hpp). block_*: K is cut into blocks of
+// o.promotion_interval_k (the scale block, 128), each block's partial sum d is o's instruction
+// chained over the block from +0 (the last block zero-padded to full length, as TMA fills it) and
+// the scales join per block; epilogue*: the sum over all of K in o's accumulation (in_wgmma or
+// promoted; K zero-padded to a multiple of the interval), then the scales once. Scales are read per
+// (entry, block) through ScaledOperand::scale_of. Throws std::invalid_argument for
+// scale_application none or an order that is not predictable.
+std::vector<double> emulate_scaled(const Numerics& o, const ScaledOperand& A, const ScaledOperand& B,
+                                   const tc::TcParams& params, int threads = 0);
 
 // One output entry: a (K) and b (K) the row of A and the column of B.
 double emulate_dot(const Numerics& order, const double* a, const double* b, int K,

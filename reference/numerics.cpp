@@ -49,6 +49,17 @@ std::optional<Accumulation> parse_accumulation(std::string_view name) {
   return std::nullopt;
 }
 
+const char* to_string(ScaleApplication a) {
+  switch (a) {
+    case ScaleApplication::none: return "none";
+    case ScaleApplication::block_fma: return "block_fma";
+    case ScaleApplication::block_mul_mul: return "block_mul_mul";
+    case ScaleApplication::epilogue: return "epilogue";
+    case ScaleApplication::epilogue_mul_mul: return "epilogue_mul_mul";
+  }
+  return "?";
+}
+
 bool Numerics::predictable() const {
   switch (accumulation) {
     case Accumulation::fma: return split_k == 1;
@@ -75,6 +86,7 @@ std::string Numerics::describe() const {
   } else if (k_step > 1) {
     s << ", k-steps of " << k_step << " in increasing k (instruction not modelled)";
   }
+  if (scale_application != ScaleApplication::none) s << ", scales applied " << to_string(scale_application);
   if (split_k > 1) s << ", k-steps dealt to " << split_k << " partial sums added at the end (fp32, nearest)";
   if (k_chunked) s << ", some entries' K cut into chunks summed apart and added in k order (fp32, nearest)";
   s << ", output " << info(output).name;

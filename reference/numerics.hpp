@@ -40,6 +40,18 @@ const std::vector<Accumulation>& all_accumulations();
 // Numerics::accumulation_rounding themselves and agree with this table.
 Rounding default_accumulation_rounding(Accumulation a);
 
+// How a scaled fp8 kernel applies its fp32 dequantization scales (reference/scaled_fp8.hpp), with d
+// a K block's partial sum (promotion_interval_k = the scale block, 128) or the whole fp32 sum p:
+//  none            no scales, or a library's undisclosed order
+//  block_fma       per K block: p = fma(d, RN(s_a s_b), p) (DeepGEMM: the scale product first, one FFMA)
+//  block_mul_mul   per K block: p = RN(p + RN(RN(d s_a) s_b)) (DeepSeek-V3's Triton reference, vLLM:
+//                  acc += dot(a, b) * a_s * b_s)
+//  epilogue        once: C = RN(p RN(s_a s_b)) (scales constant along K: tensor, rowwise)
+//  epilogue_mul_mul  once: C = RN(RN(p s_a) s_b)
+// All roundings fp32 round-to-nearest.
+enum class ScaleApplication { none, block_fma, block_mul_mul, epilogue, epilogue_mul_mul };
+const char* to_string(ScaleApplication a);
+
 struct Numerics {
   Format input = Format::fp32;        // format of A and B in memory
   Format compute = Format::fp32;      // format the multiplier sees (fp32 inputs under TF32: tf32)
@@ -61,6 +73,7 @@ struct Numerics {
   double acc_unit_roundoff = 0;  // 0: from `accumulator`; set where the hardware keeps fewer bits
                                  // (fp8 wgmma keeps about 13 fraction bits: 2^-13)
   bool subnormals_flushed = false;  // results below the normal range are written as 0 (fp8 wgmma)
+  ScaleApplication scale_application = ScaleApplication::none;  // scaled fp8 kernels
 
   // Whether gemmlab's emulation can compute this kernel's output bit for bit (a known instruction
   // chained in a known order, or the fp32 FMA chain).

@@ -173,6 +173,8 @@ gemmlab_cli_test(inputs_not_empty 2 "exists and is not empty: .*--force" ${_ev}/
 set_tests_properties(cli.inputs_not_empty PROPERTIES FIXTURES_REQUIRED evaluate_inputs)
 gemmlab_cli_test(inputs_bad_distribution 2 "distribution" ${_ev}/new_in
   -- $<TARGET_FILE:gemmlab> inputs -d gaussian_7 -s 8 -o ${_ev}/new_in)
+gemmlab_cli_test(inputs_scaled_distribution 2 "is a scaled fp8 distribution" ${_ev}/new_in3
+  -- $<TARGET_FILE:gemmlab> inputs -d normal_0_1@e4m3_tensor -s 8 --format e4m3 -o ${_ev}/new_in3)
 gemmlab_cli_test(inputs_not_expressible 2 "bf16" ${_ev}/new_in2/A.npy
   -- $<TARGET_FILE:gemmlab> inputs -d cancel_-10 -s 8 --format bf16 -o ${_ev}/new_in2)
 # The round trips that must succeed: numpy float64 within gamma_K(2^-53), another git commit is a
@@ -248,6 +250,14 @@ gemmlab_cli_test(invariance_no_gpu 2 "gemmlab invariance needs a CUDA GPU" ${_ou
   -- $<TARGET_FILE:gemmlab> invariance -k sgemm_01_naive -s 64 -o ${_out}/inv4.csv)
 gemmlab_cli_test(invariance_unknown_kernel 2 "unknown kernel 'nope'" ${_out}/inv3.csv
   -- $<TARGET_FILE:gemmlab> invariance -k nope -o ${_out}/inv3.csv)
+# Scaled fp8's figure on a small hand-made CSV (two sizes, two sources, two recipes, an unscaled row,
+# a not_applicable row that must be left out).
+add_test(NAME plots.scaled_fp8
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/scaled_fp8.py ${_data}/sample_scaled_fp8.csv ${_out}/scaled_fp8.png)
+set_tests_properties(plots.accumulation_vs_k plots.fp8_promotion plots.pareto plots.heatmap plots.bias_spread_suite
+                     plots.scaled_fp8 PROPERTIES LABELS plots)
 gemmlab_cli_test(order_unknown_kernel 2 "unknown kernel 'nope'" ${_out}/o.csv
   -- $<TARGET_FILE:gemmlab> order -k nope -s 64 -o ${_out}/o.csv)
 gemmlab_cli_test(order_entry_outside 2 "outside the 64x64x64 output" ${_out}/o2.csv
@@ -303,6 +313,21 @@ set_tests_properties(cli.tc_eval_write_corpus PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "wrote 11000 corpus cases of mma_m16n8k16_f16_f32")
 gemmlab_cli_test(predict_unmeasured_conversion 2 "converted from fp32 to tf32" ${_out}/pr.csv
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp32_fast_tf32 -s 256 -o ${_out}/pr.csv)
+# Scaled fp8 (issue 22): a bad recipe, a recipe the kernel cannot take, data the recipe refuses
+# (every source value is 0 in fp32: all-zero blocks), a K the block-scaled kernel cannot tile.
+gemmlab_cli_test(scaled_bad_recipe 2 "bad scaled-fp8 recipe 'e4m3_blk'.*valid recipes" ${_out}/sf1.csv
+  -- $<TARGET_FILE:gemmlab> run -k cublaslt_fp8_scaled_e4m3_tensor_f32 -d normal_0_1@e4m3_blk -s 64 -o ${_out}/sf1.csv)
+gemmlab_cli_test(predict_scaled_recipe_mismatch 2 "takes e4m3 with tensor x tensor scales. normal_0_1@e4m3_rowwise does not give them" ${_out}/sf2.csv
+  -- $<TARGET_FILE:gemmlab> predict -k cublaslt_fp8_scaled_e4m3_tensor_f32 -d normal_0_1@e4m3_rowwise -s 256 -o ${_out}/sf2.csv)
+gemmlab_cli_test(predict_unscaled_on_recipe 2 "takes no scales" ${_out}/sf3.csv
+  -- $<TARGET_FILE:gemmlab> predict -k cublaslt_fp8_e4m3_f32 -d normal_0_1@e4m3_tensor -s 256 -o ${_out}/sf3.csv)
+gemmlab_cli_test(predict_scaled_all_zero_block 2 "is all zero \\(amax 0\\)" ${_out}/sf4.csv
+  -- $<TARGET_FILE:gemmlab> predict -k cublaslt_fp8_scaled_e4m3_tensor_f32 -d logunif_-200_-160@e4m3_tensor -s 256 -o ${_out}/sf4.csv)
+if("hopper" IN_LIST GEMMLAB_FAMILIES)
+  gemmlab_cli_test(scaled_k_not_tiled 2 "K a multiple of 16. got M=256 N=256 K=200" ${_out}/sf5.csv
+    -- $<TARGET_FILE:gemmlab> run -k hgemm_wgmma_11_fp8scaled_sm8_e4m3_1x128_128x128 -d normal_0_1@e4m3_1x128_128x128
+       -s 256x256x200 -o ${_out}/sf5.csv)
+endif()
 gemmlab_cli_test(predict_bad_tree_entry 2 "'5' is not I:J" ${_out}/pr2.csv
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp16_f32 -s 256 --tree-entries 0:0,5 -o ${_out}/pr2.csv)
 gemmlab_cli_test(predict_tree_entry_outside 2 "--tree-entries: \\(300, 0\\) lies outside the \\(256, 256\\) output" ${_out}/pr3.csv

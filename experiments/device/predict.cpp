@@ -1,10 +1,13 @@
 // `gemmlab predict` (see predict.hpp).
 #include "experiments/device/predict.hpp"
 
+#include "reference/scaled_fp8.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "experiments/device/order.hpp"
@@ -76,14 +79,16 @@ std::optional<tc::TcParams> prediction_params(const Kernel& k) {
 
 namespace {
 
-// Runs k once on the inputs and fills the comparison part of a row against `pred`.
-void compare(const Kernel& k, const Matrix& A, const Matrix& B, const std::vector<double>& pred, PredictionRow& r) {
+// Runs k once on the inputs (with their scale grids for a scaled kernel) and fills the comparison
+// part of a row against `pred`.
+void compare(const Kernel& k, const Matrix& A, const Matrix& B, const std::vector<double>& pred, PredictionRow& r,
+             const OperandScales* scales = nullptr) {
   const Numerics& n = k.numerics;
   TimingOptions opt;
   opt.warmup = 0;
   opt.reps = 1;
   opt.flush_l2 = false;
-  const KernelRun run = run_kernel(k, A, B, opt);
+  const KernelRun run = run_kernel(k, A, B, opt, 0, scales);
   r.outputs = static_cast<long long>(pred.size());
   r.unwritten = run.unwritten;
   for (std::size_t e = 0; e < pred.size(); ++e) {
@@ -113,9 +118,50 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+std::vector<Numerics> scaled_candidate_orders(const Kernel& k) {
+  std::vector<Numerics> out;
+  const bool blocks = k.scale_a == ScaleGranularity::k128 || k.scale_b == ScaleGranularity::k128 ||
+                      k.scale_a == ScaleGranularity::blk128 || k.scale_b == ScaleGranularity::blk128;
+  if (blocks) {
+    for (ScaleApplication a : {ScaleApplication::block_fma, ScaleApplication::block_mul_mul}) {
+      Numerics n = wgmma_f32_numerics(k.numerics.input, 128);
+      n.scale_application = a;
+      out.push_back(n);
+    }
+  } else {
+    for (int interval : {0, 128})
+      for (ScaleApplication a : {ScaleApplication::epilogue, ScaleApplication::epilogue_mul_mul}) {
+        Numerics n = wgmma_f32_numerics(k.numerics.input, interval);
+        n.scale_application = a;
+        out.push_back(n);
+      }
+  }
+  return out;
+}
+
+namespace {
+
+// Scaled fp8: the quantized problem of d (with its recipe), the kernel run with its scale grids and
+// compared with the emulation of `order` (the kernel's own, or a candidate for a library's).
+PredictionRow predict_scaled(const Kernel& k, const Numerics& order, const Distribution& d, int M, int N, int K,
+                             std::uint64_t seed, const tc::TcParams& params, const ScaledProblem& sp) {
+  PredictionRow r = row_head(k, d, M, N, K, seed);
+  r.order_source = order.scale_application == k.numerics.scale_application ? "numerics" : "candidate";
+  r.order = order.describe();
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<double> pred = emulation::emulate_scaled(order, sp.A, sp.B, params, 0);
+  r.emulation_seconds = seconds_since(t0);
+  const OperandScales scales{kernel_scales(sp.A, Operand::A, d.recipe->a), kernel_scales(sp.B, Operand::B, d.recipe->b)};
+  compare(k, sp.A.q, sp.B.q, pred, r, &scales);
+  return r;
+}
+
+}  // namespace
+
 PredictionRow predict_and_compare(const Kernel& k, const Distribution& d, int M, int N, int K, std::uint64_t seed,
                                   const tc::TcParams& params) {
   const Numerics& n = k.numerics;
+  if (d.recipe) return predict_scaled(k, n, d, M, N, K, seed, params, make_scaled_problem(d, M, N, K, seed));
   const Matrix A = generate(d, Operand::A, M, K, n.input, seed);
   const Matrix B = generate(d, Operand::B, K, N, n.input, seed);
   PredictionRow r = row_head(k, d, M, N, K, seed);
@@ -207,6 +253,8 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
     const Kernel* k = find_kernel(name);
     if (!k) throw UsageError("unknown kernel '" + name + "' (`gemmlab list` shows them)");
     auto p = prediction_params(*k);
+    const bool scaled = k->scale_a != ScaleGranularity::none;
+    if (!p && scaled) p = tc::measured_hopper_params(*scaled_candidate_orders(*k).front().instruction);
     if (!p) {
       if (std::string gap = measured_order_gap(*k); !gap.empty())
         throw UsageError(name + ": gemmlab cannot predict this kernel (" + k->numerics.describe() + "): " + gap);
@@ -223,6 +271,29 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
       throw UsageError(e.what());
     }
   }
+  // A scaled kernel takes only distributions of its recipe's granularities, an unscaled one none.
+  for (const Kernel* k : ks)
+    for (const Distribution& d : ds) {
+      const bool scaled = k->scale_a != ScaleGranularity::none;
+      if (!scaled && d.recipe)
+        throw UsageError(std::string(k->name) + " takes no scales, so it cannot be predicted on " + d.name() +
+                         ": predict it on the distribution without '@" + d.recipe->name() + "'");
+      if (scaled && (!d.recipe || d.recipe->a != k->scale_a || d.recipe->b != k->scale_b ||
+                     d.recipe->fp8 != k->numerics.input))
+        throw UsageError(std::string(k->name) + " takes " + info(k->numerics.input).name + " with " +
+                         to_string(k->scale_a) + " x " + to_string(k->scale_b) + " scales; " + d.name() +
+                         " does not give them: name a distribution with a matching recipe (SOURCE@RECIPE)");
+    }
+  // The quantized problems of scaled distributions, made before anything runs: data a recipe
+  // refuses (an all-zero block, ...) is bad input, named before the GPU and with nothing written.
+  std::map<std::string, ScaledProblem> scaled_problems;
+  for (const Distribution& d : ds)
+    if (d.recipe) try {
+        scaled_problems.emplace(d.name(), make_scaled_problem(d, M, N, K, seed));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(d.name() + " at " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+                         ": " + e.what());
+      }
   const std::vector<std::pair<int, int>> entries = tree_entries.empty() ? default_tree_entries(M, N) : tree_entries;
   for (const auto& [i, j] : entries)
     if (i < 0 || i >= M || j < 0 || j >= N)
@@ -236,6 +307,27 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
   std::vector<std::vector<std::string>> rows;
   long long total_mismatches = 0;
   for (std::size_t i = 0; i < ks.size(); ++i) {
+    if (ks[i]->scale_a != ScaleGranularity::none) {
+      // A scaled kernel: its own order (gemmlab's kernels), or every candidate (a library's).
+      const bool own = ks[i]->numerics.scale_application != ScaleApplication::none;
+      const std::vector<Numerics> orders = own ? std::vector<Numerics>{ks[i]->numerics} : scaled_candidate_orders(*ks[i]);
+      for (const Distribution& d : ds) {
+        const ScaledProblem& sp = scaled_problems.at(d.name());
+        long long best = -1;
+        for (const Numerics& o : orders) {
+          PredictionRow r = predict_scaled(*ks[i], o, d, M, N, K, seed, *params[i], sp);
+          std::printf("[predict] %s [emulation %.1f s]\n", r.summary().c_str(), r.emulation_seconds);
+          best = best < 0 ? r.mismatches : std::min(best, r.mismatches);
+          rows.push_back(to_fields(r));
+        }
+        if (!own)
+          std::printf("[predict] %s on %s: %s\n", ks[i]->name, d.name().c_str(),
+                      best == 0 ? "a candidate order matched every output bit for bit"
+                                : "no candidate order matched: its order is none of them");
+        total_mismatches += best;
+      }
+      continue;
+    }
     std::optional<MeasuredOrder> measured;
     if (!params[i]) {
       try {

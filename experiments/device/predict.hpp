@@ -61,6 +61,15 @@ std::string measured_order_gap(const Kernel& k);
 PredictionRow predict_measured(const Kernel& k, const Distribution& d, int M, int N, int K, std::uint64_t seed,
                                const MeasuredOrder& order);
 
+// The orders a scaled fp8 library kernel (cuBLASLt's scale modes) is tried against, since its own
+// is not disclosed: the wgmma e4m3 model summed in_wgmma over all of K or promoted every 128, with
+// the scales applied per 128-block of K (block_fma, block_mul_mul; for 1 x 128 / 128 x 128 scales)
+// or once at the end (epilogue, epilogue_mul_mul; for tensor and rowwise scales). Inputs that tell
+// these apart: scales that differ from block to block and are not powers of two (fp32 recipes),
+// sums whose low bits a different rounding moves. A candidate with 0 mismatches is the library's
+// order on these inputs; none: its order is none of them (the row says so).
+std::vector<Numerics> scaled_candidate_orders(const Kernel& k);
+
 // Runs k once on (size, size, size) inputs of distribution d and seed, predicts the output with
 // `params`, and compares bit for bit. Throws std::runtime_error on a CUDA error.
 PredictionRow predict_and_compare(const Kernel& k, const Distribution& d, int M, int N, int K, std::uint64_t seed,

@@ -36,6 +36,7 @@
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
 #include "reference/parallel.hpp"
+#include "reference/scaled_fp8.hpp"
 
 namespace gemmlab {
 namespace {
@@ -318,7 +319,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // output. Fills every field of KernelRun but c, unwritten and wall_seconds.
 KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
                     const DeviceInfo& dev, RowBuffers& buf,
-                    const std::function<void(const void*, cudaStream_t)>& consume) {
+                    const std::function<void(const void*, cudaStream_t)>& consume, const float* scale_a = nullptr,
+                    const float* scale_b = nullptr) {
   const std::size_t out_bytes = storage_bytes(k.numerics.output);
   const std::size_t n = static_cast<std::size_t>(M) * N;
   const std::size_t c_bytes = n * out_bytes;
@@ -329,7 +331,9 @@ KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const 
   void* dFlush = flush_bytes ? buf.flush.get(flush_bytes) : nullptr;
   cudaStream_t stream = opt.stream ? static_cast<cudaStream_t>(opt.stream) : buf.stream;
 
-  const GemmArgs args = gemm_args(k, M, N, K, dA, dB, dC, dW, stream, dev);
+  GemmArgs args = gemm_args(k, M, N, K, dA, dB, dC, dW, stream, dev);
+  args.scale_a = scale_a;
+  args.scale_b = scale_b;
 
   auto prepare = [&] {
     if (flush_bytes) GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dFlush, 0, flush_bytes, stream));
@@ -403,19 +407,31 @@ std::vector<double> download(const void* dC, Format out, std::size_t n) {
 
 }  // namespace
 
-KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device) {
+KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device,
+                     const OperandScales* scales) {
   if (A.cols != B.rows) throw std::invalid_argument("run_kernel: A is (M,K) and B must be (K,N)");
   const auto wall_start = std::chrono::steady_clock::now();
   const int M = A.rows, K = A.cols, N = B.cols;
   const DeviceInfo& dev = query_device(device);
   if (!dev.present) throw std::runtime_error("run_kernel: no CUDA GPU: " + dev.why_absent);
   GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
+  const bool scaled = k.scale_a != ScaleGranularity::none || k.scale_b != ScaleGranularity::none;
+  if (scaled != (scales != nullptr))
+    throw std::invalid_argument(std::string("run_kernel: ") + k.name +
+                                (scaled ? " is a scaled fp8 kernel and needs scale grids" : " takes no scales"));
   const Operands ops(k, A, B);
+  // The scale grids, kept on the GPU for the launches (empty for an unscaled kernel).
+  auto upload = [](const std::vector<float>* v) {
+    auto d = std::make_unique<DeviceBuffer>(v ? v->size() * sizeof(float) : 0);
+    if (v && !v->empty()) GEMMLAB_CUDA_CHECK(cudaMemcpy(d->p, v->data(), v->size() * sizeof(float), cudaMemcpyHostToDevice));
+    return d;
+  };
+  const auto sa = upload(scales ? &scales->a : nullptr), sb = upload(scales ? &scales->b : nullptr);
   std::vector<double> c;
   RowBuffers buf;
   KernelRun run = run_timed(k, M, N, K, ops.A.p, ops.B.p, opt, dev, buf, [&](const void* dC, cudaStream_t) {
     c = download(dC, k.numerics.output, static_cast<std::size_t>(M) * N);
-  });
+  }, static_cast<const float*>(sa->p), static_cast<const float*>(sb->p));
   run.c = std::move(c);
   run.unwritten = std::count_if(run.c.begin(), run.c.end(), [](double x) { return std::isnan(x); });
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -429,6 +445,10 @@ struct EntryRunner::Impl {
   std::size_t eb_in, eb_out;
   std::vector<unsigned char> hA, hB;  // the packed operands as on the GPU
   DeviceBuffer A, B, C, W;
+  // A scaled fp8 kernel's scale grids, every scale 1: a scale step is then exact (x 1), so the
+  // masking experiment reveals the order in which the kernel sums the products q_a q_b (where its
+  // blocks of K start and end, and how they are joined).
+  std::unique_ptr<DeviceBuffer> SA, SB;
   cudaStream_t stream = nullptr;
   bool own_stream = true;
   GemmArgs args;
@@ -448,6 +468,18 @@ struct EntryRunner::Impl {
       GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     }
     args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
+    if (k.scale_a != ScaleGranularity::none) {
+      auto ones = [](std::size_t n) {
+        auto d = std::make_unique<DeviceBuffer>(n * sizeof(float));
+        const std::vector<float> h(n, 1.0f);
+        GEMMLAB_CUDA_CHECK(cudaMemcpy(d->p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+        return d;
+      };
+      SA = ones(kernel_scales_count(Operand::A, k.scale_a, M, K));
+      SB = ones(kernel_scales_count(Operand::B, k.scale_b, K, N));
+      args.scale_a = static_cast<const float*>(SA->p);
+      args.scale_b = static_cast<const float*>(SB->p);
+    }
   }
   ~Impl() {
     if (stream && own_stream) cudaStreamDestroy(stream);
@@ -765,6 +797,10 @@ class GpuDevice final : public Device {
   std::string hardware_support(const Kernel& k) override { return gemmlab::hardware_support(k, query_device(index_)); }
   KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt) override {
     return run_kernel(k, A, B, opt, index_);
+  }
+  KernelRun run_scaled(const Kernel& k, const Matrix& A, const Matrix& B, const OperandScales& scales,
+                       const TimingOptions& opt) override {
+    return run_kernel(k, A, B, opt, index_, &scales);
   }
   int sm_clock_mhz() override { return current_sm_clock_mhz(index_); }
   void bind_thread() override {

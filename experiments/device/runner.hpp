@@ -71,7 +71,12 @@ struct KernelRun {
 // repetitions (CUDA events around each launch only; L2 flushed and C poisoned with NaN before each),
 // and downloads C, on GPU `device`. Throws std::runtime_error on a CUDA error. The caller checks
 // sizes and support.
-KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device = 0);
+// A scaled fp8 kernel's scale grids (GemmArgs::scale_a / scale_b), uploaded with the operands.
+struct OperandScales {
+  std::vector<float> a, b;
+};
+KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device = 0,
+                     const OperandScales* scales = nullptr);
 
 // One kernel launched many times on inputs that change only in one row of A and one column of B
 // between launches, reading back one entry of C: the masking experiment of `gemmlab order`
@@ -187,6 +192,10 @@ class Device {
   // Empty if the kernel can run here; otherwise why not (-> a not_supported row).
   virtual std::string hardware_support(const Kernel& k) = 0;
   virtual KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt) = 0;
+  // run() for a scaled fp8 kernel: A and B hold the fp8 values, `scales` their scale grids. The
+  // default throws std::runtime_error (a device that cannot run scaled kernels).
+  virtual KernelRun run_scaled(const Kernel& k, const Matrix& A, const Matrix& B, const OperandScales& scales,
+                               const TimingOptions& opt);
   virtual int sm_clock_mhz() = 0;
   // Called once in each worker thread before its first row (a GPU binds the thread to itself).
   virtual void bind_thread() {}

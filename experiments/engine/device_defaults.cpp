@@ -118,6 +118,10 @@ std::unique_ptr<ProblemReference> Device::reference(ProblemInputs& in, const Ref
   return cpu_reference(in.A(), in.B(), opt);
 }
 
+KernelRun Device::run_scaled(const Kernel& k, const Matrix&, const Matrix&, const OperandScales&, const TimingOptions&) {
+  throw std::runtime_error(std::string(k.name) + " is a scaled fp8 kernel and this device cannot run scaled kernels");
+}
+
 Measurement Device::measure(const Kernel& k, ProblemInputs& in, ProblemReference& ref, const TimingOptions& opt,
                             const BoundModel& model, bool keep_output, int threads) {
   Measurement m;

@@ -32,6 +32,10 @@ nlohmann::json write_inputs(const InputsSpec& spec, const std::string& dir, bool
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (d.recipe)
+    throw UsageError(d.name() + " is a scaled fp8 distribution: `gemmlab inputs` writes plain operands, without the "
+                     "scale grids such a kernel also needs; use " + d.source().name() +
+                     " (the fp32 source: --format fp32) and quantize it yourself, or judge the kernel with gemmlab run");
   if (spec.M <= 0 || spec.N <= 0 || spec.K <= 0)
     throw UsageError("size " + Size{spec.M, spec.N, spec.K}.str() + " is not positive");
   if (std::string why = unusable_reason(d, spec.format); !why.empty()) throw UsageError(why);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -26,6 +27,7 @@
 #include "reference/mpfr_gemm.hpp"
 #include "reference/parallel.hpp"
 #include "reference/rng.hpp"
+#include "reference/scaled_fp8.hpp"
 
 namespace fs = std::filesystem;
 
@@ -370,6 +372,10 @@ class ProblemRunner {
       }
       return;
     }
+    if (d.recipe) {
+      run_scaled_problem(d, z, seed, kernels, ctx, who, emit);
+      return;
+    }
     Device& device = *devices_[ctx.worker];
     auto t0 = std::chrono::steady_clock::now();
     // Made where the kernels read them (a GPU generates them in its memory, bit for bit generate()).
@@ -398,6 +404,14 @@ class ProblemRunner {
                     const std::string& tag, ReferenceCache& refs, Device& device,
                     engine::WorkerContext& ctx, const std::string& who) {
     ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
+    if (k.scale_a != ScaleGranularity::none || k.scale_b != ScaleGranularity::none) {
+      row.status = Status::not_applicable;
+      row.note = std::string(k.name) + " is a scaled fp8 kernel (" + to_string(k.scale_a) + " x " + to_string(k.scale_b) +
+                 " scales): give it a distribution with a recipe, e.g. " + d.name() + "@e4m3_" +
+                 (k.scale_a == ScaleGranularity::tensor ? "tensor" : k.scale_a == ScaleGranularity::outer ? "rowwise"
+                  : k.scale_b == ScaleGranularity::blk128 ? "1x128_128x128" : "1x128_1x128");
+      return row;
+    }
     row.reps = req_.plan.reps;
     if (std::string why = device.hardware_support(k); !why.empty()) {
       row.status = Status::not_supported;
@@ -422,36 +436,13 @@ class ProblemRunner {
       time_.add(&TimeSplit::kernels, run.launch_seconds);
       time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
       time_.add(&TimeSplit::statistics, m.stats_seconds);
-      row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
-                          .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = device.sm_clock_mhz()};
-      row.stats = m.stats;
-      judge(row, *row.stats, d, k.numerics);
-      if (k.numerics.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
-        // A kernel declared only by its formats (a callable judged with accumulation "unknown") claims
-        // no bound, as `gemmlab evaluate` says of it: gamma_bound shows the weakest model's (u_eff = 2u).
-        row.status = Status::no_bound;
-        row.note = "accumulation unknown: no bound is claimed (gamma_bound is the weakest model's, u_eff = 2u" +
-                   (row.stats->bound_violations ? ", and " + std::to_string(row.stats->bound_violations) +
-                                                      " entries are above it)" : std::string(")")) + "; " + row.note;
-      }
-      if (run.nondeterministic) {
-        // Two launches on the same inputs gave different bits: the statistics describe only the last
-        // output, so the row says so instead of passing judgement on it.
-        row.status = Status::nondeterministic;
-        row.note = std::to_string(run.nondeterministic) + " of " + std::to_string(m.stats.entries) +
-                   " entries differ bit for bit between the first and the last launch on the same inputs; the "
-                   "statistics are those of the last launch; " + row.note;
-      }
+      record(row, run, m.stats, k, d, device);
       if (!req_.save_matrices.empty()) {
         const auto t2 = std::chrono::steady_clock::now();
         write_npy((fs::path(req_.save_matrices) / (tag + "_" + k.name + "_C.npy")).string(), run.c, z.M, z.N);
         time_.add(&TimeSplit::io, seconds_since(t2));
       }
-      char line[512];
-      std::snprintf(line, sizeof line, "%s   %-44s %9.3f ms %8.2f TFLOP/s  bias %+.3e  spread %.3e  %s", who.c_str(), k.name,
-                    run.time_ms_median, run.tflops, row.stats->rel_mean, row.stats->rel_std,
-                    row.status == Status::failed_bound ? "FAILED_BOUND" : to_string(row.status));
-      ctx.log(line);
+      log_row(row, run, k, ctx, who);
     } catch (const KernelNotSupported& e) {  // the library refused the kernel's setting: not an error
       time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
       row.status = Status::not_supported;
@@ -467,6 +458,129 @@ class ProblemRunner {
     // runs them while the problem's first kernel runs); a failed check stops the run as before.
     ref.wait_verified();
     return row;
+  }
+
+  // A measured row's timing, statistics and verdict (judge, plus what a kernel of unknown
+  // accumulation and a nondeterministic one add to it).
+  static void record(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Kernel& k,
+                     const Distribution& d, Device& device) {
+    row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
+                        .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = device.sm_clock_mhz()};
+    row.stats = stats;
+    judge(row, *row.stats, d, k.numerics);
+    if (k.numerics.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
+      // A kernel declared only by its formats (a callable judged with accumulation "unknown") claims
+      // no bound, as `gemmlab evaluate` says of it: gamma_bound shows the weakest model's (u_eff = 2u).
+      row.status = Status::no_bound;
+      row.note = "accumulation unknown: no bound is claimed (gamma_bound is the weakest model's, u_eff = 2u" +
+                 (row.stats->bound_violations ? ", and " + std::to_string(row.stats->bound_violations) +
+                                                    " entries are above it)" : std::string(")")) + "; " + row.note;
+    }
+    if (run.nondeterministic) {
+      // Two launches on the same inputs gave different bits: the statistics describe only the last
+      // output, so the row says so instead of passing judgement on it.
+      row.status = Status::nondeterministic;
+      row.note = std::to_string(run.nondeterministic) + " of " + std::to_string(stats.entries) +
+                 " entries differ bit for bit between the first and the last launch on the same inputs; the "
+                 "statistics are those of the last launch; " + row.note;
+    }
+  }
+
+  static void log_row(const ResultRow& row, const KernelRun& run, const Kernel& k, engine::WorkerContext& ctx,
+                      const std::string& who) {
+    char line[512];
+    std::snprintf(line, sizeof line, "%s   %-44s %9.3f ms %8.2f TFLOP/s  bias %+.3e  spread %.3e  %s", who.c_str(), k.name,
+                  run.time_ms_median, run.tflops, row.stats->rel_mean, row.stats->rel_std,
+                  row.status == Status::failed_bound ? "FAILED_BOUND" : to_string(row.status));
+    ctx.log(line);
+  }
+
+  // SOURCE@RECIPE: the kernels that take the recipe's scales read the quantized operands and their
+  // scale grids; each row is judged against the exact product of the dequantized operands (the
+  // GEMM's own error, under its bound) and measured against the exact product of the fp32 sources
+  // A0 B0 (the total error, quantization included: ResultRow::total). Kernels that cannot take the
+  // recipe, and data the recipe refuses (an all-zero block, ...), get not_applicable rows saying why.
+  void run_scaled_problem(const Distribution& d, const Size& z, std::uint64_t seed,
+                          const std::vector<const Kernel*>& kernels, engine::WorkerContext& ctx, const std::string& who,
+                          const std::function<void(const ResultRow&)>& emit) {
+    const ScaleRecipe& r = *d.recipe;
+    auto not_applicable = [&](const Kernel& k, const std::string& why) {
+      ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
+      row.status = Status::not_applicable;
+      row.note = why;
+      return row;
+    };
+    std::vector<const Kernel*> takers;
+    for (const Kernel* k : kernels) {
+      if (k->scale_a == r.a && k->scale_b == r.b) {
+        takers.push_back(k);
+        continue;
+      }
+      const bool unscaled = k->scale_a == ScaleGranularity::none && k->scale_b == ScaleGranularity::none;
+      emit(not_applicable(*k, std::string(k->name) +
+                                  (unscaled ? " takes no scales"
+                                            : std::string(" takes ") + to_string(k->scale_a) + " x " + to_string(k->scale_b) +
+                                                  " scales") +
+                                  "; recipe " + r.name() + " gives " + to_string(r.a) + " x " + to_string(r.b) +
+                                  ": choose a kernel of this recipe (gemmlab list) or another recipe"));
+    }
+    if (takers.empty()) return;
+    Device& device = *devices_[ctx.worker];
+    auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<ScaledProblem> sp;
+    try {
+      sp = std::make_unique<ScaledProblem>(make_scaled_problem(d, z.M, z.N, z.K, seed, threads_));
+    } catch (const std::invalid_argument& e) {
+      for (const Kernel* k : takers) emit(not_applicable(*k, e.what()));
+      return;
+    }
+    const OperandScales scales{kernel_scales(sp->A, Operand::A, r.a), kernel_scales(sp->B, Operand::B, r.b)};
+    HostInputs dequantized(sp->A.dequantized(), sp->B.dequantized(), Format::fp32);
+    HostInputs sources(sp->A0, sp->B0, Format::fp32);
+    time_.add(&TimeSplit::inputs, seconds_since(t0));
+    const std::string tag = file_tag(d, z, seed, r.fp8);
+    ReferenceCache gemm_refs(req_, threads_, dequantized, z, seed, tag, ctx, who, time_, device);
+    ReferenceCache total_refs(req_, threads_, sources, z, seed, tag + "_source", ctx, who, time_, device);
+    for (const Kernel* k : takers) {
+      if (ctx.should_stop()) return;
+      ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
+      row.reps = req_.plan.reps;
+      if (std::string why = device.hardware_support(*k); !why.empty()) {
+        row.status = Status::not_supported;
+        row.note = why;
+        emit(row);
+        continue;
+      }
+      ProblemReference& ref = gemm_refs.get();
+      ProblemReference& total = total_refs.get();
+      row.reference = ref.label;
+      if (const long long over = ref.count_beyond(info(k->numerics.output).max_finite)) {
+        row.status = Status::not_applicable;
+        row.note = over_range_note(over, k->numerics.output);
+      } else {
+        t0 = std::chrono::steady_clock::now();
+        try {
+          const KernelRun run = device.run_scaled(*k, sp->A.q, sp->B.q, scales, topt_);
+          time_.add(&TimeSplit::kernels, run.launch_seconds);
+          time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
+          const auto t1 = std::chrono::steady_clock::now();
+          const BoundModel model = bound_model(k->numerics, z.K);
+          const ErrorStats stats = compute_error_stats(run.c, ref.host(), k->numerics.output, model, threads_);
+          row.total = TotalError::of(compute_error_stats(run.c, total.host(), k->numerics.output, model, threads_));
+          time_.add(&TimeSplit::statistics, seconds_since(t1));
+          record(row, run, stats, *k, d, device);
+          log_row(row, run, *k, ctx, who);
+        } catch (const std::exception& e) {
+          time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
+          row.status = Status::error;
+          row.note = e.what();
+          ctx.log(who + "   " + k->name + ": error: " + e.what());
+        }
+      }
+      ref.wait_verified();
+      total.wait_verified();
+      emit(row);
+    }
   }
 
   const RunRequest& req_;

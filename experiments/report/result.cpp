@@ -66,6 +66,7 @@ ResultRow describe(const Kernel& k, const std::string& distribution, int M, int 
   r.layout_a = k.layout_a;
   r.layout_b = k.layout_b;
   r.distribution = distribution;
+  if (const auto at = distribution.find('@'); at != std::string::npos) r.recipe = distribution.substr(at + 1);
   r.M = M, r.N = N, r.K = K;
   r.seed = seed;
   return r;
@@ -180,6 +181,7 @@ const std::vector<Column>& columns() {
     v.push_back({"seed", [](const ResultRow& r) { return std::to_string(r.seed); },
                  [](ResultRow& r, const std::string& s) { r.seed = to_u64("seed", s); }});
     text("reference", &ResultRow::reference);
+    text("recipe", &ResultRow::recipe);
 #define GEMMLAB_STATS_COLUMN(type, name, doc)                                                      \
   v.push_back({#name, [](const ResultRow& r) { return r.stats ? fmt(r.stats->name) : std::string(); }, \
                [](ResultRow& r, const std::string& s) {                                           \
@@ -187,6 +189,21 @@ const std::vector<Column>& columns() {
                }});
     GEMMLAB_ERROR_STATS_FIELDS(GEMMLAB_STATS_COLUMN)
 #undef GEMMLAB_STATS_COLUMN
+    // Scaled fp8 rows: the total error against A0 B0 (TotalError), empty on other rows.
+    auto total = [&](const char* name, double TotalError::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return r.total ? fmt_double((*r.total).*field) : ""; },
+                   [field, name](ResultRow& r, const std::string& s) {
+                     if (s.empty()) return;
+                     if (!r.total) r.total.emplace();
+                     (*r.total).*field = to_double(name, s);
+                   }});
+    };
+    total("total_rel_mean", &TotalError::rel_mean);
+    total("total_rel_std", &TotalError::rel_std);
+    total("total_rel_max_abs", &TotalError::rel_max_abs);
+    total("total_normwise", &TotalError::normwise);
+    total("total_componentwise", &TotalError::componentwise);
+    total("total_calc_diff", &TotalError::calc_diff);
     timing("time_ms_median", &Timing::time_ms_median);
     timing("time_ms_min", &Timing::time_ms_min);
     timing("time_ms_max", &Timing::time_ms_max);

@@ -38,6 +38,17 @@ struct Timing {
   int sm_clock_mhz = -1;  // sampled after the run (nvidia-smi), -1 if unknown
 };
 
+// A scaled fp8 row's total error: the kernel's output against the exact product of the fp32
+// sources A0 B0 (quantization included), reported as measured (no bound applies to it). The
+// fields are those of ErrorStats of the same name, computed against that second reference; the
+// row's other statistics are against the dequantized operands (the GEMM's own error).
+struct TotalError {
+  double rel_mean = 0, rel_std = 0, rel_max_abs = 0, normwise = 0, componentwise = 0, calc_diff = 0;
+  static TotalError of(const ErrorStats& s) {
+    return {s.rel_mean, s.rel_std, s.rel_max_abs, s.normwise, s.componentwise, s.calc_diff};
+  }
+};
+
 struct ResultRow {
   // What ran.
   std::string kernel, family;
@@ -48,8 +59,10 @@ struct ResultRow {
   int M = 0, N = 0, K = 0;
   std::uint64_t seed = 0;
   std::string reference;          // engine that computed the exact reference (+ MPFR spot checks)
+  std::string recipe;             // scaled fp8: the distribution's recipe (after '@'); empty otherwise
   // What came out (absent where the kernel did not run).
   std::optional<ErrorStats> stats;
+  std::optional<TotalError> total;  // scaled fp8 rows: against A0 B0
   std::optional<Timing> timing;
   std::optional<int> reps;        // timed repetitions asked for (absent where nothing was going to run)
   Status status = Status::planned;
