@@ -92,6 +92,12 @@ constexpr Rounding kAccRoundings[] = {Rounding::nearest_even, Rounding::toward_z
 using tc::to_string;
 constexpr tc::AlignReference kAlignReferences[] = {tc::AlignReference::exponent_sum,
                                                    tc::AlignReference::value_exponent};
+constexpr tc::NanEncoding kNanEncodings[] = {tc::NanEncoding::all_ones, tc::NanEncoding::ieee_quiet};
+constexpr tc::Overflow kOverflows[] = {tc::Overflow::by_rounding, tc::Overflow::infinity, tc::Overflow::saturate};
+constexpr tc::ZeroSign kZeroSigns[] = {tc::ZeroSign::ieee, tc::ZeroSign::plus, tc::ZeroSign::c_sign};
+constexpr tc::ZeroOperandExponent kZeroOperands[] = {tc::ZeroOperandExponent::none, tc::ZeroOperandExponent::input_emin,
+                                                     tc::ZeroOperandExponent::fp32_emin};
+constexpr Rounding kTf32LowBits[] = {Rounding::toward_zero, Rounding::nearest_even};
 
 Accumulation accumulation_of(const std::string& name) {
   if (auto a = parse_accumulation(name)) return *a;
@@ -383,6 +389,25 @@ void bind_tc(nb::module_& m) {
               "A zero C joins the alignment with exponent emin_out - offset (-1: it takes no part).")
       .def_rw("step_interleave", &tc::TcParams::step_interleave,
               "0: contiguous blocks; g > 0: product i goes to block (i / g) mod (k / block_size).")
+      // The special rules (reference/tc_model.hpp), settled on the H100/H200 by the adversarial corpus.
+      .def_prop_rw("nan_encoding", [](const tc::TcParams& p) { return std::string(tc::to_string(p.nan_encoding)); },
+                   [](tc::TcParams& p, const std::string& v) { p.nan_encoding = enum_of("nan_encoding", v, kNanEncodings); },
+                   "all_ones | ieee_quiet: the bits of a NaN result.")
+      .def_prop_rw("overflow", [](const tc::TcParams& p) { return std::string(tc::to_string(p.overflow)); },
+                   [](tc::TcParams& p, const std::string& v) { p.overflow = enum_of("overflow", v, kOverflows); },
+                   "by_rounding | infinity | saturate: a finite result beyond the output's range.")
+      .def_prop_rw("zero_sign", [](const tc::TcParams& p) { return std::string(tc::to_string(p.zero_sign)); },
+                   [](tc::TcParams& p, const std::string& v) { p.zero_sign = enum_of("zero_sign", v, kZeroSigns); },
+                   "ieee | plus | c_sign: the sign of an exactly zero result.")
+      .def_prop_rw("zero_operand_exponent",
+                   [](const tc::TcParams& p) { return std::string(tc::to_string(p.zero_operand_exponent)); },
+                   [](tc::TcParams& p, const std::string& v) {
+                     p.zero_operand_exponent = enum_of("zero_operand_exponent", v, kZeroOperands);
+                   },
+                   "none | input_emin | fp32_emin: how a product with a zero operand joins the alignment.")
+      .def_prop_rw("tf32_low_bits", [](const tc::TcParams& p) { return std::string(to_string(p.tf32_low_bits)); },
+                   [](tc::TcParams& p, const std::string& v) { p.tf32_low_bits = enum_of("tf32_low_bits", v, kTf32LowBits); },
+                   "toward_zero | nearest_even: what the low 13 bits of a tf32 operand's fp32 container do.")
       .def_prop_ro("fraction_bits", &tc::TcParams::fraction_bits, "F, the fraction bits kept below the largest exponent.")
       .def("describe", &tc::TcParams::describe, "One line, as in gemmlab's tables.")
       .def("__repr__", [](const tc::TcParams& p) {

@@ -56,10 +56,17 @@ def test_published_params_and_instruction_table():
     p = tc.published_params("mma_m16n8k16_f16_f16")
     assert (p.neab, p.output_rounding, p.fraction_bits) == (15, "nearest_even", 25)
     assert tc.published_params("wgmma_m64n8k8_tf32_f32").block_size == 8
-    # bf16 -> fp32: fp16's settled model, and the zero-C alignment the H100 probes inferred.
+    # bf16 -> fp32: fp16's settled model, the zero-C alignment the H100 probes inferred, and the special
+    # rules the H100/H200 corpus settled (2026-11-24): fp32 overflow to infinity, an exact zero +0.
     expected = tc.TcParams(input="bf16", output="fp32")
     expected.zero_c_offset = 7
+    expected.overflow = "infinity"
+    expected.zero_sign = "plus"
     assert tc.published_params("mma_m16n8k16_bf16_f32") == expected
+    assert (expected.nan_encoding, expected.zero_operand_exponent, expected.tf32_low_bits) == (
+        "all_ones", "none", "toward_zero")
+    with pytest.raises(ValueError, match="unknown overflow 'wrap'"):
+        expected.overflow = "wrap"
     # fp8 wgmma keeps 13 fraction bits of the normalised result (results/probes, H100).
     assert tc.published_params("wgmma_m64n8k32_e4m3_f32").result_fraction_bits == 13
     with pytest.raises(ValueError, match="unknown instruction"):
