@@ -79,6 +79,8 @@ std::vector<explain::KnownKernel> known_kernels(const std::vector<const Kernel*>
   std::vector<explain::KnownKernel> out;
   for (const Kernel* k : kernels) {
     if (!k->numerics.predictable() || k->numerics.k_chunked) continue;
+    // A kernel that takes scales computes another function of A and B than C = A B.
+    if (k->scale_a != ScaleGranularity::none || k->scale_b != ScaleGranularity::none) continue;
     explain::KnownKernel kk{k->name, k->numerics, {}};
     if (k->numerics.instruction) {
       auto p = tc::measured_hopper_params(*k->numerics.instruction);
