@@ -223,14 +223,23 @@ class Rebuilder {
 
 }  // namespace
 
-SummationTree reconstruct(int K, const std::function<int(int, int)>& lca_size) {
-  Rebuilder rb(K, lca_size);
+namespace {
+
+// The whole tree over leaves 0 .. K-1, checked to end at its last node.
+SummationTree rebuild_all(Rebuilder& rb, int K) {
   std::vector<int> all(K);
   for (int k = 0; k < K; ++k) all[k] = k;
-  int root = rb.build(all);
+  const int root = rb.build(all);
   SummationTree t = rb.take();
   if (root != t.root()) throw std::logic_error("FPRev: root is not the last node");
   return t;
+}
+
+}  // namespace
+
+SummationTree reconstruct(int K, const std::function<int(int, int)>& lca_size) {
+  Rebuilder rb(K, lca_size);
+  return rebuild_all(rb, K);
 }
 
 SummationTree reconstruct_batched(int K, const LcaBatch& lca_sizes) {
@@ -240,12 +249,7 @@ SummationTree reconstruct_batched(int K, const LcaBatch& lca_sizes) {
     return s[0];
   };
   Rebuilder rb(K, one, &lca_sizes);
-  std::vector<int> all(K);
-  for (int k = 0; k < K; ++k) all[k] = k;
-  int root = rb.build(all);
-  SummationTree t = rb.take();
-  if (root != t.root()) throw std::logic_error("FPRev: root is not the last node");
-  return t;
+  return rebuild_all(rb, K);
 }
 
 SummationTree reconstruct_from_matrix(int K, const std::vector<int>& sizes) {
