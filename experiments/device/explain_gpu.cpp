@@ -19,12 +19,6 @@ KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, voi
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {
   ++launches;
-  if (dense_) {
-    runner_->set_operands(Matrix(M_, K_), Matrix(K_, N_));
-    dense_ = false;
-    rows_set_.clear();
-    cols_set_.clear();
-  }
   auto dense = [&](const explain::SparseVector& v) {
     std::vector<double> d(K_, v.fill);
     for (auto [k, x] : v.at) d.at(k) = x;
@@ -45,9 +39,16 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
       cols.insert(v.index);
     }
     runner_->set_operands(A, B);
+    dense_ = false;
     rows_set_.assign(rows.begin(), rows.end());
     cols_set_.assign(cols.begin(), cols.end());
     return runner_->run_entries(entries);
+  }
+  if (dense_) {  // run_full left whole operands: zero them once, then set the few rows and columns
+    runner_->set_operands(Matrix(M_, K_), Matrix(K_, N_));
+    dense_ = false;
+    rows_set_.clear();
+    cols_set_.clear();
   }
   for (const explain::SparseVector& v : in.a_rows) {
     runner_->set_a_row(v.index, dense(v));

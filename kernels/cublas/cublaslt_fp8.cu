@@ -14,6 +14,7 @@
 // e5m2 x e5m2 is not offered by cuBLASLt, so there is no e5m2 baseline. Both launch through the
 // shared cuBLASLt path (kernels/cublas/cublaslt_matmul.cu), which reports the heuristic's choice.
 #include "kernels/cublas/cublaslt_problem.cuh"
+#include "kernels/cublas/library_kernel.hpp"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
@@ -23,16 +24,7 @@ constexpr std::size_t WORKSPACE = 32u << 20;  // 32 MiB, as cuBLAS recommends fo
 constexpr const char* kNeeds = "fp8 needs compute capability 8.9 or newer, K a multiple of 16";
 
 constexpr Kernel make(const char* name, const char* desc, const LtProblem* problem) {
-  return Kernel{
-      .name = name, .family = "cublas", .description = desc,
-      .numerics = {.input = Format::e4m3, .compute = Format::e4m3, .accumulator = Format::fp32,
-                   .output = Format::fp32, .accumulation = Accumulation::library, .k_step = 0,
-                   .accumulation_rounding = Rounding::unknown, .acc_unit_roundoff = 0x1p-13},
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = 16, .n_multiple = 16, .k_multiple = 16,
-      .min_cc = 89, .requires_sm90a = false, .workspace_bytes = WORKSPACE,
-      .launch = cublaslt_launch, .context = problem,
-  };
+  return cublaslt_fp8_kernel(name, desc, cublaslt_launch, 89, WORKSPACE, problem);
 }
 
 }  // namespace

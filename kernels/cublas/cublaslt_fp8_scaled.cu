@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_check.cuh"
+#include "kernels/cublas/library_kernel.hpp"
 #include "kernels/kernel.hpp"
 
 namespace gemmlab::kernels {
@@ -118,18 +119,11 @@ void launch(const GemmArgs& g) {
 
 template <bool FAST, ScaleGranularity SA = ScaleGranularity::none, ScaleGranularity SB = ScaleGranularity::none>
 constexpr Kernel make(const char* name, const char* desc) {
-  return Kernel{
-      .name = name, .family = "cublas", .description = desc,
-      .numerics = {.input = Format::e4m3, .compute = Format::e4m3, .accumulator = Format::fp32,
-                   .output = Format::fp32, .accumulation = Accumulation::library, .k_step = 0,
-                   .accumulation_rounding = Rounding::unknown, .acc_unit_roundoff = 0x1p-13},
-      .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = 16, .n_multiple = 16, .k_multiple = 16,
-      // The scale modes exist on Hopper only (NVIDIA/CUDALibrarySamples#270, #310).
-      .min_cc = SA == ScaleGranularity::none ? 89 : 90, .requires_sm90a = false, .workspace_bytes = WORKSPACE,
-      .launch = launch<FAST, SA, SB>,
-      .scale_a = SA, .scale_b = SB,
-  };
+  // The scale modes exist on Hopper only (NVIDIA/CUDALibrarySamples#270, #310).
+  Kernel k = cublaslt_fp8_kernel(name, desc, launch<FAST, SA, SB>, SA == ScaleGranularity::none ? 89 : 90, WORKSPACE);
+  k.scale_a = SA;
+  k.scale_b = SB;
+  return k;
 }
 
 }  // namespace

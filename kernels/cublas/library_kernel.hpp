@@ -23,4 +23,17 @@ constexpr Kernel library_kernel(const char* name, const char* desc, Format in, F
   };
 }
 
+// cuBLASLt's fp8 e4m3 GEMM (cublaslt_fp8.cu and its scaled entries, cublaslt_fp8_scaled.cu): the
+// "TN" layouts (B column-major), M, N and K multiples of 16, and the ~13 fraction bits fp8 wgmma
+// keeps, in the bound (see cublaslt_fp8.cu).
+constexpr Kernel cublaslt_fp8_kernel(const char* name, const char* desc, void (*launch)(const GemmArgs&), int min_cc,
+                                     std::size_t workspace_bytes, const void* context = nullptr) {
+  Kernel k = library_kernel(name, desc, Format::e4m3, Format::e4m3, Format::fp32, Format::fp32, launch, min_cc,
+                            workspace_bytes, context);
+  k.numerics.acc_unit_roundoff = 0x1p-13;
+  k.layout_b = Layout::col_major;
+  k.m_multiple = k.n_multiple = k.k_multiple = 16;
+  return k;
+}
+
 }  // namespace gemmlab::kernels
