@@ -375,7 +375,7 @@ std::vector<double> emulate_scaled(const Numerics& o, const ScaledOperand& A, co
   const ScaleApplication app = o.scale_application;
   if (app == ScaleApplication::none) throw std::invalid_argument("emulate_scaled: the order applies no scales");
   if (!o.predictable()) throw std::invalid_argument("emulate_scaled: gemmlab has no bit-exact model of " + o.describe());
-  const bool per_block = app == ScaleApplication::block_fma || app == ScaleApplication::block_mul_mul;
+  const bool per_block = applies_per_block(app);
   const int blk = o.promotion_interval_k > 0 ? o.promotion_interval_k : 128;
   if (blk % o.k_step != 0) throw std::invalid_argument("emulate_scaled: the scale block is not a whole number of k-steps");
   const int M = A.q.rows, K = A.q.cols, N = B.q.cols;
@@ -399,13 +399,20 @@ std::vector<double> emulate_scaled(const Numerics& o, const ScaledOperand& A, co
         for (int kb = 0; kb < blocks; ++kb) {
           const float d = as_float(emulate_dot(block_order, a.data() + kb * blk, b.data() + kb * blk, blk, params));
           const float sa = static_cast<float>(A.scale_of(i, kb * blk)), sb = static_cast<float>(B.scale_of(kb * blk, j));
-          if (app == ScaleApplication::block_fma) p = std::fmaf(d, sa * sb, p);
-          else p = fadd_rn(p, (d * sa) * sb);
+          switch (app) {
+            case ScaleApplication::block_fma: p = std::fmaf(d, sa * sb, p); break;
+            case ScaleApplication::block_mul_mul: p = fadd_rn(p, (d * sa) * sb); break;
+            case ScaleApplication::block_mul_mul_ba: p = fadd_rn(p, (d * sb) * sa); break;
+            case ScaleApplication::block_mul_fma_a: p = std::fmaf(d * sa, sb, p); break;
+            default: p = std::fmaf(d * sb, sa, p); break;  // block_mul_fma_b
+          }
         }
       } else {
         p = as_float(emulate_dot(o, a.data(), b.data(), padded, params));
         const float sa = static_cast<float>(A.scale_of(i, 0)), sb = static_cast<float>(B.scale_of(0, j));
-        p = app == ScaleApplication::epilogue ? p * (sa * sb) : (p * sa) * sb;
+        p = app == ScaleApplication::epilogue           ? p * (sa * sb)
+            : app == ScaleApplication::epilogue_mul_mul ? (p * sa) * sb
+                                                        : (p * sb) * sa;  // epilogue_mul_mul_ba
       }
       out[e] = p;
     }

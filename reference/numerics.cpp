@@ -56,8 +56,23 @@ const char* to_string(ScaleApplication a) {
     case ScaleApplication::block_mul_mul: return "block_mul_mul";
     case ScaleApplication::epilogue: return "epilogue";
     case ScaleApplication::epilogue_mul_mul: return "epilogue_mul_mul";
+    case ScaleApplication::epilogue_mul_mul_ba: return "epilogue_mul_mul_ba";
+    case ScaleApplication::block_mul_mul_ba: return "block_mul_mul_ba";
+    case ScaleApplication::block_mul_fma_a: return "block_mul_fma_a";
+    case ScaleApplication::block_mul_fma_b: return "block_mul_fma_b";
   }
   return "?";
+}
+
+bool applies_per_block(ScaleApplication a) {
+  switch (a) {
+    case ScaleApplication::block_fma:
+    case ScaleApplication::block_mul_mul:
+    case ScaleApplication::block_mul_mul_ba:
+    case ScaleApplication::block_mul_fma_a:
+    case ScaleApplication::block_mul_fma_b: return true;
+    default: return false;
+  }
 }
 
 bool Numerics::predictable() const {

@@ -46,10 +46,21 @@ Rounding default_accumulation_rounding(Accumulation a);
 //  block_fma       per K block: p = fma(d, RN(s_a s_b), p) (DeepGEMM: the scale product first, one FFMA)
 //  block_mul_mul   per K block: p = RN(p + RN(RN(d s_a) s_b)) (DeepSeek-V3's Triton reference, vLLM:
 //                  acc += dot(a, b) * a_s * b_s)
+//  block_mul_mul_ba  per K block: p = RN(p + RN(RN(d s_b) s_a)) (B's scale first)
+//  block_mul_fma_a per K block: p = fma(RN(d s_a), s_b, p)
+//  block_mul_fma_b per K block: p = fma(RN(d s_b), s_a, p)
 //  epilogue        once: C = RN(p RN(s_a s_b)) (scales constant along K: tensor, rowwise)
 //  epilogue_mul_mul  once: C = RN(RN(p s_a) s_b)
-// All roundings fp32 round-to-nearest.
-enum class ScaleApplication { none, block_fma, block_mul_mul, epilogue, epilogue_mul_mul };
+//  epilogue_mul_mul_ba  once: C = RN(RN(p s_b) s_a)
+// All roundings fp32 round-to-nearest. The _ba / _b variants exist because a library's operand
+// roles may be swapped (cuBLASLt's A is gemmlab's B as PyTorch calls it): which scale comes first
+// is a question the candidates answer, not an assumption.
+enum class ScaleApplication {
+  none, block_fma, block_mul_mul, block_mul_mul_ba, block_mul_fma_a, block_mul_fma_b,
+  epilogue, epilogue_mul_mul, epilogue_mul_mul_ba
+};
+// Whether the scales enter per K block (block_*) or once at the end (epilogue*).
+bool applies_per_block(ScaleApplication a);
 const char* to_string(ScaleApplication a);
 
 struct Numerics {

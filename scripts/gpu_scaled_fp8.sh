@@ -93,18 +93,34 @@ for k in cublaslt_fp8_scaled_e4m3_1x128_128x128_f32 cublaslt_fp8_scaled_e4m3_1x1
 done
 grep -iE "tree|blocks|promot" "$out/order.log" | tail -n 12
 
-# 4. DeepGEMM through the callable path, if its wheel was carried here.
+# 4. DeepGEMM through the callable path, if a wheel of it was carried here. sgl-deep-gemm wheels are
+#    built against one PyTorch each (its README), so every carried one is tried, newest first, until
+#    one imports; torch's and CUDA's libraries go on the loader path (the wheel has no RPATH to them).
 here=$(cd "$(dirname "$0")/.." && pwd)
-wheel=$(ls "$bin"/sgl_deep_gemm-*.whl 2>/dev/null | head -n 1)
+wheels=$(ls "$bin"/sgl_deep_gemm-*.whl 2>/dev/null | sort -rV)
 if [ -e "$out/deepgemm.csv" ]; then
   echo "deepgemm.csv exists: skipped"
-elif [ -z "$wheel" ]; then
+elif [ -z "$wheels" ]; then
   echo "DeepGEMM: no sgl_deep_gemm-*.whl in $bin: not judged" | tee "$out/deepgemm_unavailable.txt"
 else
-  python3 -m pip install --no-deps --quiet --target "$out/pydeps" "$wheel" >>"$out/deepgemm.log" 2>&1
-  PYTHONPATH="$out/pydeps${PYTHONPATH:+:$PYTHONPATH}" timeout 150 python3 "$here/experiments/examples/judge_deepgemm.py" \
-    --out "$out/deepgemm.csv" >>"$out/deepgemm.log" 2>&1
-  echo "deepgemm rc=$? (log: deepgemm.log)"; tail -n 12 "$out/deepgemm.log"
+  libs=$(python3 -c "import glob, os, torch; d = os.path.dirname(torch.__file__); print(':'.join([os.path.join(d, 'lib')] + sorted(glob.glob(os.path.join(os.path.dirname(d), 'nvidia', '*', 'lib')))))" 2>/dev/null)
+  for wheel in $wheels; do
+    rm -rf "$out/pydeps"
+    python3 -m pip install --no-deps --quiet --target "$out/pydeps" "$wheel" >>"$out/deepgemm.log" 2>&1
+    # sgl-deep-gemm 0.2.0 loads its _C through apache-tvm-ffi (==0.1.11): carried beside it, if at all.
+    for dep in "$bin"/apache_tvm_ffi-*.whl; do
+      [ -e "$dep" ] && python3 -m pip install --no-deps --quiet --target "$out/pydeps" "$dep" >>"$out/deepgemm.log" 2>&1
+    done
+    echo "== $(basename "$wheel")" >>"$out/deepgemm.log"
+    LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      PYTHONPATH="$out/pydeps${PYTHONPATH:+:$PYTHONPATH}" timeout 150 python3 "$here/experiments/examples/judge_deepgemm.py" \
+      --out "$out/deepgemm.csv" >>"$out/deepgemm.log" 2>&1
+    rc=$?
+    echo "deepgemm $(basename "$wheel") rc=$rc (log: deepgemm.log)"
+    [ $rc -eq 3 ] || break  # 3: this wheel does not import here; try the next
+  done
+  [ -e "$out/deepgemm.csv" ] && rm -f "$out/deepgemm_unavailable.txt"
+  tail -n 12 "$out/deepgemm.log"
 fi
 
 # 5. The short table: speed ratios and both errors, from the suite's CSV.

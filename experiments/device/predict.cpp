@@ -122,15 +122,19 @@ std::vector<Numerics> scaled_candidate_orders(const Kernel& k) {
   std::vector<Numerics> out;
   const bool blocks = k.scale_a == ScaleGranularity::k128 || k.scale_b == ScaleGranularity::k128 ||
                       k.scale_a == ScaleGranularity::blk128 || k.scale_b == ScaleGranularity::blk128;
-  if (blocks) {
-    for (ScaleApplication a : {ScaleApplication::block_fma, ScaleApplication::block_mul_mul}) {
-      Numerics n = wgmma_f32_numerics(k.numerics.input, 128);
-      n.scale_application = a;
-      out.push_back(n);
-    }
-  } else {
+  // Per-block application, promoted every 128 of K: the block recipes' only choice, and a candidate
+  // for the tensor and rowwise modes too (a library may run them through its block-scaled kernel).
+  for (ScaleApplication a : {ScaleApplication::block_fma, ScaleApplication::block_mul_mul,
+                             ScaleApplication::block_mul_mul_ba, ScaleApplication::block_mul_fma_a,
+                             ScaleApplication::block_mul_fma_b}) {
+    Numerics n = wgmma_f32_numerics(k.numerics.input, 128);
+    n.scale_application = a;
+    out.push_back(n);
+  }
+  if (!blocks) {
     for (int interval : {0, 128})
-      for (ScaleApplication a : {ScaleApplication::epilogue, ScaleApplication::epilogue_mul_mul}) {
+      for (ScaleApplication a : {ScaleApplication::epilogue, ScaleApplication::epilogue_mul_mul,
+                                 ScaleApplication::epilogue_mul_mul_ba}) {
         Numerics n = wgmma_f32_numerics(k.numerics.input, interval);
         n.scale_application = a;
         out.push_back(n);

@@ -47,7 +47,10 @@ def main():
         import deep_gemm
         from deep_gemm.utils.math import per_block_cast_to_fp8, per_token_cast_to_fp8
     except Exception as e:  # noqa: BLE001 - any import failure is the answer
-        msg = f"DeepGEMM cannot be imported here: {type(e).__name__}: {e}"
+        # torch's load_library hides the loader's reason (an undefined symbol: a wheel built against
+        # another PyTorch) in the chained exception: name it.
+        cause = e.__cause__ or e.__context__
+        msg = f"DeepGEMM cannot be imported here: {type(e).__name__}: {e}" + (f" ({cause})" if cause else "")
         print(msg)
         open(why_file, "w").write(msg + "\n")
         return 3

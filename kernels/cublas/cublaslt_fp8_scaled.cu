@@ -57,6 +57,15 @@ constexpr int lt_scale_mode(ScaleGranularity g) {
   }
 }
 
+// Points the descriptor at this problem's scale grids. cuBLASLt's A is gemmlab's B, its B gemmlab's A.
+void set_scale_pointers(cublasLtMatmulDesc_t op, const GemmArgs& g) {
+  if (!g.scale_a || !g.scale_b) throw std::runtime_error("cublaslt_fp8_scaled: the harness passed no scale grids");
+  const void* lt_a = g.scale_b;
+  const void* lt_b = g.scale_a;
+  LT_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &lt_a, sizeof(lt_a)));
+  LT_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &lt_b, sizeof(lt_b)));
+}
+
 template <bool FAST, ScaleGranularity SA = ScaleGranularity::none, ScaleGranularity SB = ScaleGranularity::none>
 void launch(const GemmArgs& g) {
   constexpr bool scaled = SA != ScaleGranularity::none;
@@ -83,6 +92,10 @@ void launch(const GemmArgs& g) {
     LT_CHECK(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_8F_E4M3, g.K, g.N, g.K));
     LT_CHECK(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_8F_E4M3, g.K, g.M, g.K));
     LT_CHECK(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, g.N, g.M, g.N));
+    // cuBLASLt 13.1 answers the heuristic query of a vector or block scale mode with
+    // CUBLAS_STATUS_INVALID_VALUE while the scale pointers are unset (seen on the H100, 2026-11-24):
+    // they are set before the query too.
+    if constexpr (scaled) set_scale_pointers(plan.op, g);
     cublasLtMatmulPreference_t pref = nullptr;
     LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const std::size_t ws = WORKSPACE;
@@ -98,20 +111,15 @@ void launch(const GemmArgs& g) {
                                              " (B)" + (FAST ? " and fast accumulation" : "")
                                        : std::string()) +
                                " for M=" + std::to_string(g.M) + " N=" + std::to_string(g.N) + " K=" +
-                               std::to_string(g.K) + " on this GPU (fp8 needs compute capability 8.9 or newer, K a " +
+                               std::to_string(g.K) + " on this GPU (heuristic status " + std::to_string(int(st)) + "; "
+                               "fp8 needs compute capability 8.9 or newer, K a " +
                                "multiple of 16; the scale modes need cuBLAS 12.9+ on Hopper)");
     }
     plan.algo = res.algo;
     plan.M = g.M; plan.N = g.N; plan.K = g.K;
   }
-  if constexpr (scaled) {
-    // The pointers change from problem to problem; setting them is a host-side descriptor update.
-    if (!g.scale_a || !g.scale_b) throw std::runtime_error("cublaslt_fp8_scaled: the harness passed no scale grids");
-    const void* lt_a = g.scale_b;
-    const void* lt_b = g.scale_a;
-    LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &lt_a, sizeof(lt_a)));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &lt_b, sizeof(lt_b)));
-  }
+  // The pointers change from problem to problem; setting them is a host-side descriptor update.
+  if constexpr (scaled) set_scale_pointers(plan.op, g);
   const float one = 1.0f, zero = 0.0f;
   LT_CHECK(cublasLtMatmul(h, plan.op, &one, g.B, plan.a, g.A, plan.b, &zero, g.C, plan.c, g.C, plan.c, &plan.algo,
                           g.workspace, WORKSPACE, as_stream(g.stream)));
