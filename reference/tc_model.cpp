@@ -500,7 +500,7 @@ double dot(const TcParams& p, const double* a, const double* b, int k, double c,
   if (trace) *trace = TcTrace{};
   // With C added last (c_entry final_add), C meets the blocks' result only in that addition, an
   // FADD / HADD2 of its own, so an infinite or NaN C is that addition's operand, not the blocks'.
-  const bool c_last = p.c_entry == CEntry::final_add;
+  const bool c_last = p.c_entry == CEntry::final_add && p.arithmetic == Arithmetic::block_fused;
   double acc = c_last ? 0.0 : c;  // the blocks' running C
   bool blocks_infinite = false;   // an infinite product decided the blocks' result
   bool any_special = !c_last && special(c);
