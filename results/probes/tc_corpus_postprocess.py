@@ -198,7 +198,7 @@ def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None, run="tc_corpus",
     need = [f"{run}.csv", f"{run}_corpus.csv", f"{run}_outcomes.csv", f"{run}_corpus_outcomes.csv"]
     missing = [n for n in need if not os.path.exists(os.path.join(out_dir, n))]
     if missing:
-        sys.exit(f"{out_dir}: missing {', '.join(missing)}; run scripts/gpu_session.sh BIN_DIR OUT_DIR tc-corpus first")
+        sys.exit(f"{out_dir}: missing {', '.join(missing)}; run scripts/gpu_session.sh BIN_DIR OUT_DIR tc-corpus (or, for --run tc_f64, scripts/gpu_tc_f64.sh BIN_DIR OUT_DIR) first")
     src = lambda n: os.path.join(out_dir, n)
     copy_with_meta(src(f"{run}.csv"), stem + ".csv")
     copy_with_meta(src(f"{run}_corpus.csv"), stem + "_corpus.csv")
