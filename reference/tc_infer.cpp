@@ -308,8 +308,12 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
   // half an ulp of 1 in the output format; the terms are placed at every pair of positions.
   if (ins.output == Format::fp64 && K >= 2) {
     const double u = std::ldexp(1.0, -pout);
+    // every position for k = 4; for longer k the ends and both sides of each step boundary of 4
+    std::vector<int> at_k;
     for (int i = 0; i < K; ++i)
-      for (int j = 0; j < K; ++j) {
+      if (K <= 4 || i % 4 == 0 || i % 4 == 3 || i == 1) at_k.push_back(i);
+    for (int i : at_k)
+      for (int j : at_k) {
         if (i == j) continue;
         const std::string at = "/i=" + std::to_string(i) + "/j=" + std::to_string(j);
         for (double s : {1.0, -1.0}) {
@@ -319,7 +323,7 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
           B.add_terms("step_rounding/ties" + at + sg, "step_rounding", {s * u, s * u}, {i, j}, s * 1.0);
           // 1 at i, -1 at j, ties between: the chain's order decides whether the ties meet 1 (lost)
           // or -1 (kept exactly, 1 - u is representable): 0 one way, 2u the other
-          for (int m = 0; m < K; ++m) {
+          for (int m : at_k) {
             if (m == i || m == j) continue;
             B.add_terms("step_rounding/order" + at + "/m=" + std::to_string(m) + sg, "step_rounding",
                         {s * 1.0, -s * 1.0, s * u}, {i, j, m}, 0.0);
@@ -446,20 +450,28 @@ std::vector<std::optional<Format>> conversions(Format in) {
 }
 
 // The binary64 candidates other than the block-fused datapath (tc_model.hpp: arithmetic), first in
-// canonical order: the FMA chain in increasing k (MMA-Sim's DMMA model), in decreasing k, then one
-// fused sum; each with subnormals kept or flushed. The block parameters keep their defaults.
+// canonical order: the FMA chain in increasing k (MMA-Sim's DMMA model; the same for every step),
+// in decreasing k within steps of 2, 4, ..., k, then fused sums over steps of 2, 4, ..., k (a step
+// of 1 is the increasing chain); each with subnormals kept or flushed. The other block parameters
+// keep their defaults.
 std::vector<TcParams> binary64_candidates(const InstructionInfo& ins) {
   std::vector<TcParams> v;
   if (ins.input != Format::fp64 || ins.format_b() != Format::fp64 || ins.output != Format::fp64) return v;
-  const std::pair<Arithmetic, ChainOrder> kinds[] = {{Arithmetic::fma_chain, ChainOrder::increasing},
-                                                     {Arithmetic::fma_chain, ChainOrder::decreasing},
-                                                     {Arithmetic::fused_sum, ChainOrder::increasing}};
-  for (auto [a, order] : kinds)
+  struct Kind {
+    Arithmetic a;
+    ChainOrder order;
+    int step;
+  };
+  std::vector<Kind> kinds = {{Arithmetic::fma_chain, ChainOrder::increasing, ins.k}};
+  for (int b = 2; b <= ins.k; b *= 2) kinds.push_back({Arithmetic::fma_chain, ChainOrder::decreasing, b});
+  for (int b = 2; b <= ins.k; b *= 2) kinds.push_back({Arithmetic::fused_sum, ChainOrder::increasing, b});
+  for (auto [a, order, step] : kinds)
     for (bool si : {true, false})
       for (bool so : {true, false}) {
         TcParams p;
         p.arithmetic = a;
         p.chain_order = order;
+        p.block_size = step;
         p.input = ins.input;
         p.output = ins.output;
         p.output_rounding = Rounding::nearest_even;
@@ -588,21 +600,23 @@ std::vector<FeatureDef> feature_defs() {
   // How products and C are combined (offered for binary64 instructions: binary64_candidates).
   f.push_back({"arithmetic",
                [](const TcParams& p) {
+                 const std::string steps = " in steps of " + std::to_string(p.block_size) + " products";
                  switch (p.arithmetic) {
                    case Arithmetic::block_fused: return std::string("block_fused (aligned to the largest exponent, F fraction bits)");
-                   case Arithmetic::fma_chain: return std::string("fma_chain (one binary64 FMA per product, from C)");
-                   case Arithmetic::fused_sum: return std::string("fused_sum (C and every exact product, rounded once to nearest)");
+                   case Arithmetic::fma_chain: return "fma_chain (one binary64 FMA per product, from C)" + steps;
+                   case Arithmetic::fused_sum:
+                     return "fused_sum (C and the step's exact products, rounded once to nearest)" + steps;
                  }
                  return std::string("?");
                },
                [](const TcParams& p, const InstructionInfo& ins) {
                  std::vector<TcParams> v;
                  for (const TcParams& q0 : binary64_candidates(ins))
-                   if (q0.arithmetic != p.arithmetic && q0.chain_order == ChainOrder::increasing) {
+                   if (q0.arithmetic != p.arithmetic || q0.block_size != p.block_size) {
                      TcParams q = q0;  // the same special rules and subnormal handling as p
                      q.subnormal_inputs = p.subnormal_inputs, q.subnormal_output = p.subnormal_output;
                      q.nan_encoding = p.nan_encoding, q.overflow = p.overflow, q.zero_sign = p.zero_sign;
-                     if (std::find(v.begin(), v.end(), q) == v.end()) v.push_back(q);
+                     if (!(q == p) && std::find(v.begin(), v.end(), q) == v.end()) v.push_back(q);
                    }
                  return v;
                }});
@@ -1041,8 +1055,11 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
     r.findings.push_back({"model_family",
                           r.params.arithmetic == Arithmetic::fma_chain
                               ? std::string("one correctly rounded binary64 FMA per product, from C, ") +
-                                    to_string(r.params.chain_order) + " k"
-                              : std::string("one exact sum of C and the products, one rounding to nearest even"),
+                                    to_string(r.params.chain_order) + " k within steps of " +
+                                    std::to_string(r.params.block_size) + " products taken in increasing k"
+                              : "one exact sum of C and the products of each step of " +
+                                    std::to_string(r.params.block_size) +
+                                    " (one rounding to nearest even per step, the steps chained in increasing k)",
                           "", ""});
   } else {
     r.findings.push_back({"normalisation",

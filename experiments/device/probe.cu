@@ -11,6 +11,8 @@
 //   m16n8k32 e4m3/e5m2 A: reg r, byte q -> (g + 8 (r & 1), 4 t + q + 16 (r >> 1)); B: (4 t + q + 16 r, g)
 //   C/D f32: element e -> (g + 8 (e >> 1), 2 t + (e & 1));  C/D f16x2: reg r, half h -> (g + 8 r, 2 t + h)
 //   m8n8k4 f64         A: (g, t);  B: (t, g);  C/D: element e -> (g, 2 t + e)
+//   m16n8k{4,8,16} f64 A: reg r -> (g + 8 (r & 1), t + 4 (r >> 1)) (k4: r -> (g + 8 r, t));
+//                      B: reg r -> (t + 4 r, g);  C/D: as f32 (CUTLASS cute MMA_Traits<SM90_16x8x*_F64...>)
 // wgmma m64n8k{16,8,32}: A (64, K) and B (K, 8) both K-major in shared memory, one 128-byte row per
 // M (N) index in the 128-byte swizzle of kernels/common/hopper_ptx.cuh (K always fills 32 bytes of
 // the row: 16 fp16/bf16, 8 tf32, 32 fp8); D f32 of thread 32 w + l: d[2 h + e] -> (16 w + l/4 + 8 h, 2 (l%4) + e).
@@ -216,6 +218,42 @@ __global__ void dmma_kernel(const std::uint64_t* A, const std::uint64_t* B, cons
 #endif
 }
 
+// mma.sync.aligned.m16n8k{4,8,16}.row.col.f64 (sm_90), one warp: A (16, K), B (K, 8), C and D
+// (16, 8) row-major, one uint64 per element. A: K/2 registers (k4: 2), B: K/4, C/D: 4.
+template <int K>
+__global__ void dmma16_kernel(const std::uint64_t* A, const std::uint64_t* B, const std::uint64_t* C, std::uint64_t* D) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const long long t = blockIdx.x;
+  A += t * 16 * K;
+  B += t * K * 8;
+  C += t * 128;
+  D += t * 128;
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
+  const auto f64 = [](std::uint64_t bits) { return __longlong_as_double((long long)bits); };
+  double a[K / 2], b[K / 4], c[4], d[4];
+  for (int r = 0; r < K / 2; ++r) a[r] = f64(A[(g + 8 * (r & 1)) * K + q + 4 * (r >> 1)]);
+  for (int r = 0; r < K / 4; ++r) b[r] = f64(B[(q + 4 * r) * 8 + g]);
+  for (int e = 0; e < 4; ++e) c[e] = f64(C[(g + 8 * (e >> 1)) * 8 + 2 * q + (e & 1)]);
+  if constexpr (K == 4)
+    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+                 : "=d"(d[0]), "=d"(d[1]), "=d"(d[2]), "=d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(b[0]), "d"(c[0]), "d"(c[1]), "d"(c[2]), "d"(c[3]));
+  else if constexpr (K == 8)
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%11,%12,%13};\n"
+                 : "=d"(d[0]), "=d"(d[1]), "=d"(d[2]), "=d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]), "d"(c[0]), "d"(c[1]), "d"(c[2]),
+                   "d"(c[3]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+                 "{%12,%13,%14,%15}, {%16,%17,%18,%19};\n"
+                 : "=d"(d[0]), "=d"(d[1]), "=d"(d[2]), "=d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
+                   "d"(b[1]), "d"(b[2]), "d"(b[3]), "d"(c[0]), "d"(c[1]), "d"(c[2]), "d"(c[3]));
+  for (int e = 0; e < 4; ++e) D[(g + 8 * (e >> 1)) * 8 + 2 * q + (e & 1)] = (std::uint64_t)__double_as_longlong(d[e]);
+#endif
+}
+
 // nvcuda::wmma 16x16x16 fp16 -> fp32, one warp: A (16, 16) row-major, B (16, 16) row-major, C/D f32.
 __global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
@@ -384,6 +422,9 @@ std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uin
   const auto *a32 = static_cast<const std::uint32_t*>(dA), *b32 = static_cast<const std::uint32_t*>(dB),
              *c32 = static_cast<const std::uint32_t*>(dC);
   auto* d32 = static_cast<std::uint32_t*>(dD);
+  const auto *a64 = static_cast<const std::uint64_t*>(dA), *b64 = static_cast<const std::uint64_t*>(dB),
+             *c64 = static_cast<const std::uint64_t*>(dC);
+  auto* d64 = static_cast<std::uint64_t*>(dD);
   dim3 grid((unsigned)n), block(32), wg(128);
   switch (ins) {
     case Instruction::mma_m16n8k16_f16_f32: k16_kernel<0><<<grid, block>>>(a32, b32, c32, d32); break;
@@ -409,10 +450,10 @@ std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uin
     case Instruction::mma_m16n8k8_bf16_f32: small_mma_kernel<1><<<grid, block>>>(a32, b32, c32, d32); break;
     case Instruction::mma_m16n8k4_tf32_f32: small_mma_kernel<2><<<grid, block>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n16k16_f16_f32: wgmma_kernel<0, 16><<<grid, wg>>>(a32, b32, c32, d32); break;
-    case Instruction::mma_m8n8k4_f64:
-      dmma_kernel<<<grid, block>>>(static_cast<const std::uint64_t*>(dA), static_cast<const std::uint64_t*>(dB),
-                                   static_cast<const std::uint64_t*>(dC), static_cast<std::uint64_t*>(dD));
-      break;
+    case Instruction::mma_m8n8k4_f64: dmma_kernel<<<grid, block>>>(a64, b64, c64, d64); break;
+    case Instruction::mma_m16n8k4_f64: dmma16_kernel<4><<<grid, block>>>(a64, b64, c64, d64); break;
+    case Instruction::mma_m16n8k8_f64: dmma16_kernel<8><<<grid, block>>>(a64, b64, c64, d64); break;
+    case Instruction::mma_m16n8k16_f64: dmma16_kernel<16><<<grid, block>>>(a64, b64, c64, d64); break;
   }
   GEMMLAB_LAUNCH_CHECK(tc::info(ins).name);
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());

@@ -33,17 +33,19 @@ std::uint64_t bits(double x) { return std::bit_cast<std::uint64_t>(x); }
 
 const InstructionInfo& dmma() { return info(Instruction::mma_m8n8k4_f64); }
 
-TcParams chain(ChainOrder order) {
+// An FMA chain, or fused sums, in steps of `step` products (4: the whole of m8n8k4).
+TcParams chain(ChainOrder order, int step = 4) {
   TcParams p;
   p.arithmetic = Arithmetic::fma_chain;
   p.chain_order = order;
+  p.block_size = step;
   p.input = p.output = Format::fp64;
   p.output_rounding = Rounding::nearest_even;
   return p;
 }
 
-TcParams fused() {
-  TcParams p = chain(ChainOrder::increasing);
+TcParams fused(int step = 4) {
+  TcParams p = chain(ChainOrder::increasing, step);
   p.arithmetic = Arithmetic::fused_sum;
   return p;
 }
@@ -70,10 +72,16 @@ std::vector<ProbeOutcome> synthesise(const TcParams& p, const std::vector<Probe>
   return out;
 }
 
-std::vector<Probe> probes_and_corpus() {
-  std::vector<Probe> v = make_probes(dmma());
-  for (Probe& p : make_corpus(dmma())) v.push_back(std::move(p));
+std::vector<Probe> probes_and_corpus(const InstructionInfo& ins = dmma()) {
+  std::vector<Probe> v = make_probes(ins);
+  for (Probe& p : make_corpus(ins)) v.push_back(std::move(p));
   return v;
+}
+
+double dot16(const TcParams& p, const std::map<int, double>& products, double c) {
+  std::vector<double> a(16, 0.0), b(16, 0.0);
+  for (auto [k, x] : products) a[k] = x, b[k] = 1;
+  return dot(p, a.data(), b.data(), 16, c);
 }
 
 }  // namespace
@@ -251,8 +259,47 @@ TEST(TcF64Corpus, StepRoundingCasesSeparateChainAndFusedSum) {
   EXPECT_EQ(std::find(fp16.begin(), fp16.end(), "step_rounding"), fp16.end());
 }
 
+// m16n8k16: is it one fused sum, or a chain of fused k4 steps? C = 1 and two ties u = 2^-53:
+//   at k = 0 and 1 (one step of 4): a fused step keeps both, 1 + 2u = 1 + 2^-52; the chain loses them: 1;
+//   at k = 0 and 4 (two steps): each k4 step rounds 1 + u to 1 (tie to even): 1; one fused sum of
+//   16 keeps both: 1 + 2^-52.
+// A decreasing chain in steps of 4 runs k = 3, 2, 1, 0, 7, ...: C = 0, products 1 at k = 3, u at
+// k = 1 and 2, -1 at k = 0: 1, 1, 1, 0 (ties lost), where the decreasing chain over all 16 gives
+// the same and the increasing one -1, -1 + u, -1 + 2u (exact), 2u = 2^-52.
+TEST(TcF64Model, StepsOfFourTellAChainOfK4StepsFromOneSum) {
+  const double u = p2(-53);
+  EXPECT_EQ(dot16(fused(4), {{0, u}, {1, u}}, 1.0), 1 + p2(-52));
+  EXPECT_EQ(dot16(fused(16), {{0, u}, {1, u}}, 1.0), 1 + p2(-52));
+  EXPECT_EQ(dot16(chain(ChainOrder::increasing, 16), {{0, u}, {1, u}}, 1.0), 1.0);
+  EXPECT_EQ(dot16(fused(4), {{0, u}, {4, u}}, 1.0), 1.0);
+  EXPECT_EQ(dot16(fused(16), {{0, u}, {4, u}}, 1.0), 1 + p2(-52));
+  const std::map<int, double> order = {{0, -1.0}, {1, u}, {2, u}, {3, 1.0}};
+  EXPECT_EQ(bits(dot16(chain(ChainOrder::decreasing, 4), order, 0.0)), 0u);
+  EXPECT_EQ(bits(dot16(chain(ChainOrder::increasing, 16), order, 0.0)), bits(p2(-52)));
+  EXPECT_THROW(dot16(fused(3), {}, 0.0), std::invalid_argument);  // a step must divide k
+}
+
+// The longer shapes: inference tells one sum over k = 16 from a chain of fused k4 steps, and an
+// FMA chain over all k from one decreasing within steps of 4.
+TEST(TcF64Infer, PicksTheStepOfTheLongerShapeBack) {
+  const InstructionInfo& ins = info(Instruction::mma_m16n8k16_f64);
+  const std::vector<Probe> probes = probes_and_corpus(ins);
+  for (const TcParams& truth : {fused(4), fused(16), chain(ChainOrder::decreasing, 4), chain(ChainOrder::increasing, 16)}) {
+    const Inference inf = infer(ins, synthesise(truth, probes));
+    EXPECT_EQ(inf.mismatching_probes, 0) << truth.describe();
+    EXPECT_TRUE(inf.ambiguous.empty()) << truth.describe() << ": ambiguous " << inf.ambiguous.front();
+    EXPECT_EQ(inf.params, truth) << "inferred " << inf.params.describe() << "\ntruth    " << truth.describe();
+  }
+}
+
 // The hypothesis until the GPU run: MMA-Sim's increasing FMA chain, said to be one.
 TEST(TcF64Model, HypothesisIsTheIncreasingChainAndSaysSo) {
+  for (Instruction i : {Instruction::mma_m16n8k4_f64, Instruction::mma_m16n8k8_f64, Instruction::mma_m16n8k16_f64}) {
+    EXPECT_EQ(*measured_hopper_params(i), chain(ChainOrder::increasing, info(i).k)) << info(i).name;
+    EXPECT_EQ(model_evidence(i).rfind("hypothesis: ", 0), 0u) << info(i).name;
+    EXPECT_EQ(info(i).m, 16);
+    EXPECT_EQ(info(i).min_cc, 90);
+  }
   EXPECT_EQ(*measured_hopper_params(Instruction::mma_m8n8k4_f64), chain(ChainOrder::increasing));
   EXPECT_EQ(model_evidence(Instruction::mma_m8n8k4_f64).rfind("hypothesis: ", 0), 0u);
   EXPECT_EQ(dmma().m, 8);
