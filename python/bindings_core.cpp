@@ -93,6 +93,9 @@ using tc::to_string;
 constexpr tc::AlignReference kAlignReferences[] = {tc::AlignReference::exponent_sum,
                                                    tc::AlignReference::value_exponent};
 constexpr tc::NanEncoding kNanEncodings[] = {tc::NanEncoding::all_ones, tc::NanEncoding::ieee_quiet};
+constexpr tc::Arithmetic kArithmetics[] = {tc::Arithmetic::block_fused, tc::Arithmetic::fma_chain,
+                                           tc::Arithmetic::fused_sum};
+constexpr tc::ChainOrder kChainOrders[] = {tc::ChainOrder::increasing, tc::ChainOrder::decreasing};
 constexpr tc::Overflow kOverflows[] = {tc::Overflow::by_rounding, tc::Overflow::infinity, tc::Overflow::saturate};
 constexpr tc::ZeroSign kZeroSigns[] = {tc::ZeroSign::ieee, tc::ZeroSign::plus, tc::ZeroSign::c_sign};
 constexpr tc::ZeroOperandExponent kZeroOperands[] = {tc::ZeroOperandExponent::none, tc::ZeroOperandExponent::input_emin,
@@ -369,6 +372,12 @@ void bind_tc(nb::module_& m) {
                    [](tc::TcParams& p, const std::string& v) { p.input = format_of(v); }, "Input format.")
       .def_prop_rw("output", [](const tc::TcParams& p) { return std::string(info(p.output).name); },
                    [](tc::TcParams& p, const std::string& v) { p.output = format_of(v); }, "Output (and C) format.")
+      .def_prop_rw("arithmetic", [](const tc::TcParams& p) { return std::string(tc::to_string(p.arithmetic)); },
+                   [](tc::TcParams& p, const std::string& v) { p.arithmetic = enum_of("arithmetic", v, kArithmetics); },
+                   "block_fused | fma_chain | fused_sum: how the products and C are combined (the last two binary64 only).")
+      .def_prop_rw("chain_order", [](const tc::TcParams& p) { return std::string(tc::to_string(p.chain_order)); },
+                   [](tc::TcParams& p, const std::string& v) { p.chain_order = enum_of("chain_order", v, kChainOrders); },
+                   "increasing | decreasing: the order of k in an fma_chain.")
       .def_rw("block_size", &tc::TcParams::block_size, "Products per fused addition before a rounding.")
       .def_rw("neab", &tc::TcParams::neab, "Extra alignment bits: F = p_out - 1 + neab fraction bits kept.")
       .def_prop_rw("align_rounding", [](const tc::TcParams& p) { return std::string(to_string(p.align_rounding)); },

@@ -278,39 +278,6 @@ std::vector<Term> to_terms(const Matrix& X, bool transpose) {
   return out;
 }
 
-// acc += (-1)^neg * p * 2^s, two's complement over `limbs` limbs; p < 2^128 spans limbs
-// s/64 .. s/64 + 2, which the caller guarantees exist.
-inline void kulisch_add(std::uint64_t* acc, int limbs, long s, u128 p, bool neg) {
-  const long idx = s >> 6;
-  const int sh = static_cast<int>(s & 63);
-  const auto lo = static_cast<std::uint64_t>(p), hi = static_cast<std::uint64_t>(p >> 64);
-  std::uint64_t w0 = lo, w1 = hi, w2 = 0;
-  if (sh != 0) w0 = lo << sh, w1 = (hi << sh) | (lo >> (64 - sh)), w2 = hi >> (64 - sh);
-  std::uint64_t* a = acc + idx;
-  std::uint64_t* const end = acc + limbs;
-  if (!neg) {
-    u128 t = static_cast<u128>(a[0]) + w0;
-    a[0] = static_cast<std::uint64_t>(t);
-    t = static_cast<u128>(a[1]) + w1 + static_cast<std::uint64_t>(t >> 64);
-    a[1] = static_cast<std::uint64_t>(t);
-    t = static_cast<u128>(a[2]) + w2 + static_cast<std::uint64_t>(t >> 64);
-    a[2] = static_cast<std::uint64_t>(t);
-    if (t >> 64)
-      for (std::uint64_t* q = a + 3; q < end && ++*q == 0; ++q) {
-      }
-  } else {
-    u128 t = static_cast<u128>(a[0]) - w0;
-    a[0] = static_cast<std::uint64_t>(t);
-    t = static_cast<u128>(a[1]) - w1 - static_cast<std::uint64_t>((t >> 64) & 1);
-    a[1] = static_cast<std::uint64_t>(t);
-    t = static_cast<u128>(a[2]) - w2 - static_cast<std::uint64_t>((t >> 64) & 1);
-    a[2] = static_cast<std::uint64_t>(t);
-    if ((t >> 64) & 1)
-      for (std::uint64_t* q = a + 3; q < end && (*q)-- == 0; ++q) {
-      }
-  }
-}
-
 void run_kulisch(const Matrix& A, const Matrix& B, const Ranges& rg, const Output& o, int threads) {
   const int M = A.rows, K = A.cols, N = B.cols;
   const std::vector<Term> ta = to_terms(A, false);
@@ -335,17 +302,10 @@ void run_kulisch(const Matrix& A, const Matrix& B, const Ranges& rg, const Outpu
           if ((a[k].m == 0) | (b[k].m == 0)) continue;
           const u128 p = static_cast<u128>(a[k].m) * b[k].m;
           const long at = static_cast<long>(a[k].lsb) + b[k].lsb - base;
-          kulisch_add(acc.data(), limbs, at, p, a[k].neg != b[k].neg);
-          kulisch_add(aacc.data(), limbs, at, p, false);
+          detail::kulisch_add(acc.data(), limbs, at, p, a[k].neg != b[k].neg);
+          detail::kulisch_add(aacc.data(), limbs, at, p, false);
         }
-        const bool neg = (acc[limbs - 1] >> 63) != 0;
-        if (neg) {  // two's complement magnitude
-          std::uint64_t carry = 1;
-          for (std::uint64_t& w : acc) {
-            w = ~w + carry;
-            carry = carry && w == 0;
-          }
-        }
+        const bool neg = detail::kulisch_to_magnitude(acc.data(), limbs);
         o.set(i, j, acc.data(), limbs, base, neg);
         o.set_abs(i, j, aacc.data(), limbs, base);
       }

@@ -82,6 +82,53 @@ inline int ceil_log2(long n) {
 // the largest finite double. An exact zero gives +0.
 double round_bigint(const std::uint64_t* mag, int limbs, long e0, bool neg, bool odd);
 
+// Kulisch accumulation (exact_gemm's kulisch engine; tc_model's binary64 fused sum).
+// acc += (-1)^neg * p * 2^s, two's complement over `limbs` limbs; p < 2^128 spans limbs
+// s/64 .. s/64 + 2, which the caller guarantees exist.
+inline void kulisch_add(std::uint64_t* acc, int limbs, long s, unsigned __int128 p, bool neg) {
+  const long idx = s >> 6;
+  const int sh = static_cast<int>(s & 63);
+  const auto lo = static_cast<std::uint64_t>(p), hi = static_cast<std::uint64_t>(p >> 64);
+  std::uint64_t w0 = lo, w1 = hi, w2 = 0;
+  if (sh != 0) w0 = lo << sh, w1 = (hi << sh) | (lo >> (64 - sh)), w2 = hi >> (64 - sh);
+  std::uint64_t* a = acc + idx;
+  std::uint64_t* const end = acc + limbs;
+  if (!neg) {
+    unsigned __int128 t = static_cast<unsigned __int128>(a[0]) + w0;
+    a[0] = static_cast<std::uint64_t>(t);
+    t = static_cast<unsigned __int128>(a[1]) + w1 + static_cast<std::uint64_t>(t >> 64);
+    a[1] = static_cast<std::uint64_t>(t);
+    t = static_cast<unsigned __int128>(a[2]) + w2 + static_cast<std::uint64_t>(t >> 64);
+    a[2] = static_cast<std::uint64_t>(t);
+    if (t >> 64)
+      for (std::uint64_t* q = a + 3; q < end && ++*q == 0; ++q) {
+      }
+  } else {
+    unsigned __int128 t = static_cast<unsigned __int128>(a[0]) - w0;
+    a[0] = static_cast<std::uint64_t>(t);
+    t = static_cast<unsigned __int128>(a[1]) - w1 - static_cast<std::uint64_t>((t >> 64) & 1);
+    a[1] = static_cast<std::uint64_t>(t);
+    t = static_cast<unsigned __int128>(a[2]) - w2 - static_cast<std::uint64_t>((t >> 64) & 1);
+    a[2] = static_cast<std::uint64_t>(t);
+    if ((t >> 64) & 1)
+      for (std::uint64_t* q = a + 3; q < end && (*q)-- == 0; ++q) {
+      }
+  }
+}
+
+// Turns a two's-complement accumulator into its magnitude in place; returns whether it was negative.
+inline bool kulisch_to_magnitude(std::uint64_t* acc, int limbs) {
+  const bool neg = (acc[limbs - 1] >> 63) != 0;
+  if (neg) {
+    std::uint64_t carry = 1;
+    for (int w = 0; w < limbs; ++w) {
+      acc[w] = ~acc[w] + carry;
+      carry = carry && acc[w] == 0;
+    }
+  }
+  return neg;
+}
+
 // Result of a dot product that involves an infinity or NaN, following IEEE/MPFR: NaN if any product
 // is NaN (0 * inf, NaN input) or infinities of both signs occur, else the infinity.
 double nonfinite_dot(const Matrix& A, const Matrix& B, int i, int j);

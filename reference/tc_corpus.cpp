@@ -395,6 +395,35 @@ void tf32_low_bits(Gen& g, Case& c, int i) {
   if (g.coin()) c.c(g.moderate(g.fo));
 }
 
+// binary64 instructions only: sums whose roundings differ between one rounding per product (an FMA
+// chain, in either order) and one rounding of the whole sum. C has a short significand (its last
+// bit even); the products are half-ulp ties of C's binade (mostly of C's sign), far smaller terms
+// that leave a sticky bit, terms of C's size that cancel it, and full 106-bit products.
+void step_rounding(Gen& g, Case& c, int i) {
+  const int p = g.fo.precision, e = g.irange(-30, 30);
+  const auto short_value = [&](int ex) { return std::ldexp(1.0 + (double)g.u(4) / 4, ex); };  // <= 3 bits
+  const double cs = g.sign();
+  c.c(cs * short_value(e));
+  for (int k = 0; k < g.K; ++k) {
+    double x, y;
+    const auto put = [&](int E, double sign) {  // a short product of exponent E: a * 2^eb
+      const int eb = g.irange(-8, 8);
+      c.a(k, sign * short_value(E - eb));
+      c.b(k, std::ldexp(1.0, eb));
+    };
+    switch (g.u(6)) {
+      case 0:
+      case 1:
+      case 2: put(e - p, g.u(4) ? cs : -cs); break;          // a tie (or beyond) of C's last place
+      case 3: put(e - p - g.irange(1, 200), g.sign()); break;  // a sticky bit far below
+      case 4: put(e, -cs); break;                              // C's size: cancels it
+      default:
+        if (g.product(e - g.irange(0, 110), x, y, i % 7 == 0)) c.a(k, x), c.b(k, y);  // 106 bits
+        break;
+    }
+  }
+}
+
 const std::vector<std::pair<std::string, ClassFn>>& class_table() {
   static const std::vector<std::pair<std::string, ClassFn>> t = {
       {"nan_inf_a", [](Gen& g, Case& c, int i) { nan_inf(g, c, i, 0); }},
@@ -409,6 +438,7 @@ const std::vector<std::pair<std::string, ClassFn>>& class_table() {
       {"c_alone", c_alone},
       {"exponent_gap", exponent_gap},
       {"tf32_low_bits", tf32_low_bits},
+      {"step_rounding", step_rounding},
   };
   return t;
 }
@@ -427,7 +457,8 @@ const std::vector<std::string>& corpus_classes() {
 std::vector<std::string> corpus_classes(const InstructionInfo& ins) {
   std::vector<std::string> v;
   for (const std::string& c : corpus_classes())
-    if (c != "tf32_low_bits" || ins.input == Format::tf32) v.push_back(c);
+    if ((c != "tf32_low_bits" || ins.input == Format::tf32) && (c != "step_rounding" || ins.output == Format::fp64))
+      v.push_back(c);
   return v;
 }
 

@@ -27,7 +27,10 @@
 //                                    exponents): D is C as the datapath passes it;
 //   exponent_gap                     C and the products at the largest and smallest exponent gaps
 //                                    (C far above, far below, and around F places apart);
-//   tf32_low_bits (tf32 only)        operands given as fp32 bits with non-zero low 13 bits.
+//   tf32_low_bits (tf32 only)        operands given as fp32 bits with non-zero low 13 bits;
+//   step_rounding (fp64 only)        sums whose roundings differ between an FMA chain (either
+//                                    order) and one rounding of the whole sum: ties of C's last
+//                                    place, sticky bits far below, cancellation, 106-bit products.
 //
 // Plain C++ (no CUDA header): the same cases are built on the CPU (tests) and for the GPU.
 #pragma once
@@ -44,7 +47,8 @@ inline constexpr int kCorpusCasesPerClass = 1000;
 
 // The rule classes, in the corpus's order.
 const std::vector<std::string>& corpus_classes();
-// Those that apply to this instruction (tf32_low_bits only to tf32 operands).
+// Those that apply to this instruction (tf32_low_bits only to tf32 operands, step_rounding only to
+// binary64 ones).
 std::vector<std::string> corpus_classes(const InstructionInfo& ins);
 
 // `per_class` cases of every class that applies, in class order; ids "corpus/<class>/<seed>/<i>",

@@ -303,6 +303,46 @@ std::vector<Probe> make_probes(const InstructionInfo& ins) {
                                                                         : std::vector<std::pair<double, double>>{},
           fi.has_infinity ? std::vector<int>{0} : std::vector<int>{}, inf);
   }
+  // Per-step rounding (the binary64 candidates, tc_model.hpp): one rounding per product (an FMA
+  // chain, in which order) or one for the whole sum, and what a block-fused alignment cuts. u is
+  // half an ulp of 1 in the output format; the terms are placed at every pair of positions.
+  if (ins.output == Format::fp64 && K >= 2) {
+    const double u = std::ldexp(1.0, -pout);
+    // every position for k = 4; for longer k the ends and both sides of each step boundary of 4
+    std::vector<int> at_k;
+    for (int i = 0; i < K; ++i)
+      if (K <= 4 || i % 4 == 0 || i % 4 == 3 || i == 1) at_k.push_back(i);
+    for (int i : at_k)
+      for (int j : at_k) {
+        if (i == j) continue;
+        const std::string at = "/i=" + std::to_string(i) + "/j=" + std::to_string(j);
+        for (double s : {1.0, -1.0}) {
+          const std::string sg = s > 0 ? "/pos" : "/neg";
+          // C = 1 and two half-ulp ties: per-step rounding to even loses both (1), one rounding
+          // keeps their sum (1 + 2u)
+          B.add_terms("step_rounding/ties" + at + sg, "step_rounding", {s * u, s * u}, {i, j}, s * 1.0);
+          // 1 at i, -1 at j, ties between: the chain's order decides whether the ties meet 1 (lost)
+          // or -1 (kept exactly, 1 - u is representable): 0 one way, 2u the other
+          for (int m : at_k) {
+            if (m == i || m == j) continue;
+            B.add_terms("step_rounding/order" + at + "/m=" + std::to_string(m) + sg, "step_rounding",
+                        {s * 1.0, -s * 1.0, s * u}, {i, j, m}, 0.0);
+          }
+          // a tie broken by a far smaller term: one exact rounding sees the sticky bit (1 + 2u);
+          // a chain rounds the tie first (1); an alignment that cuts the small term rounds the tie
+          for (int e : {60, 100, 200, 900}) {
+            B.add_terms("step_rounding/sticky" + at + "/e=" + std::to_string(e) + sg, "step_rounding",
+                        {s * u, s * std::ldexp(1.0, -e)}, {i, j}, s * 1.0);
+            B.add_terms("step_rounding/sticky_minus" + at + "/e=" + std::to_string(e) + sg, "step_rounding",
+                        {s * u, -s * std::ldexp(1.0, -e)}, {i, j}, s * 1.0);
+          }
+          // a product of two full significands (106 bits) beside C: the low product bits decide the
+          // rounding in a fused sum; a chain rounds C + product exactly once too
+          const double f = 1 + std::ldexp(1.0, 1 - pin), g2 = 1 - std::ldexp(1.0, -pin);
+          B.add("step_rounding/full_products" + at + sg, "step_rounding", {{s * f, f}, {s * g2, g2}}, {i, j}, -s * 2.0);
+        }
+      }
+  }
   // Random tiles: wide exponents, cancellation, every position used.
   {
     std::mt19937_64 rng(kRandomProbeSeed);
@@ -409,21 +449,63 @@ std::vector<std::optional<Format>> conversions(Format in) {
   return {std::nullopt};
 }
 
-std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
+// The binary64 candidates other than the block-fused datapath (tc_model.hpp: arithmetic), first in
+// canonical order: the FMA chain in increasing k (MMA-Sim's DMMA model; the same for every step),
+// in decreasing k within steps of 2, 4, ..., k, then fused sums over steps of 2, 4, ..., k (a step
+// of 1 is the increasing chain); each with subnormals kept or flushed. The other block parameters
+// keep their defaults.
+std::vector<TcParams> binary64_candidates(const InstructionInfo& ins) {
   std::vector<TcParams> v;
+  if (ins.input != Format::fp64 || ins.format_b() != Format::fp64 || ins.output != Format::fp64) return v;
+  struct Kind {
+    Arithmetic a;
+    ChainOrder order;
+    int step;
+  };
+  std::vector<Kind> kinds = {{Arithmetic::fma_chain, ChainOrder::increasing, ins.k}};
+  for (int b = 2; b <= ins.k; b *= 2) kinds.push_back({Arithmetic::fma_chain, ChainOrder::decreasing, b});
+  for (int b = 2; b <= ins.k; b *= 2) kinds.push_back({Arithmetic::fused_sum, ChainOrder::increasing, b});
+  for (auto [a, order, step] : kinds)
+    for (bool si : {true, false})
+      for (bool so : {true, false}) {
+        TcParams p;
+        p.arithmetic = a;
+        p.chain_order = order;
+        p.block_size = step;
+        p.input = ins.input;
+        p.output = ins.output;
+        p.output_rounding = Rounding::nearest_even;
+        p.subnormal_inputs = si;
+        p.subnormal_output = so;
+        v.push_back(p);
+      }
+  return v;
+}
+
+std::vector<TcParams> candidate_grid(const InstructionInfo& ins) {
+  std::vector<TcParams> v = binary64_candidates(ins);
   const int pout = gemmlab::info(ins.output).precision;
+  // binary64 blocks: C joins the alignment (C added apart from it is summed exactly only for terms
+  // of <= 60 bits, tc_model.cpp add()), 52 <= F <= 96 (no fewer fraction bits than the output
+  // keeps, which would change a C passing alone; F <= 96: the model's __int128 sums), and no zero-C
+  // floor (it would show only on sums below 2^-1100; such a datapath leaves the corpus's subnormal
+  // cases unexplained instead). This keeps the grid small enough that a search which finds no
+  // candidate (pass 2 below) still takes seconds.
+  const bool fp64 = ins.output == Format::fp64;
+  const std::vector<int> zero_cs = fp64 ? std::vector<int>{-1} : zero_c_offsets(ins);
   for (int bs = 1; bs <= ins.k; bs *= 2)
     for (auto [g, centry] : splits(bs, ins.k))
       for (auto conv : conversions(ins.input))
-        for (int neab = -16; neab <= 40; ++neab) {
-          if (pout - 1 + neab < 1) continue;
+        for (int neab = -16; neab <= (fp64 ? 44 : 40); ++neab) {
+          if (pout - 1 + neab < 1 || pout - 1 + neab > 96 || (fp64 && neab < 0)) continue;
           for (int cut : result_cuts(pout - 1 + neab, pout))
             for (auto ar : {Rounding::toward_zero, Rounding::floor, Rounding::nearest_even})
               for (auto orr : {Rounding::toward_zero, Rounding::nearest_even})
                 for (auto ref : {AlignReference::exponent_sum, AlignReference::value_exponent})
                   for (bool cin : {true, false})
-                    for (int zc : zero_c_offsets(ins)) {
+                    for (int zc : zero_cs) {
                       if (zc >= 0 && !cin) continue;  // a zero C can only align where C joins the alignment
+                      if (fp64 && (!cin || centry == CEntry::final_add)) continue;
                       for (bool si : {true, false})
                         for (bool so : {true, false}) {
                           TcParams p;
@@ -458,7 +540,9 @@ struct FeatureDef {
 
 // A zero's exponent: fp32_emin (2^-126) differs from input_emin only where an operand format's emin
 // is not -126 (bf16 and tf32 have fp32's): elsewhere the two are one model and only one is offered.
-std::vector<ZeroOperandExponent> zero_operand_values(const InstructionInfo& ins) {
+// Only the block-fused datapath aligns: the other arithmetics have `none` alone.
+std::vector<ZeroOperandExponent> zero_operand_values(const InstructionInfo& ins, const TcParams& p) {
+  if (p.arithmetic != Arithmetic::block_fused) return {ZeroOperandExponent::none};
   std::vector<ZeroOperandExponent> v = {ZeroOperandExponent::none, ZeroOperandExponent::input_emin};
   if (gemmlab::info(ins.input).emin != -126 || gemmlab::info(ins.format_b()).emin != -126)
     v.push_back(ZeroOperandExponent::fp32_emin);
@@ -480,7 +564,7 @@ std::vector<TcParams> special_candidates(const TcParams& base, const Instruction
   for (NanEncoding n : {NanEncoding::all_ones, NanEncoding::ieee_quiet})
     for (Overflow o : overflow_values(base))
       for (ZeroSign z : {ZeroSign::ieee, ZeroSign::plus, ZeroSign::c_sign})
-        for (ZeroOperandExponent ze : zero_operand_values(ins))
+        for (ZeroOperandExponent ze : zero_operand_values(ins, base))
           for (Rounding lb : low) {
             TcParams q = base;
             q.nan_encoding = n;
@@ -505,8 +589,46 @@ bool rule_probe(const Probe& p, const std::vector<TcParams>& special_variants) {
   return false;
 }
 
+// The features of the block-fused datapath alone (the binary64 arithmetics have none of them).
+bool block_feature(const std::string& name) {
+  return name != "arithmetic" && name != "chain_order" && name != "subnormal_inputs" && name != "subnormal_output" &&
+         name != "nan_encoding" && name != "overflow" && name != "zero_sign";
+}
+
 std::vector<FeatureDef> feature_defs() {
   std::vector<FeatureDef> f;
+  // How products and C are combined (offered for binary64 instructions: binary64_candidates).
+  f.push_back({"arithmetic",
+               [](const TcParams& p) {
+                 const std::string steps = " in steps of " + std::to_string(p.block_size) + " products";
+                 switch (p.arithmetic) {
+                   case Arithmetic::block_fused: return std::string("block_fused (aligned to the largest exponent, F fraction bits)");
+                   case Arithmetic::fma_chain: return "fma_chain (one binary64 FMA per product, from C)" + steps;
+                   case Arithmetic::fused_sum:
+                     return "fused_sum (C and the step's exact products, rounded once to nearest)" + steps;
+                 }
+                 return std::string("?");
+               },
+               [](const TcParams& p, const InstructionInfo& ins) {
+                 std::vector<TcParams> v;
+                 for (const TcParams& q0 : binary64_candidates(ins))
+                   if (q0.arithmetic != p.arithmetic || q0.block_size != p.block_size) {
+                     TcParams q = q0;  // the same special rules and subnormal handling as p
+                     q.subnormal_inputs = p.subnormal_inputs, q.subnormal_output = p.subnormal_output;
+                     q.nan_encoding = p.nan_encoding, q.overflow = p.overflow, q.zero_sign = p.zero_sign;
+                     if (!(q == p) && std::find(v.begin(), v.end(), q) == v.end()) v.push_back(q);
+                   }
+                 return v;
+               }});
+  f.push_back({"chain_order",
+               [](const TcParams& p) {
+                 return std::string(to_string(p.chain_order)) + " k (the order of the FMA chain over the products)";
+               },
+               [](const TcParams& p, const InstructionInfo&) {
+                 TcParams q = p;
+                 q.chain_order = p.chain_order == ChainOrder::increasing ? ChainOrder::decreasing : ChainOrder::increasing;
+                 return std::vector<TcParams>{q};
+               }});
   f.push_back({"block_size",
                [](const TcParams& p) { return std::to_string(p.block_size) + " products per fused addition"; },
                [](const TcParams& p, const InstructionInfo& ins) {
@@ -706,7 +828,7 @@ std::vector<FeatureDef> feature_defs() {
   special(
       "zero_operand_alignment", [](const TcParams& p) { return p.zero_operand_exponent; },
       [](TcParams& p, ZeroOperandExponent x) { p.zero_operand_exponent = x; },
-      [](const TcParams&, const InstructionInfo& ins) { return zero_operand_values(ins); },
+      [](const TcParams& p, const InstructionInfo& ins) { return zero_operand_values(ins, p); },
       [](ZeroOperandExponent x) {
         return std::string(to_string(x)) +
                (x == ZeroOperandExponent::none         ? " (a product with a zero operand takes no part in the alignment)"
@@ -889,7 +1011,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
 
   // Exact products: the probes' exact answers.
   for (const ProbeOutcome& o : outcomes)
-    if (o.probe.feature == "exact_products") {
+    if (o.probe.feature == "exact_products" && ins.output != Format::fp64) {  // fp64: step_rounding says it
       double exact = 0;
       // exact in double: k * 22-bit products with small spread
       for (size_t i = 0; i < o.probe.a.size(); ++i) exact += o.probe.a[i] * o.probe.b[i];
@@ -907,7 +1029,13 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
       if (ok) break;
     }
 
+  const bool binary64 = !binary64_candidates(ins).empty();
   for (const FeatureDef& fd : feature_defs()) {
+    // arithmetic and chain_order are offered only for binary64 instructions (their other rows stay
+    // as before); a block feature means nothing for another arithmetic, nor chain_order for a block
+    if (!binary64 && (std::string(fd.name) == "arithmetic" || std::string(fd.name) == "chain_order")) continue;
+    if (r.params.arithmetic != Arithmetic::block_fused && block_feature(fd.name)) continue;
+    if (std::string(fd.name) == "chain_order" && r.params.arithmetic != Arithmetic::fma_chain) continue;
     std::set<std::string> vals;
     for (const TcParams& p : best_set) vals.insert(fd.value(p));
     std::string observed = fd.value(r.params);
@@ -923,22 +1051,34 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
     if (ev) r.findings.back().observed += " [evidence " + ev->probe.id + why + "]";
   }
 
-  r.findings.push_back({"normalisation",
-                        r.mismatching_probes == 0
-                            ? "once per block, after the exact sum of the aligned terms (carries kept): all " +
-                                  std::to_string(outcomes.size()) + " probes consistent"
-                            : "model with one normalisation per block leaves " + std::to_string(r.mismatching_probes) +
-                                  " probes unexplained",
-                        "", ""});
-  r.findings.push_back({"accumulator_bits",
-                        std::to_string(r.params.fraction_bits() + 1) + " significant bits per aligned term at the block's largest exponent, plus carry bits",
-                        "", ""});
-  r.findings.push_back(
-      {"monotonicity",
-       r.params.align_rounding == Rounding::nearest_even
-           ? "not established (derived from the model)"
-           : "not monotone (derived from the model): raising the largest term's exponent shifts every other term's bits out",
-       "", ""});
+  if (r.params.arithmetic != Arithmetic::block_fused) {
+    r.findings.push_back({"model_family",
+                          r.params.arithmetic == Arithmetic::fma_chain
+                              ? std::string("one correctly rounded binary64 FMA per product, from C, ") +
+                                    to_string(r.params.chain_order) + " k within steps of " +
+                                    std::to_string(r.params.block_size) + " products taken in increasing k"
+                              : "one exact sum of C and the products of each step of " +
+                                    std::to_string(r.params.block_size) +
+                                    " (one rounding to nearest even per step, the steps chained in increasing k)",
+                          "", ""});
+  } else {
+    r.findings.push_back({"normalisation",
+                          r.mismatching_probes == 0
+                              ? "once per block, after the exact sum of the aligned terms (carries kept): all " +
+                                    std::to_string(outcomes.size()) + " probes consistent"
+                              : "model with one normalisation per block leaves " + std::to_string(r.mismatching_probes) +
+                                    " probes unexplained",
+                          "", ""});
+    r.findings.push_back({"accumulator_bits",
+                          std::to_string(r.params.fraction_bits() + 1) + " significant bits per aligned term at the block's largest exponent, plus carry bits",
+                          "", ""});
+    r.findings.push_back(
+        {"monotonicity",
+         r.params.align_rounding == Rounding::nearest_even
+             ? "not established (derived from the model)"
+             : "not monotone (derived from the model): raising the largest term's exponent shifts every other term's bits out",
+         "", ""});
+  }
   // NaN / inf: observed directly.
   for (const ProbeOutcome& o : outcomes)
     if (o.probe.feature == "nan_inf")

@@ -3,9 +3,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <cfloat>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+
+#include "reference/long_accumulator.hpp"
 
 namespace gemmlab::tc {
 
@@ -157,10 +160,29 @@ const char* to_string(ZeroOperandExponent z) {
   return "?";
 }
 
+const char* to_string(Arithmetic a) {
+  switch (a) {
+    case Arithmetic::block_fused: return "block_fused";
+    case Arithmetic::fma_chain: return "fma_chain";
+    case Arithmetic::fused_sum: return "fused_sum";
+  }
+  return "?";
+}
+
+const char* to_string(ChainOrder o) { return o == ChainOrder::increasing ? "increasing" : "decreasing"; }
+
 int TcParams::fraction_bits() const { return gemmlab::info(output).precision - 1 + neab; }
 
 std::string TcParams::describe() const {
   std::ostringstream s;
+  if (arithmetic != Arithmetic::block_fused) {  // the block parameters take no part
+    s << "arithmetic=" << to_string(arithmetic) << " step=" << block_size;
+    if (arithmetic == Arithmetic::fma_chain) s << " order=" << to_string(chain_order);
+    s << " subnormal_in=" << (subnormal_inputs ? "kept" : "flushed")
+      << " subnormal_out=" << (subnormal_output ? "kept" : "flushed") << " nan=" << to_string(nan_encoding)
+      << " overflow=" << to_string(overflow) << " zero_sign=" << to_string(zero_sign);
+    return s.str();
+  }
   s << "block=" << block_size << " neab=" << neab << " (F=" << fraction_bits() << ")"
     << " align=" << to_string(align_rounding) << " out=" << to_string(output_rounding)
     << " ref=" << to_string(align_reference) << " c_in_alignment=" << (c_in_alignment ? "yes" : "no")
@@ -400,13 +422,95 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
 
 bool special(double x) { return std::isnan(x) || std::isinf(x); }
 
+// The binary64 candidates (arithmetic fma_chain and fused_sum) on finite operands. Subnormal
+// flushing, overflow and the sign of a zero result follow the special-rule parameters.
+double binary64_dot(const TcParams& p, const double* a, const double* b, int k, double c, TcTrace* tr) {
+  if (p.input != Format::fp64 || p.format_b() != Format::fp64 || p.output != Format::fp64 || p.operand_conversion)
+    throw std::invalid_argument(std::string("tc_model: arithmetic ") + to_string(p.arithmetic) +
+                                " models binary64 instructions only (fp64 A, B, C and D)");
+  if (p.block_size <= 0 || k % p.block_size != 0)
+    throw std::invalid_argument("tc_model: the step (block_size " + std::to_string(p.block_size) + ") must divide k = " +
+                                std::to_string(k));
+  const auto flush = [](double x, bool keep) { return keep || std::fabs(x) >= DBL_MIN ? x : std::copysign(0.0, x); };
+  const auto saturate = [&](double x) {
+    return p.overflow == Overflow::saturate && std::isinf(x) ? std::copysign(DBL_MAX, x) : x;
+  };
+  double acc = flush(c, p.subnormal_output);
+  const double c_read = acc;
+  if (tr) tr->rule = "arithmetic";
+  if (p.arithmetic == Arithmetic::fma_chain) {
+    // acc = RN(a_i b_i + acc), one correctly rounded binary64 FMA per product (std::fma); steps of
+    // block_size in increasing k, each in chain_order
+    for (int s = 0; s < k; ++s) {
+      const int step = s / p.block_size * p.block_size, j = s % p.block_size;
+      const int i = step + (p.chain_order == ChainOrder::increasing ? j : p.block_size - 1 - j);
+      const double x = flush(a[i], p.subnormal_inputs), y = flush(b[i], p.subnormal_inputs);
+      const double before = acc;
+      acc = saturate(flush(std::fma(x, y, acc), p.subnormal_output));
+      if (tr) {
+        TcTrace::Block blk;
+        blk.ks = {i};
+        blk.c = before;
+        blk.result = acc;
+        blk.note = "fma: RN(" + product_name(i) + " + c), binary64";
+        tr->blocks.push_back(blk);
+      }
+    }
+  } else {
+    // Per step, one exact sum of C and the step's products (a Kulisch accumulator from 2^-2148, the
+    // smallest product's last place, up to beyond 2^2048 with carry and sign bits), rounded once to
+    // nearest even; the result is the next step's C.
+    constexpr long kBase = -2148;
+    constexpr int kLimbs = (2048 + 2148 + 8 + 63) / 64 + 3;
+    for (int step = 0; step < k; step += p.block_size) {
+      std::uint64_t acc_limbs[kLimbs] = {};
+      const double step_c = acc;
+      bool all_minus_zero = std::signbit(acc) && acc == 0;  // C and every product -0 (IEEE's -0 sum)
+      if (acc != 0) {
+        const detail::Decomposed dc = detail::decompose(acc);
+        detail::kulisch_add(acc_limbs, kLimbs, dc.lsb - kBase, dc.m, dc.neg);
+      }
+      for (int i = step; i < step + p.block_size; ++i) {
+        const double x = flush(a[i], p.subnormal_inputs), y = flush(b[i], p.subnormal_inputs);
+        if (x == 0 || y == 0) {
+          all_minus_zero = all_minus_zero && std::signbit(x) != std::signbit(y);
+          continue;
+        }
+        all_minus_zero = false;
+        const detail::Decomposed dx = detail::decompose(x), dy = detail::decompose(y);
+        detail::kulisch_add(acc_limbs, kLimbs, (long)dx.lsb + dy.lsb - kBase, (unsigned __int128)dx.m * dy.m,
+                            dx.neg != dy.neg);
+      }
+      const bool neg = detail::kulisch_to_magnitude(acc_limbs, kLimbs);
+      bool zero = true;
+      for (std::uint64_t w : acc_limbs) zero = zero && w == 0;
+      acc = zero ? (all_minus_zero ? -0.0 : 0.0)
+                 : saturate(flush(detail::round_bigint(acc_limbs, kLimbs, kBase, neg, false), p.subnormal_output));
+      if (tr) {
+        TcTrace::Block blk;
+        for (int i = step; i < step + p.block_size; ++i) blk.ks.push_back(i);
+        blk.c = step_c;
+        blk.result = acc;
+        blk.note = "exact sum of C and the step's products, rounded once to nearest even (binary64)";
+        tr->blocks.push_back(blk);
+      }
+    }
+  }
+  if (acc == 0 && p.zero_sign != ZeroSign::ieee) {
+    acc = p.zero_sign == ZeroSign::plus || !std::signbit(c_read) ? 0.0 : -0.0;
+    if (tr) tr->blocks.back().note += std::string("; zero result: sign by rule ") + to_string(p.zero_sign);
+  }
+  if (tr && !tr->blocks.empty()) tr->blocks.back().result = acc;
+  return acc;
+}
+
 }  // namespace
 
 double dot(const TcParams& p, const double* a, const double* b, int k, double c, TcTrace* trace) {
   if (trace) *trace = TcTrace{};
   // With C added last (c_entry final_add), C meets the blocks' result only in that addition, an
   // FADD / HADD2 of its own, so an infinite or NaN C is that addition's operand, not the blocks'.
-  const bool c_last = p.c_entry == CEntry::final_add;
+  const bool c_last = p.c_entry == CEntry::final_add && p.arithmetic == Arithmetic::block_fused;
   double acc = c_last ? 0.0 : c;  // the blocks' running C
   bool blocks_infinite = false;   // an infinite product decided the blocks' result
   bool any_special = !c_last && special(c);
@@ -434,6 +538,7 @@ double dot(const TcParams& p, const double* a, const double* b, int k, double c,
       blocks_infinite = true;  // C still comes: the final addition below
     }
   }
+  if (p.arithmetic != Arithmetic::block_fused) return binary64_dot(p, a, b, k, c, trace);
   if (p.block_size <= 0 || k % p.block_size != 0) throw std::invalid_argument("tc_model: block size must divide k");
   if (p.fraction_bits() < 0 || p.fraction_bits() > 96) throw std::invalid_argument("tc_model: F out of range");
   if (p.step_interleave < 0 || p.block_size > 64) throw std::invalid_argument("tc_model: bad block split");
@@ -518,7 +623,8 @@ const std::vector<Instruction>& all_instructions() {
       Instruction::wgmma_m64n8k16_f16_f16, Instruction::wgmma_m64n8k32_e4m3_f16, Instruction::wgmma_m64n8k32_e5m2_f16,
       Instruction::wgmma_m64n8k32_e4m3_e5m2_f32, Instruction::mma_m16n8k32_e4m3_f16, Instruction::mma_m16n8k32_e5m2_f16,
       Instruction::mma_m16n8k32_e4m3_e5m2_f32, Instruction::mma_m16n8k8_f16_f32, Instruction::mma_m16n8k8_bf16_f32,
-      Instruction::mma_m16n8k4_tf32_f32, Instruction::wgmma_m64n16k16_f16_f32};
+      Instruction::mma_m16n8k4_tf32_f32, Instruction::wgmma_m64n16k16_f16_f32, Instruction::mma_m8n8k4_f64,
+      Instruction::mma_m16n8k4_f64, Instruction::mma_m16n8k8_f64, Instruction::mma_m16n8k16_f64};
   return v;
 }
 
@@ -549,6 +655,10 @@ const InstructionInfo& info(Instruction i) {
       {Instruction::mma_m16n8k8_bf16_f32, "mma_m16n8k8_bf16_f32", Format::bf16, Format::fp32, 16, 8, 8, 80},
       {Instruction::mma_m16n8k4_tf32_f32, "mma_m16n8k4_tf32_f32", Format::tf32, Format::fp32, 16, 8, 4, 80},
       {Instruction::wgmma_m64n16k16_f16_f32, "wgmma_m64n16k16_f16_f32", Format::fp16, Format::fp32, 64, 16, 16, 90},
+      {Instruction::mma_m8n8k4_f64, "mma_m8n8k4_f64", Format::fp64, Format::fp64, 8, 8, 4, 80},
+      {Instruction::mma_m16n8k4_f64, "mma_m16n8k4_f64", Format::fp64, Format::fp64, 16, 8, 4, 90},
+      {Instruction::mma_m16n8k8_f64, "mma_m16n8k8_f64", Format::fp64, Format::fp64, 16, 8, 8, 90},
+      {Instruction::mma_m16n8k16_f64, "mma_m16n8k16_f64", Format::fp64, Format::fp64, 16, 8, 16, 90},
   };
   return table[(int)i];
 }
@@ -692,6 +802,22 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
       return p;
     case Instruction::wgmma_m64n16k16_f16_f32:  // as wgmma m64n8k16
       return p;
+    case Instruction::mma_m8n8k4_f64:
+    case Instruction::mma_m16n8k4_f64:
+    case Instruction::mma_m16n8k8_f64:
+    case Instruction::mma_m16n8k16_f64: {
+      // HYPOTHESIS, not yet probed (model_evidence): MMA-Sim's DMMA model, a chain of binary64 FMAs
+      // from C in increasing k (over all k: one step); the special rules as IEEE 754 has them, NaN
+      // written all ones as by every other instruction. The integrator replaces this with what the
+      // probes infer.
+      TcParams q;
+      q.arithmetic = Arithmetic::fma_chain;
+      q.chain_order = ChainOrder::increasing;
+      q.block_size = info(ins).k;
+      q.input = q.output = Format::fp64;
+      q.output_rounding = Rounding::nearest_even;
+      return q;
+    }
   }
   return std::nullopt;
 }
@@ -716,6 +842,13 @@ std::string model_evidence(Instruction ins) {
     case Instruction::mma_m16n8k8_bf16_f32: return issue21 + "m16n8k16's numerics in one block of 8";
     case Instruction::mma_m16n8k4_tf32_f32: return issue21 + "m16n8k8 tf32's numerics in one block of 4";
     case Instruction::wgmma_m64n16k16_f16_f32: return issue21 + "the numerics of wgmma m64n8k16 (N = 16 changes nothing)";
+    case Instruction::mma_m8n8k4_f64:
+    case Instruction::mma_m16n8k4_f64:
+    case Instruction::mma_m16n8k8_f64:
+    case Instruction::mma_m16n8k16_f64:
+      return std::string("hypothesis: not yet run on a GPU; MMA-Sim's DMMA model (binary64 FMAs from C in increasing "
+                         "k), to be replaced by what `gemmlab probe --corpus --instructions ") +
+             info(ins).name + "` infers";
     default: return "probed: inferred from H100 and H200 probes, 0 mismatches on 10^6 random tiles (results/probes)";
   }
 }

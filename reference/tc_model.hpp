@@ -31,6 +31,23 @@
 // NaN and infinity operands decide D before any arithmetic: any NaN, inf * 0 or inf - inf gives NaN,
 // otherwise the infinity (observed on the H100 and H200 for every instruction: probes nan_inf/*).
 //
+// The fp64 instructions (issue 23) need other candidates than the block-fused datapath, so the
+// arithmetic is a parameter too (`arithmetic`, inferred from the probes like the rest):
+// - block_fused: the datapath above (exact for binary64 as well: a 106-bit product and the F <= 96
+//   fraction bits of its alignment fit the __int128 sums);
+// - fma_chain: C, then one IEEE binary64 FMA per product, in increasing or decreasing k
+//   (`chain_order`): acc = RN(a_i b_i + acc), MMA-Sim's model of DMMA;
+// - fused_sum: C and the products summed exactly and rounded once to nearest even.
+// Both take the products in contiguous steps of `block_size` (k: one step), the steps in increasing
+// k, each step's result the C of the next: a fused_sum of block 4 over k = 16 is a chain of four
+// fused k4 steps, an fma_chain of block 4 in decreasing order runs k = 3, 2, 1, 0, 7, 6, ... (the
+// increasing chain is the same for every block size and is written with block k).
+// fma_chain and fused_sum are binary64-only (std::fma is binary64's correctly rounded FMA on
+// x86-64; the fused sum is a Kulisch accumulator, reference/long_accumulator.hpp); the other block
+// parameters (neab ... operand_conversion) take no part in them, and the special rules that do
+// apply are subnormal_inputs, subnormal_output, nan_encoding, overflow (infinity by rounding or
+// saturate) and zero_sign (ieee: the sign IEEE 754's operations give).
+//
 // Plain C++ (no CUDA header). Values travel as doubles: every value of every input and output
 // format is exact in a double, and the model never rounds through a double (the aligned sums are
 // exact __int128 fixed-point numbers).
@@ -71,6 +88,9 @@ enum class ZeroSign { ieee, plus, c_sign };
 // exponent sum, the zero counting as its format's emin, like a subnormal), fp32_emin (the zero
 // counting as 2^-126 whatever the format, as MMA-Sim's extract_significand_exponent does).
 enum class ZeroOperandExponent { none, input_emin, fp32_emin };
+// How the products and C are combined (see above); the order of an FMA chain over k.
+enum class Arithmetic { block_fused, fma_chain, fused_sum };
+enum class ChainOrder { increasing, decreasing };
 
 const char* to_string(AlignReference r);
 const char* to_string(CEntry c);
@@ -78,8 +98,12 @@ const char* to_string(NanEncoding n);
 const char* to_string(Overflow o);
 const char* to_string(ZeroSign z);
 const char* to_string(ZeroOperandExponent z);
+const char* to_string(Arithmetic a);
+const char* to_string(ChainOrder o);
 
 struct TcParams {
+  Arithmetic arithmetic = Arithmetic::block_fused;
+  ChainOrder chain_order = ChainOrder::increasing;  // fma_chain only
   Format input = Format::fp16;
   Format output = Format::fp32;
   int block_size = 16;            // products per fused addition before a rounding
@@ -193,6 +217,13 @@ enum class Instruction {
   mma_m16n8k8_bf16_f32,
   mma_m16n8k4_tf32_f32,
   wgmma_m64n16k16_f16_f32,        // N = 16: does a wider wgmma change anything?
+  // Added for issue 23: the fp64 tensor core (DMMA), mma.sync.aligned.m8n8k4.row.col.f64 (sm_80+),
+  // and the longer shapes sm_90 adds (PTX 7.8): are they chains of k4 steps? Hypotheses until they
+  // are probed on a GPU (model_evidence()).
+  mma_m8n8k4_f64,
+  mma_m16n8k4_f64,
+  mma_m16n8k8_f64,
+  mma_m16n8k16_f64,
 };
 struct InstructionInfo {
   Instruction id;
@@ -220,7 +251,8 @@ std::optional<TcParams> measured_hopper_params(Instruction i);
 
 // Where an instruction's model comes from: "probed" (inferred from H100/H200 probes and validated on
 // random tiles) or "hypothesis: ..." (not yet run on a GPU; the sentence says what it is derived
-// from). Every instruction listed here is probed now; a new one starts as a hypothesis.
+// from). The f64 instructions are hypotheses (an increasing binary64 FMA chain from C over all k,
+// MMA-Sim's model) until `gemmlab probe --corpus --instructions <them>` infers them on a GPU.
 std::string model_evidence(Instruction i);
 
 // D = A B + C on one tile: A (m, k) row-major, B (k, n) row-major, C and D (m, n) row-major.

@@ -58,7 +58,7 @@ Command add_probe(CLI::App& app, const std::string& command_line) {
   probe->add_option("--first-tile", o->first_tile,
                     "validate tiles [F, F + N) of the seed's sequence (calls with F = 0, N, 2N, ... add up to one long run)");
   probe->add_option("--instructions", o->instructions,
-                    "validate only these instructions (comma-separated names; default all)")
+                    "probe and validate only these instructions (comma-separated names; default all)")
       ->delimiter(',');
   return {probe, [o, command_line] {
             require_csv(o->out);
@@ -69,10 +69,11 @@ Command add_probe(CLI::App& app, const std::string& command_line) {
               names.push_back(n);
             }
             check_writable(o->out);  // after the options, so a mistake in them is named first
+            const std::vector<std::string> only = names;  // empty: every instruction
             if (names.empty())
               for (auto ins : tc::all_instructions()) names.push_back(tc::info(ins).name);
             std::vector<std::pair<std::string, tc::TcParams>> inferred;
-            int rc = run_probes(o->out, true, command_line, o->corpus, &inferred);
+            int rc = run_probes(o->out, true, command_line, o->corpus, &inferred, only);
             if (rc != 0 || o->validate <= 0) return rc;
             std::vector<ValidationResult> results;
             for (const std::string& name : names) {

@@ -1,14 +1,18 @@
 // Tensor-core probes on the GPU: every probe (or random validation tile) is one warp executing ONE
 // mma.sync instruction (or one nvcuda::wmma mma_sync, or one warpgroup executing ONE wgmma.mma_async
 // on sm_90a) on a tile read from global memory, so nothing but that instruction's arithmetic touches
-// the result. Tiles travel as bit patterns (uint32 per element, low bits used),
-// so the host decides every input bit and reads back every output bit.
+// the result. Tiles travel as bit patterns (uint64 per element on the host; on the device uint32,
+// low bits used, or uint64 for the fp64 instruction), so the host decides every input bit and reads
+// back every output bit.
 //
 // Fragment layouts (PTX ISA, "Matrix fragments for mma.m16n8k*"), lane = 4 g + t:
 //   m16n8k16 f16/bf16  A: reg r, half h -> (g + 8 (r & 1), 2 t + h + 8 (r >> 1));  B: (2 t + h + 8 r, g)
 //   m16n8k8  tf32      A: reg r -> (g + 8 (r & 1), t + 4 (r >> 1));             B: (t + 4 r, g)
 //   m16n8k32 e4m3/e5m2 A: reg r, byte q -> (g + 8 (r & 1), 4 t + q + 16 (r >> 1)); B: (4 t + q + 16 r, g)
 //   C/D f32: element e -> (g + 8 (e >> 1), 2 t + (e & 1));  C/D f16x2: reg r, half h -> (g + 8 r, 2 t + h)
+//   m8n8k4 f64         A: (g, t);  B: (t, g);  C/D: element e -> (g, 2 t + e)
+//   m16n8k{4,8,16} f64 A: reg r -> (g + 8 (r & 1), t + 4 (r >> 1)) (k4: r -> (g + 8 r, t));
+//                      B: reg r -> (t + 4 r, g);  C/D: as f32 (CUTLASS cute MMA_Traits<SM90_16x8x*_F64...>)
 // wgmma m64n8k{16,8,32}: A (64, K) and B (K, 8) both K-major in shared memory, one 128-byte row per
 // M (N) index in the 128-byte swizzle of kernels/common/hopper_ptx.cuh (K always fills 32 bytes of
 // the row: 16 fp16/bf16, 8 tf32, 32 fp8); D f32 of thread 32 w + l: d[2 h + e] -> (16 w + l/4 + 8 h, 2 (l%4) + e).
@@ -193,6 +197,63 @@ __global__ void small_mma_kernel(const std::uint32_t* A, const std::uint32_t* B,
 #endif
 }
 
+// mma.sync.aligned.m8n8k4.row.col.f64 (DMMA), one warp: A (8, 4), B (4, 8), C and D (8, 8) row-major,
+// one uint64 of bits per element (a NaN's payload travels untouched: no arithmetic before the mma).
+__global__ void dmma_kernel(const std::uint64_t* A, const std::uint64_t* B, const std::uint64_t* C, std::uint64_t* D) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const long long t = blockIdx.x;
+  A += t * 32;
+  B += t * 32;
+  C += t * 64;
+  D += t * 64;
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
+  const double a = __longlong_as_double((long long)A[g * 4 + q]), b = __longlong_as_double((long long)B[q * 8 + g]);
+  const double c0 = __longlong_as_double((long long)C[g * 8 + 2 * q]), c1 = __longlong_as_double((long long)C[g * 8 + 2 * q + 1]);
+  double d0, d1;
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%4,%5};\n"
+               : "=d"(d0), "=d"(d1)
+               : "d"(a), "d"(b), "d"(c0), "d"(c1));
+  D[g * 8 + 2 * q] = (std::uint64_t)__double_as_longlong(d0);
+  D[g * 8 + 2 * q + 1] = (std::uint64_t)__double_as_longlong(d1);
+#endif
+}
+
+// mma.sync.aligned.m16n8k{4,8,16}.row.col.f64 (sm_90), one warp: A (16, K), B (K, 8), C and D
+// (16, 8) row-major, one uint64 per element. A: K/2 registers (k4: 2), B: K/4, C/D: 4.
+template <int K>
+__global__ void dmma16_kernel(const std::uint64_t* A, const std::uint64_t* B, const std::uint64_t* C, std::uint64_t* D) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const long long t = blockIdx.x;
+  A += t * 16 * K;
+  B += t * K * 8;
+  C += t * 128;
+  D += t * 128;
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
+  const auto f64 = [](std::uint64_t bits) { return __longlong_as_double((long long)bits); };
+  double a[K / 2], b[K / 4], c[4], d[4];
+  for (int r = 0; r < K / 2; ++r) a[r] = f64(A[(g + 8 * (r & 1)) * K + q + 4 * (r >> 1)]);
+  for (int r = 0; r < K / 4; ++r) b[r] = f64(B[(q + 4 * r) * 8 + g]);
+  for (int e = 0; e < 4; ++e) c[e] = f64(C[(g + 8 * (e >> 1)) * 8 + 2 * q + (e & 1)]);
+  if constexpr (K == 4)
+    asm volatile("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%7,%8,%9,%10};\n"
+                 : "=d"(d[0]), "=d"(d[1]), "=d"(d[2]), "=d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(b[0]), "d"(c[0]), "d"(c[1]), "d"(c[2]), "d"(c[3]));
+  else if constexpr (K == 8)
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%10,%11,%12,%13};\n"
+                 : "=d"(d[0]), "=d"(d[1]), "=d"(d[2]), "=d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]), "d"(c[0]), "d"(c[1]), "d"(c[2]),
+                   "d"(c[3]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7,%8,%9,%10,%11}, "
+                 "{%12,%13,%14,%15}, {%16,%17,%18,%19};\n"
+                 : "=d"(d[0]), "=d"(d[1]), "=d"(d[2]), "=d"(d[3])
+                 : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]), "d"(b[0]),
+                   "d"(b[1]), "d"(b[2]), "d"(b[3]), "d"(c[0]), "d"(c[1]), "d"(c[2]), "d"(c[3]));
+  for (int e = 0; e < 4; ++e) D[(g + 8 * (e >> 1)) * 8 + 2 * q + (e & 1)] = (std::uint64_t)__double_as_longlong(d[e]);
+#endif
+}
+
 // nvcuda::wmma 16x16x16 fp16 -> fp32, one warp: A (16, 16) row-major, B (16, 16) row-major, C/D f32.
 __global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
@@ -337,49 +398,73 @@ DeviceCaps device_caps() {
   return d;
 }
 
-// Runs n tiles (host bit arrays) through the instruction; returns D bits (n, m, n).
-std::vector<std::uint32_t> run_tiles(Instruction ins, const std::vector<std::uint32_t>& A,
-                                     const std::vector<std::uint32_t>& B, const std::vector<std::uint32_t>& C) {
+// Runs n tiles (host bit arrays) through the instruction; returns D bits (n, m, n). The device
+// holds 64-bit elements for fp64 instructions, 32-bit ones (the host's low bits) otherwise.
+std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uint64_t>& A,
+                                     const std::vector<std::uint64_t>& B, const std::vector<std::uint64_t>& C) {
   const long long n = (long long)C.size() / (tc::info(ins).m * tc::info(ins).n);
-  std::vector<std::uint32_t> D(C.size(), 0xffffffffu);
-  std::uint32_t *dA, *dB, *dC, *dD;
-  GEMMLAB_CUDA_CHECK(cudaMalloc(&dA, A.size() * 4));
-  GEMMLAB_CUDA_CHECK(cudaMalloc(&dB, B.size() * 4));
-  GEMMLAB_CUDA_CHECK(cudaMalloc(&dC, C.size() * 4));
-  GEMMLAB_CUDA_CHECK(cudaMalloc(&dD, D.size() * 4));
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(dA, A.data(), A.size() * 4, cudaMemcpyHostToDevice));
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(dB, B.data(), B.size() * 4, cudaMemcpyHostToDevice));
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(dC, C.data(), C.size() * 4, cudaMemcpyHostToDevice));
-  GEMMLAB_CUDA_CHECK(cudaMemset(dD, 0xff, D.size() * 4));  // poison: an unwritten entry reads as NaN
+  const bool wide = gemmlab::info(tc::info(ins).output).storage_bits == 64;
+  const size_t es = wide ? 8 : 4;
+  const auto upload = [&](const std::vector<std::uint64_t>& h) {
+    void* d = nullptr;
+    GEMMLAB_CUDA_CHECK(cudaMalloc(&d, h.size() * es));
+    if (wide) {
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * 8, cudaMemcpyHostToDevice));
+    } else {
+      const std::vector<std::uint32_t> low(h.begin(), h.end());
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(d, low.data(), low.size() * 4, cudaMemcpyHostToDevice));
+    }
+    return d;
+  };
+  void *dA = upload(A), *dB = upload(B), *dC = upload(C), *dD = nullptr;
+  GEMMLAB_CUDA_CHECK(cudaMalloc(&dD, C.size() * es));
+  GEMMLAB_CUDA_CHECK(cudaMemset(dD, 0xff, C.size() * es));  // poison: an unwritten entry reads as NaN
+  const auto *a32 = static_cast<const std::uint32_t*>(dA), *b32 = static_cast<const std::uint32_t*>(dB),
+             *c32 = static_cast<const std::uint32_t*>(dC);
+  auto* d32 = static_cast<std::uint32_t*>(dD);
+  const auto *a64 = static_cast<const std::uint64_t*>(dA), *b64 = static_cast<const std::uint64_t*>(dB),
+             *c64 = static_cast<const std::uint64_t*>(dC);
+  auto* d64 = static_cast<std::uint64_t*>(dD);
   dim3 grid((unsigned)n), block(32), wg(128);
   switch (ins) {
-    case Instruction::mma_m16n8k16_f16_f32: k16_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k16_f16_f16: k16_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k16_bf16_f32: k16_kernel<2><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k8_tf32_f32: tf32_kernel<<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k32_e4m3_f32: fp8_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k32_e5m2_f32: fp8_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k16_f16_f32: wgmma_kernel<0><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k16_bf16_f32: wgmma_kernel<1><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k8_tf32_f32: wgmma_kernel<2><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k32_e4m3_f32: wgmma_kernel<3><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k32_e5m2_f32: wgmma_kernel<4><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k16_f16_f16: wgmma_kernel<5><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k32_e4m3_f16: wgmma_kernel<6><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k32_e5m2_f16: wgmma_kernel<7><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n8k32_e4m3_e5m2_f32: wgmma_kernel<8><<<grid, wg>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k32_e4m3_f16: fp8_kernel<2><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k32_e5m2_f16: fp8_kernel<3><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k32_e4m3_e5m2_f32: fp8_kernel<4><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k8_f16_f32: small_mma_kernel<0><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k8_bf16_f32: small_mma_kernel<1><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::mma_m16n8k4_tf32_f32: small_mma_kernel<2><<<grid, block>>>(dA, dB, dC, dD); break;
-    case Instruction::wgmma_m64n16k16_f16_f32: wgmma_kernel<0, 16><<<grid, wg>>>(dA, dB, dC, dD); break;
+    case Instruction::mma_m16n8k16_f16_f32: k16_kernel<0><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k16_f16_f16: k16_kernel<1><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k16_bf16_f32: k16_kernel<2><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k8_tf32_f32: tf32_kernel<<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k32_e4m3_f32: fp8_kernel<0><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k32_e5m2_f32: fp8_kernel<1><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k16_f16_f32: wgmma_kernel<0><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k16_bf16_f32: wgmma_kernel<1><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k8_tf32_f32: wgmma_kernel<2><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k32_e4m3_f32: wgmma_kernel<3><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k32_e5m2_f32: wgmma_kernel<4><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k16_f16_f16: wgmma_kernel<5><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k32_e4m3_f16: wgmma_kernel<6><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k32_e5m2_f16: wgmma_kernel<7><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n8k32_e4m3_e5m2_f32: wgmma_kernel<8><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k32_e4m3_f16: fp8_kernel<2><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k32_e5m2_f16: fp8_kernel<3><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k32_e4m3_e5m2_f32: fp8_kernel<4><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k8_f16_f32: small_mma_kernel<0><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k8_bf16_f32: small_mma_kernel<1><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m16n8k4_tf32_f32: small_mma_kernel<2><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::wgmma_m64n16k16_f16_f32: wgmma_kernel<0, 16><<<grid, wg>>>(a32, b32, c32, d32); break;
+    case Instruction::mma_m8n8k4_f64: dmma_kernel<<<grid, block>>>(a64, b64, c64, d64); break;
+    case Instruction::mma_m16n8k4_f64: dmma16_kernel<4><<<grid, block>>>(a64, b64, c64, d64); break;
+    case Instruction::mma_m16n8k8_f64: dmma16_kernel<8><<<grid, block>>>(a64, b64, c64, d64); break;
+    case Instruction::mma_m16n8k16_f64: dmma16_kernel<16><<<grid, block>>>(a64, b64, c64, d64); break;
   }
   GEMMLAB_LAUNCH_CHECK(tc::info(ins).name);
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(D.data(), dD, D.size() * 4, cudaMemcpyDeviceToHost));
+  std::vector<std::uint64_t> D(C.size());
+  if (wide) {
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(D.data(), dD, D.size() * 8, cudaMemcpyDeviceToHost));
+  } else {
+    std::vector<std::uint32_t> low(C.size());
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(low.data(), dD, low.size() * 4, cudaMemcpyDeviceToHost));
+    D.assign(low.begin(), low.end());
+  }
   cudaFree(dA);
   cudaFree(dB);
   cudaFree(dC);
@@ -393,16 +478,16 @@ std::vector<tc::ProbeOutcome> run_probe_set(Instruction ins, const std::vector<t
   const tc::InstructionInfo& I = tc::info(ins);
   const size_t K = I.k, M = I.m, N = I.n;
   const size_t n = probes.size();
-  std::vector<std::uint32_t> A(n * M * K, 0), B(n * K * N, 0), C(n * M * N, 0);
+  std::vector<std::uint64_t> A(n * M * K, 0), B(n * K * N, 0), C(n * M * N, 0);
   for (size_t p = 0; p < n; ++p) {
     const tc::RawBits bits = tc::probe_bits(I, probes[p]);
     for (size_t k = 0; k < K; ++k) {
-      A[p * M * K + k] = (std::uint32_t)bits.a[k];
-      B[p * K * N + k * N] = (std::uint32_t)bits.b[k];
+      A[p * M * K + k] = bits.a[k];
+      B[p * K * N + k * N] = bits.b[k];
     }
-    C[p * M * N] = (std::uint32_t)bits.c;
+    C[p * M * N] = bits.c;
   }
-  std::vector<std::uint32_t> D = run_tiles(ins, A, B, C);
+  std::vector<std::uint64_t> D = run_tiles(ins, A, B, C);
   std::vector<tc::ProbeOutcome> out;
   for (size_t p = 0; p < n; ++p) out.push_back({probes[p], D[p * M * N]});
   return out;
@@ -531,16 +616,16 @@ ValidationResult validate_instruction(const std::string& instruction, long long 
   // cover exactly the tiles of one
   for (long long t0 = first_tile; t0 < first_tile + n_tiles; t0 += batch) {
     const long long n = std::min(batch, first_tile + n_tiles - t0);
-    std::vector<std::uint32_t> Ab(n * M * K), Bb(n * K * N), Cb(n * MN);
+    std::vector<std::uint64_t> Ab(n * M * K), Bb(n * K * N), Cb(n * MN);
     std::vector<double> Ad(n * M * K), Bd(n * K * N), Cd(n * MN);  // kept for the model's pass
     parallel_for(static_cast<long>(n), 0, [&](long t) {
       std::vector<double> a, b, c;
       random_tile(I, seed, t0 + t, a, b, c);
-      for (int i = 0; i < M * K; ++i) Ab[t * M * K + i] = (std::uint32_t)to_bits(I.input, Ad[t * M * K + i] = a[i]);
-      for (int i = 0; i < K * N; ++i) Bb[t * K * N + i] = (std::uint32_t)to_bits(I.format_b(), Bd[t * K * N + i] = b[i]);
-      for (int i = 0; i < MN; ++i) Cb[t * MN + i] = (std::uint32_t)to_bits(I.output, Cd[t * MN + i] = c[i]);
+      for (int i = 0; i < M * K; ++i) Ab[t * M * K + i] = to_bits(I.input, Ad[t * M * K + i] = a[i]);
+      for (int i = 0; i < K * N; ++i) Bb[t * K * N + i] = to_bits(I.format_b(), Bd[t * K * N + i] = b[i]);
+      for (int i = 0; i < MN; ++i) Cb[t * MN + i] = to_bits(I.output, Cd[t * MN + i] = c[i]);
     });
-    std::vector<std::uint32_t> D = run_tiles(*ins, Ab, Bb, Cb);
+    std::vector<std::uint64_t> D = run_tiles(*ins, Ab, Bb, Cb);
     std::vector<long long> miss(n, 0), mbits(n, 0);
     std::vector<std::string> ex(n);
     parallel_for(static_cast<long>(n), 0, [&](long t) {
@@ -548,10 +633,10 @@ ValidationResult validate_instruction(const std::string& instruction, long long 
           b(Bd.begin() + t * K * N, Bd.begin() + (t + 1) * K * N), c(Cd.begin() + t * MN, Cd.begin() + (t + 1) * MN);
       std::vector<double> d = tc::mma_tile(params, I, a, b, c);
       for (int e = 0; e < MN; ++e) {
-        std::uint32_t want = (std::uint32_t)tc::encode_output(params, d[e]), got = D[t * MN + e];
+        const std::uint64_t want = tc::encode_output(params, d[e]), got = D[t * MN + e];
         if (want != got) {  // bit for bit, NaN included
           ++miss[t];
-          mbits[t] += __builtin_popcount(want ^ got);
+          mbits[t] += __builtin_popcountll(want ^ got);
           if (ex[t].empty()) {
             int i = e / N, j = e % N;
             std::ostringstream s;
@@ -661,7 +746,7 @@ std::string hex_list(const std::vector<std::uint64_t>& bits, Format f) {
 }  // namespace
 
 int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line, bool corpus,
-               std::vector<std::pair<std::string, tc::TcParams>>* inferred) {
+               std::vector<std::pair<std::string, tc::TcParams>>* inferred, const std::vector<std::string>& only) {
   DeviceCaps dev = device_caps();
   if (!dev.present) {
     std::cerr << "gemmlab probe: no usable GPU (" << dev.why << "); the probes need one.\n";
@@ -673,6 +758,7 @@ int run_probes(const std::string& out_csv_path, bool print_table, const std::str
   std::vector<std::vector<std::string>> corpus_rows;   // <out>_corpus.csv: one row per instruction x class
   for (Instruction ins : tc::all_instructions()) {
     const tc::InstructionInfo& I = tc::info(ins);
+    if (!only.empty() && std::find(only.begin(), only.end(), I.name) == only.end()) continue;
     if (dev.cc < I.min_cc) {
       findings.push_back({I.name, "status",
                           "not_supported (needs compute capability " + std::to_string(I.min_cc) + "; " + dev.name +

@@ -17,10 +17,12 @@ namespace gemmlab {
 // probes' in the inference (the special rules come from them), and two more CSVs go beside the
 // findings: <out>_corpus.csv (tidy: one row per instruction x rule class, with the mismatch count)
 // and <out>_corpus_outcomes.csv (one row per case). `inferred`, if given, receives each
-// instruction's inferred parameters. Returns 0 on success, non-zero with a message on stderr when
-// no GPU is usable or a write fails.
+// instruction's inferred parameters. `only`, if not empty, names the instructions to probe (the
+// others get no row). Returns 0 on success, non-zero with a message on stderr when no GPU is usable
+// or a write fails.
 int run_probes(const std::string& out_csv_path, bool print_table, const std::string& command_line, bool corpus = false,
-               std::vector<std::pair<std::string, tc::TcParams>>* inferred = nullptr);
+               std::vector<std::pair<std::string, tc::TcParams>>* inferred = nullptr,
+               const std::vector<std::string>& only = {});
 
 // Validates the inferred model of `instruction` (a name from tc::all_instructions(), e.g.
 // "mma_m16n8k16_f16_f32") against the hardware on n_tiles random tiles drawn from several

@@ -3,10 +3,11 @@
 // (16, 64) tiles of B in shared memory; each warp a (32, 32) tile, as 4 x 4 fragments of (8, 8).
 //
 // Numerics: in_mma. Every fragment's accumulator starts at +0 and is the C of every instruction:
-// D = A(8, 4) B(4, 8) + D, k-steps of 4 in increasing k. What one instruction does with its four
-// products and C (a chain of four IEEE binary64 FMAs, as MMA-Sim models it, or a fused sum) is not
-// modelled yet, so the accumulation rounding is declared unknown (bounds use the weaker truncating
-// model, u_eff = 2^-52) and the kernel is not predicted bit for bit.
+// D = A(8, 4) B(4, 8) + D, k-steps of 4 in increasing k, instruction k index t = global k0 + kk + t.
+// What one instruction does with its four products and C is tc::measured_hopper_params
+// (mma_m8n8k4_f64): until the probes run on a GPU, the hypothesis of MMA-Sim (a chain of four
+// binary64 FMAs from C in increasing k, each rounded to nearest even: the accumulation rounding
+// below); under it the kernel is the DFMA chain of dgemm_01_dfma_tiled, bit for bit.
 // Fragment layout (PTX ISA, m8n8k4 .f64): lane = 4 g + t; A(g, t); B(t, g); C/D(g, 2t) and (g, 2t + 1).
 // Sizes: M, N multiples of 64, K a multiple of 16 (declared; other sizes are not_supported rows).
 #include "kernels/common/cuda_check.cuh"
@@ -87,8 +88,9 @@ const Kernel& dgemm_mma_01_m8n8k4() {
       .family = "fp64",
       .description = "fp64 tensor cores, mma.sync m8n8k4 f64, 64x64 block tile, BK=16, D = A*B + D in k order",
       .numerics = {.input = Format::fp64, .compute = Format::fp64, .accumulator = Format::fp64,
-                   .output = Format::fp64, .accumulation = Accumulation::in_mma, .instruction = std::nullopt,
-                   .k_step = 4, .accumulation_rounding = Rounding::unknown},
+                   .output = Format::fp64, .accumulation = Accumulation::in_mma,
+                   .instruction = tc::Instruction::mma_m8n8k4_f64, .k_step = 4,
+                   .accumulation_rounding = Rounding::nearest_even},
       .layout_a = Layout::row_major, .layout_b = Layout::row_major,
       .m_multiple = BM, .n_multiple = BN, .k_multiple = BK,
       .min_cc = 80, .requires_sm90a = false, .workspace_bytes = 0,

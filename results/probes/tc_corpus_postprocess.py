@@ -3,6 +3,10 @@
 prints the tables for results/probes/README.md.
 
     results/probes/tc_corpus_postprocess.py OUT_DIR GPU DATE [DEST] [--more-tiles DIR ...] [--gemmlab BIN]
+                                            [--run STEM] [--also CSV ...]
+
+The fp64 tensor-core run (scripts/gpu_tc_f64.sh) is the same kind of run under another stem:
+    results/probes/tc_corpus_postprocess.py OUT_DIR h100 DATE --run tc_f64 --also predict_f64.csv --gemmlab BIN
 
 GPU is a short tag (h100, h200), DATE yyyymmdd; DEST defaults to this folder. --more-tiles names
 the OUT_DIRs of further calls that validated the next random tiles (TC_FIRST_TILE = N, 2N, ...; only
@@ -10,7 +14,7 @@ their tc_corpus_validation.csv and tc_corpus.log are read): their counts are sum
 which must then cover one contiguous range of tiles from the same seed per instruction. --gemmlab
 replays every hardware outcome (probes and corpus) through `BIN tc-eval`, i.e. gemmlab's committed
 model (tc::measured_hopper_params), where the run's own counts are those of the model it inferred.
-Writes, with the stem <GPU>_tc_corpus_<DATE>:
+Writes, with the stem <GPU>_<RUN>_<DATE> (RUN: tc_corpus unless --run says otherwise):
   <stem>.csv (+ .meta.json)                  findings: every inferred parameter and special rule, with evidence
   <stem>_corpus.csv (+ .meta.json)           tidy: one row per instruction x rule class, mismatching outputs
                                              (of the model the run inferred)
@@ -133,13 +137,13 @@ def merge_validation(parts, dst_csv):
     return [merged[k] for k in order if k[1] == "all"]
 
 
-def replay(gemmlab, out_dir, gpu_name, dst_csv):
+def replay(gemmlab, out_dir, gpu_name, dst_csv, run="tc_corpus"):
     """Every hardware outcome of the run (probes and corpus) through `gemmlab tc-eval`: the cases
     rebuilt by tc-eval --write-cases, the hardware's D as the observed d. Returns the table rows."""
     table, models, commit = [], {}, None
     with tempfile.TemporaryDirectory() as tmp:
-        for kind, outcomes_csv, id_col in (("probes", "tc_corpus_outcomes.csv", "probe"),
-                                           ("corpus", "tc_corpus_corpus_outcomes.csv", "case")):
+        for kind, outcomes_csv, id_col in (("probes", f"{run}_outcomes.csv", "probe"),
+                                           ("corpus", f"{run}_corpus_outcomes.csv", "case")):
             by_ins = {}
             for r in rows(os.path.join(out_dir, outcomes_csv)):
                 by_ins.setdefault(r["instruction"], {})[r[id_col]] = r
@@ -180,7 +184,7 @@ def replay(gemmlab, out_dir, gpu_name, dst_csv):
                 "against gemmlab's committed model, tc::measured_hopper_params, replayed here through tc-eval "
                 "(mismatching_outputs)",
         "gemmlab_git_commit": commit,
-        "source": [outcomes for outcomes in ("tc_corpus_outcomes.csv", "tc_corpus_corpus_outcomes.csv")],
+        "source": [f"{run}_outcomes.csv", f"{run}_corpus_outcomes.csv"],
         "models": models,
         "rows": len(table),
         "columns": ["instruction", "gpu", "class", "cases", "mismatching_outputs_run_model", "mismatching_outputs",
@@ -189,38 +193,38 @@ def replay(gemmlab, out_dir, gpu_name, dst_csv):
     return table
 
 
-def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None):
-    stem = os.path.join(dest, f"{gpu}_tc_corpus_{date}")
-    need = ["tc_corpus.csv", "tc_corpus_corpus.csv", "tc_corpus_outcomes.csv", "tc_corpus_corpus_outcomes.csv"]
+def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None, run="tc_corpus", also=()):
+    stem = os.path.join(dest, f"{gpu}_{run}_{date}")
+    need = [f"{run}.csv", f"{run}_corpus.csv", f"{run}_outcomes.csv", f"{run}_corpus_outcomes.csv"]
     missing = [n for n in need if not os.path.exists(os.path.join(out_dir, n))]
     if missing:
-        sys.exit(f"{out_dir}: missing {', '.join(missing)}; run scripts/gpu_session.sh BIN_DIR OUT_DIR tc-corpus first")
+        sys.exit(f"{out_dir}: missing {', '.join(missing)}; run scripts/gpu_session.sh BIN_DIR OUT_DIR tc-corpus (or, for --run tc_f64, scripts/gpu_tc_f64.sh BIN_DIR OUT_DIR) first")
     src = lambda n: os.path.join(out_dir, n)
-    copy_with_meta(src("tc_corpus.csv"), stem + ".csv")
-    copy_with_meta(src("tc_corpus_corpus.csv"), stem + "_corpus.csv")
-    parts = [os.path.join(d, "tc_corpus_validation.csv") for d in (out_dir, *more_tiles)]
+    copy_with_meta(src(f"{run}.csv"), stem + ".csv")
+    copy_with_meta(src(f"{run}_corpus.csv"), stem + "_corpus.csv")
+    parts = [os.path.join(d, f"{run}_validation.csv") for d in (out_dir, *more_tiles)]
     parts = [p for p in parts if os.path.exists(p)]
     valid_all = merge_validation(parts, stem + "_validation.csv") if parts else []
-    if os.path.exists(src("tc_corpus.log")):
-        shutil.copyfile(src("tc_corpus.log"), stem + ".log")
+    if os.path.exists(src(f"{run}.log")):
+        shutil.copyfile(src(f"{run}.log"), stem + ".log")
         with open(stem + ".log", "a") as log:  # the other calls' validation lines (their probe stage is the same)
             for d in more_tiles:
                 log.write(f"\n# --- {os.path.basename(os.path.normpath(d))}: the next random tiles ---\n")
-                with open(os.path.join(d, "tc_corpus.log")) as f:
+                with open(os.path.join(d, f"{run}.log")) as f:
                     log.writelines(line for line in f if line.startswith("validate") or "validation table" in line)
-    with open(src("tc_corpus_outcomes.csv"), "rb") as f, lzma.open(stem + "_outcomes.csv.xz", "wb", preset=9) as g:
+    with open(src(f"{run}_outcomes.csv"), "rb") as f, lzma.open(stem + "_outcomes.csv.xz", "wb", preset=9) as g:
         shutil.copyfileobj(f, g)
-    if os.path.exists(src("tc_corpus_outcomes.meta.json")):
-        with open(src("tc_corpus_outcomes.meta.json")) as f:
+    if os.path.exists(src(f"{run}_outcomes.meta.json")):
+        with open(src(f"{run}_outcomes.meta.json")) as f:
             m = json.load(f)
         m["committed_as"] = os.path.basename(stem + "_outcomes.csv.xz") + " (xz-compressed)"
         write_meta(stem + "_outcomes.csv", m)
     compact = os.path.join(HERE, "compact_outcomes.py")
-    subprocess.run([sys.executable, compact, src("tc_corpus_outcomes.csv"), stem + "_outputs.csv"], check=True)
-    subprocess.run([sys.executable, compact, src("tc_corpus_corpus_outcomes.csv"), stem + "_corpus_outputs.csv"],
+    subprocess.run([sys.executable, compact, src(f"{run}_outcomes.csv"), stem + "_outputs.csv"], check=True)
+    subprocess.run([sys.executable, compact, src(f"{run}_corpus_outcomes.csv"), stem + "_corpus_outputs.csv"],
                    check=True)
-    run_meta = json.load(open(src("tc_corpus.meta.json"))) if os.path.exists(src("tc_corpus.meta.json")) else {}
-    for suffix, raw in (("_outputs.csv", "tc_corpus_outcomes.csv"), ("_corpus_outputs.csv", "tc_corpus_corpus_outcomes.csv")):
+    run_meta = json.load(open(src(f"{run}.meta.json"))) if os.path.exists(src(f"{run}.meta.json")) else {}
+    for suffix, raw in (("_outputs.csv", f"{run}_outcomes.csv"), ("_corpus_outputs.csv", f"{run}_corpus_outcomes.csv")):
         write_meta(stem + suffix, {
             "produced_by": f"results/probes/compact_outcomes.py {raw} {os.path.basename(stem + suffix)}",
             "what": "the hardware's D bits per instruction in the order gemmlab builds the cases (tc::make_probes / "
@@ -230,7 +234,7 @@ def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None):
             "run": {k: run_meta.get(k) for k in ("command_line", "date_utc", "git_commit", "gpu", "software")},
         })
 
-    findings = rows(src("tc_corpus.csv"))
+    findings = rows(src(f"{run}.csv"))
     inferred = {}
     for r in findings:
         if r["feature"] in RULES:
@@ -242,7 +246,7 @@ def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None):
         print(f"| {ins} | " + " | ".join(v.get(k, "-").split(" [evidence")[0] for k in RULES) + " |")
 
     print("\n## Corpus: mismatching outputs per rule class\n")
-    corpus = rows(src("tc_corpus_corpus.csv"))
+    corpus = rows(src(f"{run}_corpus.csv"))
     classes = list(dict.fromkeys(r["class"] for r in corpus))
     print("| instruction | " + " | ".join(classes) + " |")
     print("|---|" + "---|" * len(classes))
@@ -261,7 +265,7 @@ def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None):
 
     if gemmlab:
         gpu_name = (corpus[0]["gpu"] if corpus else gpu.upper())
-        table = replay(gemmlab, out_dir, gpu_name, stem + "_replayed.csv")
+        table = replay(gemmlab, out_dir, gpu_name, stem + "_replayed.csv", run)
         print(f"\n## Every outcome replayed through {gemmlab} tc-eval (gemmlab's committed model)\n")
         print("| instruction | class | cases | mismatching (run's model) | mismatching (gemmlab) |")
         print("|---|---|---|---|---|")
@@ -270,7 +274,13 @@ def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None):
                 print(f"| {ins} | {cls} | {n} | {run_model} | **{committed}** |")
         print(f"| all | | {sum(t[3] for t in table)} | {sum(t[4] for t in table)} | **{sum(t[5] for t in table)}** |")
 
-    fill_hardware_columns(dest, gpu, date, findings, rows(src("tc_corpus_corpus_outcomes.csv")))
+    fill_hardware_columns(dest, gpu, date, findings, rows(src(f"{run}_corpus_outcomes.csv")))
+
+    for name in also:  # further CSVs of the run (e.g. predict_f64.csv), committed with their metadata
+        if not os.path.exists(src(name)):
+            sys.exit(f"{out_dir}: no {name} (named by --also)")
+        copy_with_meta(src(name), os.path.join(dest, f"{gpu}_{name[:-4]}_{date}.csv"))
+        print(f"committed {name} as {gpu}_{name[:-4]}_{date}.csv")
 
 
 # The corpus class each disagreement of mmasim_disagreements.csv belongs to -> the rule of
@@ -367,5 +377,10 @@ if __name__ == "__main__":
     ap.add_argument("dest", nargs="?", default=HERE)
     ap.add_argument("--more-tiles", nargs="*", default=[], metavar="DIR")
     ap.add_argument("--gemmlab", metavar="BIN")
+    ap.add_argument("--run", default="tc_corpus",
+                    help="the stem of the run's CSVs in OUT_DIR (tc_corpus; tc_f64 for scripts/gpu_tc_f64.sh); "
+                         "the committed files are <GPU>_<RUN>_<DATE>*")
+    ap.add_argument("--also", nargs="*", default=[], metavar="CSV",
+                    help="further CSVs of OUT_DIR to commit with their .meta.json as <GPU>_<NAME>_<DATE>.csv")
     a = ap.parse_args()
-    main(a.out_dir, a.gpu, a.date, a.dest, a.more_tiles, a.gemmlab)
+    main(a.out_dir, a.gpu, a.date, a.dest, a.more_tiles, a.gemmlab, a.run, a.also)

@@ -74,8 +74,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, PredictionBitExact, ::testing::ValuesIn(predic
 // Every kernel gemmlab builds is predicted, except library calls (cuBLAS, and the fp64 and cpu
 // families' cuBLAS and Eigen rows: accumulation `library`) and the kernels named here with the reason.
 TEST(PredictionCoverage, EveryKernelGemmlabBuildsHasAnOrder) {
-  const std::map<std::string, std::string> not_yet = {
-      {"dgemm_mma_01_m8n8k4", "the f64 mma.sync instruction is not in tc_model yet (issue 23, step 5)"}};
+  const std::map<std::string, std::string> not_yet = {};
   for (const Kernel* k : all_kernels()) {
     const std::string fam = k->family;
     if (fam == "cublas") EXPECT_EQ(k->numerics.accumulation, Accumulation::library) << k->name;
