@@ -257,3 +257,46 @@ TEST(ScaledFp8Emulation, OrdersOfApplyingTheScalesOnDyadicValues) {
   const auto [a, b] = operands(128);
   EXPECT_THROW(emulation::emulate_scaled(none, a, b, *params, 1), std::invalid_argument);
 }
+
+// The candidate orders that differ only in which scale comes first, or in multiplying before the
+// FMA, on scales with 17 significant bits (s = 1 + m 2^-16), where every product rounds. Block 0:
+// d = 1 + 2^-10 with s_a = 1 + 11388 2^-16, s_b = 1 + 51942 2^-16; block 1 (columns 128 .. 199): d = 1
+// with s_a = 1 + 9596 2^-16, s_b = 1 + 16313 2^-16. The expected fp32 results were computed with exact
+// rational arithmetic, rounding to nearest even after every operation as each order says (the
+// script's steps: p = RN(...) per block from p = 0); they are not produced by the code under test.
+// block_fma and block_mul_mul_ba land on 0x1.c4da08p+1, block_mul_fma_b one ulp (2^-22 in [2, 4)) above
+// (0x1.c4da0ap+1), block_mul_mul and block_mul_fma_a two ulps above (0x1.c4da0cp+1). One block with
+// s_a = 1 + 57795 2^-16, s_b = 1 + 59847 2^-16: epilogue and epilogue_mul_mul give 0x1.cd4d32p+1,
+// epilogue_mul_mul_ba 0x1.cd4d34p+1.
+TEST(ScaledFp8Emulation, WhichScaleFirstAndMultiplyBeforeTheFma) {
+  const auto params = tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k32_e4m3_f32);
+  ASSERT_TRUE(params.has_value());
+  auto operands = [](int K, std::vector<float> sa, std::vector<float> sb) {
+    ScaledOperand a, b;
+    a.plan = quant_plan(Operand::A, ScaleGranularity::k128, Format::e4m3, false, 1, K);
+    b.plan = quant_plan(Operand::B, ScaleGranularity::blk128, Format::e4m3, false, K, 1);
+    a.grid_rows = 1, a.grid_cols = a.plan.grid_cols;
+    b.grid_rows = (K + 127) / 128, b.grid_cols = 1;
+    a.q = Matrix(1, K), b.q = Matrix(K, 1);
+    a.q(0, 0) = 1, a.q(0, 1) = 0x1p-5, b.q(0, 0) = 1, b.q(1, 0) = 0x1p-5;
+    if (K > 128) a.q(0, 130) = 1, b.q(130, 0) = 1;
+    a.scales = std::move(sa), b.scales = std::move(sb);
+    return std::pair{a, b};
+  };
+  const float m = 0x1p-16f;
+  const auto [a2, b2] = operands(200, {1 + 11388 * m, 1 + 9596 * m}, {1 + 51942 * m, 1 + 16313 * m});
+  auto run = [&](ScaleApplication app, int interval, const ScaledOperand& a, const ScaledOperand& b) {
+    Numerics n = wgmma_f32_numerics(Format::e4m3, interval);
+    n.scale_application = app;
+    return emulation::emulate_scaled(n, a, b, *params, 1).at(0);
+  };
+  EXPECT_EQ(run(ScaleApplication::block_fma, 128, a2, b2), 0x1.c4da08p+1);
+  EXPECT_EQ(run(ScaleApplication::block_mul_mul, 128, a2, b2), 0x1.c4da0cp+1);
+  EXPECT_EQ(run(ScaleApplication::block_mul_mul_ba, 128, a2, b2), 0x1.c4da08p+1);
+  EXPECT_EQ(run(ScaleApplication::block_mul_fma_a, 128, a2, b2), 0x1.c4da0cp+1);
+  EXPECT_EQ(run(ScaleApplication::block_mul_fma_b, 128, a2, b2), 0x1.c4da0ap+1);
+  const auto [a1, b1] = operands(128, {1 + 57795 * m}, {1 + 59847 * m});
+  EXPECT_EQ(run(ScaleApplication::epilogue, 0, a1, b1), 0x1.cd4d32p+1);
+  EXPECT_EQ(run(ScaleApplication::epilogue_mul_mul, 0, a1, b1), 0x1.cd4d32p+1);
+  EXPECT_EQ(run(ScaleApplication::epilogue_mul_mul_ba, 0, a1, b1), 0x1.cd4d34p+1);
+}
