@@ -216,6 +216,22 @@ TEST(ScaledFp8Quantize, SameBitsForAnyThreadCount) {
   EXPECT_EQ(p1.B.scales, p4.B.scales);
 }
 
+// One output entry of a 1 x 128 (A) by 128 x 128 (B) scaled problem for emulate_scaled: block 0 holds
+// 1 * 1 + 2^-5 * 2^-5 (d = 1 + 2^-10, kept by the wgmma model's 13 fraction bits), a second, partial
+// block (K = 200: columns 128 .. 199) holds 1 * 1; sa[b], sb[b] are block b's scales.
+static std::pair<ScaledOperand, ScaledOperand> one_entry_operands(int K, std::vector<float> sa, std::vector<float> sb) {
+  ScaledOperand a, b;
+  a.plan = quant_plan(Operand::A, ScaleGranularity::k128, Format::e4m3, false, 1, K);
+  b.plan = quant_plan(Operand::B, ScaleGranularity::blk128, Format::e4m3, false, K, 1);
+  a.grid_rows = 1, a.grid_cols = a.plan.grid_cols;
+  b.grid_rows = (K + 127) / 128, b.grid_cols = 1;
+  a.q = Matrix(1, K), b.q = Matrix(K, 1);
+  a.q(0, 0) = 1, a.q(0, 1) = 0x1p-5, b.q(0, 0) = 1, b.q(1, 0) = 0x1p-5;
+  if (K > 128) a.q(0, 130) = 1, b.q(130, 0) = 1;
+  a.scales = std::move(sa), b.scales = std::move(sb);
+  return {a, b};
+}
+
 // emulate_scaled's orders on dyadic values with hand-computed results. One K block: d = 1 + 2^-10
 // (1 * 1 + 2^-5 * 2^-5, kept by the wgmma model's 13 fraction bits), s_a = s_b = 1 + 2^-12, whose
 // fp32 product 1 + 2^-11 + 2^-24 ties to 1 + 2^-11. block_fma / epilogue: RN(d (1 + 2^-11)) =
@@ -228,17 +244,8 @@ TEST(ScaledFp8Emulation, OrdersOfApplyingTheScalesOnDyadicValues) {
   const auto params = tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k32_e4m3_f32);
   ASSERT_TRUE(params.has_value());
   auto operands = [](int K) {
-    ScaledOperand a, b;
-    a.plan = quant_plan(Operand::A, ScaleGranularity::k128, Format::e4m3, false, 1, K);
-    b.plan = quant_plan(Operand::B, ScaleGranularity::blk128, Format::e4m3, false, K, 1);
-    a.grid_rows = 1, a.grid_cols = a.plan.grid_cols;
-    b.grid_rows = (K + 127) / 128, b.grid_cols = 1;
-    a.q = Matrix(1, K), b.q = Matrix(K, 1);
-    a.q(0, 0) = 1, a.q(0, 1) = 0x1p-5, b.q(0, 0) = 1, b.q(1, 0) = 0x1p-5;
     const float s = 1.0f + 0x1p-12f;
-    a.scales.assign(a.grid_cols, s), b.scales.assign(b.grid_rows, s);
-    if (K > 128) a.q(0, 130) = 1, b.q(130, 0) = 1, a.scales[1] = 2.0f, b.scales[1] = 1.0f;
-    return std::pair{a, b};
+    return K > 128 ? one_entry_operands(K, {s, 2.0f}, {s, 1.0f}) : one_entry_operands(K, {s}, {s});
   };
   auto run = [&](ScaleApplication app, int interval, int K) {
     Numerics n = wgmma_f32_numerics(Format::e4m3, interval);
@@ -271,18 +278,7 @@ TEST(ScaledFp8Emulation, OrdersOfApplyingTheScalesOnDyadicValues) {
 TEST(ScaledFp8Emulation, WhichScaleFirstAndMultiplyBeforeTheFma) {
   const auto params = tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k32_e4m3_f32);
   ASSERT_TRUE(params.has_value());
-  auto operands = [](int K, std::vector<float> sa, std::vector<float> sb) {
-    ScaledOperand a, b;
-    a.plan = quant_plan(Operand::A, ScaleGranularity::k128, Format::e4m3, false, 1, K);
-    b.plan = quant_plan(Operand::B, ScaleGranularity::blk128, Format::e4m3, false, K, 1);
-    a.grid_rows = 1, a.grid_cols = a.plan.grid_cols;
-    b.grid_rows = (K + 127) / 128, b.grid_cols = 1;
-    a.q = Matrix(1, K), b.q = Matrix(K, 1);
-    a.q(0, 0) = 1, a.q(0, 1) = 0x1p-5, b.q(0, 0) = 1, b.q(1, 0) = 0x1p-5;
-    if (K > 128) a.q(0, 130) = 1, b.q(130, 0) = 1;
-    a.scales = std::move(sa), b.scales = std::move(sb);
-    return std::pair{a, b};
-  };
+  auto operands = one_entry_operands;
   const float m = 0x1p-16f;
   const auto [a2, b2] = operands(200, {1 + 11388 * m, 1 + 9596 * m}, {1 + 51942 * m, 1 + 16313 * m});
   auto run = [&](ScaleApplication app, int interval, const ScaledOperand& a, const ScaledOperand& b) {
