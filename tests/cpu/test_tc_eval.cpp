@@ -248,6 +248,21 @@ TEST(TcEval, ReproducesEveryCommittedCorpusOutcome) {
     EXPECT_GT(replay(path, [](const tc::InstructionInfo& ii) { return tc::make_corpus(ii); }), 0) << path;
 }
 
+// The fp64 tensor core's outcomes on both GPUs (scripts/gpu_tc_f64.sh, 2026-11-24; written by
+// tc_corpus_postprocess.py --run tc_f64): every probe (36,916 over the four instructions) and every
+// corpus case (48,000), NaN payloads included, through the committed model (nan_encoding propagate).
+TEST(TcEval, ReproducesTheCommittedF64Outcomes) {
+  const std::string dir = std::string(GEMMLAB_SOURCE_DIR) + "/results/probes/";
+  for (const char* gpu : {"h100", "h200"}) {
+    const std::string stem = dir + gpu + "_tc_f64_20261124";
+    EXPECT_EQ(replay(stem + "_outputs.csv", [](const tc::InstructionInfo& ii) { return tc::make_probes(ii); }), 36916)
+        << gpu;
+    EXPECT_EQ(replay(stem + "_corpus_outputs.csv", [](const tc::InstructionInfo& ii) { return tc::make_corpus(ii); }),
+              48000)
+        << gpu;
+  }
+}
+
 // tf32 operands given as fp32 bits: the instruction reads them as the model's tf32_low_bits rule
 // says, toward_zero (the low 13 bits ignored), as MMA-Sim's truncate_to_tf32 does; the corpus class
 // tf32_low_bits settles it on the hardware. 0x3f800fff is 1 + 4095 * 2^-23: read as 1.
