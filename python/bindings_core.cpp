@@ -92,7 +92,8 @@ constexpr Rounding kAccRoundings[] = {Rounding::nearest_even, Rounding::toward_z
 using tc::to_string;
 constexpr tc::AlignReference kAlignReferences[] = {tc::AlignReference::exponent_sum,
                                                    tc::AlignReference::value_exponent};
-constexpr tc::NanEncoding kNanEncodings[] = {tc::NanEncoding::all_ones, tc::NanEncoding::ieee_quiet};
+constexpr tc::NanEncoding kNanEncodings[] = {tc::NanEncoding::all_ones, tc::NanEncoding::ieee_quiet,
+                                             tc::NanEncoding::propagate};
 constexpr tc::Arithmetic kArithmetics[] = {tc::Arithmetic::block_fused, tc::Arithmetic::fma_chain,
                                            tc::Arithmetic::fused_sum};
 constexpr tc::ChainOrder kChainOrders[] = {tc::ChainOrder::increasing, tc::ChainOrder::decreasing};
@@ -401,7 +402,8 @@ void bind_tc(nb::module_& m) {
       // The special rules (reference/tc_model.hpp), settled on the H100/H200 by the adversarial corpus.
       .def_prop_rw("nan_encoding", [](const tc::TcParams& p) { return std::string(tc::to_string(p.nan_encoding)); },
                    [](tc::TcParams& p, const std::string& v) { p.nan_encoding = enum_of("nan_encoding", v, kNanEncodings); },
-                   "all_ones | ieee_quiet: the bits of a NaN result.")
+                   "all_ones | ieee_quiet | propagate: the bits of a NaN result (propagate: binary64 only, a NaN "
+                   "operand's bits quieted, invalid operations 0xfff8000000000000).")
       .def_prop_rw("overflow", [](const tc::TcParams& p) { return std::string(tc::to_string(p.overflow)); },
                    [](tc::TcParams& p, const std::string& v) { p.overflow = enum_of("overflow", v, kOverflows); },
                    "by_rounding | infinity | saturate: a finite result beyond the output's range.")

@@ -549,6 +549,13 @@ std::vector<ZeroOperandExponent> zero_operand_values(const InstructionInfo& ins,
   return v;
 }
 
+// NaN encodings: propagate (a NaN operand's bits pass, quieted) only for the binary64 arithmetics,
+// whose output can carry a payload; the block-fused instructions keep the two fixed patterns.
+std::vector<NanEncoding> nan_encoding_values(const TcParams& p) {
+  if (p.arithmetic == Arithmetic::block_fused) return {NanEncoding::all_ones, NanEncoding::ieee_quiet};
+  return {NanEncoding::all_ones, NanEncoding::ieee_quiet, NanEncoding::propagate};
+}
+
 // Overflow: by_rounding is saturate under a toward_zero output and infinity under nearest_even, so
 // only the other one is offered beside it.
 std::vector<Overflow> overflow_values(const TcParams& p) {
@@ -561,7 +568,7 @@ std::vector<TcParams> special_candidates(const TcParams& base, const Instruction
   std::vector<TcParams> v;
   std::vector<Rounding> low = {Rounding::toward_zero};
   if (ins.input == Format::tf32) low.push_back(Rounding::nearest_even);
-  for (NanEncoding n : {NanEncoding::all_ones, NanEncoding::ieee_quiet})
+  for (NanEncoding n : nan_encoding_values(base))
     for (Overflow o : overflow_values(base))
       for (ZeroSign z : {ZeroSign::ieee, ZeroSign::plus, ZeroSign::c_sign})
         for (ZeroOperandExponent ze : zero_operand_values(ins, base))
@@ -800,12 +807,16 @@ std::vector<FeatureDef> feature_defs() {
   special(
       "nan_encoding", [](const TcParams& p) { return p.nan_encoding; },
       [](TcParams& p, NanEncoding x) { p.nan_encoding = x; },
-      [](const TcParams&, const InstructionInfo&) {
-        return std::vector<NanEncoding>{NanEncoding::all_ones, NanEncoding::ieee_quiet};
-      },
+      [](const TcParams& p, const InstructionInfo&) { return nan_encoding_values(p); },
       [](NanEncoding x) {
-        return std::string(to_string(x)) +
-               (x == NanEncoding::all_ones ? " (a NaN result is 0x7fffffff / 0x7fff)" : " (0x7fc00000 / 0x7e00)");
+        switch (x) {
+          case NanEncoding::all_ones: return std::string("all_ones (a NaN result is 0x7fffffff / 0x7fff)");
+          case NanEncoding::ieee_quiet: return std::string("ieee_quiet (0x7fc00000 / 0x7e00)");
+          case NanEncoding::propagate:
+            return std::string("propagate (a NaN operand's bits, quieted, sign and payload kept; inf * 0 and inf - inf "
+                               "give 0xfff8000000000000)");
+        }
+        return std::string("?");
       });
   special(
       "overflow", [](const TcParams& p) { return p.overflow; }, [](TcParams& p, Overflow x) { p.overflow = x; },

@@ -75,8 +75,19 @@ enum class AlignReference { exponent_sum, value_exponent };
 enum class CEntry { first_block, final_add };
 
 // The bit pattern of a NaN result: all_ones is 0x7fffffff / 0x7fff (what the H100 and H200 write for
-// every NaN the probes produced), ieee_quiet 0x7fc00000 / 0x7e00.
-enum class NanEncoding { all_ones, ieee_quiet };
+// every NaN the probes produced), ieee_quiet 0x7fc00000 / 0x7e00. propagate (binary64 output; the
+// fp64 tensor core, issue 23): a NaN operand's bits pass through, quieted (bit 51 set), sign and
+// payload kept; an invalid operation (inf * 0, inf - inf) writes kGeneratedNan. Which NaN: the first
+// one met in the order C, a_0, b_0, a_1, b_1, ... (an fma_chain applies this FMA by FMA in its own
+// order, the accumulator's NaN first, so an invalid operation early in the chain wins over a NaN
+// operand later). The H100/H200 data never has two NaN operands in one dot product, so that order
+// is a choice the data does not contradict, not a measurement. Any other output format writes its
+// canonical NaN (formats.hpp to_bits).
+enum class NanEncoding { all_ones, ieee_quiet, propagate };
+// The NaN an invalid binary64 operation writes under NanEncoding::propagate: 0xfff8000000000000, the
+// negative quiet NaN without payload (H100 and H200: probes nan_inf/inf_times_0, inf_minus_inf,
+// c_inf_minus_product_inf and every such corpus case).
+inline constexpr std::uint64_t kGeneratedNan = 0xfff8000000000000ull;
 // A finite result beyond the output's largest finite value: by_rounding as the output rounding
 // would take it (toward_zero: +-max finite; nearest_even: +-infinity), or always infinity, or always
 // saturated to +-max finite.
@@ -251,8 +262,7 @@ std::optional<TcParams> measured_hopper_params(Instruction i);
 
 // Where an instruction's model comes from: "probed" (inferred from H100/H200 probes and validated on
 // random tiles) or "hypothesis: ..." (not yet run on a GPU; the sentence says what it is derived
-// from). The f64 instructions are hypotheses (an increasing binary64 FMA chain from C over all k,
-// MMA-Sim's model) until `gemmlab probe --corpus --instructions <them>` infers them on a GPU.
+// from). The f64 instructions were probed on the H100 and H200 on 2026-11-24 (issue 23).
 std::string model_evidence(Instruction i);
 
 // D = A B + C on one tile: A (m, k) row-major, B (k, n) row-major, C and D (m, n) row-major.

@@ -356,7 +356,10 @@ def fill_hardware_columns(dest, gpu, date, findings, corpus_outcomes):
         return
     by_rule = {r["rule"]: r for r in cross}
     dis = rows(dis_csv)
+    ran = {o["instruction"] for o in corpus_outcomes}
     for r in dis:
+        if r["instruction"] not in ran:  # another run's instruction (e.g. --run tc_f64 has only the f64 ones)
+            continue
         rule = by_rule.get(RULE_OF_CLASS.get(r["class"], ""))
         # rows still open, or filled by an earlier run of this script; mmasim_crosscheck.py's own
         # counts on the probes ("H100: gemmlab 44, MMA-Sim 0") stay

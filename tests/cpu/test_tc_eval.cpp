@@ -248,6 +248,46 @@ TEST(TcEval, ReproducesEveryCommittedCorpusOutcome) {
     EXPECT_GT(replay(path, [](const tc::InstructionInfo& ii) { return tc::make_corpus(ii); }), 0) << path;
 }
 
+// The fp64 tensor core's outcomes on both GPUs (scripts/gpu_tc_f64.sh, 2026-11-24; written by
+// tc_corpus_postprocess.py --run tc_f64): every probe (36,916 over the four instructions) and every
+// corpus case (48,000), NaN payloads included, through the committed model (nan_encoding propagate).
+TEST(TcEval, ReproducesTheCommittedF64Outcomes) {
+  const std::string dir = std::string(GEMMLAB_SOURCE_DIR) + "/results/probes/";
+  for (const char* gpu : {"h100", "h200"}) {
+    const std::string stem = dir + gpu + "_tc_f64_20261124";
+    EXPECT_EQ(replay(stem + "_outputs.csv", [](const tc::InstructionInfo& ii) { return tc::make_probes(ii); }), 36916)
+        << gpu;
+    EXPECT_EQ(replay(stem + "_corpus_outputs.csv", [](const tc::InstructionInfo& ii) { return tc::make_corpus(ii); }),
+              48000)
+        << gpu;
+  }
+}
+
+// What tests/gpu/test_fp64_tensor_core.cpp asks of the GPU, on the H100's committed probe outputs
+// (the H200's are byte-identical): inference from the probes alone gives the committed model of each
+// f64 instruction, NaN rule included (probes nan_inf/inf_times_0, inf_minus_inf and
+// c_inf_minus_product_inf: 0xfff8000000000000, which only propagate writes), explaining every probe.
+TEST(TcEval, TheCommittedF64ProbesInferTheCommittedModel) {
+  const std::string path = std::string(GEMMLAB_SOURCE_DIR) + "/results/probes/h100_tc_f64_20261124_outputs.csv";
+  const engine::CsvRecords csv = engine::parse_csv(engine::read_file(path));
+  ASSERT_EQ(csv.records.size(), 5u) << path;
+  for (std::size_t row = 1; row < csv.records.size(); ++row) {
+    const auto ins = tc::parse_instruction(csv.records[row][0]);
+    ASSERT_TRUE(ins) << csv.records[row][0];
+    std::vector<tc::ProbeOutcome> outcomes;
+    std::istringstream hardware(csv.records[row][3]);
+    for (const tc::Probe& p : tc::make_probes(tc::info(*ins))) {
+      std::string observed;
+      ASSERT_TRUE(hardware >> observed) << csv.records[row][0] << ": fewer output bits than probes";
+      outcomes.push_back({p, std::stoull(observed, nullptr, 16)});
+    }
+    const tc::Inference inf = tc::infer(tc::info(*ins), outcomes);
+    EXPECT_EQ(inf.mismatching_probes, 0) << csv.records[row][0];
+    EXPECT_EQ(inf.params, *tc::measured_hopper_params(*ins))
+        << csv.records[row][0] << " inferred " << inf.params.describe();
+  }
+}
+
 // tf32 operands given as fp32 bits: the instruction reads them as the model's tf32_low_bits rule
 // says, toward_zero (the low 13 bits ignored), as MMA-Sim's truncate_to_tf32 does; the corpus class
 // tf32_low_bits settles it on the hardware. 0x3f800fff is 1 + 4095 * 2^-23: read as 1.

@@ -155,7 +155,7 @@ TEST(TcF64Model, SubnormalsAreKeptOrFlushedAsTheParametersSay) {
 
 // Special rules: the largest finite value doubled overflows (infinity to nearest, or saturated);
 // 1 - 1 is +0 (IEEE) or takes C's sign; -0 products and C = -0 give -0 (IEEE) or +0 (plus); a NaN
-// is written all ones or as the IEEE quiet NaN.
+// is written all ones or as the IEEE quiet NaN (propagate: PropagateKeepsTheFirstNanOperandsBits).
 TEST(TcF64Model, SpecialRulesApplyToTheBinary64Arithmetics) {
   const double big = std::numeric_limits<double>::max();
   for (TcParams p : {chain(ChainOrder::increasing), chain(ChainOrder::decreasing), fused()}) {
@@ -198,8 +198,11 @@ TEST(TcF64Infer, PicksEachCandidateBack) {
   saturating.nan_encoding = NanEncoding::ieee_quiet;
   TcParams flushing = fused();
   flushing.subnormal_inputs = false;
-  for (const TcParams& truth :
-       {chain(ChainOrder::increasing), chain(ChainOrder::decreasing), fused(), saturating, flushing, block(40)}) {
+  const TcParams measured = *measured_hopper_params(Instruction::mma_m8n8k4_f64);  // NaN propagated
+  TcParams propagating = fused();
+  propagating.nan_encoding = NanEncoding::propagate;
+  for (const TcParams& truth : {chain(ChainOrder::increasing), chain(ChainOrder::decreasing), fused(), saturating, flushing,
+                                block(40), measured, propagating}) {
     const Inference inf = infer(dmma(), synthesise(truth, probes));
     EXPECT_EQ(inf.mismatching_probes, 0) << truth.describe();
     EXPECT_TRUE(inf.ambiguous.empty()) << truth.describe() << ": ambiguous " << inf.ambiguous.front();
@@ -292,20 +295,58 @@ TEST(TcF64Infer, PicksTheStepOfTheLongerShapeBack) {
   }
 }
 
-// The hypothesis until the GPU run: MMA-Sim's increasing FMA chain, said to be one.
-TEST(TcF64Model, HypothesisIsTheIncreasingChainAndSaysSo) {
-  for (Instruction i : {Instruction::mma_m16n8k4_f64, Instruction::mma_m16n8k8_f64, Instruction::mma_m16n8k16_f64}) {
-    EXPECT_EQ(*measured_hopper_params(i), chain(ChainOrder::increasing, info(i).k)) << info(i).name;
-    EXPECT_EQ(model_evidence(i).rfind("hypothesis: ", 0), 0u) << info(i).name;
-    EXPECT_EQ(info(i).m, 16);
-    EXPECT_EQ(info(i).min_cc, 90);
+// The measured model (H100 and H200, 2026-11-24): the increasing FMA chain with NaN propagated,
+// every instruction "probed".
+TEST(TcF64Model, MeasuredModelIsTheIncreasingChainWithPropagatedNan) {
+  for (Instruction i : {Instruction::mma_m8n8k4_f64, Instruction::mma_m16n8k4_f64, Instruction::mma_m16n8k8_f64,
+                        Instruction::mma_m16n8k16_f64}) {
+    TcParams expected = chain(ChainOrder::increasing, info(i).k);
+    expected.nan_encoding = NanEncoding::propagate;
+    EXPECT_EQ(*measured_hopper_params(i), expected) << info(i).name;
+    EXPECT_EQ(model_evidence(i).rfind("probed on the H100 and H200 (2026-11-24)", 0), 0u) << model_evidence(i);
+    EXPECT_EQ(info(i).m, i == Instruction::mma_m8n8k4_f64 ? 8 : 16);
+    EXPECT_EQ(info(i).min_cc, i == Instruction::mma_m8n8k4_f64 ? 80 : 90);
   }
-  EXPECT_EQ(*measured_hopper_params(Instruction::mma_m8n8k4_f64), chain(ChainOrder::increasing));
-  EXPECT_EQ(model_evidence(Instruction::mma_m8n8k4_f64).rfind("hypothesis: ", 0), 0u);
-  EXPECT_EQ(dmma().m, 8);
   EXPECT_EQ(dmma().n, 8);
   EXPECT_EQ(dmma().k, 4);
   EXPECT_EQ(parse_instruction("mma_m8n8k4_f64"), Instruction::mma_m8n8k4_f64);
+}
+
+// nan_encoding propagate, bits written out: a NaN operand passes quieted (bit 51 set, sign and
+// payload kept; the first two are the H100's corpus cases nan_inf_a/0 and nan_inf_a/4), inf * 0 and
+// inf - inf give 0xfff8000000000000, and with several NaNs the first the chain meets (C, a_0, b_0,
+// a_1, ...) wins, FMA by FMA: a generated NaN early in the chain beats a NaN operand later.
+TEST(TcF64Model, PropagateKeepsTheFirstNanOperandsBits) {
+  const auto nan = [](std::uint64_t b) { return std::bit_cast<double>(b); };
+  const double inf = std::numeric_limits<double>::infinity();
+  for (TcParams p : {chain(ChainOrder::increasing), fused()}) {
+    p.nan_encoding = NanEncoding::propagate;
+    const std::string m = p.describe();
+    EXPECT_EQ(d_bits(p, {0, nan(0xfffe5676225943fc), -0.75, 0}, {0, 0.125, -0.25, 0}, 0.0),
+              0xfffe5676225943fcu) << m;
+    EXPECT_EQ(d_bits(p, {1, 1, nan(0x7ffc317e46275ba3), 1}, {1, 1, 0, 1}, 0.0), 0x7ffc317e46275ba3u) << m;  // NaN * 0
+    EXPECT_EQ(d_bits(p, {1, 0, 0, 0}, {nan(0x7ff0000000000001), 0, 0, 0}, 0.0), 0x7ff8000000000001u) << m;  // quieted
+    EXPECT_EQ(d_bits(p, {1, 2, 0, 0}, {1, 1, 0, 0}, nan(0xfff0000000000abc)), 0xfff8000000000abcu) << m;  // C's
+    EXPECT_EQ(d_bits(p, {inf, 1, 0, 0}, {0, 1, 0, 0}, 0.0), kGeneratedNan) << m;               // inf * 0
+    EXPECT_EQ(d_bits(p, {inf, -inf, 0, 0}, {1, 1, 0, 0}, 0.0), kGeneratedNan) << m;            // inf - inf
+    EXPECT_EQ(d_bits(p, {-inf, 0, 0, 0}, {1, 0, 0, 0}, inf), kGeneratedNan) << m;              // C = inf, -inf product
+    EXPECT_EQ(d_bits(p, {inf, 0, 0, 0}, {1, 0, 0, 0}, 1.0), 0x7ff0000000000000u) << m;         // no NaN: the infinity
+    // several NaNs: a_0's before b_0's, C's before both, a_1's after a_0's
+    EXPECT_EQ(d_bits(p, {nan(0x7ff8000000000011), 0, 0, 0}, {nan(0x7ff8000000000022), 0, 0, 0}, 0.0),
+              0x7ff8000000000011u) << m;
+    EXPECT_EQ(d_bits(p, {nan(0x7ff8000000000011), 0, 0, 0}, {1, 0, 0, 0}, nan(0x7ff8000000000033)),
+              0x7ff8000000000033u) << m;
+    EXPECT_EQ(d_bits(p, {nan(0x7ff8000000000011), nan(0x7ff8000000000044), 0, 0}, {1, 1, 0, 0}, 0.0),
+              0x7ff8000000000011u) << m;
+  }
+  // FMA by FMA: inf * 0 at k = 0 makes the accumulator 0xfff8000000000000 before a_1's NaN is met
+  TcParams p = chain(ChainOrder::increasing);
+  p.nan_encoding = NanEncoding::propagate;
+  EXPECT_EQ(d_bits(p, {inf, nan(0x7ff8000000000044), 0, 0}, {0, 1, 0, 0}, 0.0), kGeneratedNan);
+  // decreasing order: a_1's NaN is met first (the chain runs k = 3, 2, 1, 0)
+  p.chain_order = ChainOrder::decreasing;
+  EXPECT_EQ(d_bits(p, {inf, nan(0x7ff8000000000044), 0, 0}, {0, 1, 0, 0}, 0.0), 0x7ff8000000000044u);
+  EXPECT_EQ(std::string(to_string(NanEncoding::propagate)), "propagate");
 }
 
 // tc-eval on the instruction: the two ties of the first case, as numbers and as bits, and the

@@ -2,9 +2,9 @@
 // mma_m16n8k{4,8,16}_f64 on sm_90) infer a model that explains every probe, the model gives the
 // hardware's bits on 1,000 random tiles, and dgemm_mma_01_m8n8k4 (which declares m8n8k4) is
 // predicted bit for bit at 256^3 through the model inferred for it. Each inferred model is printed
-// beside the committed one (tc::measured_hopper_params): while model_evidence says "hypothesis", a
-// difference is reported, not failed (the integrator replaces the hypothesis with the inferred
-// model); once it says "probed", they must agree. Seconds on an H100.
+// beside the committed one (tc::measured_hopper_params), and since the H100/H200 runs of 2026-11-24
+// (model_evidence "probed") they must agree, NaN rule included: the probes nan_inf/inf_times_0 and
+// friends pick nan_encoding propagate (0xfff8000000000000) over ieee_quiet. Seconds on an H100.
 #include <gtest/gtest.h>
 
 #include <cctype>
