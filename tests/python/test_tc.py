@@ -70,7 +70,7 @@ def test_published_params_and_instruction_table():
     # fp8 wgmma keeps 13 fraction bits of the normalised result (results/probes, H100).
     assert tc.published_params("wgmma_m64n8k32_e4m3_f32").result_fraction_bits == 13
     with pytest.raises(ValueError, match="unknown instruction"):
-        tc.instruction("mma_m16n8k4_f64")
+        tc.instruction("mma_m16n8k4_f128")
 
 
 def test_mma_tile_on_one_tile():
