@@ -319,7 +319,14 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
         const ScaledProblem& sp = scaled_problems.at(d.name());
         long long best = -1;
         for (const Numerics& o : orders) {
-          PredictionRow r = predict_scaled(*ks[i], o, d, M, N, K, seed, *params[i], sp);
+          PredictionRow r;
+          try {
+            r = predict_scaled(*ks[i], o, d, M, N, K, seed, *params[i], sp);
+          } catch (const KernelNotSupported& e) {
+            // The library offers no algorithm for this problem here: nothing to predict, nothing written.
+            std::fprintf(stderr, "gemmlab predict: %s is not supported here: %s\n", ks[i]->name, e.what());
+            return 4;
+          }
           std::printf("[predict] %s [emulation %.1f s]\n", r.summary().c_str(), r.emulation_seconds);
           best = best < 0 ? r.mismatches : std::min(best, r.mismatches);
           rows.push_back(to_fields(r));

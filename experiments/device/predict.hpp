@@ -78,7 +78,8 @@ PredictionRow predict_and_compare(const Kernel& k, const Distribution& d, int M,
 // The subcommand: every named kernel x distribution; CSV + metadata. Library kernels go through a
 // measured order (revealed at tree_entries; empty: default_tree_entries). Returns the exit code (0
 // when every output matched, 5 when some did not; 2 for bad input or no GPU; 4 when a library's
-// order could not be revealed as a tree or composed with the model, with nothing written).
+// order could not be revealed as a tree or composed with the model, or the library offers no algorithm
+// for the problem, with nothing written).
 int predict_command(const std::vector<std::string>& kernels, const std::vector<std::string>& distributions, int M,
                     int N, int K, std::uint64_t seed, const std::string& out_csv, const std::string& command_line,
                     const std::vector<std::pair<int, int>>& tree_entries = {});

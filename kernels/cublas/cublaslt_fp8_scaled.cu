@@ -106,7 +106,8 @@ void launch(const GemmArgs& g) {
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
       plan.reset();
-      throw std::runtime_error(std::string("cublaslt_fp8: cuBLASLt offers no e4m3 x e4m3 -> fp32 algorithm") +
+      // The library's refusal of this problem is not a fault: the engine writes a not_supported row.
+      throw KernelNotSupported(std::string("cublaslt_fp8: cuBLASLt offers no e4m3 x e4m3 -> fp32 algorithm") +
                                (scaled ? std::string(" with scale modes ") + to_string(SA) + " (A) x " + to_string(SB) +
                                              " (B)" + (FAST ? " and fast accumulation" : "")
                                        : std::string()) +
