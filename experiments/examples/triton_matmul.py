@@ -76,6 +76,12 @@ def flavours() -> dict[str, dict]:
         "triton_bf16_f32": dict(fn=_launcher(128, 128, 64, 8, 3, name="triton_bf16_f32"), input_format="bf16"),
         "triton_e4m3_f32": dict(fn=_launcher(128, 128, 128, 8, 3, name="triton_e4m3_f32"), input_format="e4m3",
                                 layout_b="col"),
+        # max_num_imprecise_acc on 16-bit operands: Triton documents it for fp8 dots; these two show by
+        # their bits whether it changes anything for fp16 / bf16 (added 2026-11-24, not yet run on a GPU).
+        "triton_fp16_f32_imprecise32": dict(
+            fn=_launcher(128, 128, 64, 8, 3, max_imprecise=32, name="triton_fp16_f32_imprecise32"), input_format="fp16"),
+        "triton_bf16_f32_imprecise32": dict(
+            fn=_launcher(128, 128, 64, 8, 3, max_imprecise=32, name="triton_bf16_f32_imprecise32"), input_format="bf16"),
         "triton_e4m3_f32_imprecise128": dict(
             fn=_launcher(128, 128, 128, 8, 3, max_imprecise=128, name="triton_e4m3_f32_imprecise128"),
             input_format="e4m3", layout_b="col"),
