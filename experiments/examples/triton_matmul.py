@@ -10,9 +10,13 @@ every call and every size): BLOCK_M x BLOCK_N x BLOCK_K tiles, K walked in incre
 
 from __future__ import annotations
 
-import torch
-import triton
-import triton.language as tl
+try:
+    import torch
+    import triton
+    import triton.language as tl
+except ImportError as e:  # a CPU-only install: say what these examples need instead of a bare traceback
+    raise ImportError(f"experiments/examples/triton_matmul.py needs PyTorch and Triton with a CUDA GPU ({e}); "
+                      "on a CPU-only install use gemmlab.evaluate on a saved C instead") from e
 
 
 @triton.jit

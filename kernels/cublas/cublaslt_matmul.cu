@@ -74,8 +74,8 @@ cublasLtMatmulAlgo_t heuristic(cublasLtHandle_t h, const LtProblem& p, const Des
   int found = 0;
   cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, pref, 1, &res, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || found == 0)
-    throw std::runtime_error(std::string(p.label) + ": cuBLASLt offers no algorithm for M=" + std::to_string(M) +
+  if (st != CUBLAS_STATUS_SUCCESS || found == 0)  // the library's refusal, not a fault: a not_supported row
+    throw KernelNotSupported(std::string(p.label) + ": cuBLASLt offers no algorithm for M=" + std::to_string(M) +
                              " N=" + std::to_string(N) + " K=" + std::to_string(K) + " with " + std::to_string(ws) +
                              " bytes of workspace on this GPU (" + p.needs + ")");
   return res.algo;

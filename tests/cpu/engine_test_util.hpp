@@ -13,8 +13,23 @@
 #include "experiments/engine/files.hpp"
 #include "experiments/engine/journal.hpp"
 #include "experiments/engine/plan_rows.hpp"
+#include "experiments/device/runner.hpp"
 
 namespace engine_test {
+
+// What a fake Hopper GPU of the engine's CPU tests reports: an H100-like device under `uuid`.
+inline gemmlab::DeviceInfo fake_gpu_info(const std::string& uuid, int index = 0) {
+  gemmlab::DeviceInfo d;
+  d.present = true;
+  d.device = index;
+  d.name = "Fake GPU";
+  d.uuid = uuid;
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.l2_bytes = 50 << 20;
+  d.global_mem_bytes = 80ll << 30;
+  return d;
+}
 
 namespace fs = std::filesystem;
 using namespace gemmlab::engine;

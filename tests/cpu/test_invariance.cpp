@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "engine_test_util.hpp"
 #include "experiments/engine/invariance.hpp"
 #include "experiments/engine/signals.hpp"
 #include "experiments/plan/plan.hpp"
@@ -87,12 +88,7 @@ const Kernel& streamk() {
 class FakeDevice final : public Device {
  public:
   FakeDevice() {
-    info_.present = true;
-    info_.name = "Fake GPU";
-    info_.uuid = "GPU-fake-invariance";
-    info_.cc_major = 9;
-    info_.l2_bytes = 50 << 20;
-    info_.global_mem_bytes = 80ll << 30;
+    info_ = engine_test::fake_gpu_info("GPU-fake-invariance");
   }
   const DeviceInfo& info() override { return info_; }
   SoftwareVersions software() override { return {"fake", 13000, 13000, "13.0.0", 1980}; }

@@ -37,14 +37,7 @@ constexpr const char* kFailing = "cublas_gemmex_fp32_pedantic";  // the fake rai
 class FakeDevice final : public Device {
  public:
   explicit FakeDevice(int index) {
-    info_.present = true;
-    info_.device = index;
-    info_.name = "Fake GPU";
-    info_.uuid = "GPU-fake-" + std::to_string(index);
-    info_.cc_major = 9;
-    info_.sm_count = 132;
-    info_.l2_bytes = 50 << 20;
-    info_.global_mem_bytes = 80ll << 30;
+    info_ = fake_gpu_info("GPU-fake-" + std::to_string(index), index);
   }
   const DeviceInfo& info() override { return info_; }
   SoftwareVersions software() override { return {"fake", 13000, 13000, "13.0.0", 1980}; }

@@ -14,12 +14,7 @@ namespace {
 class DriftingDevice final : public gemmlab::Device {
  public:
   DriftingDevice() {
-    info_.present = true;
-    info_.name = "Fake GPU";
-    info_.uuid = "GPU-fake-drift";
-    info_.cc_major = 9;
-    info_.l2_bytes = 50 << 20;
-    info_.global_mem_bytes = 80ll << 30;
+    info_ = engine_test::fake_gpu_info("GPU-fake-drift");
   }
   const gemmlab::DeviceInfo& info() override { return info_; }
   gemmlab::SoftwareVersions software() override { return {"fake", 13000, 13000, "13.0.0", 1980}; }

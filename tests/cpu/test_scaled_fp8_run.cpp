@@ -22,13 +22,7 @@ namespace {
 class ScaledFakeDevice final : public Device {
  public:
   ScaledFakeDevice() {
-    info_.present = true;
-    info_.name = "Fake GPU";
-    info_.uuid = "GPU-fake-0";
-    info_.cc_major = 9;
-    info_.sm_count = 132;
-    info_.l2_bytes = 50 << 20;
-    info_.global_mem_bytes = 80ll << 30;
+    info_ = fake_gpu_info("GPU-fake-0");
   }
   const DeviceInfo& info() override { return info_; }
   SoftwareVersions software() override { return {"fake", 13000, 13000, "13.0.0", 1980}; }
