@@ -19,50 +19,24 @@ KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, voi
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {
   ++launches;
-  auto dense = [&](const explain::SparseVector& v) {
-    std::vector<double> d(K_, v.fill);
-    for (auto [k, x] : v.at) d.at(k) = x;
-    return d;
-  };
   std::set<int> rows, cols;
-  if (static_cast<long long>(in.a_rows.size()) * 8 > M_ || static_cast<long long>(in.b_cols.size()) * 8 > N_) {
-    // Many rows and columns: both operands packed and uploaded whole, every other row zero.
-    Matrix A(M_, K_), B(K_, N_);
-    for (const explain::SparseVector& v : in.a_rows) {
-      const std::vector<double> d = dense(v);
-      std::copy(d.begin(), d.end(), A.v.begin() + static_cast<std::size_t>(v.index) * K_);
-      rows.insert(v.index);
-    }
-    for (const explain::SparseVector& v : in.b_cols) {
-      const std::vector<double> d = dense(v);
-      for (int k = 0; k < K_; ++k) B.v[static_cast<std::size_t>(k) * N_ + v.index] = d[k];
-      cols.insert(v.index);
-    }
-    runner_->set_operands(A, B);
-    dense_ = false;
-    rows_set_.assign(rows.begin(), rows.end());
-    cols_set_.assign(cols.begin(), cols.end());
-    return runner_->run_entries(entries);
-  }
-  if (dense_) {  // run_full left whole operands: zero them once, then set the few rows and columns
-    runner_->set_operands(Matrix(M_, K_), Matrix(K_, N_));
-    dense_ = false;
-    rows_set_.clear();
-    cols_set_.clear();
-  }
+  std::vector<EntryRunner::Line> a, b;
   for (const explain::SparseVector& v : in.a_rows) {
-    runner_->set_a_row(v.index, dense(v));
+    a.push_back({v.index, v.fill, &v.at});
     rows.insert(v.index);
   }
   for (const explain::SparseVector& v : in.b_cols) {
-    runner_->set_b_col(v.index, dense(v));
+    b.push_back({v.index, v.fill, &v.at});
     cols.insert(v.index);
   }
-  const std::vector<double> zero(K_, 0.0);
+  // The lines the previous call set and this one does not go back to zero (all of them after run_full).
+  std::vector<int> zero_rows, zero_cols;
   for (int i : rows_set_)
-    if (!rows.count(i)) runner_->set_a_row(i, zero);
+    if (!rows.count(i)) zero_rows.push_back(i);
   for (int j : cols_set_)
-    if (!cols.count(j)) runner_->set_b_col(j, zero);
+    if (!cols.count(j)) zero_cols.push_back(j);
+  runner_->set_lines(a, b, zero_rows, zero_cols, dense_);
+  dense_ = false;
   rows_set_.assign(rows.begin(), rows.end());
   cols_set_.assign(cols.begin(), cols.end());
   return runner_->run_entries(entries);

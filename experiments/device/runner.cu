@@ -528,6 +528,65 @@ void EntryRunner::set_b_col(int j, const std::vector<double>& v) {
   else m.update(m.hB, m.B.p, static_cast<std::size_t>(j) * m.K, 1, v);
 }
 
+void EntryRunner::set_lines(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols,
+                            const std::vector<int>& zero_rows, const std::vector<int>& zero_cols, bool zero_all) {
+  Impl& m = *impl_;
+  GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));  // no copy of an earlier call still reads the host copies
+  if (zero_all) {  // bits 0 are +0 in every format
+    std::fill(m.hA.begin(), m.hA.end(), 0);
+    std::fill(m.hB.begin(), m.hB.end(), 0);
+  }
+  // Line t of the list: (operand, first element, stride), A's rows then B's columns; zeroed lines
+  // first so that a line both zeroed and set ends set.
+  struct Job {
+    std::vector<unsigned char>* host;
+    std::size_t first, stride;
+    const Line* line;
+  };
+  const Line zero{};
+  auto a_job = [&](int i, const Line* l) {
+    if (i < 0 || i >= m.M) throw std::out_of_range("EntryRunner::set_lines: row " + std::to_string(i) + " of A");
+    return m.k.layout_a == Layout::row_major ? Job{&m.hA, static_cast<std::size_t>(i) * m.K, 1, l}
+                                             : Job{&m.hA, static_cast<std::size_t>(i), static_cast<std::size_t>(m.M), l};
+  };
+  auto b_job = [&](int j, const Line* l) {
+    if (j < 0 || j >= m.N) throw std::out_of_range("EntryRunner::set_lines: column " + std::to_string(j) + " of B");
+    return m.k.layout_b == Layout::row_major ? Job{&m.hB, static_cast<std::size_t>(j), static_cast<std::size_t>(m.N), l}
+                                             : Job{&m.hB, static_cast<std::size_t>(j) * m.K, 1, l};
+  };
+  std::vector<Job> zeros, sets;
+  if (!zero_all) {
+    for (int i : zero_rows) zeros.push_back(a_job(i, &zero));
+    for (int j : zero_cols) zeros.push_back(b_job(j, &zero));
+  }
+  for (const Line& l : a_rows) sets.push_back(a_job(l.index, &l));
+  for (const Line& l : b_cols) sets.push_back(b_job(l.index, &l));
+  const Format f = m.k.numerics.input;
+  const std::size_t eb = m.eb_in;
+  const int K = m.K;
+  auto write = [&](const std::vector<Job>& jobs) {
+    parallel_for_range(jobs.size(), 0, 16, [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t x = lo; x < hi; ++x) {
+        const Job& j = jobs[x];
+        unsigned char* base = j.host->data();
+        const std::uint64_t fill = to_bits(f, j.line->fill);
+        for (int t = 0; t < K; ++t) std::memcpy(base + (j.first + t * j.stride) * eb, &fill, eb);
+        if (j.line->at)
+          for (const auto& [k, v] : *j.line->at) {
+            if (k < 0 || k >= K) throw std::out_of_range("EntryRunner::set_lines: k " + std::to_string(k));
+            const std::uint64_t bits = to_bits(f, v);
+            std::memcpy(base + (j.first + static_cast<std::size_t>(k) * j.stride) * eb, &bits, eb);
+          }
+      }
+    });
+  };
+  write(zeros);
+  write(sets);
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.A.p, m.hA.data(), m.hA.size(), cudaMemcpyHostToDevice, m.stream));
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.B.p, m.hB.data(), m.hB.size(), cudaMemcpyHostToDevice, m.stream));
+}
+
 std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<int, int>>& entries) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));

@@ -95,6 +95,18 @@ class EntryRunner {
   EntryRunner& operator=(const EntryRunner&) = delete;
   void set_a_row(int i, const std::vector<double>& values);  // A(i, 0 .. K-1)
   void set_b_col(int j, const std::vector<double>& values);  // B(0 .. K-1, j)
+  // Many rows and columns at once (gemmlab explain's batched launches: thousands of lines per call).
+  // One line: `fill` at every k except the listed (k, value). Sets these rows of A and columns of B,
+  // zeroes the rows in `zero_rows` and the columns in `zero_cols` (all = every other line too), on
+  // the host copy and in parallel, then uploads each operand whole in one copy: a line at a time
+  // would be one copy per line, strided where the layout makes it so (seconds per call at K 4096).
+  struct Line {
+    int index = 0;
+    double fill = 0;
+    const std::vector<std::pair<int, double>>* at = nullptr;  // may be null: fill everywhere
+  };
+  void set_lines(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols, const std::vector<int>& zero_rows,
+                 const std::vector<int>& zero_cols, bool zero_all = false);
   // One launch on the current inputs, C poisoned with NaN first; returns C(i, j) (NaN: unwritten).
   double run_entry(int i, int j);
   // The same, returning the output bits of every listed entry (in the output format's encoding).
