@@ -204,6 +204,13 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, s
       ::"r"(smem_u32(dst)), "l"(reinterpret_cast<std::uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
+// Bulk copy (TMA, no tensor map): `bytes` contiguous bytes from global `src` into shared `dst`,
+// completing as transaction bytes on `bar`. bytes, src and dst: multiples of 16.
+__device__ __forceinline__ void bulk_load_1d(void* dst, const void* src, unsigned bytes, std::uint64_t* bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(smem_u32(dst)), "l"(reinterpret_cast<std::uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
+               : "memory");
+}
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
 }
