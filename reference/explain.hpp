@@ -119,6 +119,9 @@ struct NodeKind {
   tc::TcParams params;
   std::vector<std::string> ambiguous;
   std::string same_as;       // instructions whose measured model equals the inferred one
+  // The kernel's output format where it is narrower than the instruction's (bf16 written from fp32):
+  // `instruction`'s measured model checked on the probes as rounded there, not inferred ("": inferred).
+  std::string checked_through;
 };
 
 struct NodeStage {
@@ -174,10 +177,11 @@ class SyntheticKernel : public Oracle {
   int N() const override { return N_; }
   int K() const override { return K_; }
   Format input() const override { return input_; }
-  Format output() const override { return Format::fp32; }
+  Format output() const override { return output_format; }
   std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override;
   std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override;
 
+  Format output_format = Format::fp32;       // the fp32 sum rounded to nearest even in this (a kernel writing bf16)
   double add_constant = 0;                   // not a GEMM: C + this
   bool nan_on_zero_row = false;              // NaN wherever a row of A is all zero
   std::optional<SummationTree> other_tree;   // used for entries with i >= other_from_row ...
@@ -185,8 +189,9 @@ class SyntheticKernel : public Oracle {
   bool alternate_calls = false;              // ... or on every other call (order differs between calls)
 
  private:
-  std::vector<std::uint64_t> compute(const std::function<double(int, int)>& a, const std::function<double(int, int)>& b,
-                                     const std::vector<Entry>& entries);
+  // row_a(i, out): A(i, 0 .. K-1); col_b(j, out): B(0 .. K-1, j).
+  std::vector<std::uint64_t> compute(const std::function<void(int, double*)>& row_a,
+                                     const std::function<void(int, double*)>& col_b, const std::vector<Entry>& entries);
   int M_, N_, K_;
   Format input_;
   SummationTree tree_;
