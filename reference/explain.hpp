@@ -4,12 +4,18 @@
 //     no NaN from finite inputs.
 //  2. The summation tree (FPRev masking, reference/fprev.hpp), revealed with many output entries
 //     answering one pair each per launch (summation_tree.hpp reconstruct_batched), then checked
-//     entry by entry and call by call: where entries or calls disagree, say where.
+//     entry by entry and call by call: where entries or calls disagree, say where. Where one entry
+//     cannot count all K - 2 units exactly (e4m3's subnormal units at K > 256, a bf16 output past
+//     256 units), each pair's units are split into groups (FprevUnits::grouped), one launch per
+//     group answering |E| pairs, and a pair's count is the sum of its groups' counts.
 //  3. The operand conversion: how an fp32 operand reaches the multiplier (as is, tf32 rounded to
 //     nearest even, to nearest away from zero or toward zero, bf16, fp16), from single products.
 //  4. The arithmetic of each kind of fused node: `gemmlab probe`'s probes of the instruction with
 //     that block, embedded in full GEMMs at the leaves of one fused node of the revealed tree (C
-//     built exactly by the node before it), inferred with tc::infer like `gemmlab probe`.
+//     built exactly by the node before it), inferred with tc::infer like `gemmlab probe`. A kernel
+//     writing a narrower format than the instruction (bf16 from fp32) hides the bits the inference
+//     reads: there each candidate instruction's measured model is checked on the probes as rounded
+//     to that output (NodeKind::checked_through), not inferred.
 // Then composition: tree + conversion + node model predict C (kernel_emulation.hpp), compared bit
 // for bit with the kernel's C on several distributions at full size. A kernel is identified only
 // when every stage is and the prediction is exact; otherwise the report names the stage and why.
