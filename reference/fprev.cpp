@@ -25,9 +25,8 @@ double FprevMasks::a_big() const { return std::ldexp(1.0, e_a_big); }
 double FprevMasks::b_big() const { return std::ldexp(1.0, e_b_big); }
 double FprevMasks::a_unit() const { return std::ldexp(1.0, e_a_unit); }
 double FprevMasks::b_unit() const { return std::ldexp(1.0, e_b_unit); }
-int FprevMasks::groups(int units) const { return std::max(1, (units + group - 1) / group); }
-
 double FprevMasks::unit() const { return std::ldexp(1.0, e_a_unit + e_b_unit); }
+int FprevMasks::groups(int units) const { return std::max(1, (units + group - 1) / group); }
 
 std::string FprevMasks::describe() const {
   std::ostringstream s;

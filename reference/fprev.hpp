@@ -23,11 +23,11 @@ namespace gemmlab {
 
 struct FprevMasks {
   int e_a_big = 0, e_b_big = 0, e_a_unit = 0, e_b_unit = 0;
-  int K = 0;
+  int K = 0;  // products per entry
   // Units counted by one item: K (one group: every unit in the item, as FPRev has it) or a power of
   // two; a query (p, q) takes groups(K - 2) items, the check with every product a unit groups(K).
   int group = 0;
-  int margin_bits = 0;  // log2(M / (n u)), n = min(group, K): how far below M all of one item's units lie
+  int margin_bits = 0;  // log2(M / (group u)): how far below M all of one item's units together lie
   int groups(int units) const;  // ceil(units / group), at least 1
   double a_big() const;
   double b_big() const;
