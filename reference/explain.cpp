@@ -261,36 +261,77 @@ std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen
 // ---------------------------------------------------------------------------------------------
 // Stage 2: the tree
 
+// FPRev's queries (reference/fprev.hpp), each pair's units split into the masks' groups: a pair of
+// groups(K - 2) items, whose counts add up to the pair's count.
 struct Fprev {
   Oracle& o;
   FprevMasks m;
-  Item item(int p, int q) const {
+  // Pair (p, q) (p < 0: no masks, every product a unit) with only the units of group g non-zero:
+  // the units in increasing k, p and q skipped, m.group of them to a group. One group: every unit.
+  Item item(int p, int q, int g) const {
+    const int K = o.K(), units = p >= 0 ? K - 2 : K;
     Item it;
-    it.a.fill = m.a_unit();
     it.b.fill = m.b_unit();
+    if (m.groups(units) == 1) {
+      it.a.fill = m.a_unit();
+    } else {
+      for (int k = 0, rank = 0; k < K && rank < (g + 1) * m.group; ++k) {
+        if (k == p || k == q) continue;
+        if (rank++ >= g * m.group) it.a.at.push_back({k, m.a_unit()});
+      }
+    }
     if (p >= 0) {
-      it.a.at = {{p, m.a_big()}, {q, m.a_big()}};
+      it.a.at.push_back({p, m.a_big()});
+      it.a.at.push_back({q, m.a_big()});
       it.b.at = {{p, m.b_big()}, {q, -m.b_big()}};
     }
     return it;
   }
+  // Units counted for each pair, pair t answered at entry E[t % |E|] (all its groups there, so that
+  // a count is one entry's): |E| pairs take one launch per group. Throws when a group's count is not
+  // a whole number of its units.
+  std::vector<int> counts(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs) {
+    const int K = o.K();
+    std::vector<int> out(pairs.size(), 0);
+    for (std::size_t first = 0; first < pairs.size(); first += E.size()) {
+      const std::size_t n = std::min(E.size(), pairs.size() - first);
+      const int units = pairs[first].first >= 0 ? K - 2 : K, G = m.groups(units);
+      for (int g = 0; g < G; ++g) {
+        std::vector<Item> items;
+        for (std::size_t t = 0; t < n; ++t) items.push_back(item(pairs[first + t].first, pairs[first + t].second, g));
+        const std::vector<std::uint64_t> bits = run_items(o, E, items);
+        const int in_group = std::min(m.group, units - g * m.group);
+        for (std::size_t t = 0; t < n; ++t) {
+          const auto [p, q] = pairs[first + t];
+          const double c = from_bits(o.output(), bits[t]), x = c / m.unit();
+          if (!std::isfinite(c) || x != std::floor(x) || x < 0 || x > in_group) {
+            std::ostringstream s;
+            s << "FPRev at " << entry_text(E[t]) << ": with ";
+            if (p >= 0) s << "products " << p << " = +M and " << q << " = -M and ";
+            s << (G > 1 ? "the " + std::to_string(in_group) + " units of group " + std::to_string(g) + " of " +
+                              std::to_string(G)
+                        : std::string(p >= 0 ? "every other product" : "every product") + " a unit")
+              << " the kernel returned " << value_text(c) << ", not a whole number of units u in [0, " << in_group
+              << "] (" << m.describe() << "): " << (p >= 0 ? "the masks did not cancel exactly" : "the units are not summed exactly");
+            throw std::runtime_error(s.str());
+          }
+          out[first + t] += static_cast<int>(x);
+        }
+      }
+    }
+    return out;
+  }
   // lca sizes of `pairs`, pair t answered at entry E[t % |E|].
   std::vector<int> sizes(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs) {
-    std::vector<Item> items;
-    for (auto [p, q] : pairs) items.push_back(item(p, q));
-    std::vector<std::uint64_t> bits = run_items(o, E, items);
-    std::vector<int> out(pairs.size());
+    std::vector<int> out = counts(E, pairs);
     const int K = o.K();
     for (std::size_t t = 0; t < pairs.size(); ++t) {
-      const double c = from_bits(o.output(), bits[t]), n = c / m.unit();
-      if (!std::isfinite(c) || n != std::floor(n) || n < 0 || n > K - 2) {
-        std::ostringstream s;
-        s << "FPRev at " << entry_text(E[t % E.size()]) << ": with products " << pairs[t].first << " = +M and "
-          << pairs[t].second << " = -M the kernel returned " << value_text(c) << ", not a whole number of units u in [0, "
-          << K - 2 << "] (" << m.describe() << "): the masks did not cancel exactly";
-        throw std::runtime_error(s.str());
-      }
-      out[t] = K - static_cast<int>(n);
+      if (out[t] > K - 2)
+        throw std::runtime_error("FPRev at " + entry_text(E[t % E.size()]) + ": with products " +
+                                 std::to_string(pairs[t].first) + " = +M and " + std::to_string(pairs[t].second) +
+                                 " = -M the groups counted " + std::to_string(out[t]) + " units, more than the K - 2 = " +
+                                 std::to_string(K - 2) + " there are (" + m.describe() + ")");
+      out[t] = K - out[t];
     }
     return out;
   }
@@ -313,22 +354,25 @@ TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt) {
   }
   Fprev f{o, {}};
   try {
-    f.m = choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), K);
+    f.m = choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), K, FprevUnits::grouped);
   } catch (const std::invalid_argument& e) {
     st.why = e.what();
     return st;
   }
   st.masks = f.m.describe();
-  // Every product a unit: K u exactly at every entry, or units cannot be counted.
-  std::vector<Item> units(E.size(), f.item(-1, -1));
-  std::vector<std::uint64_t> bits = run_items(o, E, units);
-  for (std::size_t t = 0; t < E.size(); ++t) {
-    const double c = from_bits(o.output(), bits[t]);
-    if (c != K * f.m.unit()) {
-      st.why = "with every product u = 2^" + std::to_string(f.m.e_a_unit + f.m.e_b_unit) + ", " + entry_text(E[t]) +
-               " = " + value_text(c) + " instead of K u: the kernel does not sum K exact products exactly";
-      return st;
-    }
+  // Every product a unit: K u exactly at every entry (each group's units exactly), or units cannot be counted.
+  try {
+    const std::vector<int> all = f.counts(E, std::vector<std::pair<int, int>>(E.size(), {-1, -1}));
+    for (std::size_t t = 0; t < E.size(); ++t)
+      if (all[t] != K) {
+        st.why = "with every product u = 2^" + std::to_string(f.m.e_a_unit + f.m.e_b_unit) + ", " + entry_text(E[t]) +
+                 " counted " + std::to_string(all[t]) + " units instead of K (" + f.m.describe() +
+                 "): the kernel does not sum K exact products exactly";
+        return st;
+      }
+  } catch (const std::runtime_error& e) {
+    st.why = std::string(e.what()) + ": the kernel does not sum K exact products exactly";
+    return st;
   }
   // Reconstruction with every entry answering pairs (they must share one tree; checked below).
   try {
@@ -603,12 +647,43 @@ NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTre
         used.push_back(&pr);
       }
       std::vector<std::uint64_t> bits = run_items(o, E, items);
-      std::vector<tc::ProbeOutcome> outcomes;
-      for (std::size_t x = 0; x < used.size(); ++x) outcomes.push_back({*used[x], bits[x]});
-      const tc::Inference inf = tc::infer(I, outcomes);
       nk.instruction = I.name;
       nk.probes = static_cast<int>(used.size());
       nk.skipped = skipped;
+      if (o.output() != I.output) {
+        // The kernel writes a narrower format than the instruction (bf16 from the fp32 result): the
+        // rounding hides the low bits the inference reads, so the instruction's measured model is
+        // checked instead, each probe's prediction rounded to nearest even as the kernel's output
+        // is. Agreement on every probe (and then the composition) identifies it; an arithmetic that
+        // no probed instruction has cannot be inferred through such an output.
+        const std::optional<tc::TcParams> mp = tc::measured_hopper_params(ins);
+        if (!mp) {
+          tried += std::string(tried.empty() ? "" : "; ") + I.name + ": no measured model to check through the " +
+                   info(o.output()).name + " output";
+          continue;
+        }
+        int miss = 0;
+        for (std::size_t x = 0; x < used.size(); ++x) {
+          const double d = tc::predict(*mp, *used[x]);
+          const bool same = std::isnan(d) ? std::isnan(from_bits(o.output(), bits[x]))
+                                          : output_bits(o.output(), d, 0) == bits[x];
+          miss += !same;
+        }
+        nk.checked_through = info(o.output()).name;
+        nk.mismatching = miss;
+        nk.params = *mp;
+        tried += std::string(tried.empty() ? "" : "; ") + I.name + "'s measured model: " + std::to_string(miss) +
+                 " of " + std::to_string(used.size()) + " probes seen through the " + info(o.output()).name +
+                 " output unexplained";
+        if (miss == 0) {
+          found = true;
+          break;
+        }
+        continue;
+      }
+      std::vector<tc::ProbeOutcome> outcomes;
+      for (std::size_t x = 0; x < used.size(); ++x) outcomes.push_back({*used[x], bits[x]});
+      const tc::Inference inf = tc::infer(I, outcomes);
       nk.mismatching = inf.mismatching_probes;
       nk.params = inf.params;
       nk.ambiguous = inf.ambiguous;
@@ -761,7 +836,8 @@ std::string Report::summary() const {
   for (const NodeKind& k : nodes.kinds)
     s << "  fused nodes of " << k.leaves << (k.carry ? " products and the running sum" : " products") << ": "
       << k.params.describe() << " (" << k.probes << " probes of " << k.instruction << ", " << k.mismatching
-      << " unexplained" << (k.same_as.empty() ? "" : "; as " + k.same_as) << ")\n";
+      << " unexplained" << (k.same_as.empty() ? "" : "; as " + k.same_as)
+      << (k.checked_through.empty() ? "" : "; checked through the " + k.checked_through + " output, not inferred") << ")\n";
   for (const Comparison& c : comparisons)
     s << "  " << c.distribution << ": " << c.mismatches << " of " << c.outputs << " outputs differ from the prediction"
       << (c.first_mismatch.empty() ? "" : " (first " + c.first_mismatch + ")") << "\n";
@@ -903,25 +979,41 @@ SyntheticKernel::SyntheticKernel(int M, int N, int K, Format input, SummationTre
     : M_(M), N_(N), K_(K), input_(input), tree_(std::move(tree)), model_(std::move(model)), conv_a_(conv_a),
       conv_b_(conv_b) {}
 
-std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<double(int, int)>& a,
-                                                    const std::function<double(int, int)>& b,
+std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<void(int, double*)>& row_a,
+                                                    const std::function<void(int, double*)>& col_b,
                                                     const std::vector<Entry>& entries) {
   ++launches;
   const bool other_call = alternate_calls && (calls_++ % 2 == 1);
-  std::vector<std::uint64_t> out(entries.size());
-  std::vector<double> x(K_), y(K_);
-  for (std::size_t e = 0; e < entries.size(); ++e) {
+  const int n = static_cast<int>(entries.size());
+  // Entry e's row of A and column of B, converted, as row e of A (n, K) and column e of B (K, n):
+  // one emulate_tree_at call per tree sums them all (its plan built once, not once per entry).
+  Matrix A(n, K_), B(K_, n);
+  std::vector<char> zero_row(n, 1);
+  std::vector<Entry> own, other;
+  std::vector<double> y(K_);
+  for (int e = 0; e < n; ++e) {
     const auto [i, j] = entries[e];
-    bool zero_row = true;
+    double* x = &A.v[static_cast<std::size_t>(e) * K_];
+    row_a(i, x);
+    col_b(j, y.data());
     for (int k = 0; k < K_; ++k) {
-      x[k] = convert(conv_a_, a(i, k));
-      y[k] = convert(conv_b_, b(k, j));
-      zero_row = zero_row && a(i, k) == 0;
+      zero_row[e] = zero_row[e] && x[k] == 0;
+      x[k] = convert(conv_a_, x[k]);
+      B(k, e) = convert(conv_b_, y[k]);
     }
-    const SummationTree& t = (other_tree && (other_call || i >= other_from_row)) ? *other_tree : tree_;
-    double c = emulation::emulate_tree_dot(t, model_, x.data(), y.data()) + add_constant;
-    if (nan_on_zero_row && zero_row) c = std::nan("");
-    out[e] = output_bits(Format::fp32, static_cast<float>(c), all_ones_nan(Format::fp32));
+    (other_tree && (other_call || i >= other_from_row) ? other : own).emplace_back(e, e);
+  }
+  std::vector<double> c(n);
+  for (const auto* which : {&own, &other}) {
+    if (which->empty()) continue;
+    const std::vector<double> sums =
+        emulation::emulate_tree_at(which == &own ? tree_ : *other_tree, model_, A, B, *which, 0);
+    for (std::size_t t = 0; t < which->size(); ++t) c[(*which)[t].first] = sums[t];
+  }
+  std::vector<std::uint64_t> out(n);
+  for (int e = 0; e < n; ++e) {
+    const double v = nan_on_zero_row && zero_row[e] ? std::nan("") : c[e] + add_constant;
+    out[e] = output_bits(output_format, static_cast<float>(v), all_ones_nan(output_format));
   }
   return out;
 }
@@ -930,24 +1022,24 @@ std::vector<std::uint64_t> SyntheticKernel::run_sparse(const SparseInputs& in, c
   std::map<int, const SparseVector*> rows, cols;
   for (const SparseVector& v : in.a_rows) rows[v.index] = &v;
   for (const SparseVector& v : in.b_cols) cols[v.index] = &v;
-  // Dense copies of the rows and columns asked for (the rest of A and B is zero).
-  std::map<int, std::vector<double>> ar, bc;
-  for (auto& [i, v] : rows) {
-    std::vector<double> d(K_, v->fill);
-    for (auto [k, x] : v->at) d[k] = x;
-    ar[i] = std::move(d);
-  }
-  for (auto& [j, v] : cols) {
-    std::vector<double> d(K_, v->fill);
-    for (auto [k, x] : v->at) d[k] = x;
-    bc[j] = std::move(d);
-  }
-  return compute([&](int i, int k) { auto it = ar.find(i); return it == ar.end() ? 0.0 : it->second[k]; },
-                 [&](int k, int j) { auto it = bc.find(j); return it == bc.end() ? 0.0 : it->second[k]; }, entries);
+  // A line asked for is its fill and listed values; the rest of A and B is zero.
+  auto dense = [this](const std::map<int, const SparseVector*>& lines) {
+    return [this, &lines](int index, double* out) {
+      auto it = lines.find(index);
+      std::fill(out, out + K_, it == lines.end() ? 0.0 : it->second->fill);
+      if (it != lines.end())
+        for (auto [k, x] : it->second->at) out[k] = x;
+    };
+  };
+  return compute(dense(rows), dense(cols), entries);
 }
 
 std::vector<std::uint64_t> SyntheticKernel::run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) {
-  return compute([&](int i, int k) { return A(i, k); }, [&](int k, int j) { return B(k, j); }, entries);
+  return compute([&](int i, double* out) { std::copy_n(&A.v[static_cast<std::size_t>(i) * K_], K_, out); },
+                 [&](int j, double* out) {
+                   for (int k = 0; k < K_; ++k) out[k] = B(k, j);
+                 },
+                 entries);
 }
 
 }  // namespace gemmlab::explain

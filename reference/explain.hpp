@@ -4,12 +4,18 @@
 //     no NaN from finite inputs.
 //  2. The summation tree (FPRev masking, reference/fprev.hpp), revealed with many output entries
 //     answering one pair each per launch (summation_tree.hpp reconstruct_batched), then checked
-//     entry by entry and call by call: where entries or calls disagree, say where.
+//     entry by entry and call by call: where entries or calls disagree, say where. Where one entry
+//     cannot count all K - 2 units exactly (e4m3's subnormal units at K > 256, a bf16 output past
+//     256 units), each pair's units are split into groups (FprevUnits::grouped), one launch per
+//     group answering |E| pairs, and a pair's count is the sum of its groups' counts.
 //  3. The operand conversion: how an fp32 operand reaches the multiplier (as is, tf32 rounded to
 //     nearest even, to nearest away from zero or toward zero, bf16, fp16), from single products.
 //  4. The arithmetic of each kind of fused node: `gemmlab probe`'s probes of the instruction with
 //     that block, embedded in full GEMMs at the leaves of one fused node of the revealed tree (C
-//     built exactly by the node before it), inferred with tc::infer like `gemmlab probe`.
+//     built exactly by the node before it), inferred with tc::infer like `gemmlab probe`. A kernel
+//     writing a narrower format than the instruction (bf16 from fp32) hides the bits the inference
+//     reads: there each candidate instruction's measured model is checked on the probes as rounded
+//     to that output (NodeKind::checked_through), not inferred.
 // Then composition: tree + conversion + node model predict C (kernel_emulation.hpp), compared bit
 // for bit with the kernel's C on several distributions at full size. A kernel is identified only
 // when every stage is and the prediction is exact; otherwise the report names the stage and why.
@@ -119,6 +125,9 @@ struct NodeKind {
   tc::TcParams params;
   std::vector<std::string> ambiguous;
   std::string same_as;       // instructions whose measured model equals the inferred one
+  // The kernel's output format where it is narrower than the instruction's (bf16 written from fp32):
+  // `instruction`'s measured model checked on the probes as rounded there, not inferred ("": inferred).
+  std::string checked_through;
 };
 
 struct NodeStage {
@@ -174,10 +183,11 @@ class SyntheticKernel : public Oracle {
   int N() const override { return N_; }
   int K() const override { return K_; }
   Format input() const override { return input_; }
-  Format output() const override { return Format::fp32; }
+  Format output() const override { return output_format; }
   std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override;
   std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override;
 
+  Format output_format = Format::fp32;       // the fp32 sum rounded to nearest even in this (a kernel writing bf16)
   double add_constant = 0;                   // not a GEMM: C + this
   bool nan_on_zero_row = false;              // NaN wherever a row of A is all zero
   std::optional<SummationTree> other_tree;   // used for entries with i >= other_from_row ...
@@ -185,8 +195,9 @@ class SyntheticKernel : public Oracle {
   bool alternate_calls = false;              // ... or on every other call (order differs between calls)
 
  private:
-  std::vector<std::uint64_t> compute(const std::function<double(int, int)>& a, const std::function<double(int, int)>& b,
-                                     const std::vector<Entry>& entries);
+  // row_a(i, out): A(i, 0 .. K-1); col_b(j, out): B(0 .. K-1, j).
+  std::vector<std::uint64_t> compute(const std::function<void(int, double*)>& row_a,
+                                     const std::function<void(int, double*)>& col_b, const std::vector<Entry>& entries);
   int M_, N_, K_;
   Format input_;
   SummationTree tree_;

@@ -177,7 +177,8 @@ nlohmann::json report_to_json(const explain::Report& r) {
                      {"mismatching", k.mismatching},
                      {"model", k.params.describe()},
                      {"ambiguous", k.ambiguous},
-                     {"same_as", k.same_as}});
+                     {"same_as", k.same_as},
+                     {"checked_through", k.checked_through}});
   j["nodes"] = {{"ok", r.nodes.ok}, {"why", r.nodes.why}, {"kinds", kinds}, {"seconds", r.nodes.seconds}};
   nlohmann::json cmp = nlohmann::json::array();
   for (const explain::Comparison& c : r.comparisons)
@@ -211,7 +212,8 @@ std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, co
   std::string models, probes, like;
   for (const explain::NodeKind& k : r.nodes.kinds) {
     models += std::string(models.empty() ? "" : "; ") + std::to_string(k.leaves) + (k.carry ? "+C" : "") + ": " +
-              k.params.describe() + (k.same_as.empty() ? "" : " (= " + k.same_as + ")");
+              k.params.describe() + (k.same_as.empty() ? "" : " (= " + k.same_as + ")") +
+              (k.checked_through.empty() ? "" : " (checked through the " + k.checked_through + " output)");
     probes += std::string(probes.empty() ? "" : " ") + std::to_string(k.probes - k.mismatching) + "/" +
               std::to_string(k.probes);
   }

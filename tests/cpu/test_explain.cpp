@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "reference/distributions.hpp"
 #include "reference/explain.hpp"
 #include "reference/fprev.hpp"
 #include "reference/kernel_emulation.hpp"
@@ -255,4 +256,165 @@ TEST(ExplainUnidentified, ArithmeticNoModelHas) {
   } else {
     EXPECT_EQ(r.failed_stage, "nodes") << r.summary();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FPRev unit groups (reference/fprev.hpp): the counts of an e4m3 kernel at K = 1536 or of a kernel
+// writing bf16 at K > 256 are exact only when a query's units are counted a group at a time.
+
+namespace {
+
+FprevMasks grouped_masks(Format input, Format compute, Format output, int K) {
+  return choose_fprev_masks(input, compute, Format::fp32, output, K, FprevUnits::grouped);
+}
+
+// The output of entry (0, 0) as a count of units: FPRev's one-group query (p, q), every other
+// product a unit.
+double one_group_count(Oracle& o, const FprevMasks& m, int p, int q) {
+  SparseInputs in;
+  SparseVector a{0, m.a_unit(), {{p, m.a_big()}, {q, m.a_big()}}}, b{0, m.b_unit(), {{p, m.b_big()}, {q, -m.b_big()}}};
+  in.a_rows.push_back(a);
+  in.b_cols.push_back(b);
+  return from_bits(o.output(), o.run_sparse(in, {{0, 0}})[0]) / m.unit();
+}
+
+}  // namespace
+
+TEST(FprevGroups, OneGroupWhereTheMasksHoldAtK4096) {
+  // fp16, bf16, tf32 (fp32 operands), fp32 and e5m2 products with an fp32 output: the grouped masks
+  // are today's, one group, so explain asks exactly the launches it asked before groups.
+  const int K = 4096;
+  for (auto [input, compute] : {std::pair{Format::fp16, Format::fp16}, {Format::bf16, Format::bf16},
+                                {Format::fp32, Format::tf32}, {Format::fp32, Format::fp32}, {Format::e5m2, Format::e5m2}}) {
+    const FprevMasks one = choose_fprev_masks(input, compute, Format::fp32, Format::fp32, K);
+    const FprevMasks g = grouped_masks(input, compute, Format::fp32, K);
+    SCOPED_TRACE(info(compute).name);
+    EXPECT_EQ(g.group, K);
+    EXPECT_EQ(g.groups(K - 2), 1);
+    EXPECT_EQ(g.groups(K), 1);
+    EXPECT_EQ(g.describe(), one.describe());
+    EXPECT_EQ(g.unit(), one.unit());
+    EXPECT_EQ(g.a_big() * g.b_big(), one.a_big() * one.b_big());
+    EXPECT_GE(g.margin_bits, 26);
+  }
+}
+
+TEST(FprevGroups, E4m3AndBf16OutputGroupSizesFromTheFormats) {
+  // e4m3: M = 2^8 * 2^8 (448 < 2^9), u = 2^-9 * 2^-9 (the smallest subnormal): M / u = 2^34, so
+  // 2^26 below M leaves groups of 2^8 units, where one group of 4096 would lie only 2^22 below.
+  const FprevMasks one = choose_fprev_masks(Format::e4m3, Format::e4m3, Format::fp32, Format::fp32, 4096);
+  EXPECT_EQ(one.margin_bits, 22);  // `gemmlab order` keeps one group (and warns)
+  EXPECT_EQ(one.group, 4096);
+  const FprevMasks g = grouped_masks(Format::e4m3, Format::e4m3, Format::fp32, 4096);
+  EXPECT_EQ(g.a_big() * g.b_big(), 0x1p16);
+  EXPECT_EQ(g.unit(), 0x1p-18);
+  EXPECT_EQ(g.group, 256);
+  EXPECT_EQ(g.margin_bits, 26);
+  EXPECT_EQ(g.groups(4094), 16);
+  EXPECT_TRUE(contains(g.describe(), "groups of G = 256 (16 items per pair")) << g.describe();
+  // At K = 256 one group still holds (2^34 / 2^8 = 2^26): nothing changes there.
+  EXPECT_EQ(grouped_masks(Format::e4m3, Format::e4m3, Format::fp32, 256).group, 256);
+  // A bf16 output holds i u exactly for i <= 2^8: one group up to K = 256, then groups of 256.
+  EXPECT_THROW(choose_fprev_masks(Format::bf16, Format::bf16, Format::fp32, Format::bf16, 512), std::invalid_argument);
+  for (Format in : {Format::bf16, Format::e4m3}) {
+    const FprevMasks b = grouped_masks(in, in, Format::bf16, 4096);
+    EXPECT_EQ(b.group, 256) << info(in).name;
+    EXPECT_EQ(b.groups(4096), 16);
+  }
+  EXPECT_EQ(grouped_masks(Format::fp16, Format::fp16, Format::fp16, 4096).group, 2048);  // fp16: 11 bits
+}
+
+TEST(FprevGroups, PromotedE4m3NeedsGroups) {
+  // Triton's max_num_imprecise_acc=128: chunks of 128 products summed in wgmma blocks of 32, each
+  // chunk added into an fp32 accumulator. With one group, the units summed before the chunk holding
+  // +M meet M = 2^16 in an fp32 add, and more than 2^10 of them (2^-8, half M's ulp) are not
+  // absorbed: +M in chunk 9 or later (1152 units before it) and -M in a later chunk, so K = 11 * 128
+  // at least; 12 chunks here (K = 1024 would never fail).
+  const int K = 1536;
+  const SummationTree tree = promoted_tree(K, 32, 128);
+  SyntheticKernel k(32, 32, K, Format::e4m3, tree, model_of(tc::Instruction::wgmma_m64n8k32_e4m3_f32));
+  const FprevMasks m = grouped_masks(Format::e4m3, Format::e4m3, Format::fp32, K);
+  ASSERT_EQ(m.group, 256);
+  ASSERT_EQ(m.groups(K - 2), 6);
+  // +M at k = 1200 (chunk 9), -M at 1400 (chunk 10): the 128 units of chunk 11 come after them, but
+  // one group rounds 1152 u + M to M + 2^-7 and counts 2^11 units too many.
+  const int p = 1200, q = 1400;
+  EXPECT_EQ(K - lca_size(tree, p, q), 128);
+  EXPECT_EQ(one_group_count(k, m, p, q), 128.0 + 2048.0);
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_TRUE(contains(r.tree.masks, "groups of G = 256")) << r.tree.masks;
+  EXPECT_EQ(r.tree.tree.canonical(), tree.canonical());
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::promoted);
+  EXPECT_EQ(r.numerics->promotion_interval_k, 128);
+}
+
+TEST(FprevGroups, Bf16OutputBeyondK256) {
+  // A bf16 GEMM writing bf16 (torch.matmul bf16 -> bf16): in-MMA chains of 16 in fp32, the result
+  // rounded to bf16. K = 512 is past the 256 units bf16 can count; the node models are checked
+  // through the bf16 output, and the prediction matches the bf16 outputs bit for bit.
+  const int K = 512;
+  SyntheticKernel k(32, 32, K, Format::bf16, blocked_tree(K, 16, true), model_of(tc::Instruction::mma_m16n8k16_bf16_f32));
+  k.output_format = Format::bf16;
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_TRUE(contains(r.tree.masks, "groups of G = 256")) << r.tree.masks;
+  for (const NodeKind& nk : r.nodes.kinds) {
+    EXPECT_EQ(nk.checked_through, "bf16");
+    EXPECT_EQ(nk.mismatching, 0);
+  }
+  for (const Comparison& c : r.comparisons) {
+    EXPECT_EQ(c.mismatches, 0) << c.distribution;
+    EXPECT_EQ(c.outputs, 32 * 32);
+  }
+  ASSERT_TRUE(r.numerics) << r.summary();
+  EXPECT_EQ(r.numerics->output, Format::bf16);
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::in_mma);
+  // The kernel writes its fp32 sums rounded to bf16: the fp32 sums themselves would not be its bits.
+  Matrix A = generate(parse_distribution("uniform_0_1"), Operand::A, 32, K, Format::bf16, 1, 1);
+  Matrix B = generate(parse_distribution("uniform_0_1"), Operand::B, K, 32, Format::bf16, 1, 1);
+  std::vector<Entry> row;
+  for (int j = 0; j < 32; ++j) row.emplace_back(0, j);
+  const std::vector<std::uint64_t> got = k.run_full(A, B, row);
+  const std::vector<double> fp32 = emulation::emulate_tree_at(
+      blocked_tree(K, 16, true), model_of(tc::Instruction::mma_m16n8k16_bf16_f32), A, B, row, 1);
+  int narrower = 0;
+  for (int j = 0; j < 32; ++j) {
+    EXPECT_EQ(got[j], to_bits(Format::bf16, tc::round_to_format(Format::bf16, fp32[j], Rounding::nearest_even)));
+    narrower += from_bits(Format::bf16, got[j]) != fp32[j];
+  }
+  EXPECT_GT(narrower, 0);
+}
+
+namespace {
+
+// A kernel whose result is half a unit off whenever FPRev's +M is among its products: counts that
+// no group size makes whole.
+class HalfUnitOff : public SyntheticKernel {
+ public:
+  using SyntheticKernel::SyntheticKernel;
+  std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
+    std::vector<std::uint64_t> bits = SyntheticKernel::run_sparse(in, entries);
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      bool masked = false;
+      for (const SparseVector& a : in.a_rows)
+        if (a.index == entries[e].first)
+          for (auto [kk, v] : a.at) masked = masked || v >= 0x1p8;
+      if (masked) bits[e] = to_bits(Format::fp32, from_bits(Format::fp32, bits[e]) + 0x1p-19);
+    }
+    return bits;
+  }
+};
+
+}  // namespace
+
+TEST(FprevGroups, CountsThatNoGroupMakesWholeStayUnidentified) {
+  const int K = 1536;
+  HalfUnitOff k(32, 32, K, Format::e4m3, promoted_tree(K, 32, 128), model_of(tc::Instruction::wgmma_m64n8k32_e4m3_f32));
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_TRUE(contains(r.reason, "not a whole number of units")) << r.reason;
+  EXPECT_TRUE(contains(r.reason, "groups of G = 256")) << r.reason;
 }

@@ -93,3 +93,25 @@ TEST(ExplainGpu, CublasIsConsistent) {
   }
   std::printf("[explain] cublas_gemmex_fp16_f32 256^3: %s", r.summary().c_str());
 }
+
+// FPRev unit groups (reference/fprev.hpp): e4m3 products promoted every 128 into fp32 at K = 1536.
+// One group would leave 1152 units before +M's chunk (more than half M's ulp in the fp32 add: the
+// CPU test FprevGroups.PromotedE4m3NeedsGroups shows the count going wrong); the groups of 256 must
+// reveal the kernel's declared tree and predict it bit for bit.
+TEST(ExplainGpuFprevGroups, PromotedE4m3AtK1536) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  const char* name = "hgemm_wgmma_04_persistent_sm8_e4m3_promoted_every_128k";
+  const Kernel* k = find_kernel(name);
+  ASSERT_NE(k, nullptr) << name;
+  GEMMLAB_REQUIRE_KERNEL(*k);
+  const int K = 1536;
+  const explain::Report r = explain_builtin(*k, 256, 256, K);
+  EXPECT_NE(r.tree.masks.find("groups of G = 256"), std::string::npos) << r.tree.masks;
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const explain::Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  ASSERT_TRUE(r.numerics.has_value()) << r.summary();
+  EXPECT_EQ(emulation::expected_tree(*r.numerics, K).canonical(), emulation::expected_tree(k->numerics, K).canonical())
+      << "found " << r.numerics->describe() << ", declared " << k->numerics.describe();
+  std::printf("[explain] %s 256x256x%d: %lld launches, %.1f s; %s\n", name, K, r.launches, r.seconds,
+              r.tree.masks.c_str());
+}
