@@ -438,6 +438,17 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   return run;
 }
 
+namespace {
+// out[e] = the eb bytes of C at byte offset offsets[e]: the entries a batched explain launch asks for,
+// read on the GPU, so that only they cross to the host (not the whole of C).
+__global__ void gather_entries_kernel(const unsigned char* __restrict__ c, const std::uint64_t* __restrict__ offsets,
+                                      int n, int eb, unsigned char* __restrict__ out) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= n) return;
+  for (int b = 0; b < eb; ++b) out[static_cast<std::size_t>(e) * eb + b] = c[offsets[e] + b];
+}
+}  // namespace
+
 struct EntryRunner::Impl {
   const Kernel& k;
   const DeviceInfo& dev;
@@ -595,14 +606,25 @@ std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<
   m.k.launch(m.args);
   if (m.k.collect) m.k.collect(m.args);
   std::vector<std::uint64_t> out(entries.size(), 0);
-  // Many entries: the whole of C in one copy; a few: one copy each.
+  // Many entries: gathered on the GPU, one copy of their offsets up and one of their bits down (the
+  // whole of C would be 64 MB at 4096^2 fp32, most of a launch's time); a few: one copy each.
   if (entries.size() > 64) {
-    std::vector<unsigned char> c(bytes);
-    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(c.data(), m.C.p, bytes, cudaMemcpyDeviceToHost, m.stream));
-    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    const int n = static_cast<int>(entries.size());
+    std::vector<std::uint64_t> offsets(entries.size());
     for (std::size_t e = 0; e < entries.size(); ++e)
-      std::memcpy(&out[e], c.data() + (static_cast<std::size_t>(entries[e].first) * m.N + entries[e].second) * m.eb_out,
-                  m.eb_out);
+      offsets[e] = (static_cast<std::uint64_t>(entries[e].first) * m.N + entries[e].second) * m.eb_out;
+    DeviceBuffer d_offsets(offsets.size() * sizeof(std::uint64_t)), d_out(entries.size() * m.eb_out);
+    std::vector<unsigned char> bits(entries.size() * m.eb_out);
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(d_offsets.p, offsets.data(), offsets.size() * sizeof(std::uint64_t),
+                                       cudaMemcpyHostToDevice, m.stream));
+    gather_entries_kernel<<<(n + 255) / 256, 256, 0, m.stream>>>(static_cast<const unsigned char*>(m.C.p),
+                                                                  static_cast<const std::uint64_t*>(d_offsets.p), n,
+                                                                  static_cast<int>(m.eb_out),
+                                                                  static_cast<unsigned char*>(d_out.p));
+    GEMMLAB_CUDA_CHECK(cudaGetLastError());
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(bits.data(), d_out.p, bits.size(), cudaMemcpyDeviceToHost, m.stream));
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    for (std::size_t e = 0; e < entries.size(); ++e) std::memcpy(&out[e], bits.data() + e * m.eb_out, m.eb_out);
   } else {
     for (std::size_t e = 0; e < entries.size(); ++e)
       GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&out[e], static_cast<const unsigned char*>(m.C.p) +
