@@ -100,7 +100,7 @@ std::vector<Conversion> candidate_conversions(Format input) {
 double SparseVector::value(int k) const {
   for (const auto& [kk, v] : at)
     if (kk == k) return v;
-  return fill;
+  return k >= fill_from && k < fill_to ? fill : 0.0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -268,17 +268,21 @@ struct Fprev {
   FprevMasks m;
   // Pair (p, q) (p < 0: no masks, every product a unit) with only the units of group g non-zero:
   // the units in increasing k, p and q skipped, m.group of them to a group. One group: every unit.
+  // A group is the k range from its first unit to its last, p and q inside it overwritten by M.
   Item item(int p, int q, int g) const {
     const int K = o.K(), units = p >= 0 ? K - 2 : K;
     Item it;
     it.b.fill = m.b_unit();
-    if (m.groups(units) == 1) {
-      it.a.fill = m.a_unit();
-    } else {
-      for (int k = 0, rank = 0; k < K && rank < (g + 1) * m.group; ++k) {
-        if (k == p || k == q) continue;
-        if (rank++ >= g * m.group) it.a.at.push_back({k, m.a_unit()});
-      }
+    it.a.fill = m.a_unit();
+    if (m.groups(units) > 1) {
+      const int lo = std::min(p, q), hi = std::max(p, q);
+      auto k_of_rank = [&](int r) {  // the k of the r-th unit: lo and hi skipped
+        if (lo >= 0 && r >= lo) ++r;
+        if (hi >= 0 && r >= hi) ++r;
+        return r;
+      };
+      it.a.fill_from = k_of_rank(g * m.group);
+      it.a.fill_to = k_of_rank(std::min((g + 1) * m.group, units) - 1) + 1;
     }
     if (p >= 0) {
       it.a.at.push_back({p, m.a_big()});
@@ -1026,9 +1030,11 @@ std::vector<std::uint64_t> SyntheticKernel::run_sparse(const SparseInputs& in, c
   auto dense = [this](const std::map<int, const SparseVector*>& lines) {
     return [this, &lines](int index, double* out) {
       auto it = lines.find(index);
-      std::fill(out, out + K_, it == lines.end() ? 0.0 : it->second->fill);
-      if (it != lines.end())
-        for (auto [k, x] : it->second->at) out[k] = x;
+      std::fill(out, out + K_, 0.0);
+      if (it == lines.end()) return;
+      const SparseVector& v = *it->second;
+      std::fill(out + std::clamp(v.fill_from, 0, K_), out + std::clamp(v.fill_to, 0, K_), v.fill);
+      for (auto [k, x] : v.at) out[k] = x;
     };
   };
   return compute(dense(rows), dense(cols), entries);

@@ -28,6 +28,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -54,11 +55,14 @@ double convert(Conversion c, double v);  // v exact in fp32
 std::vector<Conversion> candidate_conversions(Format input);
 
 using Entry = std::pair<int, int>;  // (i, j) of C
-// One row of A or column of B: `fill` everywhere (K values) except the listed (k, value).
+// One row of A or column of B: `fill` at every k in [fill_from, fill_to) (every k by default), 0
+// elsewhere, except the listed (k, value). The range lets FPRev's unit groups (a contiguous run of
+// K / G units) travel as four numbers rather than K / G listed values per line.
 struct SparseVector {
   int index = 0;
   double fill = 0;
   std::vector<std::pair<int, double>> at;
+  int fill_from = 0, fill_to = std::numeric_limits<int>::max();
   double value(int k) const;  // linear in at.size(): for building whole vectors
 };
 struct SparseInputs {  // A and B zero except these rows of A and columns of B

@@ -22,11 +22,11 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
   std::set<int> rows, cols;
   std::vector<EntryRunner::Line> a, b;
   for (const explain::SparseVector& v : in.a_rows) {
-    a.push_back({v.index, v.fill, &v.at});
+    a.push_back({v.index, v.fill, &v.at, v.fill_from, v.fill_to});
     rows.insert(v.index);
   }
   for (const explain::SparseVector& v : in.b_cols) {
-    b.push_back({v.index, v.fill, &v.at});
+    b.push_back({v.index, v.fill, &v.at, v.fill_from, v.fill_to});
     cols.insert(v.index);
   }
   // The lines the previous call set and this one does not go back to zero (all of them after run_full).

@@ -16,10 +16,10 @@
 
 namespace gemmlab {
 
-// Kernel k at (M, N, K) on GPU `device`, its operands kept on the GPU and on the host: a sparse call
-// re-encodes only the rows and columns that change (those set now, and those set by the previous
-// call, which go back to zero) and uploads each operand whole (EntryRunner::set_lines). The caller
-// has checked the size and the GPU.
+// Kernel k at (M, N, K) on GPU `device`, its operands kept on the GPU: a sparse call writes only the
+// rows and columns that change (those set now, and those set by the previous call, which go back to
+// zero), on the GPU from their descriptions (EntryRunner::set_lines). The caller has checked the
+// size and the GPU.
 class KernelOracle : public explain::Oracle {
  public:
   // `stream`: as for EntryRunner (a Python callable's framework stream; nullptr: the runner's own).

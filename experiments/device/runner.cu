@@ -447,6 +447,26 @@ __global__ void gather_entries_kernel(const unsigned char* __restrict__ c, const
   if (e >= n) return;
   for (int b = 0; b < eb; ++b) out[static_cast<std::size_t>(e) * eb + b] = c[offsets[e] + b];
 }
+
+// One line of an operand for EntryRunner::set_lines: elements first + t stride (t < K) of operand
+// `b` (0: A, 1: B) hold `fill` for t in [from, to) and 0 elsewhere, then the listed values
+// at[at_begin, at_end) (k and bits).
+struct LineJob {
+  std::uint64_t first, stride, fill;
+  int from, to, at_begin, at_end, b;
+};
+
+template <typename E>  // an unsigned integer of the element's storage size
+__global__ void write_lines_kernel(E* __restrict__ a, E* __restrict__ b, const LineJob* __restrict__ jobs, int K,
+                                   const int* __restrict__ at_k, const std::uint64_t* __restrict__ at_bits) {
+  const LineJob j = jobs[blockIdx.x];
+  E* base = (j.b ? b : a) + j.first;
+  const E fill = static_cast<E>(j.fill);
+  for (int t = threadIdx.x; t < K; t += blockDim.x) base[t * j.stride] = t >= j.from && t < j.to ? fill : E{0};
+  __syncthreads();  // the listed values after the fill, by this block alone: a line is one block's
+  for (int x = j.at_begin + threadIdx.x; x < j.at_end; x += blockDim.x)
+    base[static_cast<std::uint64_t>(at_k[x]) * j.stride] = static_cast<E>(at_bits[x]);
+}
 }  // namespace
 
 struct EntryRunner::Impl {
@@ -460,6 +480,9 @@ struct EntryRunner::Impl {
   // masking experiment reveals the order in which the kernel sums the products q_a q_b (where its
   // blocks of K start and end, and how they are joined).
   std::unique_ptr<DeviceBuffer> SA, SB;
+  // set_lines' line jobs and listed values, run_entries' offsets and gathered bits: kept between
+  // launches (thousands per explain).
+  Scratch jobs, at_k, at_bits, offsets, gathered;
   cudaStream_t stream = nullptr;
   bool own_stream = true;
   GemmArgs args;
@@ -543,59 +566,76 @@ void EntryRunner::set_lines(const std::vector<Line>& a_rows, const std::vector<L
                             const std::vector<int>& zero_rows, const std::vector<int>& zero_cols, bool zero_all) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
-  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));  // no copy of an earlier call still reads the host copies
   if (zero_all) {  // bits 0 are +0 in every format
-    std::fill(m.hA.begin(), m.hA.end(), 0);
-    std::fill(m.hB.begin(), m.hB.end(), 0);
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.A.p, 0, m.hA.size(), m.stream));
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.B.p, 0, m.hB.size(), m.stream));
   }
-  // Line t of the list: (operand, first element, stride), A's rows then B's columns; zeroed lines
-  // first so that a line both zeroed and set ends set.
-  struct Job {
-    std::vector<unsigned char>* host;
-    std::size_t first, stride;
-    const Line* line;
-  };
-  const Line zero{};
-  auto a_job = [&](int i, const Line* l) {
-    if (i < 0 || i >= m.M) throw std::out_of_range("EntryRunner::set_lines: row " + std::to_string(i) + " of A");
-    return m.k.layout_a == Layout::row_major ? Job{&m.hA, static_cast<std::size_t>(i) * m.K, 1, l}
-                                             : Job{&m.hA, static_cast<std::size_t>(i), static_cast<std::size_t>(m.M), l};
-  };
-  auto b_job = [&](int j, const Line* l) {
-    if (j < 0 || j >= m.N) throw std::out_of_range("EntryRunner::set_lines: column " + std::to_string(j) + " of B");
-    return m.k.layout_b == Layout::row_major ? Job{&m.hB, static_cast<std::size_t>(j), static_cast<std::size_t>(m.N), l}
-                                             : Job{&m.hB, static_cast<std::size_t>(j) * m.K, 1, l};
-  };
-  std::vector<Job> zeros, sets;
-  if (!zero_all) {
-    for (int i : zero_rows) zeros.push_back(a_job(i, &zero));
-    for (int j : zero_cols) zeros.push_back(b_job(j, &zero));
-  }
-  for (const Line& l : a_rows) sets.push_back(a_job(l.index, &l));
-  for (const Line& l : b_cols) sets.push_back(b_job(l.index, &l));
   const Format f = m.k.numerics.input;
-  const std::size_t eb = m.eb_in;
   const int K = m.K;
-  auto write = [&](const std::vector<Job>& jobs) {
-    parallel_for_range(jobs.size(), 0, 16, [&](std::size_t lo, std::size_t hi) {
-      for (std::size_t x = lo; x < hi; ++x) {
-        const Job& j = jobs[x];
-        unsigned char* base = j.host->data();
-        const std::uint64_t fill = to_bits(f, j.line->fill);
-        for (int t = 0; t < K; ++t) std::memcpy(base + (j.first + t * j.stride) * eb, &fill, eb);
-        if (j.line->at)
-          for (const auto& [k, v] : *j.line->at) {
-            if (k < 0 || k >= K) throw std::out_of_range("EntryRunner::set_lines: k " + std::to_string(k));
-            const std::uint64_t bits = to_bits(f, v);
-            std::memcpy(base + (j.first + static_cast<std::size_t>(k) * j.stride) * eb, &bits, eb);
-          }
-      }
-    });
+  std::vector<LineJob> jobs;
+  std::vector<int> at_k;
+  std::vector<std::uint64_t> at_bits;
+  std::vector<char> a_set(m.M, 0), b_set(m.N, 0);
+  // Row i of A: row-major at i K + t, column-major at t M + i; column j of B: row-major at t N + j,
+  // column-major at j K + t.
+  auto a_job = [&](int i) {
+    if (i < 0 || i >= m.M) throw std::out_of_range("EntryRunner::set_lines: row " + std::to_string(i) + " of A");
+    return m.k.layout_a == Layout::row_major ? LineJob{static_cast<std::uint64_t>(i) * K, 1, 0, 0, 0, 0, 0, 0}
+                                             : LineJob{static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(m.M), 0, 0, 0, 0, 0, 0};
   };
-  write(zeros);
-  write(sets);
-  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.A.p, m.hA.data(), m.hA.size(), cudaMemcpyHostToDevice, m.stream));
-  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.B.p, m.hB.data(), m.hB.size(), cudaMemcpyHostToDevice, m.stream));
+  auto b_job = [&](int j) {
+    if (j < 0 || j >= m.N) throw std::out_of_range("EntryRunner::set_lines: column " + std::to_string(j) + " of B");
+    return m.k.layout_b == Layout::row_major ? LineJob{static_cast<std::uint64_t>(j), static_cast<std::uint64_t>(m.N), 0, 0, 0, 0, 0, 1}
+                                             : LineJob{static_cast<std::uint64_t>(j) * K, 1, 0, 0, 0, 0, 0, 1};
+  };
+  auto add = [&](LineJob job, const Line& l, std::vector<char>& set, const char* what) {
+    if (set[l.index]++) throw std::invalid_argument(std::string("EntryRunner::set_lines: ") + what + " " +
+                                                   std::to_string(l.index) + " is listed twice");
+    job.fill = to_bits(f, l.fill);
+    job.from = std::clamp(l.from, 0, K);
+    job.to = std::clamp(l.to, 0, K);
+    job.at_begin = static_cast<int>(at_k.size());
+    if (l.at)
+      for (const auto& [k, v] : *l.at) {
+        if (k < 0 || k >= K) throw std::out_of_range("EntryRunner::set_lines: k " + std::to_string(k));
+        at_k.push_back(k);
+        at_bits.push_back(to_bits(f, v));
+      }
+    job.at_end = static_cast<int>(at_k.size());
+    jobs.push_back(job);
+  };
+  for (const Line& l : a_rows) add(a_job(l.index), l, a_set, "row of A");
+  for (const Line& l : b_cols) add(b_job(l.index), l, b_set, "column of B");
+  // Zeroed lines that are not also set (a line both zeroed and set ends set); after zero_all, none.
+  if (!zero_all) {
+    for (int i : zero_rows)
+      if (LineJob z = a_job(i); !a_set[i]) jobs.push_back(z);
+    for (int j : zero_cols)
+      if (LineJob z = b_job(j); !b_set[j]) jobs.push_back(z);
+  }
+  if (jobs.empty()) return;
+  auto up = [&](Scratch& s, const void* src, std::size_t bytes) {
+    void* d = s.get(std::max<std::size_t>(bytes, 8));
+    if (bytes) GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(d, src, bytes, cudaMemcpyHostToDevice, m.stream));
+    return d;
+  };
+  const auto* d_jobs = static_cast<const LineJob*>(up(m.jobs, jobs.data(), jobs.size() * sizeof(LineJob)));
+  const auto* d_k = static_cast<const int*>(up(m.at_k, at_k.data(), at_k.size() * sizeof(int)));
+  const auto* d_bits = static_cast<const std::uint64_t*>(up(m.at_bits, at_bits.data(), at_bits.size() * sizeof(std::uint64_t)));
+  const unsigned grid = static_cast<unsigned>(jobs.size());
+  auto go = [&](auto zero) {
+    using E = decltype(zero);
+    write_lines_kernel<E><<<grid, 256, 0, m.stream>>>(static_cast<E*>(m.A.p), static_cast<E*>(m.B.p), d_jobs, K, d_k,
+                                                       d_bits);
+  };
+  switch (m.eb_in) {
+    case 1: go(std::uint8_t{}); break;
+    case 2: go(std::uint16_t{}); break;
+    case 4: go(std::uint32_t{}); break;
+    case 8: go(std::uint64_t{}); break;
+    default: throw std::logic_error("EntryRunner::set_lines: an input element of " + std::to_string(m.eb_in) + " bytes");
+  }
+  GEMMLAB_CUDA_CHECK(cudaGetLastError());
 }
 
 std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<int, int>>& entries) {
@@ -613,16 +653,17 @@ std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<
     std::vector<std::uint64_t> offsets(entries.size());
     for (std::size_t e = 0; e < entries.size(); ++e)
       offsets[e] = (static_cast<std::uint64_t>(entries[e].first) * m.N + entries[e].second) * m.eb_out;
-    DeviceBuffer d_offsets(offsets.size() * sizeof(std::uint64_t)), d_out(entries.size() * m.eb_out);
+    void* d_offsets = m.offsets.get(offsets.size() * sizeof(std::uint64_t));
+    void* d_out = m.gathered.get(entries.size() * m.eb_out);
     std::vector<unsigned char> bits(entries.size() * m.eb_out);
-    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(d_offsets.p, offsets.data(), offsets.size() * sizeof(std::uint64_t),
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(d_offsets, offsets.data(), offsets.size() * sizeof(std::uint64_t),
                                        cudaMemcpyHostToDevice, m.stream));
     gather_entries_kernel<<<(n + 255) / 256, 256, 0, m.stream>>>(static_cast<const unsigned char*>(m.C.p),
-                                                                  static_cast<const std::uint64_t*>(d_offsets.p), n,
+                                                                  static_cast<const std::uint64_t*>(d_offsets), n,
                                                                   static_cast<int>(m.eb_out),
-                                                                  static_cast<unsigned char*>(d_out.p));
+                                                                  static_cast<unsigned char*>(d_out));
     GEMMLAB_CUDA_CHECK(cudaGetLastError());
-    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(bits.data(), d_out.p, bits.size(), cudaMemcpyDeviceToHost, m.stream));
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(bits.data(), d_out, bits.size(), cudaMemcpyDeviceToHost, m.stream));
     GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
     for (std::size_t e = 0; e < entries.size(); ++e) std::memcpy(&out[e], bits.data() + e * m.eb_out, m.eb_out);
   } else {

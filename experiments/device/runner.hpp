@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -96,14 +97,16 @@ class EntryRunner {
   void set_a_row(int i, const std::vector<double>& values);  // A(i, 0 .. K-1)
   void set_b_col(int j, const std::vector<double>& values);  // B(0 .. K-1, j)
   // Many rows and columns at once (gemmlab explain's batched launches: thousands of lines per call).
-  // One line: `fill` at every k except the listed (k, value). Sets these rows of A and columns of B,
-  // zeroes the rows in `zero_rows` and the columns in `zero_cols` (all = every other line too), on
-  // the host copy and in parallel, then uploads each operand whole in one copy: a line at a time
-  // would be one copy per line, strided where the layout makes it so (seconds per call at K 4096).
+  // One line: `fill` at every k in [from, to) and 0 elsewhere, except the listed (k, value). Sets
+  // these rows of A and columns of B and zeroes the rows in `zero_rows` and the columns in
+  // `zero_cols` (zero_all: every other line too) on the GPU: only the lines' descriptions and listed
+  // values are uploaded, one kernel writes them. (Whole operands re-encoded on the host and uploaded
+  // cost 20-30 ms per launch at 4096^2, most of an explain's time.) A line listed twice is refused.
   struct Line {
     int index = 0;
     double fill = 0;
     const std::vector<std::pair<int, double>>* at = nullptr;  // may be null: fill everywhere
+    int from = 0, to = std::numeric_limits<int>::max();
   };
   void set_lines(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols, const std::vector<int>& zero_rows,
                  const std::vector<int>& zero_cols, bool zero_all = false);

@@ -115,3 +115,70 @@ TEST(ExplainGpuFprevGroups, PromotedE4m3AtK1536) {
   std::printf("[explain] %s 256x256x%d: %lld launches, %.1f s; %s\n", name, K, r.launches, r.seconds,
               r.tree.masks.c_str());
 }
+
+// EntryRunner::set_lines writes explain's sparse inputs on the GPU from their descriptions: a fill
+// over a k range, listed values over it, lines zeroed again by a later call, in both layouts of B
+// (sgemm_01_naive: row-major, a column's elements N apart; the e4m3 wgmma kernel: column-major).
+// Small integers and powers of two: every product and sum exact, so C is known exactly.
+namespace {
+
+using Listed = std::vector<std::pair<int, double>>;
+
+double line_value(const EntryRunner::Line& l, int k) {
+  if (l.at)
+    for (auto it = l.at->rbegin(); it != l.at->rend(); ++it)
+      if (it->first == k) return it->second;
+  return k >= l.from && k < l.to ? l.fill : 0.0;
+}
+
+void expect_lines_written(const char* name) {
+  const Kernel* k = find_kernel(name);
+  ASSERT_NE(k, nullptr) << name;
+  GEMMLAB_REQUIRE_KERNEL(*k);
+  const int M = 256, N = 256, K = 256;
+  EntryRunner runner(*k, Matrix(M, K), Matrix(K, N));
+  const Listed a3{{7, 2.0}, {30, 4.0}}, b8{{100, 8.0}, {3, 0.5}};
+  std::vector<EntryRunner::Line> a{{3, 1.0, &a3, 5, 40}, {10, 0.5, nullptr}}, b{{3, 1.0, nullptr}, {8, 2.0, &b8, 0, 10}};
+  auto check = [&](const std::vector<EntryRunner::Line>& rows, const std::vector<EntryRunner::Line>& cols,
+                   const char* when) {
+    std::vector<std::pair<int, int>> entries{{0, 0}, {3, 0}, {0, 3}};
+    std::vector<double> expect{0, 0, 0};
+    for (const auto& r : rows)
+      for (const auto& c : cols) {
+        double sum = 0;
+        for (int t = 0; t < K; ++t) sum += line_value(r, t) * line_value(c, t);
+        entries.emplace_back(r.index, c.index);
+        expect.push_back(sum);
+      }
+    const std::vector<std::uint64_t> bits = runner.run_entries(entries);
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      EXPECT_EQ(from_bits(k->numerics.output, bits[e]), expect[e])
+          << name << " " << when << ": C(" << entries[e].first << "," << entries[e].second << ")";
+  };
+  runner.set_lines(a, b, {}, {});
+  check(a, b, "first call");
+  // Row 10 and column 3 back to zero; row 3 re-set over another range; a line zeroed and set ends set.
+  const Listed a3b{{200, 4.0}};
+  std::vector<EntryRunner::Line> a2{{3, 2.0, &a3b, 100, 256}}, b2{{8, 1.0, nullptr, 0, 256}};
+  runner.set_lines(a2, b2, {10, 3}, {3});
+  EntryRunner::Line zero10{10, 0.0, nullptr}, zero3{3, 0.0, nullptr};
+  check({a2[0], zero10}, {b2[0], zero3}, "second call");
+  // A line listed twice, a k outside the operand: refused.
+  std::vector<EntryRunner::Line> twice{{5, 1.0, nullptr}, {5, 2.0, nullptr}};
+  EXPECT_THROW(runner.set_lines(twice, {}, {}, {}), std::invalid_argument);
+  const Listed outside{{K, 1.0}};
+  std::vector<EntryRunner::Line> bad{{5, 1.0, &outside}};
+  EXPECT_THROW(runner.set_lines(bad, {}, {}, {}), std::out_of_range);
+}
+
+}  // namespace
+
+TEST(EntryRunnerLines, RowMajorB) {
+  GEMMLAB_REQUIRE_FAMILY("simt");
+  expect_lines_written("sgemm_01_naive");
+}
+
+TEST(EntryRunnerLines, ColumnMajorB) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  expect_lines_written("hgemm_wgmma_04_persistent_sm8_e4m3_promoted_every_128k");
+}
