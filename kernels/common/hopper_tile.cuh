@@ -70,16 +70,19 @@ __device__ __forceinline__ void release_slot(std::uint64_t* empty, int s, unsign
 }
 
 // Consumer: one k-slice of a warpgroup, the (64, BK) rows of A at sA times the (BN, BK) slice of B^T
-// at sB, as BK / k wgmmas m64nBNk in increasing k, committed as one group; accumulate = false starts
-// the fragment afresh (scale-d 0 on the first wgmma).
-template <class T, int BN, int STEPS>
+// at sB, as BK / k wgmmas m64nBNk in increasing k, committed as one group (COMMIT_EACH: each wgmma
+// as its own group, so wgmma_wait<n> can tell how many of them are still running); accumulate = false
+// starts the fragment afresh (scale-d 0 on the first wgmma).
+template <class T, int BN, int STEPS, bool COMMIT_EACH = false>
 __device__ __forceinline__ void wgmma_slice(float (&d)[BN / 2], const unsigned char* sA, const unsigned char* sB,
                                             bool accumulate) {
   wgmma_fence();
 #pragma unroll
-  for (int k = 0; k < STEPS; ++k)
+  for (int k = 0; k < STEPS; ++k) {
     Wgmma<T, BN>::run(d, make_desc_sw128(sA + k * 32), make_desc_sw128(sB + k * 32), (accumulate || k > 0) ? 1 : 0);
-  wgmma_commit();
+    if (COMMIT_EACH) wgmma_commit();
+  }
+  if (!COMMIT_EACH) wgmma_commit();
 }
 
 // Consumer: k-slice kt in the accumulation mode of steps 3-6. PSTEPS = 0: in_wgmma, as wgmma_slice

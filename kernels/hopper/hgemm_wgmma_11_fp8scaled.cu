@@ -1,5 +1,6 @@
 // hgemm_wgmma_11_fp8scaled: scaled fp8 on step 4 of the Hopper series (persistent blocks, TMA ring,
-// producer warpgroup + two consumer warpgroups, super_M 8 tile order, 128 x 128 tiles), the kernels
+// producer warpgroup + two consumer warpgroups, super_M 8 tile order, 128 x 128 tiles; the bm256
+// schedule: 256 x 128, each consumer two m64 waves per K block), the kernels
 // of the scaled fp8 recipes (reference/scaled_fp8.hpp):
 //  * _1x128_128x128: DeepSeek-V3's block scaling, A with one fp32 scale per row and 128 elements of K,
 //    B with one per 128 x 128 block. One k-slice of the ring is exactly one 128-element block of K
@@ -23,6 +24,15 @@
 // 964); clusters of 2 with B multicast as step 7 (882 / 969-996); the two consumers issuing each
 // block's wgmmas in turn through named barriers (931 / 1,004). The rowwise kernel reaches 0.95x /
 // 0.98x of cuBLASLt's rowwise mode; the block-scaled one 0.84x / 0.82x (issue 22's target is 1.0x).
+// Reading: each consumer waits for all of its block's wgmmas before promoting, and both wait on the
+// same full barrier, so their promotions (64 FFMAs a thread) coincide and the tensor cores idle
+// meanwhile. The Schedule variants below (registered under temporary hgemm_wgmma_11x_* names, to be
+// measured by scripts/gpu_fp8speed.sh) offset the two consumers by half a block: the turn passes when
+// only `handover` wgmmas of the giver's block are left, so the taker's block is queued behind them and
+// runs while the giver promotes. Compiled here, not yet timed: two fragments per consumer (block i + 1
+// issued before block i is promoted, the variant measured at 865 / 964 above) makes ptxas serialize
+// every wgmma of the kernel (C7514, "non wgmma instructions reading accumulator registers") as soon
+// as the epilogue stores sit in the same loop, even with the stores on a path where nothing runs.
 // K: any multiple of 16 (a TMA row must be a multiple of 16 bytes). The last K block may be partial:
 // TMA fills the part beyond K with zeros, which add nothing, and the block has its own scale.
 //
@@ -43,51 +53,96 @@ namespace gemmlab::kernels {
 namespace {
 
 using T = __nv_fp8_e4m3;
-constexpr int BM = 128, BN = 128, BK = 128;  // BK: one 128-byte swizzled row of e4m3 = one scale block of K
-constexpr int STAGES = 6;
+constexpr int BN = 128, BK = 128;  // BK: one 128-byte swizzled row of e4m3 = one scale block of K
 constexpr int SUPER_M = 8;
 constexpr int THREADS = 384;  // producer warpgroup + two consumer warpgroups
-constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
-// Per slot, beside the ring: the slice's scales of A (BM floats: the tile's rows at its K block) and
-// the 16 bytes of B's scale grid that hold its scale (4 K blocks of the tile column).
-constexpr int SA_BYTES = BM * 4, SB_BYTES = 16, SCALE_SLOT = SA_BYTES + 128;
-static_assert(SB_BYTES <= SCALE_SLOT - SA_BYTES && SCALE_SLOT % 128 == 0, "a slot's scales: A's, then B's 16 bytes");
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGES * SCALE_SLOT + 1024 /* alignment */ + 1024 /* barriers */;
-static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
+constexpr int SB_BYTES = 16;  // per slot: the 16 bytes of B's scale grid holding the slice's scale
 static_assert(BN == 128, "one 128 x 128 scale block of B per tile column: the scale of B is one value per slice");
 
 enum class Scaling { block_1x128_128x128, rowwise };
 
-template <Scaling SC>
+// How the two consumer warpgroups share the tensor cores around the promotions (issue 22's speed
+// target; the variants are compared in one run by scripts/gpu_fp8speed.sh).
+enum class Schedule {
+  // Each consumer waits for the slot, issues its block's four wgmmas, waits for them, promotes.
+  together,
+  // The consumers take turns per block (named barriers 3: 0 -> 1, 4: 1 -> 0): the giver hands the
+  // turn over once only `handover` of its wgmmas (each its own commit group) are still running, then
+  // waits for the rest and promotes while the taker's wgmmas keep the tensor cores busy. Handing over
+  // right after issuing (wgmma issue is asynchronous) did not offset the two: see NOTES above.
+  offset,
+};
+
+// A schedule and its shape (a type, so that the kernel's host stub can name its template arguments).
+template <Schedule SCHEDULE, int WAVES = 1, bool TMA_STORE = false, int STAGES = 6, int HANDOVER = 0>
+struct Variant {
+  static constexpr Schedule schedule = SCHEDULE;
+  static constexpr int waves = WAVES;           // m64 waves per consumer and K block: block tile BM = 128 * waves rows
+  static constexpr bool tma_store = TMA_STORE;  // epilogue through shared memory and TMA stores (step 6's store_tile_tma)
+  static constexpr int stages = STAGES;         // ring slots
+  static constexpr int handover = HANDOVER;     // offset: the giver's wgmmas still running when the turn passes
+};
+
+template <class V>
+struct Shape {
+  static constexpr int BM = 128 * V::waves;
+  static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
+  // Per slot, beside the ring: the slice's scales of A (BM floats: the tile's rows at its K block) and
+  // the 16 bytes of B's scale grid that hold its scale (4 K blocks of the tile column).
+  static constexpr int SA_BYTES = BM * 4, SCALE_SLOT = SA_BYTES + 128;
+  static constexpr int RING_BYTES = V::stages * STAGE_BYTES;
+  static constexpr int STAGING_BYTES = V::tma_store ? 2 /* consumers */ * 2 /* buffers */ * hopper::CBOX_BYTES : 0;
+  static constexpr int SMEM_BYTES =
+      RING_BYTES + STAGING_BYTES + V::stages * SCALE_SLOT + 1024 /* alignment */ + 1024 /* barriers */;
+  static_assert(V::waves == 1 || V::waves == 2, "one or two m64 waves per consumer");
+  static_assert(V::schedule != Schedule::offset || (V::handover >= 1 && V::handover < BK / 32),
+                "offset: hand over while 1 to 3 of the block's 4 wgmmas run");
+  static_assert(SB_BYTES <= SCALE_SLOT - SA_BYTES && SCALE_SLOT % 128 == 0, "a slot's scales: A's, then B's 16 bytes");
+  static_assert(STAGE_BYTES % 1024 == 0, "slots and staging buffers stay 1024-aligned for the 128B swizzle");
+  static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
+};
+
+// The kernel as first written (NOTES: 974 / 1,048 TFLOP/s).
+using Together = Variant<Schedule::together>;
+
+template <Scaling SC, class V>
 __global__ void __launch_bounds__(THREADS, 1)
     hgemm_wgmma_fp8scaled(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
-                          const __grid_constant__ CUtensorMap mapB, const float* __restrict__ scale_a,
-                          const float* __restrict__ scale_b, float* __restrict__ C) {
+                          const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC,
+                          const float* __restrict__ scale_a, const float* __restrict__ scale_b,
+                          float* __restrict__ C) {
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
+  using S = Shape<V>;
+  constexpr int STAGES = V::stages, WAVES = V::waves, BM = S::BM;
   constexpr int KW = Wgmma<T, BN>::k;  // 32
   constexpr int STEPS = BK / KW;       // 4 wgmmas per K block
   constexpr bool BLOCK = SC == Scaling::block_1x128_128x128;
-  constexpr int TX_BYTES = STAGE_BYTES + (BLOCK ? SA_BYTES + SB_BYTES : 0);
+  constexpr bool OFFSET = V::schedule == Schedule::offset;
 
   extern __shared__ unsigned char smem_raw[];
-  // Slot s: (128, BK) tile of A then (BN, BK) tile of B^T, K-major, 128B-swizzled, 1024-aligned;
-  // then the slots' scales; then the barriers.
+  // Slot s: (BM, BK) tile of A then (BN, BK) tile of B^T, K-major, 128B-swizzled, 1024-aligned;
+  // then the TMA-store staging buffers (tma_store); then the slots' scales; then the barriers.
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
-  unsigned char* scales = smem + STAGES * STAGE_BYTES;
-  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(scales + STAGES * SCALE_SLOT);
+  unsigned char* staging = smem + S::RING_BYTES;
+  unsigned char* scales = staging + S::STAGING_BYTES;
+  std::uint64_t* full = reinterpret_cast<std::uint64_t*>(scales + STAGES * S::SCALE_SLOT);
   std::uint64_t* empty = full + STAGES;
 
   const int tid = threadIdx.x, wg = tid / 128;
   const int slices = (K + BK - 1) / BK;  // the last one partial when K % 128 != 0
   const int l4 = (slices + 3) / 4 * 4;   // B's padded K-block stride
-  const int tiles_m = M / BM, tiles_n = N / BN;
+  // BM = 256: M is a multiple of 128 only, so the last tile row may hold just its first wave's rows
+  // (TMA fills the rows beyond M with zeros; that wave is neither computed nor stored).
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = N / BN;
   const int items = tiles_m * tiles_n;
   auto coords = [&](int item, int& tr, int& tc) { tile_coords<SUPER_M>(item, tiles_m, tiles_n, tr, tc); };
+  auto waves_in = [&](int tr) { return WAVES == 1 || tr * BM + 128 < M ? WAVES : 1; };
 
   if (tid == 0) {
     prefetch_tensor_map(&mapA);
     prefetch_tensor_map(&mapB);
+    if constexpr (V::tma_store) prefetch_tensor_map(&mapC);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);              // the producer's arrive.expect_tx, then the TMA bytes
       mbar_init(&empty[s], 2);   // one arrive per consumer warpgroup
@@ -103,17 +158,19 @@ __global__ void __launch_bounds__(THREADS, 1)
       for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
         int tr, tc;
         coords(item, tr, tc);
+        const int sa_bytes = waves_in(tr) * 128 * 4;  // the scales of the tile's rows inside M
+        const int tx_bytes = S::STAGE_BYTES + (BLOCK ? sa_bytes + SB_BYTES : 0);  // TMA counts whole boxes
         for (int kt = 0; kt < slices; ++kt, ++it) {
           const int s = it % STAGES;
           if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
-          unsigned char* slot = smem + s * STAGE_BYTES;
-          mbar_arrive_expect_tx(&full[s], TX_BYTES);
+          unsigned char* slot = smem + s * S::STAGE_BYTES;
+          mbar_arrive_expect_tx(&full[s], tx_bytes);
           tma_load_2d(slot, &mapA, &full[s], kt * BK, tr * BM);
-          tma_load_2d(slot + A_BYTES, &mapB, &full[s], kt * BK, tc * BN);
+          tma_load_2d(slot + S::A_BYTES, &mapB, &full[s], kt * BK, tc * BN);
           if constexpr (BLOCK) {
-            unsigned char* sc = scales + s * SCALE_SLOT;
-            bulk_load_1d(sc, scale_a + std::size_t(kt) * M + std::size_t(tr) * BM, SA_BYTES, &full[s]);
-            bulk_load_1d(sc + SA_BYTES, scale_b + std::size_t(tc) * l4 + (kt & ~3), SB_BYTES, &full[s]);
+            unsigned char* sc = scales + s * S::SCALE_SLOT;
+            bulk_load_1d(sc, scale_a + std::size_t(kt) * M + std::size_t(tr) * BM, sa_bytes, &full[s]);
+            bulk_load_1d(sc + S::SA_BYTES, scale_b + std::size_t(tc) * l4 + (kt & ~3), SB_BYTES, &full[s]);
           }
         }
       }
@@ -123,96 +180,129 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int c = wg - 1;
     const bool leader = tid % 128 == 0;
     const int t = tid % 128, w = t / 32, l = t % 32;
-    const int r_in = c * 64 + 16 * w + l / 4;  // this thread's first row in the tile (the second: + 8)
-    float p[BN / 2];  // fp32 sums of the scaled blocks of the current tile
+    const int r_in = c * 64 + 16 * w + l / 4;  // this thread's first row in a wave of 128 (the second: + 8)
+    float p[WAVES][BN / 2];  // fp32 sums of the scaled blocks of the current tile, per wave
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) p[i] = 0.0f;
+    for (int v = 0; v < WAVES; ++v)
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) p[v][i] = 0.0f;
     // Slice `it` (K block kt of the tile) is in slot it % STAGES once its full barrier flips.
     auto wait_slot = [&](int it) { mbar_wait(&full[it % STAGES], (it / STAGES) & 1); };
-    auto slice_scales = [&](int it, int kt, float& sa0, float& sa1, float& sb) {
+    auto slice_scales = [&](int it, int kt, int wave, float& sa0, float& sa1, float& sb) {
       if constexpr (BLOCK) {
-        const float* sc = reinterpret_cast<const float*>(scales + (it % STAGES) * SCALE_SLOT);
-        sa0 = sc[r_in];
-        sa1 = sc[r_in + 8];
-        sb = sc[SA_BYTES / 4 + (kt & 3)];
+        const float* sc = reinterpret_cast<const float*>(scales + (it % STAGES) * S::SCALE_SLOT);
+        sa0 = sc[wave * 128 + r_in];
+        sa1 = sc[wave * 128 + r_in + 8];
+        sb = sc[S::SA_BYTES / 4 + (kt & 3)];
       }
     };
-    auto issue = [&](float(&d)[BN / 2], int it) {
-      const int s = it % STAGES;
-      wgmma_slice<T, BN, STEPS>(d, smem + s * STAGE_BYTES + c * 64 * BK, smem + s * STAGE_BYTES + A_BYTES, false);
+    auto issue = [&](float(&d)[BN / 2], int it, int wave) {
+      const unsigned char* slot = smem + (it % STAGES) * S::STAGE_BYTES;
+      wgmma_slice<T, BN, STEPS, OFFSET>(d, slot + (wave * 128 + c * 64) * BK, slot + S::A_BYTES, false);
     };
-    // Block in fragment d is done (its wgmma group waited for): free its slot, promote it.
-    auto promote = [&](float(&d)[BN / 2], int it, float sa0, float sa1, float sb) {
+    // Block in fragment d is done (its wgmma groups waited for): the slot is free once `last` (the
+    // slice's last wave); then the block is promoted into pw.
+    auto promote = [&](float(&pw)[BN / 2], float(&d)[BN / 2], int it, bool last, float sa0, float sa1, float sb) {
       fence_regs(d);
-      if (leader) mbar_arrive(&empty[it % STAGES]);  // the slot is read: the producer may refill it
+      if (last && leader) mbar_arrive(&empty[it % STAGES]);  // the slot is read: the producer may refill it
       if constexpr (BLOCK) {
         // NOTES: DeepGEMM's order: the scale product rounded first, then one FFMA per entry.
         const float s0 = __fmul_rn(sa0, sb), s1 = __fmul_rn(sa1, sb);
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-          p[4 * j + 0] = __fmaf_rn(d[4 * j + 0], s0, p[4 * j + 0]);
-          p[4 * j + 1] = __fmaf_rn(d[4 * j + 1], s0, p[4 * j + 1]);
-          p[4 * j + 2] = __fmaf_rn(d[4 * j + 2], s1, p[4 * j + 2]);
-          p[4 * j + 3] = __fmaf_rn(d[4 * j + 3], s1, p[4 * j + 3]);
+          pw[4 * j + 0] = __fmaf_rn(d[4 * j + 0], s0, pw[4 * j + 0]);
+          pw[4 * j + 1] = __fmaf_rn(d[4 * j + 1], s0, pw[4 * j + 1]);
+          pw[4 * j + 2] = __fmaf_rn(d[4 * j + 2], s1, pw[4 * j + 2]);
+          pw[4 * j + 3] = __fmaf_rn(d[4 * j + 3], s1, pw[4 * j + 3]);
         }
       } else {
-        promote_add(p, d);
+        promote_add(pw, d);
       }
     };
     // After a tile's last block: the rowwise scales, then the store; p restarts.
     auto finish_tile = [&](int tr, int tc) {
-      const int row0 = tr * BM + r_in;
-      if constexpr (SC == Scaling::rowwise) {
-        const float ra0 = __ldg(scale_a + row0), ra1 = __ldg(scale_a + row0 + 8);
+      const int waves = waves_in(tr);
 #pragma unroll
-        for (int j = 0; j < BN / 8; ++j) {
-          const int col = tc * BN + 8 * j + 2 * (l % 4);
-          const float sb0 = __ldg(scale_b + col), sb1 = __ldg(scale_b + col + 1);
-          p[4 * j + 0] = __fmul_rn(p[4 * j + 0], __fmul_rn(ra0, sb0));
-          p[4 * j + 1] = __fmul_rn(p[4 * j + 1], __fmul_rn(ra0, sb1));
-          p[4 * j + 2] = __fmul_rn(p[4 * j + 2], __fmul_rn(ra1, sb0));
-          p[4 * j + 3] = __fmul_rn(p[4 * j + 3], __fmul_rn(ra1, sb1));
+      for (int v = 0; v < WAVES; ++v) {
+        if (v < waves) {
+          const int row0 = tr * BM + v * 128 + r_in;
+          if constexpr (SC == Scaling::rowwise) {
+            const float ra0 = __ldg(scale_a + row0), ra1 = __ldg(scale_a + row0 + 8);
+#pragma unroll
+            for (int j = 0; j < BN / 8; ++j) {
+              const int col = tc * BN + 8 * j + 2 * (l % 4);
+              const float sb0 = __ldg(scale_b + col), sb1 = __ldg(scale_b + col + 1);
+              p[v][4 * j + 0] = __fmul_rn(p[v][4 * j + 0], __fmul_rn(ra0, sb0));
+              p[v][4 * j + 1] = __fmul_rn(p[v][4 * j + 1], __fmul_rn(ra0, sb1));
+              p[v][4 * j + 2] = __fmul_rn(p[v][4 * j + 2], __fmul_rn(ra1, sb0));
+              p[v][4 * j + 3] = __fmul_rn(p[v][4 * j + 3], __fmul_rn(ra1, sb1));
+            }
+          }
+          const int frag_row = tr * BM + v * 128 + c * 64;
+          if constexpr (V::tma_store)
+            store_tile_tma(p[v], staging + c * 2 * CBOX_BYTES, &mapC, frag_row, tc * BN, 1 + c, leader);
+          else
+            store_fragment(C + std::size_t(frag_row) * N + std::size_t(tc) * BN, N, p[v]);
         }
-      }
-      store_fragment(C + std::size_t(tr * BM + c * 64) * N + std::size_t(tc) * BN, N, p);
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) p[i] = 0.0f;
+        for (int i = 0; i < BN / 2; ++i) p[v][i] = 0.0f;
+      }
     };
-    float d[BN / 2];  // (64, BN) wgmma fragment: one K block, from zero
+
+    float d[BN / 2];  // (64, BN) wgmma fragment: one K block of one wave, from zero
+    bool first = true;
     int it = 0;
     for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
       int tr, tc;
       coords(item, tr, tc);
+      const int waves = waves_in(tr);
+      const bool last_item = item + int(gridDim.x) >= items;
       for (int kt = 0; kt < slices; ++kt, ++it) {
-        float sa0 = 1.0f, sa1 = 1.0f, sb = 1.0f;
         wait_slot(it);
-        slice_scales(it, kt, sa0, sa1, sb);
-        issue(d, it);
-        wgmma_wait<0>();
-        promote(d, it, sa0, sa1, sb);
+#pragma unroll
+        for (int v = 0; v < WAVES; ++v) {
+          if (v >= waves) break;
+          float sa0 = 1.0f, sa1 = 1.0f, sb = 1.0f;
+          slice_scales(it, kt, v, sa0, sa1, sb);
+          // offset: consumer 0 waits for its turn before every block but its first, consumer 1
+          // before every block; consumer 1 gives none after the last block (0 has no next one).
+          if (OFFSET && !(c == 0 && first)) named_bar_sync(3 + (c ^ 1), 256);
+          first = false;
+          issue(d, it, v);
+          if constexpr (OFFSET) {
+            wgmma_wait<V::handover>();
+            if (!(c == 1 && last_item && kt == slices - 1 && v == waves - 1)) named_bar_arrive(3 + c, 256);
+          }
+          wgmma_wait<0>();
+          promote(p[v], d, it, v == waves - 1, sa0, sa1, sb);
+        }
       }
       finish_tile(tr, tc);
     }
+    if constexpr (V::tma_store)
+      if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
   }
 #else
   __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
 #endif
 }
 
-template <Scaling SC>
+template <Scaling SC, class V>
 void launch(const GemmArgs& a) {
+  using S = Shape<V>;
   if (!a.scale_a || !a.scale_b) throw std::runtime_error("hgemm_wgmma_11_fp8scaled: the harness passed no scale grids");
   if (reinterpret_cast<std::uintptr_t>(a.scale_a) % 16 || reinterpret_cast<std::uintptr_t>(a.scale_b) % 16)
     throw std::runtime_error("hgemm_wgmma_11_fp8scaled: the scale grids must start on 16-byte boundaries (TMA bulk copies)");
-  const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 1, BM);
+  const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 1, S::BM);
   const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 1, BN);
-  const int items = (a.M / BM) * (a.N / BN);
-  hopper::launch_persistent<hgemm_wgmma_fp8scaled<SC>, 1>(
-      "hgemm_wgmma_11_fp8scaled", THREADS, SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, a.scale_a,
-      a.scale_b, static_cast<float*>(a.C));
+  const CUtensorMap mapC = V::tma_store ? hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64) : CUtensorMap{};
+  const int items = ((a.M + S::BM - 1) / S::BM) * (a.N / BN);
+  hopper::launch_persistent<hgemm_wgmma_fp8scaled<SC, V>, 1>(
+      "hgemm_wgmma_11_fp8scaled", THREADS, S::SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, mapC,
+      a.scale_a, a.scale_b, static_cast<float*>(a.C));
 }
 
-template <Scaling SC>
+template <Scaling SC, class V = Together>
 constexpr Kernel make(const char* name, const char* desc) {
   return Kernel{
       .name = name, .family = "hopper", .description = desc,
@@ -222,9 +312,9 @@ constexpr Kernel make(const char* name, const char* desc) {
         return n;
       }(),
       .layout_a = Layout::row_major, .layout_b = Layout::col_major,
-      .m_multiple = BM, .n_multiple = BN, .k_multiple = 16,
+      .m_multiple = 128, .n_multiple = BN, .k_multiple = 16,
       .min_cc = 90, .requires_sm90a = true, .workspace_bytes = 0,
-      .launch = launch<SC>,
+      .launch = launch<SC, V>,
       .scale_a = SC == Scaling::rowwise ? ScaleGranularity::outer : ScaleGranularity::k128,
       .scale_b = SC == Scaling::rowwise ? ScaleGranularity::outer : ScaleGranularity::blk128,
   };
@@ -245,5 +335,30 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
       "fp8 e4m3, rowwise A / columnwise B fp32 scales applied in the epilogue, promoted every 128 of K, persistent");
   return k;
 }
+
+// TEMPORARY (issue 22's speed target): schedules of the block-scaled kernel compared in one GPU run
+// (scripts/gpu_fp8speed.sh); the numerics are the kernel's above, bit for bit. The fastest replaces
+// the kernel above and the others go, with their figures in the NOTES.
+#define GEMMLAB_WGMMA11X_VARIANT(id, desc, ...)                                                         \
+  const Kernel& id() {                                                                                \
+    static const Kernel k = make<Scaling::block_1x128_128x128, Variant<__VA_ARGS__>>(#id, desc);       \
+    return k;                                                                                         \
+  }
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_offset_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, consumers in turns handed over with one wgmma of the block left",
+                         Schedule::offset, 1, false, 6, 1)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_offset2_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, consumers in turns handed over with two wgmmas of the block left",
+                         Schedule::offset, 1, false, 6, 2)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_offsettma_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, offset turns (one wgmma left), TMA-store epilogue, 5 stages",
+                         Schedule::offset, 1, true, 5, 1)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile (two m64 waves per consumer), offset turns, 4 stages",
+                         Schedule::offset, 2, false, 4, 1)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256tma_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, offset turns, TMA-store epilogue, 3 stages",
+                         Schedule::offset, 2, true, 3, 1)
+#undef GEMMLAB_WGMMA11X_VARIANT
 
 }  // namespace gemmlab::kernels

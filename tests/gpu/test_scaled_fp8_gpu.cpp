@@ -6,7 +6,9 @@
 // against the exact product of the dequantized operands, with (K/128) mod 4 != 0 and a partial last
 // K block; gemmlab's own predicted bit for bit (kernel_emulation's emulate_scaled); and every
 // cuBLASLt mode against the candidate orders of `gemmlab predict`, printed (the library's order is
-// what is being found out, so no candidate is required to match).
+// what is being found out, so no candidate is required to match). The schedules of the block-scaled
+// kernel registered beside it (issue 22's speed target) are predicted too, and give its bits on a
+// size with more tiles than SMs.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -119,6 +121,16 @@ Distribution recipe_for(const Kernel& k, const char* source) {
   return d;
 }
 
+// One untimed launch of scaled kernel k on problem p, with the scale grids in k's layouts.
+KernelRun run_scaled_once(const Kernel& k, const ScaledProblem& p) {
+  const OperandScales scales{kernel_scales(p.A, Operand::A, k.scale_a), kernel_scales(p.B, Operand::B, k.scale_b)};
+  TimingOptions opt;
+  opt.warmup = 0;
+  opt.reps = 1;
+  opt.flush_l2 = false;
+  return run_kernel(k, p.A.q, p.B.q, opt, 0, &scales);
+}
+
 TEST(ScaledFp8Gpu, EveryScaledKernelIsWithinItsBoundOnItsRecipe) {
   GEMMLAB_REQUIRE_GPU();
   const std::vector<const Kernel*> ks = scaled_kernels();
@@ -137,14 +149,9 @@ TEST(ScaledFp8Gpu, EveryScaledKernelIsWithinItsBoundOnItsRecipe) {
         const Distribution d = recipe_for(*k, src);
         SCOPED_TRACE(std::string(k->name) + " on " + d.name() + " K=" + std::to_string(K));
         const ScaledProblem p = make_scaled_problem(d, M, N, K, 5);
-        const OperandScales scales{kernel_scales(p.A, Operand::A, k->scale_a), kernel_scales(p.B, Operand::B, k->scale_b)};
-        TimingOptions opt;
-        opt.warmup = 0;
-        opt.reps = 1;
-        opt.flush_l2 = false;
         KernelRun run;
         try {
-          run = run_kernel(*k, p.A.q, p.B.q, opt, 0, &scales);
+          run = run_scaled_once(*k, p);
         } catch (const std::runtime_error& e) {
           // cuBLASLt may offer no algorithm for a mode at this K: the message must say so.
           ASSERT_EQ(std::string(k->family), "cublas") << e.what();
@@ -163,22 +170,64 @@ TEST(ScaledFp8Gpu, EveryScaledKernelIsWithinItsBoundOnItsRecipe) {
   }
 }
 
+// gemmlab's own scaled kernels: the hopper family's (hgemm_wgmma_11 and the schedules of its
+// block-scaled kernel registered beside it).
+std::vector<const Kernel*> gemmlab_scaled_kernels() {
+  std::vector<const Kernel*> v;
+  for (const Kernel* k : scaled_kernels())
+    if (std::string(k->family) == "hopper") v.push_back(k);
+  return v;
+}
+
 TEST(ScaledFp8Gpu, GemmlabsScaledKernelsArePredictedBitForBit) {
   GEMMLAB_REQUIRE_FAMILY("hopper");
-  for (const char* name : {"hgemm_wgmma_11_fp8scaled_sm8_e4m3_1x128_128x128", "hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise"}) {
-    const Kernel* k = find_kernel(name);
-    ASSERT_NE(k, nullptr) << name;
-    GEMMLAB_REQUIRE_KERNEL(*k);
+  const std::vector<const Kernel*> ks = gemmlab_scaled_kernels();
+  ASSERT_GE(ks.size(), 2u) << "hgemm_wgmma_11's block-scaled and rowwise kernels are registered with the hopper family";
+  GEMMLAB_REQUIRE_KERNEL(*ks.front());
+  for (const Kernel* k : ks) {
     const auto params = prediction_params(*k);
-    ASSERT_TRUE(params.has_value()) << name;
+    ASSERT_TRUE(params.has_value()) << k->name;
+    // M = 384: three 128-row tiles, so a 256-row block tile ends in one with only its first wave.
     for (int K : {640, 400})
       for (const char* src : {"normal_0_1", "logunif_-12_12"}) {
-        const PredictionRow r = predict_and_compare(*k, recipe_for(*k, src), 256, 384, K, 7, *params);
+        const PredictionRow r = predict_and_compare(*k, recipe_for(*k, src), 384, 256, K, 7, *params);
         std::cout << "[scaled prediction] " << r.summary() << "\n";
         EXPECT_EQ(r.unwritten, 0);
         EXPECT_EQ(r.mismatches, 0) << r.summary() << "\n  order: " << r.order;
       }
   }
+}
+
+// Every schedule of the block-scaled kernel gives hgemm_wgmma_11's bits (itself predicted bit for bit
+// above) with more tiles than SMs, so the persistent blocks walk unequal numbers of tiles and the
+// consumers' turns cross tile ends: M = 31 x 128 (a 256-row block tile ends half full), N = 9 x 128
+// (279 tiles of 128 x 128, 144 of 256 x 128), K = 400 (a partial last block).
+TEST(ScaledFp8Gpu, BlockScaledSchedulesGiveTheKernelsBits) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  const Kernel* base = find_kernel("hgemm_wgmma_11_fp8scaled_sm8_e4m3_1x128_128x128");
+  ASSERT_NE(base, nullptr);
+  GEMMLAB_REQUIRE_KERNEL(*base);
+  const int M = 31 * 128, N = 9 * 128, K = 400;
+  const ScaledProblem p = make_scaled_problem(recipe_for(*base, "normal_0_1"), M, N, K, 11);
+  const KernelRun want = run_scaled_once(*base, p);
+  ASSERT_EQ(want.unwritten, 0);
+  long long nonzero = 0;
+  for (double x : want.c) nonzero += x != 0;
+  ASSERT_GT(nonzero, M * (long long)N / 2) << "the base kernel's output is mostly zero: not a comparison";
+  int compared = 0;
+  for (const Kernel* k : gemmlab_scaled_kernels()) {
+    if (k == base || k->scale_a != base->scale_a || k->scale_b != base->scale_b) continue;
+    const KernelRun got = run_scaled_once(*k, p);
+    long long differ = 0;
+    for (std::size_t e = 0; e < got.c.size(); ++e)
+      differ += bits_of(static_cast<float>(got.c[e])) != bits_of(static_cast<float>(want.c[e]));
+    std::cout << "[scaled schedules] " << k->name << ": " << differ << " of " << got.c.size() << " outputs differ\n";
+    EXPECT_EQ(got.unwritten, 0) << k->name;
+    EXPECT_EQ(differ, 0) << k->name;
+    ++compared;
+  }
+  if (compared == 0) GTEST_SKIP() << "no schedule of the block-scaled kernel other than " << base->name << " is registered";
+  std::cout << "[scaled schedules] " << compared << " schedules compared with " << base->name << "\n";
 }
 
 TEST(ScaledFp8Gpu, CuBlasLtModesAgainstTheCandidateOrders) {
@@ -192,12 +241,7 @@ TEST(ScaledFp8Gpu, CuBlasLtModesAgainstTheCandidateOrders) {
     const auto params = tc::measured_hopper_params(*scaled_candidate_orders(*k).front().instruction);
     for (const Numerics& o : scaled_candidate_orders(*k)) {
       const std::vector<double> pred = emulation::emulate_scaled(o, p.A, p.B, *params);
-      const OperandScales scales{kernel_scales(p.A, Operand::A, k->scale_a), kernel_scales(p.B, Operand::B, k->scale_b)};
-      TimingOptions opt;
-      opt.warmup = 0;
-      opt.reps = 1;
-      opt.flush_l2 = false;
-      const KernelRun run = run_kernel(*k, p.A.q, p.B.q, opt, 0, &scales);
+      const KernelRun run = run_scaled_once(*k, p);
       long long mismatches = 0;
       for (std::size_t e = 0; e < pred.size(); ++e) mismatches += static_cast<float>(pred[e]) != static_cast<float>(run.c[e]);
       std::cout << "[scaled order] " << k->name << " vs " << o.describe() << ": " << mismatches << " of " << pred.size()
