@@ -9,6 +9,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace gemmlab::emulation {
 
@@ -288,6 +289,10 @@ struct TreePlan {
     if (t.node_count() == t.leaves()) throw std::invalid_argument("emulate_tree: split operands need a fused node");
     if (split->passes.empty()) throw std::invalid_argument("emulate_tree: a split scheme needs at least one pass");
     chains = fused_chains(t);
+    // The pieces are split once per entry, so every fused node must read tf32 containers alike.
+    for (int n = t.leaves(); n < t.node_count(); ++n)
+      if (params[n] && params[n]->tf32_low_bits != params[chains[0][0]]->tf32_low_bits)
+        throw std::invalid_argument("emulate_tree: split operands need one tf32_low_bits rule for every fused node");
     chain_at.assign(t.node_count(), -1);
     for (std::size_t c = 0; c < chains.size(); ++c) chain_at[chains[c].back()] = static_cast<int>(c);
   }
@@ -334,10 +339,19 @@ double tree_dot(const TreePlan& plan, const double* a, const double* b, std::vec
 
 // One entry with split operands (SplitScheme): binary nodes add partial sums (tree_gap allowed no
 // product there); each chain of fused nodes is evaluated at its last node, pass by pass.
-double split_tree_dot(const TreePlan& plan, const double* a, const double* b, std::vector<float>& value) {
+double split_tree_dot(const TreePlan& plan, const double* a, const double* b, std::vector<float>& value,
+                      std::vector<double>& pieces) {
   const SummationTree& t = plan.t;
   const SplitScheme& s = *plan.split;
+  const int K = t.leaves();
   value.resize(t.node_count());
+  // (a big, a small, b big, b small) of each leaf, as the instruction reads them
+  pieces.resize(4 * static_cast<std::size_t>(K));
+  const tc::TcParams& read = *plan.params[plan.chains[0][0]];
+  for (int k = 0; k < K; ++k) {
+    std::tie(pieces[4 * k], pieces[4 * k + 1]) = split_pieces(s, read, a[k]);
+    std::tie(pieces[4 * k + 2], pieces[4 * k + 3]) = split_pieces(s, read, b[k]);
+  }
   double ga[64], gb[64];
   const std::size_t last_pass = s.passes.size() - 1;
   for (int n = t.leaves(); n < t.node_count(); ++n) {
@@ -361,10 +375,8 @@ double split_tree_dot(const TreePlan& plan, const double* a, const double* b, st
           int m = 0;
           for (int c : t.children(node)) {
             if (!t.is_leaf(c)) continue;
-            const auto [a_big, a_small] = split_pieces(s, p, a[c]);
-            const auto [b_big, b_small] = split_pieces(s, p, b[c]);
-            ga[m] = s.passes[pass].first == SplitScheme::big ? a_big : a_small;
-            gb[m] = s.passes[pass].second == SplitScheme::big ? b_big : b_small;
+            ga[m] = pieces[4 * c + (s.passes[pass].first == SplitScheme::big ? 0 : 1)];
+            gb[m] = pieces[4 * c + (s.passes[pass].second == SplitScheme::big ? 2 : 3)];
             ++m;
           }
           d = as_float(tc::dot(p, ga, gb, m, d));
@@ -481,12 +493,12 @@ std::vector<double> emulate_tree_at(const SummationTree& t, const NodeModel& mod
   const TreePlan plan(t, model, split);
   std::vector<double> C(entries.size());
   parallel_for(static_cast<long>(entries.size()), threads, [&](long e) {
-    std::vector<double> b(K);
+    std::vector<double> b(K), pieces;
     std::vector<float> value;
     const auto [i, j] = entries[e];
     for (int k = 0; k < K; ++k) b[k] = B.v[static_cast<std::size_t>(k) * B.cols + j];
     const double* a = &A.v[static_cast<std::size_t>(i) * K];
-    C[e] = split ? split_tree_dot(plan, a, b.data(), value) : tree_dot(plan, a, b.data(), value);
+    C[e] = split ? split_tree_dot(plan, a, b.data(), value, pieces) : tree_dot(plan, a, b.data(), value);
   });
   return C;
 }
