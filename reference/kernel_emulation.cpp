@@ -417,15 +417,6 @@ std::vector<std::vector<int>> fused_chains(const SummationTree& t) {
   return chains;
 }
 
-const char* to_string(LowBits r) {
-  switch (r) {
-    case LowBits::nearest_even: return "nearest_even";
-    case LowBits::nearest_away: return "nearest_away";
-    case LowBits::toward_zero: return "toward_zero";
-  }
-  return "?";
-}
-
 double round_low_bits(double x, int low_bits, LowBits r) {
   const float f = static_cast<float>(x);
   if (std::isnan(f) || std::isinf(f)) return x;

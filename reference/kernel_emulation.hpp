@@ -97,7 +97,6 @@ std::string tree_gap(const SummationTree& tree, Format input);
 // nan_to_zero_before_last: a NaN running sum becomes +0 before the last pass (Triton masks the NaN
 // that inf * 0 or inf - inf gives in the small pieces, so that an infinite operand gives infinity).
 enum class LowBits { nearest_even, nearest_away, toward_zero };
-const char* to_string(LowBits r);  // "nearest_even", "nearest_away", "toward_zero"
 // x (an fp32 value) with its low `low_bits` fraction bits rounded off as `r` says, on the bits of its
 // fp32 pattern: a carry runs into the exponent as a significand rounding up does (to infinity past the
 // largest finite value). NaN and infinity come back unchanged. tf32: 13, bf16: 16.
