@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -66,29 +65,15 @@ Format compute_format(Conversion c, Format input) {
 
 double convert(Conversion c, double v) {
   if (c == Conversion::as_is || std::isnan(v) || std::isinf(v)) return v;
-  if (c == Conversion::fp16_rne) return tc::round_to_format(Format::fp16, v, Rounding::nearest_even);
-  const float f = static_cast<float>(v);
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  auto keep_high = [&](int low_bits, bool ties_away) {
-    const std::uint32_t half = 1u << (low_bits - 1), mask = (1u << low_bits) - 1;
-    const std::uint32_t low = u & mask;
-    std::uint32_t r = u & ~mask;
-    // The sign is the top bit: adding to the magnitude's bits carries into the exponent as rounding
-    // up a significand does (to infinity past the largest finite value).
-    if (low > half || (low == half && (ties_away || ((r >> low_bits) & 1u)))) r += 1u << low_bits;
-    return r;
-  };
   switch (c) {
-    case Conversion::tf32_rne: u = keep_high(13, false); break;
-    case Conversion::tf32_rna: u = keep_high(13, true); break;
-    case Conversion::tf32_rz: u &= ~0x1FFFu; break;
-    case Conversion::bf16_rne: u = keep_high(16, false); break;
-    default: break;
+    case Conversion::fp16_rne: return tc::round_to_format(Format::fp16, v, Rounding::nearest_even);
+    case Conversion::tf32_rne: return emulation::round_low_bits(v, 13, emulation::LowBits::nearest_even);
+    case Conversion::tf32_rna: return emulation::round_low_bits(v, 13, emulation::LowBits::nearest_away);
+    case Conversion::tf32_rz: return emulation::round_low_bits(v, 13, emulation::LowBits::toward_zero);
+    case Conversion::bf16_rne: return emulation::round_low_bits(v, 16, emulation::LowBits::nearest_even);
+    case Conversion::as_is: break;
   }
-  float r;
-  std::memcpy(&r, &u, 4);
-  return r;
+  return v;
 }
 
 std::vector<Conversion> candidate_conversions(Format input) {
@@ -565,6 +550,239 @@ std::vector<tc::Instruction> instructions_for(Format compute, int leaves) {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Stage 4 for split operands: fp32 operands whose single products come back exact ("as is") but
+// whose fused nodes no fp32 instruction has. 3xTF32 (Triton's input_precision="tf32x3") looks like
+// that: each operand is split into tf32 pieces, each node run once per pair of pieces, the sum of
+// the passes exact for one product. Each candidate split scheme (split_candidates) is composed with
+// the tf32 instruction's measured model over the whole tree and checked on probes at the leaves of
+// the last chain of fused nodes; exactly one may explain every probe.
+
+// An fp32 value (-1)^s 2^e (1 + f 2^-23) with a random sign and high fraction bits and its low 13 bits
+// `low` (random when low < 0): the low bits decide the split (0x1000 a tie between two tf32 values,
+// 0x0fff a small piece of 12 bits the instruction cuts, 0x1fff a carry into the big piece).
+double fp32_of(bool negative, int e, std::uint64_t high10, std::uint64_t low13) {
+  const double v = std::ldexp(1.0 + std::ldexp(static_cast<double>((high10 << 13) | low13), -23), e);
+  return negative ? -v : v;
+}
+
+double split_probe_value(SplitMix& rng, int e_lo, int e_hi, int low) {
+  const int e = e_lo + static_cast<int>(rng.next() % static_cast<std::uint64_t>(e_hi - e_lo + 1));
+  const std::uint64_t high = rng.next() % (1u << 10);
+  const std::uint64_t l = low >= 0 ? static_cast<std::uint64_t>(low) : rng.next() % (1u << 13);
+  return fp32_of(rng.next() % 2, e, high, l);
+}
+
+NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const Options& opt,
+                      Clock::time_point t0) {
+  NodeStage st;
+  const int K = t.leaves();
+  // Each kind of fused node (leaves, running sum or not), with the tf32 instruction of that block.
+  std::map<int, tc::TcParams> model_of;
+  std::map<int, std::string> names;
+  for (int n = K; n < t.node_count(); ++n) {
+    const std::vector<int>& ch = t.children(n);
+    if (ch.size() <= 2) continue;
+    int leaves = 0;
+    for (int c : ch) leaves += t.is_leaf(c);
+    const bool carry = leaves < static_cast<int>(ch.size());
+    if (!model_of.count(leaves)) {
+      for (tc::Instruction i : instructions_for(Format::tf32, leaves)) {
+        const std::optional<tc::TcParams> mp = tc::measured_hopper_params(i);
+        if (!mp) continue;
+        if (!model_of.count(leaves)) model_of[leaves] = *mp;
+        if (same_arithmetic(*mp, model_of[leaves]))
+          names[leaves] += std::string(names[leaves].empty() ? "" : " ") + tc::info(i).name;
+      }
+      if (!model_of.count(leaves)) {
+        st.why = "fused nodes of " + std::to_string(leaves) +
+                 " fp32 products: no tensor-core instruction of that block has probes in gemmlab (neither fp32 "
+                 "nor tf32 for split operands)";
+        return st;
+      }
+    }
+    if (std::none_of(st.kinds.begin(), st.kinds.end(),
+                     [&](const NodeKind& k) { return k.leaves == leaves && k.carry == carry; })) {
+      NodeKind nk;
+      nk.leaves = leaves;
+      nk.carry = carry;
+      nk.instruction = names[leaves].substr(0, names[leaves].find(' '));
+      nk.params = model_of[leaves];
+      nk.same_as = names[leaves];
+      st.kinds.push_back(nk);
+    }
+  }
+  const emulation::NodeModel model = [model_of](int leaves) -> std::optional<tc::TcParams> {
+    auto it = model_of.find(leaves);
+    if (it == model_of.end()) return std::nullopt;
+    return it->second;
+  };
+  const std::vector<std::vector<int>> chains = emulation::fused_chains(t);
+  int longest = 0;
+  for (const auto& c : chains) longest = std::max(longest, static_cast<int>(c.size()));
+  const std::vector<emulation::SplitScheme> cands = split_candidates(longest);
+  st.split_candidates = static_cast<int>(cands.size());
+  if (std::string gap = emulation::tree_gap(t, model, "fp32", &cands[0]); !gap.empty()) {
+    st.why = "fp32 operands reach fused nodes unconverted but " + gap;
+    return st;
+  }
+  // The probed leaves: those of the last (up to 16) nodes of the chain holding leaf K - 1.
+  std::vector<std::vector<int>> nodes;  // the probed nodes' leaves, in chain order
+  for (const auto& c : chains) {
+    bool holds = false;
+    for (int n : c)
+      for (int x : t.children(n)) holds = holds || x == K - 1;
+    if (!holds) continue;
+    for (std::size_t i = c.size() > 16 ? c.size() - 16 : 0; i < c.size(); ++i) {
+      std::vector<int> l;
+      for (int x : t.children(c[i]))
+        if (t.is_leaf(x)) l.push_back(x);
+      nodes.push_back(l);
+    }
+  }
+  if (nodes.empty()) {
+    st.why = "the product K - 1 is in no fused node: split operands are modelled only in fused nodes";
+    return st;
+  }
+  std::vector<int> L;
+  for (const auto& l : nodes) L.insert(L.end(), l.begin(), l.end());
+  // The probes, most telling first: whole chains of random values, then ties, single products and
+  // pairs in different nodes (carries between nodes and passes), cancelling big pieces (the order of
+  // the small passes), then infinite operands (the mask).
+  SplitMix rng{opt.seed ^ 0x3f32ull};
+  static const int lows[] = {-1, 0x1000, 0x0fff, 0x1001, 0x1fff, 0x0001, 0x0800};
+  auto value = [&](int e_lo, int e_hi) { return split_probe_value(rng, e_lo, e_hi, lows[rng.next() % 7]); };
+  std::vector<Item> items;
+  for (int x = 0; x < 96; ++x) {
+    Item it;
+    for (int k : L) {
+      it.a.at.push_back({k, value(-3, 3)});
+      it.b.at.push_back({k, value(-3, 3)});
+    }
+    items.push_back(it);
+  }
+  for (int x = 0; x < 32; ++x) {
+    Item it;
+    for (int k : L) {
+      it.a.at.push_back({k, split_probe_value(rng, -2, 2, 0x1000)});
+      it.b.at.push_back({k, split_probe_value(rng, -2, 2, x % 2 ? 0x1000 : -1)});
+    }
+    items.push_back(it);
+  }
+  for (int x = 0; x < 48; ++x) {
+    Item it;
+    const int k = L[rng.next() % L.size()];
+    it.a.at = {{k, value(-2, 2)}};
+    it.b.at = {{k, value(-2, 2)}};
+    items.push_back(it);
+  }
+  for (int x = 0; x < 48; ++x) {
+    Item it;
+    const std::vector<int>& n1 = nodes[rng.next() % nodes.size()];
+    const std::vector<int>& n2 = nodes[rng.next() % nodes.size()];
+    const int k1 = n1[rng.next() % n1.size()];
+    int k2 = n2[rng.next() % n2.size()];
+    if (k2 == k1) k2 = L[(std::find(L.begin(), L.end(), k1) - L.begin() + 1) % L.size()];
+    const int shift = static_cast<int>(rng.next() % 13);
+    it.a.at = {{k1, value(0, 1)}, {k2, value(-shift, -shift)}};
+    it.b.at = {{k1, value(0, 1)}, {k2, value(-1, 0)}};
+    items.push_back(it);
+  }
+  // Pairs of leaves whose big x big products cancel exactly (the same big pieces, B's negated; the
+  // low bits below the tie, so that every rounding of the big piece agrees): only the passes of the
+  // small pieces are left. Whether small*big or big*small ran first shows only where their sum lands
+  // on the grid the big x big node aligns it to (about 1 probe in 500 of these on the H100's tf32
+  // model), hence so many of them.
+  for (int x = 0; x < 4096; ++x) {
+    Item it;
+    std::vector<int> perm = L;
+    for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.next() % i]);
+    for (std::size_t i = 0; i + 1 < perm.size(); i += 2) {
+      const bool sa = rng.next() % 2, sb = rng.next() % 2;
+      // exponents far apart from pair to pair, so that the nodes' alignment cuts some small products
+      const int ea = static_cast<int>(rng.next() % 13) - 6, eb = static_cast<int>(rng.next() % 13) - 6;
+      const std::uint64_t ha = rng.next() % 1024, hb = rng.next() % 1024;
+      for (int side = 0; side < 2; ++side) {
+        it.a.at.push_back({perm[i + side], fp32_of(sa, ea, ha, rng.next() % 0x1000)});
+        it.b.at.push_back({perm[i + side], fp32_of(side ? !sb : sb, eb, hb, rng.next() % 0x1000)});
+      }
+    }
+    items.push_back(it);
+  }
+  for (int x = 0; x < 8; ++x) {
+    Item it;
+    for (int k : L) {
+      it.a.at.push_back({k, value(-3, 3)});
+      it.b.at.push_back({k, value(-3, 3)});
+    }
+    const std::size_t at = rng.next() % L.size();
+    // infinity in A (even x) or B against a value whose small piece is non-zero (x < 4) or zero
+    auto& inf_side = x % 2 ? it.b.at : it.a.at;
+    auto& other = x % 2 ? it.a.at : it.b.at;
+    inf_side[at].second = x % 4 < 2 ? INFINITY : -INFINITY;
+    other[at].second = x < 4 ? split_probe_value(rng, 0, 0, 0x0700) : 1.5;
+    items.push_back(it);
+  }
+  const int P = static_cast<int>(items.size());
+  st.split_probes = P;
+  const std::vector<std::uint64_t> bits = run_items(o, E, items);
+  // Their rows of A and columns of B, dense, for the candidates' predictions.
+  Matrix A(P, K), B(K, P);
+  for (int x = 0; x < P; ++x) {
+    for (const auto& [k, v] : items[x].a.at) A(x, k) = v;
+    for (const auto& [k, v] : items[x].b.at) B(k, x) = v;
+  }
+  const Format out = o.output();
+  auto explains = [&](double predicted, std::uint64_t got) {
+    if (std::isnan(predicted)) return std::isnan(from_bits(out, got));
+    return output_bits(out, predicted, 0) == got;
+  };
+  // Each candidate is dropped at its first batch with a probe it does not explain.
+  std::vector<std::size_t> alive(cands.size());
+  std::iota(alive.begin(), alive.end(), 0);
+  std::string last_failure;
+  for (int first = 0, size = 8; first < P && !alive.empty(); first += size, size = first < 512 ? 8 : 512) {
+    std::vector<Entry> batch;
+    for (int x = first; x < std::min(P, first + size); ++x) batch.emplace_back(x, x);
+    std::vector<std::size_t> next;
+    for (std::size_t c : alive) {
+      const std::vector<double> want = emulation::emulate_tree_at(t, model, A, B, batch, opt.threads, &cands[c]);
+      std::size_t miss = want.size();
+      for (std::size_t x = 0; x < want.size() && miss == want.size(); ++x)
+        if (!explains(want[x], bits[first + x])) miss = x;
+      if (miss == want.size()) {
+        next.push_back(c);
+        continue;
+      }
+      const int x = first + static_cast<int>(miss);
+      last_failure = cands[c].describe() + ", at probe " + std::to_string(x) + " of " + std::to_string(P) +
+                     ": predicted " + tc::hex_bits(output_bits(out, want[miss], all_ones_nan(out)), out) +
+                     ", the kernel " + tc::hex_bits(bits[x], out);
+    }
+    alive = std::move(next);
+  }
+  st.seconds = since(t0);
+  for (NodeKind& nk : st.kinds) nk.probes = P;
+  if (alive.size() == 1) {
+    st.split = cands[alive[0]];
+    st.ok = true;
+    return st;
+  }
+  std::ostringstream why;
+  if (alive.empty()) {
+    why << "fp32 operands reach fused nodes of " << st.kinds[0].leaves
+        << " products unconverted, but no split into tf32 pieces with " << st.kinds[0].instruction
+        << "'s measured model explains every one of " << P << " probes (" << cands.size()
+        << " schemes tried; the last to fail: " << last_failure << ")";
+    for (NodeKind& nk : st.kinds) nk.mismatching = P;  // no scheme explains them all
+  } else {
+    why << alive.size() << " split schemes explain all " << P << " probes, which do not tell them apart:";
+    for (std::size_t i = 0; i < alive.size() && i < 3; ++i) why << (i ? "; " : " ") << cands[alive[i]].describe();
+  }
+  st.why = why.str();
+  return st;
+}
+
 NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const ConversionStage& conv,
                       const Options& opt) {
   const auto t0 = Clock::now();
@@ -595,6 +813,9 @@ NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTre
     st.why = "A and B reach the multiplier in different formats";
     return st;
   }
+  // fp32 products exact in single products but fused: operands split into tf32 pieces, or nothing.
+  if (compute == Format::fp32 && !kinds.empty() && instructions_for(Format::fp32, kinds[0].leaves).empty())
+    return infer_split(o, E, t, opt, t0);
   for (const Kind& kind : kinds) {
     NodeKind nk;
     nk.leaves = kind.leaves;
@@ -823,6 +1044,33 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
   return std::nullopt;
 }
 
+std::vector<emulation::SplitScheme> split_candidates(int longest_chain) {
+  using emulation::SplitScheme;
+  using P = std::pair<SplitScheme::Piece, SplitScheme::Piece>;
+  const P sb{SplitScheme::small, SplitScheme::big}, bs{SplitScheme::big, SplitScheme::small},
+      bb{SplitScheme::big, SplitScheme::big}, ss{SplitScheme::small, SplitScheme::small};
+  std::vector<std::vector<P>> orders;
+  std::vector<P> three{sb, bs, bb};
+  std::sort(three.begin(), three.end());
+  do {
+    orders.push_back(three);
+    std::vector<P> first{ss}, last = three;
+    first.insert(first.end(), three.begin(), three.end());
+    last.push_back(ss);
+    orders.push_back(first);
+    orders.push_back(last);
+  } while (std::next_permutation(three.begin(), three.end()));
+  std::vector<int> groups{0};
+  for (int g = 1; g <= 8 && g < longest_chain; g *= 2) groups.push_back(g);
+  std::vector<SplitScheme> out;
+  for (emulation::LowBits r : {emulation::LowBits::nearest_away, emulation::LowBits::nearest_even,
+                               emulation::LowBits::toward_zero})
+    for (const std::vector<P>& passes : orders)
+      for (int g : groups)
+        for (bool mask : {true, false}) out.push_back({r, passes, g, mask});
+  return out;
+}
+
 bool expected_tree_matches(const Numerics& n, int K, const std::string& canonical) {
   return emulation::expected_tree(n, K).canonical() == canonical;
 }
@@ -837,6 +1085,9 @@ std::string Report::summary() const {
                                        << tree.entries_verified << " verified)\n";
   if (conversion.ok)
     s << "  operands: A " << in_words(conversion.a) << ", B " << in_words(conversion.b) << "\n";
+  if (nodes.split)
+    s << "  split: " << nodes.split->describe() << " (the one of " << nodes.split_candidates << " schemes explaining all "
+      << nodes.split_probes << " probes)\n";
   for (const NodeKind& k : nodes.kinds)
     s << "  fused nodes of " << k.leaves << (k.carry ? " products and the running sum" : " products") << ": "
       << k.params.describe() << " (" << k.probes << " probes of " << k.instruction << ", " << k.mismatching
@@ -877,7 +1128,8 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   if (!r.nodes.ok) return fail("nodes", r.nodes.why);
   // Composition at full size on each distribution.
   const emulation::NodeModel model = node_model(r.nodes.kinds);
-  if (std::string gap = emulation::tree_gap(r.tree.tree, model, info(o.input()).name); !gap.empty())
+  const emulation::SplitScheme* split = r.nodes.split ? &*r.nodes.split : nullptr;
+  if (std::string gap = emulation::tree_gap(r.tree.tree, model, info(o.input()).name, split); !gap.empty())
     return fail("nodes", gap);
   // A NaN result is written as the nodes' model encodes it (binary nodes pass NaN on as the tensor
   // cores and CUDA cores of Hopper write it: all ones).
@@ -894,7 +1146,7 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
     const std::vector<std::uint64_t> got = o.run_full(A, B, cmp);
     for (double& v : A.v) v = convert(r.conversion.a, v);
     for (double& v : B.v) v = convert(r.conversion.b, v);
-    const std::vector<double> want = emulation::emulate_tree_at(r.tree.tree, model, A, B, cmp, opt.threads);
+    const std::vector<double> want = emulation::emulate_tree_at(r.tree.tree, model, A, B, cmp, opt.threads, split);
     Comparison c{d.name(), static_cast<long long>(cmp.size()), 0, ""};
     for (std::size_t e = 0; e < cmp.size(); ++e) {
       const std::uint64_t w = output_bits(o.output(), want[e], nan_bits);
@@ -907,15 +1159,22 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
     r.comparisons.push_back(c);
   }
   // The identified numerics in gemmlab's vocabulary, and the known kernels that have them.
-  r.numerics = numerics_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds);
+  // Split operands have no record in gemmlab's vocabulary (Numerics has no split), and no built-in
+  // kernel splits its operands: they are stated in words only.
+  if (!split) r.numerics = numerics_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds);
   {
     std::ostringstream s;
-    s << "operands " << in_words(r.conversion.a) << "; " << r.tree.text;
+    if (split)
+      s << split->describe() << ", each pass of a node one " << r.nodes.kinds[0].instruction << "; the tree of the big x big products: ";
+    else
+      s << "operands " << in_words(r.conversion.a) << "; ";
+    s << r.tree.text;
     if (r.numerics) s << " = " << r.numerics->describe();
     r.numerics_text = s.str();
   }
   const std::string canon = r.tree.tree.canonical();
-  for (const KnownKernel& k : opt.known) {
+  const std::vector<KnownKernel> none;
+  for (const KnownKernel& k : split ? none : opt.known) {
     if (k.numerics.input != o.input() || k.numerics.output != o.output()) continue;
     if (k.numerics.compute != compute_format(r.conversion.a, o.input())) continue;
     try {
@@ -1010,8 +1269,8 @@ std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<void(int
   std::vector<double> c(n);
   for (const auto* which : {&own, &other}) {
     if (which->empty()) continue;
-    const std::vector<double> sums =
-        emulation::emulate_tree_at(which == &own ? tree_ : *other_tree, model_, A, B, *which, 0);
+    const std::vector<double> sums = emulation::emulate_tree_at(which == &own ? tree_ : *other_tree, model_, A, B,
+                                                                *which, 0, split ? &*split : nullptr);
     for (std::size_t t = 0; t < which->size(); ++t) c[(*which)[t].first] = sums[t];
   }
   std::vector<std::uint64_t> out(n);

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace gemmlab::emulation {
 
@@ -230,12 +233,16 @@ std::optional<tc::TcParams> tree_node_params(Format input, int leaves) {
   return tc::measured_hopper_params(*ins);
 }
 
-std::string tree_gap(const SummationTree& t, const NodeModel& model, const std::string& input_name) {
+std::string tree_gap(const SummationTree& t, const NodeModel& model, const std::string& input_name,
+                     const SplitScheme* split) {
   for (int n = t.leaves(); n < t.node_count(); ++n) {
     const std::vector<int>& ch = t.children(n);
     int leaves = 0;
     for (int c : ch) leaves += t.is_leaf(c);
     const int adds = static_cast<int>(ch.size()) - leaves;
+    if (ch.size() == 2 && split && leaves > 0)
+      return "node " + t.name(n) + " adds a product by an FMA: split operands are modelled only in fused "
+             "tensor-core nodes";
     if (ch.size() == 2) continue;
     std::ostringstream why;
     if (adds > 1) {
@@ -260,11 +267,17 @@ namespace {
 
 // A tree checked once against tree_gap, with each fused node's model looked up once (nullopt for
 // binary nodes and leaves): what every entry's evaluation needs.
+// With a split scheme, also the chains of fused nodes: chain_at[n] (n the chain's last node, the one
+// whose value the rest of the tree reads) indexes `chains`, each listed from its first node.
 struct TreePlan {
   const SummationTree& t;
   std::vector<std::optional<tc::TcParams>> params;
-  TreePlan(const SummationTree& tree, const NodeModel& model) : t(tree), params(tree.node_count()) {
-    if (std::string gap = tree_gap(tree, model, "the compute format"); !gap.empty())
+  const SplitScheme* split = nullptr;
+  std::vector<std::vector<int>> chains;
+  std::vector<int> chain_at;
+  TreePlan(const SummationTree& tree, const NodeModel& model, const SplitScheme* s = nullptr)
+      : t(tree), params(tree.node_count()), split(s) {
+    if (std::string gap = tree_gap(tree, model, "the compute format", split); !gap.empty())
       throw std::invalid_argument("emulate_tree: " + gap);
     for (int n = t.leaves(); n < t.node_count(); ++n) {
       if (t.children(n).size() == 2) continue;
@@ -272,6 +285,16 @@ struct TreePlan {
       for (int c : t.children(n)) leaves += t.is_leaf(c);
       params[n] = model(leaves);
     }
+    if (!split) return;
+    if (t.node_count() == t.leaves()) throw std::invalid_argument("emulate_tree: split operands need a fused node");
+    if (split->passes.empty()) throw std::invalid_argument("emulate_tree: a split scheme needs at least one pass");
+    chains = fused_chains(t);
+    // The pieces are split once per entry, so every fused node must read tf32 containers alike.
+    for (int n = t.leaves(); n < t.node_count(); ++n)
+      if (params[n] && params[n]->tf32_low_bits != params[chains[0][0]]->tf32_low_bits)
+        throw std::invalid_argument("emulate_tree: split operands need one tf32_low_bits rule for every fused node");
+    chain_at.assign(t.node_count(), -1);
+    for (std::size_t c = 0; c < chains.size(); ++c) chain_at[chains[c].back()] = static_cast<int>(c);
   }
 };
 
@@ -314,7 +337,129 @@ double tree_dot(const TreePlan& plan, const double* a, const double* b, std::vec
   return value[t.root()];
 }
 
+// One entry with split operands (SplitScheme): binary nodes add partial sums (tree_gap allowed no
+// product there); each chain of fused nodes is evaluated at its last node, pass by pass.
+double split_tree_dot(const TreePlan& plan, const double* a, const double* b, std::vector<float>& value,
+                      std::vector<double>& pieces) {
+  const SummationTree& t = plan.t;
+  const SplitScheme& s = *plan.split;
+  const int K = t.leaves();
+  value.resize(t.node_count());
+  // (a big, a small, b big, b small) of each leaf, as the instruction reads them
+  pieces.resize(4 * static_cast<std::size_t>(K));
+  const tc::TcParams& read = *plan.params[plan.chains[0][0]];
+  for (int k = 0; k < K; ++k) {
+    std::tie(pieces[4 * k], pieces[4 * k + 1]) = split_pieces(s, read, a[k]);
+    std::tie(pieces[4 * k + 2], pieces[4 * k + 3]) = split_pieces(s, read, b[k]);
+  }
+  double ga[64], gb[64];
+  const std::size_t last_pass = s.passes.size() - 1;
+  for (int n = t.leaves(); n < t.node_count(); ++n) {
+    const std::vector<int>& ch = t.children(n);
+    if (ch.size() == 2) {
+      value[n] = fadd_rn(value[ch[0]], value[ch[1]]);
+      continue;
+    }
+    if (plan.chain_at[n] < 0) continue;  // inside a chain: run with its last node
+    const std::vector<int>& chain = plan.chains[plan.chain_at[n]];
+    double d = 0.0;
+    for (int c : t.children(chain.front()))
+      if (!t.is_leaf(c)) d = value[c];
+    const std::size_t group = s.nodes_per_pass > 0 ? static_cast<std::size_t>(s.nodes_per_pass) : chain.size();
+    for (std::size_t first = 0; first < chain.size(); first += group) {
+      for (std::size_t pass = 0; pass < s.passes.size(); ++pass) {
+        if (s.nan_to_zero_before_last && pass == last_pass && pass > 0 && std::isnan(d)) d = 0.0;
+        for (std::size_t x = first; x < std::min(chain.size(), first + group); ++x) {
+          const int node = chain[x];
+          const tc::TcParams& p = *plan.params[node];
+          int m = 0;
+          for (int c : t.children(node)) {
+            if (!t.is_leaf(c)) continue;
+            ga[m] = pieces[4 * c + (s.passes[pass].first == SplitScheme::big ? 0 : 1)];
+            gb[m] = pieces[4 * c + (s.passes[pass].second == SplitScheme::big ? 2 : 3)];
+            ++m;
+          }
+          d = as_float(tc::dot(p, ga, gb, m, d));
+        }
+      }
+    }
+    value[n] = static_cast<float>(d);
+  }
+  return value[t.root()];
+}
+
 }  // namespace
+
+std::vector<std::vector<int>> fused_chains(const SummationTree& t) {
+  // A fused node continues the chain of its non-leaf child when that child is fused too.
+  auto fused = [&](int n) { return !t.is_leaf(n) && t.children(n).size() > 2; };
+  std::vector<char> continued(t.node_count(), 0);
+  for (int n = t.leaves(); n < t.node_count(); ++n)
+    if (fused(n))
+      for (int c : t.children(n))
+        if (fused(c)) continued[c] = 1;
+  std::vector<std::vector<int>> chains;
+  for (int n = t.leaves(); n < t.node_count(); ++n) {
+    if (!fused(n) || continued[n]) continue;
+    std::vector<int> chain{n};
+    for (bool more = true; more;) {
+      more = false;
+      for (int c : t.children(chain.back()))
+        if (fused(c)) {
+          chain.push_back(c);
+          more = true;
+          break;
+        }
+    }
+    std::reverse(chain.begin(), chain.end());
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+double round_low_bits(double x, int low_bits, LowBits r) {
+  const float f = static_cast<float>(x);
+  if (std::isnan(f) || std::isinf(f)) return x;
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const std::uint32_t half = 1u << (low_bits - 1), mask = (1u << low_bits) - 1, low = u & mask;
+  std::uint32_t out = u & ~mask;
+  // The sign is the top bit: adding to the magnitude's bits carries into the exponent as rounding up
+  // a significand does (to infinity past the largest finite value).
+  if (r != LowBits::toward_zero &&
+      (low > half || (low == half && (r == LowBits::nearest_away || ((out >> low_bits) & 1u)))))
+    out += 1u << low_bits;
+  float y;
+  std::memcpy(&y, &out, 4);
+  return y;
+}
+
+std::string SplitScheme::describe() const {
+  static const char* const piece[] = {"big", "small"};
+  std::ostringstream s;
+  s << "fp32 operands split into two tf32 pieces (big rounded "
+    << (big_rounding == LowBits::nearest_even   ? "to nearest even"
+        : big_rounding == LowBits::nearest_away ? "to nearest, ties away from zero (cvt.rna)"
+                                                : "toward zero")
+    << ", small = x - big as the instruction reads it); "
+    << (nodes_per_pass == 0   ? std::string("each chain of fused nodes")
+        : nodes_per_pass == 1 ? std::string("each fused node")
+                              : "each group of " + std::to_string(nodes_per_pass) + " fused nodes")
+    << " run " << passes.size() << " times: ";
+  for (std::size_t i = 0; i < passes.size(); ++i)
+    s << (i ? ", then " : "") << "A " << piece[passes[i].first] << " x B " << piece[passes[i].second];
+  s << ", chained through the running sum";
+  if (nan_to_zero_before_last) s << " (a NaN running sum set to +0 before the last pass)";
+  return s.str();
+}
+
+std::pair<double, double> split_pieces(const SplitScheme& s, const tc::TcParams& p, double x) {
+  const float big = static_cast<float>(round_low_bits(x, 13, s.big_rounding));
+  const float small = static_cast<float>(x) - big;  // fp32 subtraction: exact for finite x and big
+  // The instruction reads each piece's fp32 container as it reads every tf32 operand.
+  const LowBits read = p.tf32_low_bits == Rounding::nearest_even ? LowBits::nearest_even : LowBits::toward_zero;
+  return {round_low_bits(big, 13, read), round_low_bits(small, 13, read)};
+}
 
 double emulate_tree_dot(const SummationTree& t, const NodeModel& model, const double* a, const double* b) {
   if (std::string gap = tree_gap(t, model, "the compute format"); !gap.empty())
@@ -330,19 +475,21 @@ double emulate_tree_dot(const SummationTree& t, Format input, const double* a, c
 }
 
 std::vector<double> emulate_tree_at(const SummationTree& t, const NodeModel& model, const Matrix& A, const Matrix& B,
-                                    const std::vector<std::pair<int, int>>& entries, int threads) {
+                                    const std::vector<std::pair<int, int>>& entries, int threads,
+                                    const SplitScheme* split) {
   const int K = A.cols;
   if (B.rows != K || t.leaves() != K)
     throw std::invalid_argument("emulate_tree: A (M, K), B (K, N) and a tree of K = " + std::to_string(t.leaves()) +
                                 " products must agree");
-  const TreePlan plan(t, model);
+  const TreePlan plan(t, model, split);
   std::vector<double> C(entries.size());
   parallel_for(static_cast<long>(entries.size()), threads, [&](long e) {
-    std::vector<double> b(K);
+    std::vector<double> b(K), pieces;
     std::vector<float> value;
     const auto [i, j] = entries[e];
     for (int k = 0; k < K; ++k) b[k] = B.v[static_cast<std::size_t>(k) * B.cols + j];
-    C[e] = tree_dot(plan, &A.v[static_cast<std::size_t>(i) * K], b.data(), value);
+    const double* a = &A.v[static_cast<std::size_t>(i) * K];
+    C[e] = split ? split_tree_dot(plan, a, b.data(), value, pieces) : tree_dot(plan, a, b.data(), value);
   });
   return C;
 }

@@ -80,16 +80,57 @@ SummationTree expected_tree(const Numerics& order, int K, const std::vector<int>
 std::optional<tc::TcParams> tree_node_params(Format input, int leaves);
 // Empty when every node of `tree` follows one of the rules above for `input`; else what does not.
 std::string tree_gap(const SummationTree& tree, Format input);
+
+// Split operands (Triton's input_precision="tf32x3", CUTLASS's 3xTF32): each fp32 operand x reaches the
+// tensor core as two tf32 pieces, big = x with its low 13 bits rounded off (`big_rounding`) and small = x - big
+// (an fp32 subtraction, exact for finite x), which the instruction reads as it reads any tf32
+// operand's fp32 container (tf32_low_bits of the node's model: the low 13 bits dropped, so a small
+// piece of 12 or 13 significant bits loses its last ones). Every fused node of the tree is then run
+// once per pass, a pass being the products (piece of a) * (piece of b) over the node's leaves, and
+// the passes chain through the running sum:
+//  * nodes_per_pass 0: a chain of fused nodes (its first node takes no running sum from another fused
+//    node; each next one takes the previous as its C) is run whole for the first pass, then whole
+//    again for the next pass from that result, ...: Triton's three tl.dot calls over one k-tile;
+//  * nodes_per_pass n > 0: the chain in groups of n consecutive nodes from its first, each group run
+//    for every pass before the next group (1: each fused node is its passes in a row).
+// The first pass starts from the chain's own C (the first node's non-fused child, else +0).
+// nan_to_zero_before_last: a NaN running sum becomes +0 before the last pass (Triton masks the NaN
+// that inf * 0 or inf - inf gives in the small pieces, so that an infinite operand gives infinity).
+enum class LowBits { nearest_even, nearest_away, toward_zero };
+// x (an fp32 value) with its low `low_bits` fraction bits rounded off as `r` says, on the bits of its
+// fp32 pattern: a carry runs into the exponent as a significand rounding up does (to infinity past the
+// largest finite value). NaN and infinity come back unchanged. tf32: 13, bf16: 16.
+double round_low_bits(double x, int low_bits, LowBits r);
+
+struct SplitScheme {
+  enum Piece { big = 0, small = 1 };
+  LowBits big_rounding = LowBits::nearest_away;
+  std::vector<std::pair<Piece, Piece>> passes;  // (piece of a, piece of b), in the order run
+  int nodes_per_pass = 0;
+  bool nan_to_zero_before_last = false;
+  std::string describe() const;  // in words
+  bool operator==(const SplitScheme&) const = default;
+};
+// The chains of fused nodes of `tree` (nodes with more than two children), each listed from its first
+// node (the one whose running sum, if any, comes from no fused node) to its last.
+std::vector<std::vector<int>> fused_chains(const SummationTree& tree);
+// The pieces of x (fp32) as an instruction with model `p` reads them.
+std::pair<double, double> split_pieces(const SplitScheme& s, const tc::TcParams& p, double x);
+
 // The same rules with another model of the fused nodes (a kernel's nodes as `gemmlab explain` inferred
 // them): the model of a fused node of `leaves` products, nullopt where there is none.
 using NodeModel = std::function<std::optional<tc::TcParams>(int leaves)>;
-std::string tree_gap(const SummationTree& tree, const NodeModel& model, const std::string& input_name);
+std::string tree_gap(const SummationTree& tree, const NodeModel& model, const std::string& input_name,
+                     const SplitScheme* split = nullptr);
 double emulate_tree_dot(const SummationTree& tree, const NodeModel& model, const double* a, const double* b);
 std::vector<double> emulate_tree(const SummationTree& tree, const NodeModel& model, const Matrix& A, const Matrix& B,
                                  int threads = 0);
 // Only the listed entries (i, j) of C = A B, in the order given.
+// With `split`: the operands split into pieces and each fused node run once per pass (SplitScheme);
+// every product must then be in a fused node (tree_gap says where one is not).
 std::vector<double> emulate_tree_at(const SummationTree& tree, const NodeModel& model, const Matrix& A,
-                                    const Matrix& B, const std::vector<std::pair<int, int>>& entries, int threads = 0);
+                                    const Matrix& B, const std::vector<std::pair<int, int>>& entries, int threads = 0,
+                                    const SplitScheme* split = nullptr);
 // One entry: a (K), b (K) in k order. Throws std::invalid_argument where tree_gap is not empty.
 double emulate_tree_dot(const SummationTree& tree, Format input, const double* a, const double* b);
 // Every entry of C = A B summed in `tree` (K leaves); (M, N) row-major.

@@ -5,6 +5,7 @@
 // with the stage and the reason, never forced onto the nearest model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -417,4 +418,114 @@ TEST(FprevGroups, CountsThatNoGroupMakesWholeStayUnidentified) {
   EXPECT_EQ(r.failed_stage, "tree") << r.summary();
   EXPECT_TRUE(contains(r.reason, "not a whole number of units")) << r.reason;
   EXPECT_TRUE(contains(r.reason, "groups of G = 256")) << r.reason;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split operands (3xTF32): fp32 operands whose single products come back exact but whose fused nodes
+// no fp32 instruction has. The split scheme is checked against the tf32 instruction's measured model.
+
+namespace {
+
+using emulation::SplitScheme;
+
+SplitScheme scheme(emulation::LowBits big, std::vector<std::pair<SplitScheme::Piece, SplitScheme::Piece>> passes,
+                   int nodes_per_pass, bool mask) {
+  return {big, std::move(passes), nodes_per_pass, mask};
+}
+
+constexpr auto SM = SplitScheme::small, BG = SplitScheme::big;
+
+// Triton 3.6's tf32x3 (lib/Dialect/TritonGPU/Transforms/F32DotTC.cpp).
+SplitScheme triton_tf32x3() { return scheme(emulation::LowBits::nearest_away, {{SM, BG}, {BG, SM}, {BG, BG}}, 0, true); }
+
+// A kernel of (64, 64, K) fp32 operands split by `s`, its big x big products in Triton's tree: k-tiles of
+// 32 (four k8 tf32 nodes chained from +0), the tiles' sums added in fp32.
+SyntheticKernel split_kernel(const SplitScheme& s, int K = 128,
+                             tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k8_tf32_f32)) {
+  SyntheticKernel k(64, 64, K, Format::fp32, promoted_tree(K, 8, 32), [p](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != 8) return std::nullopt;
+    return p;
+  });
+  k.split = s;
+  return k;
+}
+
+}  // namespace
+
+TEST(ExplainSplit, CandidatesAreDistinctAndHoldTriton) {
+  const std::vector<SplitScheme> c = split_candidates(4);
+  // 3 roundings x 18 orders x groups {chain, 1, 2} x mask or not
+  EXPECT_EQ(c.size(), 3u * 18 * 3 * 2);
+  for (std::size_t i = 0; i < c.size(); ++i)
+    for (std::size_t j = i + 1; j < c.size(); ++j) ASSERT_FALSE(c[i] == c[j]) << c[i].describe();
+  EXPECT_NE(std::find(c.begin(), c.end(), triton_tf32x3()), c.end());
+}
+
+TEST(ExplainSplit, TritonTf32x3Identified) {
+  SyntheticKernel k = split_kernel(triton_tf32x3());
+  const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.conversion.a, Conversion::as_is);  // 3xTF32 single products are exact
+  ASSERT_TRUE(r.nodes.split.has_value());
+  EXPECT_EQ(*r.nodes.split, triton_tf32x3()) << r.nodes.split->describe();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  EXPECT_GT(r.comparisons.size(), 0u);
+  for (const NodeKind& nk : r.nodes.kinds) {
+    EXPECT_EQ(nk.leaves, 8);
+    EXPECT_TRUE(contains(nk.same_as, "wgmma_m64n8k8_tf32_f32")) << nk.same_as;
+    EXPECT_EQ(nk.mismatching, 0);
+  }
+  // No record of gemmlab's vocabulary splits operands: stated in words, no built-in kernel named.
+  EXPECT_FALSE(r.numerics.has_value());
+  EXPECT_TRUE(r.behaves_like.empty());
+  EXPECT_TRUE(contains(r.numerics_text, "split into two tf32 pieces")) << r.numerics_text;
+  EXPECT_TRUE(contains(r.summary(), "A small x B big, then A big x B small, then A big x B big")) << r.summary();
+}
+
+TEST(ExplainSplit, OtherSchemesRecoveredAsThemselves) {
+  // Each of these is a candidate: it must come back as itself (never as Triton's), or unidentified.
+  int identified = 0;
+  for (const SplitScheme& s : {scheme(emulation::LowBits::nearest_even, {{BG, BG}, {SM, BG}, {BG, SM}}, 1, false),
+                               scheme(emulation::LowBits::toward_zero, {{SM, SM}, {SM, BG}, {BG, SM}, {BG, BG}}, 0, true),
+                               scheme(emulation::LowBits::nearest_away, {{BG, SM}, {SM, BG}, {BG, BG}}, 0, true),
+                               scheme(emulation::LowBits::nearest_away, {{SM, BG}, {BG, SM}, {BG, BG}}, 2, true),
+                               scheme(emulation::LowBits::nearest_even, {{SM, BG}, {BG, SM}, {BG, BG}}, 0, true)}) {
+    SyntheticKernel k = split_kernel(s);
+    const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+    if (!r.identified) {
+      // A big piece cut toward zero leaves a small piece of up to 13 bits, which the instruction cuts
+      // to 11: single products lose bits, and no conversion explains them.
+      if (s.big_rounding == emulation::LowBits::toward_zero) EXPECT_EQ(r.failed_stage, "conversion") << r.summary();
+      else EXPECT_EQ(r.failed_stage, "nodes") << s.describe() << "\n" << r.summary();
+      continue;
+    }
+    ASSERT_TRUE(r.nodes.split.has_value()) << r.summary();
+    EXPECT_EQ(*r.nodes.split, s) << "kernel: " << s.describe() << "\nfound: " << r.nodes.split->describe();
+    for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0);
+    ++identified;
+  }
+  // The probes tell these apart (the toward-zero one stops at the conversion).
+  EXPECT_EQ(identified, 4);
+}
+
+TEST(ExplainSplit, SplitWithAnArithmeticNoCandidateHasIsUnidentified) {
+  // Triton's split through a tf32 node keeping one more alignment bit than the H100's: no candidate
+  // composed with the measured model explains the probes.
+  tc::TcParams odd = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k8_tf32_f32);
+  odd.neab += 3;
+  SyntheticKernel k = split_kernel(triton_tf32x3(), 128, odd);
+  const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+  EXPECT_FALSE(r.identified) << r.summary();
+  EXPECT_EQ(r.failed_stage, "nodes") << r.summary();
+  EXPECT_TRUE(contains(r.reason, "split")) << r.reason;
+}
+
+TEST(ExplainSplit, PlainTf32KernelIsNotSplit) {
+  // Converted operands keep the old path: no split tried.
+  SyntheticKernel k(64, 64, 128, Format::fp32, promoted_tree(128, 8, 32), model_of(tc::Instruction::wgmma_m64n8k8_tf32_f32),
+                    Conversion::tf32_rna, Conversion::tf32_rna);
+  const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_FALSE(r.nodes.split.has_value());
+  EXPECT_EQ(r.conversion.a, Conversion::tf32_rna);
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "kernels/registry.hpp"
@@ -320,4 +321,154 @@ TEST(KernelEmulationTree, GapsAreNamed) {
   EXPECT_THROW(emulate_tree_dot(blocked_tree(64, 8, true), Format::fp16, std::vector<double>(64, 1).data(),
                                 std::vector<double>(64, 1).data()),
                std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split operands (SplitScheme, 3xTF32)
+
+namespace {
+
+// Triton 3.6's tf32x3 (F32DotTC.cpp): big = cvt.rna.tf32.f32(x), small = x - big; per k-tile the
+// three tf32 dots small*big, big*small (NaN -> 0), big*big chained from +0, then added to the sum.
+SplitScheme triton_tf32x3() {
+  return {LowBits::nearest_away,
+          {{SplitScheme::small, SplitScheme::big}, {SplitScheme::big, SplitScheme::small}, {SplitScheme::big, SplitScheme::big}},
+          0,
+          true};
+}
+
+NodeModel tf32_model() {
+  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k8_tf32_f32);
+  return [p](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != 8) return std::nullopt;
+    return p;
+  };
+}
+
+// What the tensor core reads of an fp32 value as a tf32 operand: its 11 leading significant bits,
+// cut toward zero (written apart from round_low_bits, on the value, not the bits).
+double tf32_cut(double x) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const int e = std::ilogb(x);
+  return std::ldexp(std::trunc(std::ldexp(x, 10 - e)), e - 10);
+}
+
+}  // namespace
+
+TEST(KernelEmulationSplit, RoundLowBitsAndPieces) {
+  // 1 + 2^-11 is the tie between tf32 neighbours 1 and 1 + 2^-10.
+  EXPECT_EQ(round_low_bits(1 + p2(-11), 13, LowBits::nearest_even), 1.0);
+  EXPECT_EQ(round_low_bits(1 + p2(-11), 13, LowBits::nearest_away), 1 + p2(-10));
+  EXPECT_EQ(round_low_bits(-(1 + p2(-11)), 13, LowBits::nearest_away), -(1 + p2(-10)));
+  EXPECT_EQ(round_low_bits(1 + p2(-10) - p2(-23), 13, LowBits::toward_zero), 1.0);
+  EXPECT_EQ(round_low_bits(0x1.fffffep127, 13, LowBits::nearest_away), INFINITY);  // the carry reaches the exponent
+  EXPECT_TRUE(std::isnan(round_low_bits(NAN, 13, LowBits::nearest_even)));
+  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k8_tf32_f32);
+  ASSERT_EQ(p.tf32_low_bits, Rounding::toward_zero);
+  // x = 1 + 0xfff 2^-23: the low 13 bits are below the tie, so big = 1 and small = 0xfff 2^-23, whose
+  // 12 significant bits the instruction reads as 11: 0xffe 2^-23.
+  const SplitScheme s = triton_tf32x3();
+  auto [big, small] = split_pieces(s, p, 1 + 0xfff * p2(-23));
+  EXPECT_EQ(big, 1.0);
+  EXPECT_EQ(small, 0xffe * p2(-23));
+  // A tie: away from zero, the small piece is negative.
+  std::tie(big, small) = split_pieces(s, p, 1 + p2(-11));
+  EXPECT_EQ(big, 1 + p2(-10));
+  EXPECT_EQ(small, -p2(-11));
+  // Infinity: big is infinite, small = inf - inf is NaN.
+  std::tie(big, small) = split_pieces(s, p, INFINITY);
+  EXPECT_EQ(big, INFINITY);
+  EXPECT_TRUE(std::isnan(small));
+}
+
+TEST(KernelEmulationSplit, SingleProductLosesWhatTheSmallPieceCannotHold) {
+  // One product x * 1 in a fused node of 8: the passes add big * 1 and small * 1 exactly, but the
+  // small piece 0xfff 2^-23 reaches the tensor core as 0xffe 2^-23: x - 2^-23 comes back.
+  std::vector<double> a(8, 0.0), b(8, 0.0);
+  a[3] = 1 + 0xfff * p2(-23);
+  b[3] = 1;
+  Matrix A(1, 8), B(8, 1);
+  for (int k = 0; k < 8; ++k) {
+    A(0, k) = a[k];
+    B(k, 0) = b[k];
+  }
+  const SplitScheme s = triton_tf32x3();
+  EXPECT_EQ(emulate_tree_at(blocked_tree(8, 8, true), tf32_model(), A, B, {{0, 0}}, 1, &s)[0], 1 + 0xffe * p2(-23));
+}
+
+TEST(KernelEmulationSplit, TritonTf32x3AsItsKTilesDoIt) {
+  // Triton's loop written out with tc::dot: K = 64 in two k-tiles of 32 (four k8 nodes each), the
+  // tiles' sums added in fp32; the tree of the big x big products is promoted_tree(64, 8, 32).
+  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k8_tf32_f32);
+  const int M = 6, N = 5, K = 64;
+  for (const char* dist : {"uniform_0_1", "normal_0_1", "logunif_-8_8"}) {
+    const Matrix A = generate(parse_distribution(dist), Operand::A, M, K, Format::fp32, 7);
+    const Matrix B = generate(parse_distribution(dist), Operand::B, K, N, Format::fp32, 7);
+    std::vector<std::pair<int, int>> entries;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) entries.emplace_back(i, j);
+    for (int per_node : {0, 1}) {
+      SplitScheme s = triton_tf32x3();
+      s.nodes_per_pass = per_node;
+      const std::vector<double> got = emulate_tree_at(promoted_tree(K, 8, 32), tf32_model(), A, B, entries, 1, &s);
+      for (std::size_t e = 0; e < entries.size(); ++e) {
+        const auto [i, j] = entries[e];
+        // The pieces, written out: big to nearest with ties away, small = x - big in fp32, read cut.
+        double ab[K], as[K], bb[K], bs[K];
+        for (int k = 0; k < K; ++k) {
+          ab[k] = round_low_bits(A(i, k), 13, LowBits::nearest_away);
+          as[k] = tf32_cut(static_cast<float>(A(i, k) - ab[k]));
+          bb[k] = round_low_bits(B(k, j), 13, LowBits::nearest_away);
+          bs[k] = tf32_cut(static_cast<float>(B(k, j) - bb[k]));
+        }
+        float acc = 0;
+        for (int tile = 0; tile < K / 32; ++tile) {
+          double d = 0;
+          const double* pass_a[] = {as, ab, ab};
+          const double* pass_b[] = {bb, bs, bb};
+          if (per_node == 0) {
+            for (int pass = 0; pass < 3; ++pass)
+              for (int k0 = tile * 32; k0 < tile * 32 + 32; k0 += 8) d = tc::dot(p, pass_a[pass] + k0, pass_b[pass] + k0, 8, d);
+          } else {
+            for (int k0 = tile * 32; k0 < tile * 32 + 32; k0 += 8)
+              for (int pass = 0; pass < 3; ++pass) d = tc::dot(p, pass_a[pass] + k0, pass_b[pass] + k0, 8, d);
+          }
+          acc = tile == 0 ? static_cast<float>(d) : acc + static_cast<float>(d);
+        }
+        ASSERT_EQ(got[e], acc) << dist << " per_node " << per_node << " C(" << i << "," << j << ")";
+      }
+    }
+  }
+}
+
+TEST(KernelEmulationSplit, NanMaskGivesTheInfinity) {
+  // inf * 1.5: the small piece of inf is NaN, so small * big is NaN; masked before big * big, the
+  // result is inf * 1.5 = inf; unmasked it stays NaN.
+  Matrix A(1, 8), B(8, 1);
+  for (int k = 0; k < 8; ++k) {
+    A(0, k) = k == 2 ? INFINITY : 1;
+    B(k, 0) = 1.5;
+  }
+  SplitScheme s = triton_tf32x3();
+  EXPECT_EQ(emulate_tree_at(blocked_tree(8, 8, true), tf32_model(), A, B, {{0, 0}}, 1, &s)[0], INFINITY);
+  s.nan_to_zero_before_last = false;
+  EXPECT_TRUE(std::isnan(emulate_tree_at(blocked_tree(8, 8, true), tf32_model(), A, B, {{0, 0}}, 1, &s)[0]));
+}
+
+TEST(KernelEmulationSplit, ProductsOutsideFusedNodesAreAGap) {
+  const SplitScheme s = triton_tf32x3();
+  EXPECT_NE(tree_gap(sequential_tree(8), tf32_model(), "fp32", &s).find("FMA"), std::string::npos);
+  EXPECT_EQ(tree_gap(promoted_tree(64, 8, 32), tf32_model(), "fp32", &s), "");
+  Matrix A(1, 8), B(8, 1);
+  EXPECT_THROW(emulate_tree_at(sequential_tree(8), tf32_model(), A, B, {{0, 0}}, 1, &s), std::invalid_argument);
+}
+
+TEST(KernelEmulationSplit, ChainsOfFusedNodes) {
+  // promoted_tree: one chain of four k8 nodes per k-tile of 32; blocked in-MMA: one chain of all.
+  const SummationTree t = promoted_tree(64, 8, 32);
+  const std::vector<std::vector<int>> chains = fused_chains(t);
+  ASSERT_EQ(chains.size(), 2u);
+  for (const auto& c : chains) ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(fused_chains(blocked_tree(64, 8, true)).size(), 1u);
+  EXPECT_EQ(fused_chains(blocked_tree(64, 8, false)).size(), 8u);
 }

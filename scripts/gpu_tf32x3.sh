@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# `gemmlab explain` on Triton's fp32 flavours, for the split operands of input_precision="tf32x3".
+# Usage: scripts/gpu_tf32x3.sh BIN_DIR OUT_DIR. BIN_DIR holds gemmlab, gemmlab_cpu_tests and
+# gemmlab_gpu_tests; PYTHONPATH must hold the gemmlab wheel (with gemmlab._gpu); Triton 3.6 and torch.
+# 1. the CPU tests of the split schemes and the GPU tests of explain (regressions: no built-in kernel
+#    splits its operands, so the split itself is tested on synthetic CPU kernels);
+# 2. experiments/examples/explain_frameworks.py on triton_fp32_tf32x3, with triton_fp32_tf32 and
+#    triton_fp32_ieee beside it (their identification must not change), at 4096^3 and 2048x8192x3072,
+#    on three distributions. Rows already written are kept (delete OUT_DIR/frameworks to redo them).
+# About 3-5 minutes on an H100. A short table is printed last.
+set -uo pipefail
+bin=$1; out=$2
+mkdir -p "$out"
+"$bin"/gemmlab_cpu_tests --gtest_filter='ExplainSplit*:KernelEmulationSplit*' > "$out/split_cpu_tests.log" 2>&1
+echo "split CPU tests rc=$? ($(grep -E '^\[  (PASSED|FAILED) ' "$out/split_cpu_tests.log" | tr '\n' ' '))"
+"$bin"/gemmlab_gpu_tests --gtest_filter='ExplainGpu*' > "$out/explain_gpu_tests.log" 2>&1
+echo "ExplainGpu tests rc=$? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/explain_gpu_tests.log" | tr '\n' ' '))"
+only=""
+for k in triton_fp32_tf32x3 triton_fp32_tf32 triton_fp32_ieee; do
+  done_all=1
+  for s in 4096x4096x4096 2048x8192x3072; do [ -s "$out/frameworks/${k}_$s.csv" ] || done_all=0; done
+  [ $done_all = 1 ] || only="$only${only:+,}$k"
+done
+if [ -n "$only" ]; then
+  GEMMLAB_EXPLAIN_TRACE=1 python3 experiments/examples/explain_frameworks.py --out "$out/frameworks" \
+    --dists uniform_0_1,normal_0_1,logunif_-8_8 --sizes 4096 2048x8192x3072 --only "$only" > "$out/frameworks.log" 2>&1
+  echo "explain_frameworks.py ($only) rc=$?"
+fi
+# kernel, size, identified / failed stage, mismatches per distribution, seconds, the split found
+python3 - "$out/frameworks" <<'PY'
+import csv, json, pathlib, sys
+d = pathlib.Path(sys.argv[1])
+print(f"{'kernel':22} {'size':15} {'identified':12} {'mismatches':24} {'s':>6}  split / reason")
+for f in sorted(d.glob("triton_fp32_*.csv")):
+    if f.name.endswith("_judged.csv"):
+        continue
+    rows = list(csv.DictReader(f.open()))
+    if not rows:
+        continue
+    r = rows[0]
+    meta = json.loads(f.with_suffix(".meta.json").read_text()) if f.with_suffix(".meta.json").exists() else {}
+    summary = meta.get("report", {}).get("summary", "")
+    split = next((l.strip() for l in summary.splitlines() if l.strip().startswith("split:")), "")
+    mism = " ".join(f"{x['mismatches']}/{x['compared_outputs']}" for x in rows if x["distribution"])
+    size = f"{r['M']}x{r['N']}x{r['K']}"
+    ident = "yes" if r["identified"] == "yes" else f"no ({r['failed_stage']})"
+    print(f"{r['kernel']:22} {size:15} {ident:12} {mism:24} {float(r['explain_seconds']):6.1f}  "
+          f"{(split or r['reason'])[:160]}")
+PY
