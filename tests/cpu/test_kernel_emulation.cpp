@@ -337,13 +337,16 @@ SplitScheme triton_tf32x3() {
           true};
 }
 
-NodeModel tf32_model() {
-  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k8_tf32_f32);
-  return [p](int leaves) -> std::optional<tc::TcParams> {
-    if (leaves != 8) return std::nullopt;
+// The measured model of `ins` for its nodes of `block` products, none for others.
+NodeModel model_for(tc::Instruction ins, int block) {
+  const tc::TcParams p = *tc::measured_hopper_params(ins);
+  return [p, block](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != block) return std::nullopt;
     return p;
   };
 }
+
+NodeModel tf32_model() { return model_for(tc::Instruction::wgmma_m64n8k8_tf32_f32, 8); }
 
 // What the tensor core reads of an fp32 value as a tf32 operand: its 11 leading significant bits,
 // cut toward zero (written apart from round_low_bits, on the value, not the bits).
@@ -450,13 +453,7 @@ SplitScheme triton_bf16(int pieces) {
   return {LowBits::nearest_even, passes, 0, true, SplitScheme::PieceFormat::bf16, pieces};
 }
 
-NodeModel bf16_model() {
-  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_bf16_f32);
-  return [p](int leaves) -> std::optional<tc::TcParams> {
-    if (leaves != 16) return std::nullopt;
-    return p;
-  };
-}
+NodeModel bf16_model() { return model_for(tc::Instruction::wgmma_m64n8k16_bf16_f32, 16); }
 
 // bf16 round to nearest even of an fp32 value, on the value (apart from round_low_bits).
 float bf16_rne(float x) {
