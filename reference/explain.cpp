@@ -576,12 +576,13 @@ std::vector<tc::Instruction> instructions_for(Format compute, int leaves) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Stage 4 for split operands: fp32 operands whose single products come back exact ("as is") but
-// whose fused nodes no fp32 instruction has. 3xTF32 (Triton's input_precision="tf32x3") looks like
-// that: each operand is split into tf32 pieces, each node run once per pair of pieces, the sum of
-// the passes exact for one product. Each candidate split scheme (split_candidates) is composed with
-// the tf32 instruction's measured model over the whole tree and checked on probes at the leaves of
-// the last chain of fused nodes; exactly one may explain every probe.
+// Stage 4 for split operands: fp32 operands whose single products come back exact ("as is"), or as
+// hi + mid of two bf16 pieces (the conversion stage's `split`), but whose fused nodes no fp32
+// instruction has. 3xTF32 (Triton's input_precision="tf32x3") and Triton's "bf16x3" and "bf16x6" look
+// like that: each operand is split into tf32 or bf16 pieces, each node run once per pair of pieces.
+// Each candidate split scheme (split_candidates, of each piece format whose instruction has the
+// nodes' block) is composed with that instruction's measured model over the whole tree and checked
+// on probes at the leaves of the last chain of fused nodes; exactly one may explain every probe.
 
 // An fp32 value (-1)^s 2^e (1 + f 2^-23) with a random sign and high fraction bits and its low
 // `low_bits` bits `low` (random when low < 0): the low bits decide the split (tf32, 13 low bits:

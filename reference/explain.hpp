@@ -142,9 +142,10 @@ struct NodeStage {
   bool ok = false;
   std::string why;
   std::vector<NodeKind> kinds;
-  // fp32 operands that reach fused nodes unconverted (the products exact, as 3xTF32's are): the one
-  // split scheme that explains every split probe with the tf32 instruction's measured model (kinds'
-  // params), checked, not inferred; split_candidates schemes were tried, split_probes probes run.
+  // fp32 operands that reach fused nodes unconverted (or that the conversion stage found split): the
+  // one split scheme (tf32 or bf16 pieces) that explains every split probe with its pieces'
+  // instruction's measured model (kinds' params), checked, not inferred; split_candidates schemes were
+  // tried, split_probes probes run.
   std::optional<emulation::SplitScheme> split;
   int split_candidates = 0, split_probes = 0;
   double seconds = 0;
@@ -215,7 +216,7 @@ class SyntheticKernel : public Oracle {
   std::optional<SummationTree> other_tree;   // used for entries with i >= other_from_row ...
   int other_from_row = 1 << 30;
   bool alternate_calls = false;              // ... or on every other call (order differs between calls)
-  std::optional<emulation::SplitScheme> split;  // operands split into tf32 pieces (3xTF32), conv_* as_is
+  std::optional<emulation::SplitScheme> split;  // operands split into tf32 or bf16 pieces, conv_* as_is
 
  private:
   // row_a(i, out): A(i, 0 .. K-1); col_b(j, out): B(0 .. K-1, j).

@@ -450,6 +450,23 @@ SyntheticKernel split_kernel(const SplitScheme& s, int K = 128,
   return k;
 }
 
+// r identifies the kernel of split scheme s with 0 mismatches, its nodes `leaves` products of `instruction`'s
+// model; in words only (no record of gemmlab's vocabulary splits operands, no built-in kernel named).
+void expect_split_identified(const SplitScheme& s, const Report& r, int leaves, const std::string& instruction) {
+  ASSERT_TRUE(r.identified) << r.summary();
+  ASSERT_TRUE(r.nodes.split.has_value());
+  EXPECT_EQ(*r.nodes.split, s) << "kernel: " << s.describe() << "\nfound: " << r.nodes.split->describe();
+  EXPECT_GT(r.comparisons.size(), 0u);
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  for (const NodeKind& nk : r.nodes.kinds) {
+    EXPECT_EQ(nk.leaves, leaves);
+    EXPECT_TRUE(contains(nk.same_as, instruction)) << nk.same_as;
+    EXPECT_EQ(nk.mismatching, 0);
+  }
+  EXPECT_FALSE(r.numerics.has_value());
+  EXPECT_TRUE(r.behaves_like.empty());
+}
+
 }  // namespace
 
 TEST(ExplainSplit, CandidatesAreDistinctAndHoldTriton) {
@@ -464,20 +481,8 @@ TEST(ExplainSplit, CandidatesAreDistinctAndHoldTriton) {
 TEST(ExplainSplit, TritonTf32x3Identified) {
   SyntheticKernel k = split_kernel(triton_tf32x3());
   const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
-  ASSERT_TRUE(r.identified) << r.summary();
+  expect_split_identified(triton_tf32x3(), r, 8, "wgmma_m64n8k8_tf32_f32");
   EXPECT_EQ(r.conversion.a, Conversion::as_is);  // 3xTF32 single products are exact
-  ASSERT_TRUE(r.nodes.split.has_value());
-  EXPECT_EQ(*r.nodes.split, triton_tf32x3()) << r.nodes.split->describe();
-  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
-  EXPECT_GT(r.comparisons.size(), 0u);
-  for (const NodeKind& nk : r.nodes.kinds) {
-    EXPECT_EQ(nk.leaves, 8);
-    EXPECT_TRUE(contains(nk.same_as, "wgmma_m64n8k8_tf32_f32")) << nk.same_as;
-    EXPECT_EQ(nk.mismatching, 0);
-  }
-  // No record of gemmlab's vocabulary splits operands: stated in words, no built-in kernel named.
-  EXPECT_FALSE(r.numerics.has_value());
-  EXPECT_TRUE(r.behaves_like.empty());
   EXPECT_TRUE(contains(r.numerics_text, "split into two tf32 pieces")) << r.numerics_text;
   EXPECT_TRUE(contains(r.summary(), "A small x B big, then A big x B small, then A big x B big")) << r.summary();
 }
@@ -556,21 +561,6 @@ SyntheticKernel bf16_split_kernel(const SplitScheme& s, int K = 128) {
   return k;
 }
 
-void expect_bf16_split_identified(const SplitScheme& s, const Report& r) {
-  ASSERT_TRUE(r.identified) << r.summary();
-  ASSERT_TRUE(r.nodes.split.has_value());
-  EXPECT_EQ(*r.nodes.split, s) << "kernel: " << s.describe() << "\nfound: " << r.nodes.split->describe();
-  EXPECT_GT(r.comparisons.size(), 0u);
-  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
-  for (const NodeKind& nk : r.nodes.kinds) {
-    EXPECT_EQ(nk.leaves, 16);
-    EXPECT_TRUE(contains(nk.same_as, "wgmma_m64n8k16_bf16_f32")) << nk.same_as;
-    EXPECT_EQ(nk.mismatching, 0);
-  }
-  EXPECT_FALSE(r.numerics.has_value());
-  EXPECT_TRUE(r.behaves_like.empty());
-}
-
 }  // namespace
 
 TEST(ExplainSplit, Bf16CandidatesAreDistinctAndHoldTriton) {
@@ -586,7 +576,7 @@ TEST(ExplainSplit, Bf16CandidatesAreDistinctAndHoldTriton) {
 TEST(ExplainSplit, TritonBf16x3Identified) {
   SyntheticKernel k = bf16_split_kernel(triton_bf16x3());
   const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
-  expect_bf16_split_identified(triton_bf16x3(), r);
+  expect_split_identified(triton_bf16x3(), r, 16, "wgmma_m64n8k16_bf16_f32");
   EXPECT_TRUE(r.conversion.split);  // the single products are hi + mid
   EXPECT_TRUE(contains(r.summary(), "operands: split")) << r.summary();
   EXPECT_TRUE(contains(r.numerics_text, "fp32 operands split into 2 bf16 pieces")) << r.numerics_text;
@@ -596,7 +586,7 @@ TEST(ExplainSplit, TritonBf16x3Identified) {
 TEST(ExplainSplit, TritonBf16x6Identified) {
   SyntheticKernel k = bf16_split_kernel(triton_bf16x6());
   const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
-  expect_bf16_split_identified(triton_bf16x6(), r);
+  expect_split_identified(triton_bf16x6(), r, 16, "wgmma_m64n8k16_bf16_f32");
   EXPECT_FALSE(r.conversion.split);  // three pieces hold every fp32 value: single products exact
   EXPECT_EQ(r.conversion.a, Conversion::as_is);
   EXPECT_TRUE(contains(r.numerics_text, "fp32 operands split into 3 bf16 pieces")) << r.numerics_text;
@@ -619,7 +609,7 @@ TEST(ExplainSplit, OtherBf16OrdersRecoveredAsThemselves) {
       EXPECT_TRUE(contains(r.reason, "split")) << r.reason;
       continue;
     }
-    expect_bf16_split_identified(s, r);
+    expect_split_identified(s, r, 16, "wgmma_m64n8k16_bf16_f32");
     ++identified;
   }
   // The probes tell all six apart from Triton's and from each other.
