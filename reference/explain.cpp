@@ -478,6 +478,29 @@ ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E) {
     }
     st.tests += static_cast<int>(values.size());
     const char* which = side == 0 ? "A" : "B";
+    // No conversion, but each single product is the sum of x's first two bf16 pieces (hi + mid, which
+    // the fused node adds exactly): a split, for stage 4 to check.
+    bool split = left.empty() && in == Format::fp32;
+    for (std::size_t t = 0; t < values.size() && split; ++t) {
+      const emulation::SplitScheme two{emulation::LowBits::nearest_even, {}, 0, false,
+                                       emulation::SplitScheme::PieceFormat::bf16, 2};
+      const auto pieces = emulation::split_pieces(two, tc::TcParams{}, values[t]);
+      split = to_bits(o.output(), tc::round_to_format(o.output(), pieces[0] + pieces[1], Rounding::nearest_even)) == bits[t];
+    }
+    if (split) {
+      if (side == 1 && !st.split) {
+        st.why = "the single products of A are those of its fp32 value, B's those of fp32 operands split into "
+                 "two bf16 pieces (hi + mid): A and B are not treated alike";
+        return st;
+      }
+      st.split = true;
+      continue;
+    }
+    if (side == 1 && st.split) {
+      st.why = "the single products of A are those of fp32 operands split into two bf16 pieces (hi + mid), "
+               "B's are not";
+      return st;
+    }
     if (left.size() != 1) {
       std::ostringstream s;
       if (left.empty()) {
@@ -489,6 +512,8 @@ ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E) {
         s << "the single products of " << which << " do not tell apart";
         for (Conversion c : left) s << " " << to_string(c);
       }
+      if (left.empty() && in == Format::fp32)
+        s << " (nor fp32 operands split into two bf16 pieces, whose single products are hi + mid)";
       st.why = s.str();
       return st;
     }
@@ -551,78 +576,112 @@ std::vector<tc::Instruction> instructions_for(Format compute, int leaves) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Stage 4 for split operands: fp32 operands whose single products come back exact ("as is") but
-// whose fused nodes no fp32 instruction has. 3xTF32 (Triton's input_precision="tf32x3") looks like
-// that: each operand is split into tf32 pieces, each node run once per pair of pieces, the sum of
-// the passes exact for one product. Each candidate split scheme (split_candidates) is composed with
-// the tf32 instruction's measured model over the whole tree and checked on probes at the leaves of
-// the last chain of fused nodes; exactly one may explain every probe.
+// Stage 4 for split operands: fp32 operands whose single products come back exact ("as is"), or as
+// hi + mid of two bf16 pieces (the conversion stage's `split`), but whose fused nodes no fp32
+// instruction has. 3xTF32 (Triton's input_precision="tf32x3") and Triton's "bf16x3" and "bf16x6" look
+// like that: each operand is split into tf32 or bf16 pieces, each node run once per pair of pieces.
+// Each candidate split scheme (split_candidates, of each piece format whose instruction has the
+// nodes' block) is composed with that instruction's measured model over the whole tree and checked
+// on probes at the leaves of the last chain of fused nodes; exactly one may explain every probe.
 
-// An fp32 value (-1)^s 2^e (1 + f 2^-23) with a random sign and high fraction bits and its low 13 bits
-// `low` (random when low < 0): the low bits decide the split (0x1000 a tie between two tf32 values,
-// 0x0fff a small piece of 12 bits the instruction cuts, 0x1fff a carry into the big piece).
-double fp32_of(bool negative, int e, std::uint64_t high10, std::uint64_t low13) {
-  const double v = std::ldexp(1.0 + std::ldexp(static_cast<double>((high10 << 13) | low13), -23), e);
+// An fp32 value (-1)^s 2^e (1 + f 2^-23) with a random sign and high fraction bits and its low
+// `low_bits` bits `low` (random when low < 0): the low bits decide the split (tf32, 13 low bits:
+// 0x1000 a tie between two tf32 values, 0x0fff a small piece of 12 bits the instruction cuts, 0x1fff
+// a carry into the big piece; bf16, 16 low bits: the same at 0x8000, 0x7fff, 0xffff).
+double fp32_of(bool negative, int e, std::uint64_t high, std::uint64_t low, int low_bits) {
+  const double v = std::ldexp(1.0 + std::ldexp(static_cast<double>((high << low_bits) | low), -23), e);
   return negative ? -v : v;
 }
 
-double split_probe_value(SplitMix& rng, int e_lo, int e_hi, int low) {
+double split_probe_value(SplitMix& rng, int e_lo, int e_hi, long low, int low_bits) {
   const int e = e_lo + static_cast<int>(rng.next() % static_cast<std::uint64_t>(e_hi - e_lo + 1));
-  const std::uint64_t high = rng.next() % (1u << 10);
-  const std::uint64_t l = low >= 0 ? static_cast<std::uint64_t>(low) : rng.next() % (1u << 13);
-  return fp32_of(rng.next() % 2, e, high, l);
+  const std::uint64_t high = rng.next() % (1u << (23 - low_bits));
+  const std::uint64_t l = low >= 0 ? static_cast<std::uint64_t>(low) : rng.next() % (1u << low_bits);
+  return fp32_of(rng.next() % 2, e, high, l, low_bits);
 }
+
+// The pieces' format for split operands, with the instruction of each kind of fused node in it.
+struct SplitFamily {
+  emulation::SplitScheme::PieceFormat format;
+  Format instruction_input;
+  int low_bits;  // the fp32 bits a piece drops: tf32 13, bf16 16
+  std::map<int, tc::TcParams> model_of;
+  std::map<int, std::string> names;
+};
 
 NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const Options& opt,
                       Clock::time_point t0) {
   NodeStage st;
   const int K = t.leaves();
-  // Each kind of fused node (leaves, running sum or not), with the tf32 instruction of that block.
-  std::map<int, tc::TcParams> model_of;
-  std::map<int, std::string> names;
+  // Each kind of fused node (leaves, running sum or not); each piece format whose instructions have
+  // a measured model for every kind's block.
+  std::vector<SplitFamily> families{{emulation::SplitScheme::PieceFormat::tf32, Format::tf32, 13, {}, {}},
+                                    {emulation::SplitScheme::PieceFormat::bf16, Format::bf16, 16, {}, {}}};
+  std::vector<std::pair<int, bool>> kinds;  // (leaves, carry)
   for (int n = K; n < t.node_count(); ++n) {
     const std::vector<int>& ch = t.children(n);
     if (ch.size() <= 2) continue;
     int leaves = 0;
     for (int c : ch) leaves += t.is_leaf(c);
     const bool carry = leaves < static_cast<int>(ch.size());
-    if (!model_of.count(leaves)) {
-      for (tc::Instruction i : instructions_for(Format::tf32, leaves)) {
+    if (std::find(kinds.begin(), kinds.end(), std::make_pair(leaves, carry)) == kinds.end())
+      kinds.emplace_back(leaves, carry);
+  }
+  for (SplitFamily& f : families)
+    for (const auto& [leaves, carry] : kinds) {
+      if (f.model_of.count(leaves)) continue;
+      for (tc::Instruction i : instructions_for(f.instruction_input, leaves)) {
         const std::optional<tc::TcParams> mp = tc::measured_hopper_params(i);
         if (!mp) continue;
-        if (!model_of.count(leaves)) model_of[leaves] = *mp;
-        if (same_arithmetic(*mp, model_of[leaves]))
-          names[leaves] += std::string(names[leaves].empty() ? "" : " ") + tc::info(i).name;
-      }
-      if (!model_of.count(leaves)) {
-        st.why = "fused nodes of " + std::to_string(leaves) +
-                 " fp32 products: no tensor-core instruction of that block has probes in gemmlab (neither fp32 "
-                 "nor tf32 for split operands)";
-        return st;
+        if (!f.model_of.count(leaves)) f.model_of[leaves] = *mp;
+        if (same_arithmetic(*mp, f.model_of[leaves]))
+          f.names[leaves] += std::string(f.names[leaves].empty() ? "" : " ") + tc::info(i).name;
       }
     }
-    if (std::none_of(st.kinds.begin(), st.kinds.end(),
-                     [&](const NodeKind& k) { return k.leaves == leaves && k.carry == carry; })) {
+  std::erase_if(families, [&](const SplitFamily& f) {
+    return std::any_of(kinds.begin(), kinds.end(), [&](const auto& k) { return !f.model_of.count(k.first); });
+  });
+  if (families.empty()) {
+    st.why = "fused nodes of " + std::to_string(kinds[0].first) +
+             " fp32 products: no tensor-core instruction of that block has probes in gemmlab (neither fp32, "
+             "nor tf32 or bf16 for split operands)";
+    return st;
+  }
+  auto node_kinds = [&](const SplitFamily& f) {
+    std::vector<NodeKind> out;
+    for (const auto& [leaves, carry] : kinds) {
       NodeKind nk;
       nk.leaves = leaves;
       nk.carry = carry;
-      nk.instruction = names[leaves].substr(0, names[leaves].find(' '));
-      nk.params = model_of[leaves];
-      nk.same_as = names[leaves];
-      st.kinds.push_back(nk);
+      nk.instruction = f.names.at(leaves).substr(0, f.names.at(leaves).find(' '));
+      nk.params = f.model_of.at(leaves);
+      nk.same_as = f.names.at(leaves);
+      out.push_back(nk);
     }
-  }
-  const emulation::NodeModel model = [model_of](int leaves) -> std::optional<tc::TcParams> {
-    auto it = model_of.find(leaves);
-    if (it == model_of.end()) return std::nullopt;
-    return it->second;
+    return out;
+  };
+  auto model = [&](const SplitFamily& f) -> emulation::NodeModel {
+    return [model_of = f.model_of](int leaves) -> std::optional<tc::TcParams> {
+      auto it = model_of.find(leaves);
+      if (it == model_of.end()) return std::nullopt;
+      return it->second;
+    };
   };
   const std::vector<std::vector<int>> chains = emulation::fused_chains(t);
   int longest = 0;
   for (const auto& c : chains) longest = std::max(longest, static_cast<int>(c.size()));
-  const std::vector<emulation::SplitScheme> cands = split_candidates(longest);
+  // Every candidate of every family, with its family.
+  std::vector<emulation::SplitScheme> cands;
+  std::vector<std::size_t> family_of;
+  for (std::size_t f = 0; f < families.size(); ++f)
+    for (const emulation::SplitScheme& c : split_candidates(longest, families[f].format)) {
+      cands.push_back(c);
+      family_of.push_back(f);
+    }
+  std::vector<emulation::NodeModel> models;
+  for (const SplitFamily& f : families) models.push_back(model(f));
   st.split_candidates = static_cast<int>(cands.size());
-  if (std::string gap = emulation::tree_gap(t, model, "fp32", &cands[0]); !gap.empty()) {
+  if (std::string gap = emulation::tree_gap(t, models[0], "fp32", &cands[0]); !gap.empty()) {
     st.why = "fp32 operands reach fused nodes unconverted but " + gap;
     return st;
   }
@@ -650,78 +709,82 @@ NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTre
   // pairs in different nodes (carries between nodes and passes), cancelling big pieces (the order of
   // the small passes), then infinite operands (the mask).
   SplitMix rng{opt.seed ^ 0x3f32ull};
-  static const int lows[] = {-1, 0x1000, 0x0fff, 0x1001, 0x1fff, 0x0001, 0x0800};
-  auto value = [&](int e_lo, int e_hi) { return split_probe_value(rng, e_lo, e_hi, lows[rng.next() % 7]); };
   std::vector<Item> items;
-  for (int x = 0; x < 96; ++x) {
-    Item it;
-    for (int k : L) {
-      it.a.at.push_back({k, value(-3, 3)});
-      it.b.at.push_back({k, value(-3, 3)});
-    }
-    items.push_back(it);
-  }
-  for (int x = 0; x < 32; ++x) {
-    Item it;
-    for (int k : L) {
-      it.a.at.push_back({k, split_probe_value(rng, -2, 2, 0x1000)});
-      it.b.at.push_back({k, split_probe_value(rng, -2, 2, x % 2 ? 0x1000 : -1)});
-    }
-    items.push_back(it);
-  }
-  for (int x = 0; x < 48; ++x) {
-    Item it;
-    const int k = L[rng.next() % L.size()];
-    it.a.at = {{k, value(-2, 2)}};
-    it.b.at = {{k, value(-2, 2)}};
-    items.push_back(it);
-  }
-  for (int x = 0; x < 48; ++x) {
-    Item it;
-    const std::vector<int>& n1 = nodes[rng.next() % nodes.size()];
-    const std::vector<int>& n2 = nodes[rng.next() % nodes.size()];
-    const int k1 = n1[rng.next() % n1.size()];
-    int k2 = n2[rng.next() % n2.size()];
-    if (k2 == k1) k2 = L[(std::find(L.begin(), L.end(), k1) - L.begin() + 1) % L.size()];
-    const int shift = static_cast<int>(rng.next() % 13);
-    it.a.at = {{k1, value(0, 1)}, {k2, value(-shift, -shift)}};
-    it.b.at = {{k1, value(0, 1)}, {k2, value(-1, 0)}};
-    items.push_back(it);
-  }
-  // Pairs of leaves whose big x big products cancel exactly (the same big pieces, B's negated; the
-  // low bits below the tie, so that every rounding of the big piece agrees): only the passes of the
-  // small pieces are left. Whether small*big or big*small ran first shows only where their sum lands
-  // on the grid the big x big node aligns it to (about 1 probe in 500 of these on the H100's tf32
-  // model), hence so many of them.
-  for (int x = 0; x < 4096; ++x) {
-    Item it;
-    std::vector<int> perm = L;
-    for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.next() % i]);
-    for (std::size_t i = 0; i + 1 < perm.size(); i += 2) {
-      const bool sa = rng.next() % 2, sb = rng.next() % 2;
-      // exponents far apart from pair to pair, so that the nodes' alignment cuts some small products
-      const int ea = static_cast<int>(rng.next() % 13) - 6, eb = static_cast<int>(rng.next() % 13) - 6;
-      const std::uint64_t ha = rng.next() % 1024, hb = rng.next() % 1024;
-      for (int side = 0; side < 2; ++side) {
-        it.a.at.push_back({perm[i + side], fp32_of(sa, ea, ha, rng.next() % 0x1000)});
-        it.b.at.push_back({perm[i + side], fp32_of(side ? !sb : sb, eb, hb, rng.next() % 0x1000)});
+  for (const SplitFamily& f : families) {
+    const int lb = f.low_bits;
+    const long tie = 1L << (lb - 1), below = tie - 1;
+    const long lows[] = {-1, tie, below, tie + 1, 2 * tie - 1, 1, tie / 2};
+    auto value = [&](int e_lo, int e_hi) { return split_probe_value(rng, e_lo, e_hi, lows[rng.next() % 7], lb); };
+    for (int x = 0; x < 96; ++x) {
+      Item it;
+      for (int k : L) {
+        it.a.at.push_back({k, value(-3, 3)});
+        it.b.at.push_back({k, value(-3, 3)});
       }
+      items.push_back(it);
     }
-    items.push_back(it);
-  }
-  for (int x = 0; x < 8; ++x) {
-    Item it;
-    for (int k : L) {
-      it.a.at.push_back({k, value(-3, 3)});
-      it.b.at.push_back({k, value(-3, 3)});
+    for (int x = 0; x < 32; ++x) {
+      Item it;
+      for (int k : L) {
+        it.a.at.push_back({k, split_probe_value(rng, -2, 2, tie, lb)});
+        it.b.at.push_back({k, split_probe_value(rng, -2, 2, x % 2 ? tie : -1, lb)});
+      }
+      items.push_back(it);
     }
-    const std::size_t at = rng.next() % L.size();
-    // infinity in A (even x) or B against a value whose small piece is non-zero (x < 4) or zero
-    auto& inf_side = x % 2 ? it.b.at : it.a.at;
-    auto& other = x % 2 ? it.a.at : it.b.at;
-    inf_side[at].second = x % 4 < 2 ? INFINITY : -INFINITY;
-    other[at].second = x < 4 ? split_probe_value(rng, 0, 0, 0x0700) : 1.5;
-    items.push_back(it);
+    for (int x = 0; x < 48; ++x) {
+      Item it;
+      const int k = L[rng.next() % L.size()];
+      it.a.at = {{k, value(-2, 2)}};
+      it.b.at = {{k, value(-2, 2)}};
+      items.push_back(it);
+    }
+    for (int x = 0; x < 48; ++x) {
+      Item it;
+      const std::vector<int>& n1 = nodes[rng.next() % nodes.size()];
+      const std::vector<int>& n2 = nodes[rng.next() % nodes.size()];
+      const int k1 = n1[rng.next() % n1.size()];
+      int k2 = n2[rng.next() % n2.size()];
+      if (k2 == k1) k2 = L[(std::find(L.begin(), L.end(), k1) - L.begin() + 1) % L.size()];
+      const int shift = static_cast<int>(rng.next() % lb);
+      it.a.at = {{k1, value(0, 1)}, {k2, value(-shift, -shift)}};
+      it.b.at = {{k1, value(0, 1)}, {k2, value(-1, 0)}};
+      items.push_back(it);
+    }
+    // Pairs of leaves whose big x big products cancel exactly (the same big pieces, B's negated; the
+    // low bits below the tie, so that every rounding of the big piece agrees): only the passes of the
+    // small pieces are left. Whether small*big or big*small ran first shows only where their sum
+    // lands on the grid the big x big node aligns it to (about 1 probe in 500 of these on the H100's
+    // tf32 model), hence so many of them.
+    for (int x = 0; x < 4096; ++x) {
+      Item it;
+      std::vector<int> perm = L;
+      for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.next() % i]);
+      for (std::size_t i = 0; i + 1 < perm.size(); i += 2) {
+        const bool sa = rng.next() % 2, sb = rng.next() % 2;
+        // exponents far apart from pair to pair, so that the nodes' alignment cuts some small products
+        const int ea = static_cast<int>(rng.next() % 13) - 6, eb = static_cast<int>(rng.next() % 13) - 6;
+        const std::uint64_t ha = rng.next() % (1u << (23 - lb)), hb = rng.next() % (1u << (23 - lb));
+        for (int side = 0; side < 2; ++side) {
+          it.a.at.push_back({perm[i + side], fp32_of(sa, ea, ha, rng.next() % tie, lb)});
+          it.b.at.push_back({perm[i + side], fp32_of(side ? !sb : sb, eb, hb, rng.next() % tie, lb)});
+        }
+      }
+      items.push_back(it);
+    }
+    for (int x = 0; x < 8; ++x) {
+      Item it;
+      for (int k : L) {
+        it.a.at.push_back({k, value(-3, 3)});
+        it.b.at.push_back({k, value(-3, 3)});
+      }
+      const std::size_t at = rng.next() % L.size();
+      // infinity in A (even x) or B against a value whose small piece is non-zero (x < 4) or zero
+      auto& inf_side = x % 2 ? it.b.at : it.a.at;
+      auto& other = x % 2 ? it.a.at : it.b.at;
+      inf_side[at].second = x % 4 < 2 ? INFINITY : -INFINITY;
+      other[at].second = x < 4 ? split_probe_value(rng, 0, 0, 0x0700, lb) : 1.5;
+      items.push_back(it);
+    }
   }
   const int P = static_cast<int>(items.size());
   st.split_probes = P;
@@ -746,7 +809,8 @@ NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTre
     for (int x = first; x < std::min(P, first + size); ++x) batch.emplace_back(x, x);
     std::vector<std::size_t> next;
     for (std::size_t c : alive) {
-      const std::vector<double> want = emulation::emulate_tree_at(t, model, A, B, batch, opt.threads, &cands[c]);
+      const std::vector<double> want =
+          emulation::emulate_tree_at(t, models[family_of[c]], A, B, batch, opt.threads, &cands[c]);
       std::size_t miss = want.size();
       for (std::size_t x = 0; x < want.size() && miss == want.size(); ++x)
         if (!explains(want[x], bits[first + x])) miss = x;
@@ -762,6 +826,8 @@ NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTre
     alive = std::move(next);
   }
   st.seconds = since(t0);
+  // The nodes' instructions: the one found's family, else the first's.
+  st.kinds = node_kinds(families[alive.size() == 1 ? family_of[alive[0]] : 0]);
   for (NodeKind& nk : st.kinds) nk.probes = P;
   if (alive.size() == 1) {
     st.split = cands[alive[0]];
@@ -770,9 +836,11 @@ NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTre
   }
   std::ostringstream why;
   if (alive.empty()) {
-    why << "fp32 operands reach fused nodes of " << st.kinds[0].leaves
-        << " products unconverted, but no split into tf32 pieces with " << st.kinds[0].instruction
-        << "'s measured model explains every one of " << P << " probes (" << cands.size()
+    why << "fp32 operands reach fused nodes of " << st.kinds[0].leaves << " products unconverted, but no split into ";
+    for (std::size_t f = 0; f < families.size(); ++f)
+      why << (f ? " or " : "") << info(families[f].instruction_input).name << " pieces with "
+          << node_kinds(families[f])[0].instruction << "'s measured model";
+    why << " explains every one of " << P << " probes (" << cands.size()
         << " schemes tried; the last to fail: " << last_failure << ")";
     for (NodeKind& nk : st.kinds) nk.mismatching = P;  // no scheme explains them all
   } else {
@@ -814,7 +882,7 @@ NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTre
     return st;
   }
   // fp32 products exact in single products but fused: operands split into tf32 pieces, or nothing.
-  if (compute == Format::fp32 && !kinds.empty() && instructions_for(Format::fp32, kinds[0].leaves).empty())
+  if (compute == Format::fp32 && !kinds.empty() && (conv.split || instructions_for(Format::fp32, kinds[0].leaves).empty()))
     return infer_split(o, E, t, opt, t0);
   for (const Kind& kind : kinds) {
     NodeKind nk;
@@ -1044,11 +1112,13 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
   return std::nullopt;
 }
 
-std::vector<emulation::SplitScheme> split_candidates(int longest_chain) {
+std::vector<emulation::SplitScheme> split_candidates(int longest_chain, emulation::SplitScheme::PieceFormat format) {
   using emulation::SplitScheme;
   using P = std::pair<SplitScheme::Piece, SplitScheme::Piece>;
   const P sb{SplitScheme::small, SplitScheme::big}, bs{SplitScheme::big, SplitScheme::small},
       bb{SplitScheme::big, SplitScheme::big}, ss{SplitScheme::small, SplitScheme::small};
+  // Two pieces: the passes small*big, big*small, big*big in each order, alone or with small*small
+  // first or last.
   std::vector<std::vector<P>> orders;
   std::vector<P> three{sb, bs, bb};
   std::sort(three.begin(), three.end());
@@ -1063,11 +1133,30 @@ std::vector<emulation::SplitScheme> split_candidates(int longest_chain) {
   std::vector<int> groups{0};
   for (int g = 1; g <= 8 && g < longest_chain; g *= 2) groups.push_back(g);
   std::vector<SplitScheme> out;
-  for (emulation::LowBits r : {emulation::LowBits::nearest_away, emulation::LowBits::nearest_even,
-                               emulation::LowBits::toward_zero})
-    for (const std::vector<P>& passes : orders)
+  auto add = [&](emulation::LowBits r, const std::vector<std::vector<P>>& passes_list, SplitScheme::PieceFormat f,
+                 int pieces) {
+    for (const std::vector<P>& passes : passes_list)
       for (int g : groups)
-        for (bool mask : {true, false}) out.push_back({r, passes, g, mask});
+        for (bool mask : {true, false}) out.push_back({r, passes, g, mask, f, pieces});
+  };
+  if (format == SplitScheme::PieceFormat::tf32) {
+    for (emulation::LowBits r : {emulation::LowBits::nearest_away, emulation::LowBits::nearest_even,
+                                 emulation::LowBits::toward_zero})
+      add(r, orders, format, 2);
+    return out;
+  }
+  // bf16 pieces rounded to nearest even (arith.truncf): two pieces in the orders above; three pieces
+  // in Triton's order (the terms of 2^-16 relative, mid*mid, lo*hi, hi*lo, then bf16x3's mid*hi,
+  // hi*mid, hi*hi) and orders near it: mid*hi and hi*mid swapped, the two groups swapped, mid*mid
+  // dropped or moved after the larger terms, hi*hi first. The order of the first three among
+  // themselves is no candidate: their sums are 2^-16 of the result and cut 2^-25 below their own
+  // largest product, so that the probes do not tell their orders apart (on the H100's bf16 model
+  // none of 8424 did, 4096 of them pairs whose hi x hi and mid x mid products cancel).
+  add(emulation::LowBits::nearest_even, orders, format, 2);
+  const P mm = ss, lh{SplitScheme::lo, SplitScheme::hi}, hl{SplitScheme::hi, SplitScheme::lo};
+  const std::vector<std::vector<P>> six{{mm, lh, hl, sb, bs, bb}, {mm, lh, hl, bs, sb, bb}, {sb, bs, mm, lh, hl, bb},
+                                        {lh, hl, sb, bs, bb},     {lh, hl, sb, bs, mm, bb}, {bb, mm, lh, hl, sb, bs}};
+  add(emulation::LowBits::nearest_even, six, format, 3);
   return out;
 }
 
@@ -1084,7 +1173,10 @@ std::string Report::summary() const {
   if (tree.ok || !tree.text.empty()) s << "  tree: " << tree.text << " (" << tree.entries_used << " entries answered, "
                                        << tree.entries_verified << " verified)\n";
   if (conversion.ok)
-    s << "  operands: A " << in_words(conversion.a) << ", B " << in_words(conversion.b) << "\n";
+    s << "  operands: "
+      << (conversion.split ? std::string("split (each single product hi + mid of two bf16 pieces)")
+                           : std::string("A ") + in_words(conversion.a) + ", B " + in_words(conversion.b))
+      << "\n";
   if (nodes.split)
     s << "  split: " << nodes.split->describe() << " (the one of " << nodes.split_candidates << " schemes explaining all "
       << nodes.split_probes << " probes)\n";
@@ -1165,7 +1257,8 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   {
     std::ostringstream s;
     if (split)
-      s << split->describe() << ", each pass of a node one " << r.nodes.kinds[0].instruction << "; the tree of the big x big products: ";
+      s << split->describe() << ", each pass of a node one " << r.nodes.kinds[0].instruction << "; the tree of the "
+        << (split->format == emulation::SplitScheme::PieceFormat::tf32 ? "big x big" : "hi x hi") << " products: ";
     else
       s << "operands " << in_words(r.conversion.a) << "; ";
     s << r.tree.text;

@@ -118,6 +118,10 @@ struct ConversionStage {
   bool ok = false;
   std::string why;
   Conversion a = Conversion::as_is, b = Conversion::as_is;
+  // fp32 single products that no conversion explains but fp32 operands split into two bf16 pieces do
+  // (each product hi + mid of x, as Triton's bf16x3 gives): a and b stay as_is (fp32 reaches the
+  // pieces) and stage 4 checks the split schemes.
+  bool split = false;
   int tests = 0;
 };
 
@@ -138,9 +142,10 @@ struct NodeStage {
   bool ok = false;
   std::string why;
   std::vector<NodeKind> kinds;
-  // fp32 operands that reach fused nodes unconverted (the products exact, as 3xTF32's are): the one
-  // split scheme that explains every split probe with the tf32 instruction's measured model (kinds'
-  // params), checked, not inferred; split_candidates schemes were tried, split_probes probes run.
+  // fp32 operands that reach fused nodes unconverted (or that the conversion stage found split): the
+  // one split scheme (tf32 or bf16 pieces) that explains every split probe with its pieces'
+  // instruction's measured model (kinds' params), checked, not inferred; split_candidates schemes were
+  // tried, split_probes probes run.
   std::optional<emulation::SplitScheme> split;
   int split_candidates = 0, split_probes = 0;
   double seconds = 0;
@@ -179,11 +184,14 @@ int lca_size(const SummationTree& t, int p, int q);
 std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Format output, Conversion conv,
                                      const std::vector<NodeKind>& kinds);
 
-// The split schemes stage 4 tries for fp32 operands reaching fused nodes unconverted: big rounded to
-// nearest even, to nearest away or toward zero; the passes small*big, big*small, big*big in each of
-// their 6 orders, alone or with small*small first or last; run per chain or per group of 1, 2, 4, 8
-// nodes (below `longest_chain`); with and without the NaN mask before the last pass.
-std::vector<emulation::SplitScheme> split_candidates(int longest_chain);
+// The split schemes stage 4 tries for fp32 operands reaching fused nodes unconverted, run per chain or
+// per group of 1, 2, 4, 8 nodes (below `longest_chain`), with and without the NaN mask before the last
+// pass. tf32 pieces: big rounded to nearest even, to nearest away or toward zero; the passes
+// small*big, big*small, big*big in each of their 6 orders, alone or with small*small first or last.
+// bf16 pieces (rounded to nearest even): 2 pieces in those orders; 3 pieces in Triton's bf16x6 order
+// and 5 orders near it (explain.cpp lists them and says why the first three are not permuted).
+std::vector<emulation::SplitScheme> split_candidates(
+    int longest_chain, emulation::SplitScheme::PieceFormat format = emulation::SplitScheme::PieceFormat::tf32);
 
 // Whether `n`'s expected tree at K (kernel_emulation.hpp) is the tree with this canonical form.
 bool expected_tree_matches(const Numerics& n, int K, const std::string& canonical);
@@ -208,7 +216,7 @@ class SyntheticKernel : public Oracle {
   std::optional<SummationTree> other_tree;   // used for entries with i >= other_from_row ...
   int other_from_row = 1 << 30;
   bool alternate_calls = false;              // ... or on every other call (order differs between calls)
-  std::optional<emulation::SplitScheme> split;  // operands split into tf32 pieces (3xTF32), conv_* as_is
+  std::optional<emulation::SplitScheme> split;  // operands split into tf32 or bf16 pieces, conv_* as_is
 
  private:
   // row_a(i, out): A(i, 0 .. K-1); col_b(j, out): B(0 .. K-1, j).

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
-#include <tuple>
 
 namespace gemmlab::emulation {
 
@@ -289,9 +288,17 @@ struct TreePlan {
     if (t.node_count() == t.leaves()) throw std::invalid_argument("emulate_tree: split operands need a fused node");
     if (split->passes.empty()) throw std::invalid_argument("emulate_tree: a split scheme needs at least one pass");
     chains = fused_chains(t);
+    if (split->pieces < 2 || split->pieces > max_split_pieces ||
+        (split->format == SplitScheme::PieceFormat::tf32 && split->pieces != 2))
+      throw std::invalid_argument("emulate_tree: a split scheme has 2 tf32 pieces or 2 or 3 bf16 pieces, not " +
+                                  std::to_string(split->pieces));
+    for (const auto& [pa, pb] : split->passes)
+      if (pa >= split->pieces || pb >= split->pieces)
+        throw std::invalid_argument("emulate_tree: a pass of the split scheme names a piece it does not have");
     // The pieces are split once per entry, so every fused node must read tf32 containers alike.
     for (int n = t.leaves(); n < t.node_count(); ++n)
-      if (params[n] && params[n]->tf32_low_bits != params[chains[0][0]]->tf32_low_bits)
+      if (split->format == SplitScheme::PieceFormat::tf32 && params[n] &&
+          params[n]->tf32_low_bits != params[chains[0][0]]->tf32_low_bits)
         throw std::invalid_argument("emulate_tree: split operands need one tf32_low_bits rule for every fused node");
     chain_at.assign(t.node_count(), -1);
     for (std::size_t c = 0; c < chains.size(); ++c) chain_at[chains[c].back()] = static_cast<int>(c);
@@ -345,12 +352,14 @@ double split_tree_dot(const TreePlan& plan, const double* a, const double* b, st
   const SplitScheme& s = *plan.split;
   const int K = t.leaves();
   value.resize(t.node_count());
-  // (a big, a small, b big, b small) of each leaf, as the instruction reads them
-  pieces.resize(4 * static_cast<std::size_t>(K));
+  // (a's pieces, b's pieces) of each leaf, as the instruction reads them
+  constexpr int np = max_split_pieces;
+  pieces.resize(2 * np * static_cast<std::size_t>(K));
   const tc::TcParams& read = *plan.params[plan.chains[0][0]];
   for (int k = 0; k < K; ++k) {
-    std::tie(pieces[4 * k], pieces[4 * k + 1]) = split_pieces(s, read, a[k]);
-    std::tie(pieces[4 * k + 2], pieces[4 * k + 3]) = split_pieces(s, read, b[k]);
+    const std::array<double, np> pa = split_pieces(s, read, a[k]), pb = split_pieces(s, read, b[k]);
+    std::copy(pa.begin(), pa.end(), &pieces[2 * np * k]);
+    std::copy(pb.begin(), pb.end(), &pieces[2 * np * k + np]);
   }
   double ga[64], gb[64];
   const std::size_t last_pass = s.passes.size() - 1;
@@ -375,8 +384,8 @@ double split_tree_dot(const TreePlan& plan, const double* a, const double* b, st
           int m = 0;
           for (int c : t.children(node)) {
             if (!t.is_leaf(c)) continue;
-            ga[m] = pieces[4 * c + (s.passes[pass].first == SplitScheme::big ? 0 : 1)];
-            gb[m] = pieces[4 * c + (s.passes[pass].second == SplitScheme::big ? 2 : 3)];
+            ga[m] = pieces[2 * np * c + s.passes[pass].first];
+            gb[m] = pieces[2 * np * c + np + s.passes[pass].second];
             ++m;
           }
           d = as_float(tc::dot(p, ga, gb, m, d));
@@ -435,14 +444,22 @@ double round_low_bits(double x, int low_bits, LowBits r) {
 }
 
 std::string SplitScheme::describe() const {
-  static const char* const piece[] = {"big", "small"};
+  const bool tf32 = format == PieceFormat::tf32;
+  static const char* const tf32_piece[] = {"big", "small"};
+  static const char* const bf16_piece[] = {"hi", "mid", "lo"};
+  const char* const* piece = tf32 ? tf32_piece : bf16_piece;
+  const char* rounded = big_rounding == LowBits::nearest_even   ? "to nearest even"
+                        : big_rounding == LowBits::nearest_away ? "to nearest, ties away from zero (cvt.rna)"
+                                                                : "toward zero";
   std::ostringstream s;
-  s << "fp32 operands split into two tf32 pieces (big rounded "
-    << (big_rounding == LowBits::nearest_even   ? "to nearest even"
-        : big_rounding == LowBits::nearest_away ? "to nearest, ties away from zero (cvt.rna)"
-                                                : "toward zero")
-    << ", small = x - big as the instruction reads it); "
-    << (nodes_per_pass == 0   ? std::string("each chain of fused nodes")
+  if (tf32)
+    s << "fp32 operands split into two tf32 pieces (big rounded " << rounded
+      << ", small = x - big as the instruction reads it); ";
+  else
+    s << "fp32 operands split into " << pieces << " bf16 pieces (hi = x rounded to bf16 " << rounded
+      << ", mid = the fp32 residual x - hi so rounded" << (pieces == 3 ? ", lo = the residual's residual so rounded" : "")
+      << "); ";
+  s << (nodes_per_pass == 0   ? std::string("each chain of fused nodes")
         : nodes_per_pass == 1 ? std::string("each fused node")
                               : "each group of " + std::to_string(nodes_per_pass) + " fused nodes")
     << " run " << passes.size() << " times: ";
@@ -453,12 +470,26 @@ std::string SplitScheme::describe() const {
   return s.str();
 }
 
-std::pair<double, double> split_pieces(const SplitScheme& s, const tc::TcParams& p, double x) {
+std::array<double, max_split_pieces> split_pieces(const SplitScheme& s, const tc::TcParams& p, double x) {
+  std::array<double, max_split_pieces> out{};
+  if (s.format == SplitScheme::PieceFormat::bf16) {
+    // Each piece an explicit bf16 rounding of the fp32 residual (exact bf16 values the instruction
+    // reads as they are); the residuals are fp32 subtractions (exact for finite x).
+    float r = static_cast<float>(x);
+    for (int i = 0; i < s.pieces; ++i) {
+      const float piece = static_cast<float>(round_low_bits(r, 16, s.big_rounding));
+      out[i] = piece;
+      r -= piece;
+    }
+    return out;
+  }
   const float big = static_cast<float>(round_low_bits(x, 13, s.big_rounding));
   const float small = static_cast<float>(x) - big;  // fp32 subtraction: exact for finite x and big
   // The instruction reads each piece's fp32 container as it reads every tf32 operand.
   const LowBits read = p.tf32_low_bits == Rounding::nearest_even ? LowBits::nearest_even : LowBits::toward_zero;
-  return {round_low_bits(big, 13, read), round_low_bits(small, 13, read)};
+  out[0] = round_low_bits(big, 13, read);
+  out[1] = round_low_bits(small, 13, read);
+  return out;
 }
 
 double emulate_tree_dot(const SummationTree& t, const NodeModel& model, const double* a, const double* b) {

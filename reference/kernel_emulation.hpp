@@ -16,6 +16,7 @@
 //
 // Plain C++ (no CUDA header): built and tested on CPU-only machines.
 #pragma once
+#include <array>
 #include <functional>
 #include <optional>
 #include <utility>
@@ -96,6 +97,10 @@ std::string tree_gap(const SummationTree& tree, Format input);
 // The first pass starts from the chain's own C (the first node's non-fused child, else +0).
 // nan_to_zero_before_last: a NaN running sum becomes +0 before the last pass (Triton masks the NaN
 // that inf * 0 or inf - inf gives in the small pieces, so that an infinite operand gives infinity).
+// bf16 pieces (Triton's "bf16x3", "bf16x6"): `pieces` (2 or 3) bf16 values hi, mid[, lo], each the fp32
+// residual of the ones before it (r = x - hi, then r - mid, fp32 subtractions) rounded to bf16 as
+// `big_rounding` says (Triton: nearest even); the instruction reads them exactly. The passes pick
+// pieces by index (hi 0, mid 1, lo 2; big and small are hi and mid).
 enum class LowBits { nearest_even, nearest_away, toward_zero };
 // x (an fp32 value) with its low `low_bits` fraction bits rounded off as `r` says, on the bits of its
 // fp32 pattern: a carry runs into the exponent as a significand rounding up does (to infinity past the
@@ -103,19 +108,25 @@ enum class LowBits { nearest_even, nearest_away, toward_zero };
 double round_low_bits(double x, int low_bits, LowBits r);
 
 struct SplitScheme {
-  enum Piece { big = 0, small = 1 };
-  LowBits big_rounding = LowBits::nearest_away;
+  enum Piece { big = 0, small = 1, hi = 0, mid = 1, lo = 2 };
+  enum class PieceFormat { tf32, bf16 };
+  LowBits big_rounding = LowBits::nearest_away;  // tf32: the big piece's; bf16: every piece's
   std::vector<std::pair<Piece, Piece>> passes;  // (piece of a, piece of b), in the order run
   int nodes_per_pass = 0;
   bool nan_to_zero_before_last = false;
+  PieceFormat format = PieceFormat::tf32;
+  int pieces = 2;  // tf32: 2; bf16: 2 or 3
   std::string describe() const;  // in words
   bool operator==(const SplitScheme&) const = default;
 };
+// The largest number of pieces a scheme may have.
+constexpr int max_split_pieces = 3;
 // The chains of fused nodes of `tree` (nodes with more than two children), each listed from its first
 // node (the one whose running sum, if any, comes from no fused node) to its last.
 std::vector<std::vector<int>> fused_chains(const SummationTree& tree);
-// The pieces of x (fp32) as an instruction with model `p` reads them.
-std::pair<double, double> split_pieces(const SplitScheme& s, const tc::TcParams& p, double x);
+// The pieces of x (fp32) as an instruction with model `p` reads them (tf32: big, small; bf16: hi, mid,
+// lo, lo 0 with two pieces).
+std::array<double, max_split_pieces> split_pieces(const SplitScheme& s, const tc::TcParams& p, double x);
 
 // The same rules with another model of the fused nodes (a kernel's nodes as `gemmlab explain` inferred
 // them): the model of a fused node of `leaves` products, nullopt where there is none.

@@ -143,6 +143,8 @@ std::string numerics_signature(const explain::Report& r) {
   s << explain::to_string(r.conversion.a) << "|" << explain::to_string(r.conversion.b) << "|"
     << std::hash<std::string>{}(r.tree.tree.canonical());
   for (const explain::NodeKind& k : r.nodes.kinds) s << "|" << k.leaves << (k.carry ? "c" : "") << ":" << k.params.describe();
+  // Split operands: the scheme in words (every field of it), so that two schemes never share a signature.
+  if (r.nodes.split) s << "|split:" << r.nodes.split->describe();
   return std::to_string(std::hash<std::string>{}(s.str()));
 }
 
@@ -166,6 +168,7 @@ nlohmann::json report_to_json(const explain::Report& r) {
                      {"a", explain::to_string(r.conversion.a)},
                      {"b", explain::to_string(r.conversion.b)},
                      {"a_words", explain::in_words(r.conversion.a)},
+                     {"split", r.conversion.split},
                      {"why", r.conversion.why}};
   nlohmann::json kinds = nlohmann::json::array();
   for (const explain::NodeKind& k : r.nodes.kinds)
@@ -179,7 +182,13 @@ nlohmann::json report_to_json(const explain::Report& r) {
                      {"ambiguous", k.ambiguous},
                      {"same_as", k.same_as},
                      {"checked_through", k.checked_through}});
-  j["nodes"] = {{"ok", r.nodes.ok}, {"why", r.nodes.why}, {"kinds", kinds}, {"seconds", r.nodes.seconds}};
+  j["nodes"] = {{"ok", r.nodes.ok},
+                {"why", r.nodes.why},
+                {"kinds", kinds},
+                {"split", r.nodes.split ? nlohmann::json(r.nodes.split->describe()) : nlohmann::json(nullptr)},
+                {"split_candidates", r.nodes.split_candidates},
+                {"split_probes", r.nodes.split_probes},
+                {"seconds", r.nodes.seconds}};
   nlohmann::json cmp = nlohmann::json::array();
   for (const explain::Comparison& c : r.comparisons)
     cmp.push_back({{"distribution", c.distribution},
@@ -209,7 +218,7 @@ const std::vector<std::string>& explain_columns() {
 
 std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, const explain::Report& r, int M, int N,
                                                    int K, std::uint64_t seed) {
-  std::string models, probes, like;
+  std::string models = r.nodes.split ? "split: " + r.nodes.split->describe() : "", probes, like;
   for (const explain::NodeKind& k : r.nodes.kinds) {
     models += std::string(models.empty() ? "" : "; ") + std::to_string(k.leaves) + (k.carry ? "+C" : "") + ": " +
               k.params.describe() + (k.same_as.empty() ? "" : " (= " + k.same_as + ")") +
@@ -234,8 +243,8 @@ std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, co
                                     std::to_string(r.tree.entries_used),
                                     std::to_string(r.tree.entries_verified),
                                     std::to_string(r.tree.entries_differing),
-                                    r.conversion.ok ? explain::to_string(r.conversion.a) : "",
-                                    r.conversion.ok ? explain::to_string(r.conversion.b) : "",
+                                    !r.conversion.ok ? "" : r.conversion.split ? "split" : explain::to_string(r.conversion.a),
+                                    !r.conversion.ok ? "" : r.conversion.split ? "split" : explain::to_string(r.conversion.b),
                                     models,
                                     probes,
                                     r.numerics ? r.numerics->describe() : "",

@@ -450,6 +450,23 @@ SyntheticKernel split_kernel(const SplitScheme& s, int K = 128,
   return k;
 }
 
+// r identifies the kernel of split scheme s with 0 mismatches, its nodes `leaves` products of `instruction`'s
+// model; in words only (no record of gemmlab's vocabulary splits operands, no built-in kernel named).
+void expect_split_identified(const SplitScheme& s, const Report& r, int leaves, const std::string& instruction) {
+  ASSERT_TRUE(r.identified) << r.summary();
+  ASSERT_TRUE(r.nodes.split.has_value());
+  EXPECT_EQ(*r.nodes.split, s) << "kernel: " << s.describe() << "\nfound: " << r.nodes.split->describe();
+  EXPECT_GT(r.comparisons.size(), 0u);
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  for (const NodeKind& nk : r.nodes.kinds) {
+    EXPECT_EQ(nk.leaves, leaves);
+    EXPECT_TRUE(contains(nk.same_as, instruction)) << nk.same_as;
+    EXPECT_EQ(nk.mismatching, 0);
+  }
+  EXPECT_FALSE(r.numerics.has_value());
+  EXPECT_TRUE(r.behaves_like.empty());
+}
+
 }  // namespace
 
 TEST(ExplainSplit, CandidatesAreDistinctAndHoldTriton) {
@@ -464,20 +481,8 @@ TEST(ExplainSplit, CandidatesAreDistinctAndHoldTriton) {
 TEST(ExplainSplit, TritonTf32x3Identified) {
   SyntheticKernel k = split_kernel(triton_tf32x3());
   const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
-  ASSERT_TRUE(r.identified) << r.summary();
+  expect_split_identified(triton_tf32x3(), r, 8, "wgmma_m64n8k8_tf32_f32");
   EXPECT_EQ(r.conversion.a, Conversion::as_is);  // 3xTF32 single products are exact
-  ASSERT_TRUE(r.nodes.split.has_value());
-  EXPECT_EQ(*r.nodes.split, triton_tf32x3()) << r.nodes.split->describe();
-  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
-  EXPECT_GT(r.comparisons.size(), 0u);
-  for (const NodeKind& nk : r.nodes.kinds) {
-    EXPECT_EQ(nk.leaves, 8);
-    EXPECT_TRUE(contains(nk.same_as, "wgmma_m64n8k8_tf32_f32")) << nk.same_as;
-    EXPECT_EQ(nk.mismatching, 0);
-  }
-  // No record of gemmlab's vocabulary splits operands: stated in words, no built-in kernel named.
-  EXPECT_FALSE(r.numerics.has_value());
-  EXPECT_TRUE(r.behaves_like.empty());
   EXPECT_TRUE(contains(r.numerics_text, "split into two tf32 pieces")) << r.numerics_text;
   EXPECT_TRUE(contains(r.summary(), "A small x B big, then A big x B small, then A big x B big")) << r.summary();
 }
@@ -528,4 +533,95 @@ TEST(ExplainSplit, PlainTf32KernelIsNotSplit) {
   ASSERT_TRUE(r.identified) << r.summary();
   EXPECT_FALSE(r.nodes.split.has_value());
   EXPECT_EQ(r.conversion.a, Conversion::tf32_rna);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Split operands into bf16 pieces (Triton's bf16x3 and bf16x6): checked with the bf16 instruction's
+// measured model. bf16x3's single products lose the bits below hi + mid, so the conversion stage hands
+// them to stage 4 as a split; bf16x6's are exact.
+
+namespace {
+
+constexpr auto HI = SplitScheme::hi, MI = SplitScheme::mid, LO = SplitScheme::lo;
+
+SplitScheme bf16_scheme(std::vector<std::pair<SplitScheme::Piece, SplitScheme::Piece>> passes, int pieces,
+                        int nodes_per_pass = 0, bool mask = true) {
+  return {emulation::LowBits::nearest_even, std::move(passes), nodes_per_pass, mask, SplitScheme::PieceFormat::bf16,
+          pieces};
+}
+
+// Triton 3.6 (F32DotTC.cpp, BF16xN): bf16x6 runs mid*mid, lo*hi, hi*lo, then bf16x3's passes.
+SplitScheme triton_bf16x3() { return bf16_scheme({{MI, HI}, {HI, MI}, {HI, HI}}, 2); }
+SplitScheme triton_bf16x6() { return bf16_scheme({{MI, MI}, {LO, HI}, {HI, LO}, {MI, HI}, {HI, MI}, {HI, HI}}, 3); }
+
+// As split_kernel, with the bf16 pieces through k16 bf16 nodes: k-tiles of 32 (two nodes chained).
+SyntheticKernel bf16_split_kernel(const SplitScheme& s, int K = 128) {
+  SyntheticKernel k(64, 64, K, Format::fp32, promoted_tree(K, 16, 32), model_of(tc::Instruction::wgmma_m64n8k16_bf16_f32));
+  k.split = s;
+  return k;
+}
+
+}  // namespace
+
+TEST(ExplainSplit, Bf16CandidatesAreDistinctAndHoldTriton) {
+  const std::vector<SplitScheme> c = split_candidates(4, SplitScheme::PieceFormat::bf16);
+  // (18 orders of two pieces + 6 of three) x groups {chain, 1, 2} x mask or not
+  EXPECT_EQ(c.size(), (18u + 6) * 3 * 2);
+  for (std::size_t i = 0; i < c.size(); ++i)
+    for (std::size_t j = i + 1; j < c.size(); ++j) ASSERT_FALSE(c[i] == c[j]) << c[i].describe();
+  EXPECT_NE(std::find(c.begin(), c.end(), triton_bf16x3()), c.end());
+  EXPECT_NE(std::find(c.begin(), c.end(), triton_bf16x6()), c.end());
+}
+
+TEST(ExplainSplit, TritonBf16x3Identified) {
+  SyntheticKernel k = bf16_split_kernel(triton_bf16x3());
+  const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
+  expect_split_identified(triton_bf16x3(), r, 16, "wgmma_m64n8k16_bf16_f32");
+  EXPECT_TRUE(r.conversion.split);  // the single products are hi + mid
+  EXPECT_TRUE(contains(r.summary(), "operands: split")) << r.summary();
+  EXPECT_TRUE(contains(r.numerics_text, "fp32 operands split into 2 bf16 pieces")) << r.numerics_text;
+  EXPECT_TRUE(contains(r.numerics_text, "A mid x B hi, then A hi x B mid, then A hi x B hi")) << r.numerics_text;
+}
+
+TEST(ExplainSplit, TritonBf16x6Identified) {
+  SyntheticKernel k = bf16_split_kernel(triton_bf16x6());
+  const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
+  expect_split_identified(triton_bf16x6(), r, 16, "wgmma_m64n8k16_bf16_f32");
+  EXPECT_FALSE(r.conversion.split);  // three pieces hold every fp32 value: single products exact
+  EXPECT_EQ(r.conversion.a, Conversion::as_is);
+  EXPECT_TRUE(contains(r.numerics_text, "fp32 operands split into 3 bf16 pieces")) << r.numerics_text;
+  EXPECT_TRUE(contains(r.summary(), "A mid x B mid, then A lo x B hi, then A hi x B lo, then A mid x B hi")) << r.summary();
+}
+
+TEST(ExplainSplit, OtherBf16OrdersRecoveredAsThemselves) {
+  // Candidates near Triton's: each must come back as itself (never as Triton's), or unidentified.
+  int identified = 0;
+  for (const SplitScheme& s : {bf16_scheme({{HI, MI}, {MI, HI}, {HI, HI}}, 2),
+                               bf16_scheme({{MI, HI}, {HI, MI}, {HI, HI}}, 2, 1, true),
+                               bf16_scheme({{MI, HI}, {HI, MI}, {HI, HI}}, 2, 0, false),
+                               bf16_scheme({{MI, MI}, {LO, HI}, {HI, LO}, {HI, MI}, {MI, HI}, {HI, HI}}, 3),
+                               bf16_scheme({{MI, HI}, {HI, MI}, {MI, MI}, {LO, HI}, {HI, LO}, {HI, HI}}, 3),
+                               bf16_scheme({{LO, HI}, {HI, LO}, {MI, HI}, {HI, MI}, {HI, HI}}, 3)}) {
+    SyntheticKernel k = bf16_split_kernel(s);
+    const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+    if (!r.identified) {
+      EXPECT_EQ(r.failed_stage, "nodes") << s.describe() << "\n" << r.summary();
+      EXPECT_TRUE(contains(r.reason, "split")) << r.reason;
+      continue;
+    }
+    expect_split_identified(s, r, 16, "wgmma_m64n8k16_bf16_f32");
+    ++identified;
+  }
+  // The probes tell all six apart from Triton's and from each other.
+  EXPECT_EQ(identified, 6);
+}
+
+TEST(ExplainSplit, Bf16SplitThroughAnotherArithmeticIsUnidentified) {
+  // A split scheme no candidate has (bf16 pieces cut toward zero): unidentified with the reason.
+  SplitScheme s = triton_bf16x6();
+  s.big_rounding = emulation::LowBits::toward_zero;
+  SyntheticKernel k = bf16_split_kernel(s);
+  const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+  EXPECT_FALSE(r.identified) << r.summary();
+  EXPECT_TRUE(contains(r.reason, "split") || contains(r.reason, "bf16")) << r.reason;
 }

@@ -337,13 +337,16 @@ SplitScheme triton_tf32x3() {
           true};
 }
 
-NodeModel tf32_model() {
-  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k8_tf32_f32);
-  return [p](int leaves) -> std::optional<tc::TcParams> {
-    if (leaves != 8) return std::nullopt;
+// The measured model of `ins` for its nodes of `block` products, none for others.
+NodeModel model_for(tc::Instruction ins, int block) {
+  const tc::TcParams p = *tc::measured_hopper_params(ins);
+  return [p, block](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != block) return std::nullopt;
     return p;
   };
 }
+
+NodeModel tf32_model() { return model_for(tc::Instruction::wgmma_m64n8k8_tf32_f32, 8); }
 
 // What the tensor core reads of an fp32 value as a tf32 operand: its 11 leading significant bits,
 // cut toward zero (written apart from round_low_bits, on the value, not the bits).
@@ -368,17 +371,17 @@ TEST(KernelEmulationSplit, RoundLowBitsAndPieces) {
   // x = 1 + 0xfff 2^-23: the low 13 bits are below the tie, so big = 1 and small = 0xfff 2^-23, whose
   // 12 significant bits the instruction reads as 11: 0xffe 2^-23.
   const SplitScheme s = triton_tf32x3();
-  auto [big, small] = split_pieces(s, p, 1 + 0xfff * p2(-23));
-  EXPECT_EQ(big, 1.0);
-  EXPECT_EQ(small, 0xffe * p2(-23));
+  auto pieces = split_pieces(s, p, 1 + 0xfff * p2(-23));
+  EXPECT_EQ(pieces[0], 1.0);
+  EXPECT_EQ(pieces[1], 0xffe * p2(-23));
   // A tie: away from zero, the small piece is negative.
-  std::tie(big, small) = split_pieces(s, p, 1 + p2(-11));
-  EXPECT_EQ(big, 1 + p2(-10));
-  EXPECT_EQ(small, -p2(-11));
+  pieces = split_pieces(s, p, 1 + p2(-11));
+  EXPECT_EQ(pieces[0], 1 + p2(-10));
+  EXPECT_EQ(pieces[1], -p2(-11));
   // Infinity: big is infinite, small = inf - inf is NaN.
-  std::tie(big, small) = split_pieces(s, p, INFINITY);
-  EXPECT_EQ(big, INFINITY);
-  EXPECT_TRUE(std::isnan(small));
+  pieces = split_pieces(s, p, INFINITY);
+  EXPECT_EQ(pieces[0], INFINITY);
+  EXPECT_TRUE(std::isnan(pieces[1]));
 }
 
 TEST(KernelEmulationSplit, SingleProductLosesWhatTheSmallPieceCannotHold) {
@@ -436,6 +439,101 @@ TEST(KernelEmulationSplit, TritonTf32x3AsItsKTilesDoIt) {
           acc = tile == 0 ? static_cast<float>(d) : acc + static_cast<float>(d);
         }
         ASSERT_EQ(got[e], acc) << dist << " per_node " << per_node << " C(" << i << "," << j << ")";
+      }
+    }
+  }
+}
+
+// Triton 3.6's bf16x3 and bf16x6 (F32DotTC.cpp, BF16xN): pieces rounded to bf16 nearest even, the
+// passes in the order its dots run, the NaN mask before hi x hi.
+SplitScheme triton_bf16(int pieces) {
+  constexpr auto H = SplitScheme::hi, M = SplitScheme::mid, L = SplitScheme::lo;
+  std::vector<std::pair<SplitScheme::Piece, SplitScheme::Piece>> passes{{M, H}, {H, M}, {H, H}};
+  if (pieces == 3) passes.insert(passes.begin(), {{M, M}, {L, H}, {H, L}});
+  return {LowBits::nearest_even, passes, 0, true, SplitScheme::PieceFormat::bf16, pieces};
+}
+
+NodeModel bf16_model() { return model_for(tc::Instruction::wgmma_m64n8k16_bf16_f32, 16); }
+
+// bf16 round to nearest even of an fp32 value, on the value (apart from round_low_bits).
+float bf16_rne(float x) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  const int e = std::ilogb(x);
+  return static_cast<float>(std::ldexp(std::nearbyint(std::ldexp(static_cast<double>(x), 7 - e)), e - 7));
+}
+
+TEST(KernelEmulationSplit, Bf16Pieces) {
+  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_bf16_f32);
+  // x = 1 + 2^-9 + 2^-17 + 2^-23: hi = 1 (below the tie 2^-8); the residual 2^-9 + 2^-17 + 2^-23 is
+  // above the tie of its 8 bits: mid = 2^-9 + 2^-16; lo = 2^-23 - 2^-17 (7 bits, exact in bf16).
+  const double x = 1 + p2(-9) + p2(-17) + p2(-23);
+  auto pieces = split_pieces(triton_bf16(3), p, x);
+  EXPECT_EQ(pieces[0], 1.0);
+  EXPECT_EQ(pieces[1], p2(-9) + p2(-16));
+  EXPECT_EQ(pieces[2], p2(-23) - p2(-17));
+  pieces = split_pieces(triton_bf16(2), p, x);
+  EXPECT_EQ(pieces[1], p2(-9) + p2(-16));
+  EXPECT_EQ(pieces[2], 0.0);  // no third piece
+  // A tie upward to even: 1 + 3 2^-8 -> hi 1 + 2^-6, mid = -2^-8.
+  pieces = split_pieces(triton_bf16(2), p, 1 + 3 * p2(-8));
+  EXPECT_EQ(pieces[0], 1 + p2(-6));
+  EXPECT_EQ(pieces[1], -p2(-8));
+  pieces = split_pieces(triton_bf16(3), p, -INFINITY);
+  EXPECT_EQ(pieces[0], -INFINITY);
+  EXPECT_TRUE(std::isnan(pieces[1]) && std::isnan(pieces[2]));
+  // A scheme naming a piece it does not have, or a third tf32 piece, is refused.
+  Matrix A(1, 16), B(16, 1);
+  SplitScheme bad = triton_bf16(2);
+  bad.passes.push_back({SplitScheme::lo, SplitScheme::hi});
+  EXPECT_THROW(emulate_tree_at(blocked_tree(16, 16, true), bf16_model(), A, B, {{0, 0}}, 1, &bad), std::invalid_argument);
+  SplitScheme three_tf32 = triton_tf32x3();
+  three_tf32.pieces = 3;
+  EXPECT_THROW(emulate_tree_at(blocked_tree(8, 8, true), tf32_model(), A, B, {{0, 0}}, 1, &three_tf32),
+               std::invalid_argument);
+}
+
+TEST(KernelEmulationSplit, TritonBf16xNAsItsKTilesDoIt) {
+  // Triton's loop written out with tc::dot: K = 64 in two k-tiles of 32 (two k16 bf16 nodes each),
+  // each dot a chain over the tile from +0, the NaN mask before hi x hi, the tiles' sums added in fp32.
+  const tc::TcParams p = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_bf16_f32);
+  const int M = 5, N = 4, K = 64;
+  for (int np : {2, 3}) {
+    const SplitScheme s = triton_bf16(np);
+    for (const char* dist : {"uniform_0_1", "normal_0_1", "logunif_-8_8"}) {
+      Matrix A = generate(parse_distribution(dist), Operand::A, M, K, Format::fp32, 11);
+      const Matrix B = generate(parse_distribution(dist), Operand::B, K, N, Format::fp32, 11);
+      A(1, 5) = INFINITY;  // the mask: row 1 is +-inf or NaN as the hi x hi products say
+      std::vector<std::pair<int, int>> entries;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) entries.emplace_back(i, j);
+      const std::vector<double> got = emulate_tree_at(promoted_tree(K, 16, 32), bf16_model(), A, B, entries, 1, &s);
+      for (std::size_t e = 0; e < entries.size(); ++e) {
+        const auto [i, j] = entries[e];
+        double a[3][K], b[3][K];
+        for (int k = 0; k < K; ++k) {
+          float ra = static_cast<float>(A(i, k)), rb = static_cast<float>(B(k, j));
+          for (int x = 0; x < 3; ++x) {
+            a[x][k] = bf16_rne(ra);
+            b[x][k] = bf16_rne(rb);
+            ra -= static_cast<float>(a[x][k]);
+            rb -= static_cast<float>(b[x][k]);
+          }
+        }
+        // (a piece, b piece) per dot, in Triton's order: bf16x6 = (mid mid, lo hi, hi lo) + bf16x3's
+        std::vector<std::pair<int, int>> dots{{1, 1}, {2, 0}, {0, 2}, {1, 0}, {0, 1}, {0, 0}};
+        if (np == 2) dots.erase(dots.begin(), dots.begin() + 3);
+        float acc = 0;
+        for (int tile = 0; tile < K / 32; ++tile) {
+          double d = 0;
+          for (std::size_t x = 0; x < dots.size(); ++x) {
+            if (x + 1 == dots.size() && std::isnan(d)) d = 0;
+            for (int k0 = tile * 32; k0 < tile * 32 + 32; k0 += 16)
+              d = tc::dot(p, a[dots[x].first] + k0, b[dots[x].second] + k0, 16, d);
+          }
+          acc = tile == 0 ? static_cast<float>(d) : acc + static_cast<float>(d);
+        }
+        if (std::isnan(acc)) ASSERT_TRUE(std::isnan(got[e])) << dist << " np " << np << " C(" << i << "," << j << ")";
+        else ASSERT_EQ(got[e], acc) << dist << " np " << np << " C(" << i << "," << j << ")";
       }
     }
   }

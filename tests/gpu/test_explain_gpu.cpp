@@ -182,3 +182,42 @@ TEST(EntryRunnerLines, ColumnMajorB) {
   GEMMLAB_REQUIRE_FAMILY("hopper");
   expect_lines_written("hgemm_wgmma_04_persistent_sm8_e4m3_promoted_every_128k");
 }
+
+// The report of split operands (a synthetic CPU kernel: no GPU needed): the split's description in the
+// JSON's nodes, in the CSV's node_models, and in the signature, which two schemes never share.
+TEST(ExplainGpuReport, SplitSchemeInJsonCsvAndSignature) {
+  using emulation::SplitScheme;
+  constexpr auto HI = SplitScheme::hi, MI = SplitScheme::mid;
+  const int K = 64;
+  auto report = [&](int nodes_per_pass) {
+    explain::SyntheticKernel k(64, 64, K, Format::fp32, promoted_tree(K, 16, 32),
+                               [](int leaves) -> std::optional<tc::TcParams> {
+                                 if (leaves != 16) return std::nullopt;
+                                 return tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_bf16_f32);
+                               });
+    k.split = SplitScheme{emulation::LowBits::nearest_even, {{MI, HI}, {HI, MI}, {HI, HI}}, nodes_per_pass, true,
+                          SplitScheme::PieceFormat::bf16, 2};
+    explain::Options opt;
+    opt.distributions = {"uniform_0_1"};
+    opt.verify_entries = 32;
+    opt.compare_outputs = 256;
+    const explain::Report r = explain::explain_kernel(k, opt);
+    EXPECT_TRUE(r.identified) << r.summary();
+    EXPECT_EQ(r.nodes.split, k.split) << r.summary();
+    return r;
+  };
+  const explain::Report chain = report(0), per_node = report(1);
+  ASSERT_TRUE(chain.identified && per_node.identified);
+  const nlohmann::json j = report_to_json(chain);
+  EXPECT_EQ(j["nodes"]["split"], chain.nodes.split->describe());
+  EXPECT_TRUE(j["conversion"]["split"].get<bool>());
+  const auto rows = explain_rows("synthetic_bf16x3", chain, 64, 64, K, 1);
+  const auto& cols = explain_columns();
+  const std::size_t models = std::find(cols.begin(), cols.end(), "node_models") - cols.begin();
+  const std::size_t conv = std::find(cols.begin(), cols.end(), "conversion_a") - cols.begin();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_NE(rows[0][models].find("split: fp32 operands split into 2 bf16 pieces"), std::string::npos) << rows[0][models];
+  EXPECT_EQ(rows[0][conv], "split");
+  EXPECT_FALSE(numerics_signature(chain).empty());
+  EXPECT_NE(numerics_signature(chain), numerics_signature(per_node));
+}

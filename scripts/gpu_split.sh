@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# `gemmlab explain` on Triton's fp32 flavours, for the split operands of input_precision="tf32x3".
-# Usage: scripts/gpu_tf32x3.sh BIN_DIR OUT_DIR. BIN_DIR holds gemmlab, gemmlab_cpu_tests and
+# `gemmlab explain` on Triton's fp32 flavours with split operands: input_precision "tf32x3" (two tf32
+# pieces), "bf16x3" (two bf16 pieces) and "bf16x6" (three bf16 pieces).
+# Usage: scripts/gpu_split.sh BIN_DIR OUT_DIR. BIN_DIR holds gemmlab, gemmlab_cpu_tests and
 # gemmlab_gpu_tests; PYTHONPATH must hold the gemmlab wheel (with gemmlab._gpu); Triton 3.6 and torch.
-# 1. the CPU tests of the split schemes and the GPU tests of explain (regressions: no built-in kernel
+# 1. the GPU tests of explain and the CPU tests of the split schemes (regressions: no built-in kernel
 #    splits its operands, so the split itself is tested on synthetic CPU kernels);
-# 2. experiments/examples/explain_frameworks.py on triton_fp32_tf32x3, with triton_fp32_tf32 and
-#    triton_fp32_ieee beside it (their identification must not change), at 4096^3 and 2048x8192x3072,
-#    on three distributions. Rows already written are kept (delete OUT_DIR/frameworks to redo them).
-# About 3-5 minutes on an H100. A short table is printed last.
+# 2. experiments/examples/explain_frameworks.py on triton_fp32_tf32x3, triton_fp32_bf16x3 and
+#    triton_fp32_bf16x6, with triton_fp32_tf32 and triton_fp32_ieee beside them (their identification
+#    must not change), at 4096^3 and 2048x8192x3072, on three distributions. Rows already written are
+#    kept (delete OUT_DIR/frameworks to redo them).
+# About 5-6 minutes on an H100. A short table is printed last.
 set -uo pipefail
 bin=$1; out=$2
 mkdir -p "$out"
-"$bin"/gemmlab_cpu_tests --gtest_filter='ExplainSplit*:KernelEmulationSplit*' > "$out/split_cpu_tests.log" 2>&1
-echo "split CPU tests rc=$? ($(grep -E '^\[  (PASSED|FAILED) ' "$out/split_cpu_tests.log" | tr '\n' ' '))"
 "$bin"/gemmlab_gpu_tests --gtest_filter='ExplainGpu*' > "$out/explain_gpu_tests.log" 2>&1
 echo "ExplainGpu tests rc=$? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/explain_gpu_tests.log" | tr '\n' ' '))"
+"$bin"/gemmlab_cpu_tests --gtest_filter='ExplainSplit*:KernelEmulationSplit*' > "$out/split_cpu_tests.log" 2>&1
+echo "split CPU tests rc=$? ($(grep -E '^\[  (PASSED|FAILED) ' "$out/split_cpu_tests.log" | tr '\n' ' '))"
 only=""
-for k in triton_fp32_tf32x3 triton_fp32_tf32 triton_fp32_ieee; do
+for k in triton_fp32_tf32x3 triton_fp32_bf16x3 triton_fp32_bf16x6 triton_fp32_tf32 triton_fp32_ieee; do
   done_all=1
   for s in 4096x4096x4096 2048x8192x3072; do [ -s "$out/frameworks/${k}_$s.csv" ] || done_all=0; done
   [ $done_all = 1 ] || only="$only${only:+,}$k"
