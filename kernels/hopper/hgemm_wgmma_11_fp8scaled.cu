@@ -29,7 +29,14 @@
 // meanwhile. The Schedule variants below (registered under temporary hgemm_wgmma_11x_* names, to be
 // measured by scripts/gpu_fp8speed.sh) offset the two consumers by half a block: the turn passes when
 // only `handover` wgmmas of the giver's block are left, so the taker's block is queued behind them and
-// runs while the giver promotes. Compiled here, not yet timed: two fragments per consumer (block i + 1
+// runs while the giver promotes. Round 1 (one run, cuBLASLt 1,161 / 1,270): the offset turns at
+// BM = 128 were slower than `together` (980 / 1,033): handed over with one wgmma left 911 / 992, two
+// 922 / 1,006, one with the TMA store 939 / 995 (dropped); the 256 x 128 tile was faster: offset turns
+// 998 / 1,104, with the TMA store (3 stages) 1,037 / 1,123 (0.89x / 0.88x). Round 2 (not yet timed):
+// the 256-row tile with `together`, a fourth stage beside the TMA store, wave 0's early store.
+// DeepGEMM's 1d2d kernel promotes in the same order as this one (scales read before the wgmmas, one
+// commit per 64-row wave, wait 0, the slot released after the last wave, then the FFMAs), and its
+// 256-row tile is two such waves too. Compiled here, not yet timed: two fragments per consumer (block i + 1
 // issued before block i is promoted, the variant measured at 865 / 964 above) makes ptxas serialize
 // every wgmma of the kernel (C7514, "non wgmma instructions reading accumulator registers") as soon
 // as the epilogue stores sit in the same loop, even with the stores on a path where nothing runs.
@@ -383,6 +390,10 @@ GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256toge_sm8_e4m3_1x128_128x128,
                          "block-scaled fp8, 256x128 tile, consumers together, 4 stages, wave 0 stored under wave "
                          "1's last wgmmas",
                          Schedule::together, 2, false, 4, 0, 2, true)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256e_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, offset turns, 4 stages, wave 0 stored under wave 1's "
+                         "last wgmmas",
+                         Schedule::offset, 2, false, 4, 1, 2, true)
 GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256togtma4e_sm8_e4m3_1x128_128x128,
                          "block-scaled fp8, 256x128 tile, consumers together, TMA store through one buffer per "
                          "consumer, 4 stages, wave 0 stored under wave 1's last wgmmas",
