@@ -115,16 +115,18 @@ __device__ __forceinline__ void wgmma_slice_mode(float (&d)[BN / 2], float (&p)[
 
 // One (64, 32) box of a consumer warpgroup's (64, BN) fragment v, columns 32Q .. 32Q + 31 (v[16Q ..
 // 16Q + 15]) -> C rows row0 .., columns col .., through the staging buffer `buf` (CBOX_BYTES,
-// 1024-aligned), handed to the TMA engine as one bulk async-group. Waits first until at most one of
-// the leader's earlier groups still reads shared memory, so `buf` may be reused every second box.
+// 1024-aligned), handed to the TMA engine as one bulk async-group. Waits first until at most
+// BUFFERS - 1 of the leader's earlier groups still read shared memory, so `buf` may be reused every
+// BUFFERS-th box (2: two staging buffers in turn; 1: one, each box waiting for the previous one's read).
 // Named barrier bar_id over the warpgroup's 128 threads.
 // Fragment layout (see the wgmma wrappers): v[4j + 2h + e] = D(16w + l/4 + 8h, 8j + 2(l%4) + e).
-template <int Q, int R>
+template <int Q, int R, int BUFFERS = 2>
 __device__ __forceinline__ void store_box_tma(const float (&v)[R], unsigned char* buf, const CUtensorMap* mapC,
                                               int row0, int col, int bar_id, bool leader) {
   static_assert(16 * (Q + 1) <= R, "box Q lies inside the fragment");
+  static_assert(BUFFERS == 1 || BUFFERS == 2, "one or two staging buffers");
   const int t = threadIdx.x % 128, w = t / 32, l = t % 32;
-  if (leader) bulk_wait_group_read<1>();  // the box stored from this buffer two boxes ago has been read
+  if (leader) bulk_wait_group_read<BUFFERS - 1>();  // the box stored from this buffer BUFFERS boxes ago has been read
   named_bar_sync(bar_id, 128);
 #pragma unroll
   for (int jj = 0; jj < 4; ++jj) {  // four 8-column blocks per 32-column box
@@ -146,23 +148,23 @@ __device__ __forceinline__ void store_box_tma(const float (&v)[R], unsigned char
 }
 
 // Epilogue of one consumer warpgroup: boxes Q0 .. Q0 + NQ - 1 of its fragment v -> C, the boxes
-// alternating between the two staging buffers `stage` (box Q in buffer Q & 1).
-template <int Q0, int NQ, int R>
+// taking the BUFFERS staging buffers `stage` in turn (box Q in buffer Q % BUFFERS).
+template <int Q0, int NQ, int R, int BUFFERS = 2>
 __device__ __forceinline__ void store_boxes_tma(const float (&v)[R], unsigned char* stage, const CUtensorMap* mapC,
                                                 int row0, int col0, int bar_id, bool leader) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
-    (store_box_tma<Q0 + I>(v, stage + ((Q0 + I) & 1) * CBOX_BYTES, mapC, row0, col0 + (Q0 + I) * CBOX_COLS, bar_id,
-                           leader),
+    (store_box_tma<Q0 + I, R, BUFFERS>(v, stage + ((Q0 + I) % BUFFERS) * CBOX_BYTES, mapC, row0,
+                                       col0 + (Q0 + I) * CBOX_COLS, bar_id, leader),
      ...);
   }(std::make_integer_sequence<int, NQ>{});
 }
 
-// The whole (64, BN) fragment, BN / 32 boxes; waits only until the box written two boxes earlier
+// The whole (64, BN) fragment, BN / 32 boxes; waits only until the box written BUFFERS boxes earlier
 // has been read out of shared memory.
-template <int R>
+template <int BUFFERS = 2, int R>
 __device__ __forceinline__ void store_tile_tma(const float (&v)[R], unsigned char* stage, const CUtensorMap* mapC,
                                                int row0, int col0, int bar_id, bool leader) {
-  store_boxes_tma<0, (R / 4 * 8) / CBOX_COLS>(v, stage, mapC, row0, col0, bar_id, leader);
+  store_boxes_tma<0, (R / 4 * 8) / CBOX_COLS, R, BUFFERS>(v, stage, mapC, row0, col0, bar_id, leader);
 }
 #endif
 

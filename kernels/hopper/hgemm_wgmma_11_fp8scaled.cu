@@ -29,7 +29,14 @@
 // meanwhile. The Schedule variants below (registered under temporary hgemm_wgmma_11x_* names, to be
 // measured by scripts/gpu_fp8speed.sh) offset the two consumers by half a block: the turn passes when
 // only `handover` wgmmas of the giver's block are left, so the taker's block is queued behind them and
-// runs while the giver promotes. Compiled here, not yet timed: two fragments per consumer (block i + 1
+// runs while the giver promotes. Round 1 (one run, cuBLASLt 1,161 / 1,270): the offset turns at
+// BM = 128 were slower than `together` (980 / 1,033): handed over with one wgmma left 911 / 992, two
+// 922 / 1,006, one with the TMA store 939 / 995 (dropped); the 256 x 128 tile was faster: offset turns
+// 998 / 1,104, with the TMA store (3 stages) 1,037 / 1,123 (0.89x / 0.88x). Round 2 (not yet timed):
+// the 256-row tile with `together`, a fourth stage beside the TMA store, wave 0's early store.
+// DeepGEMM's 1d2d kernel promotes in the same order as this one (scales read before the wgmmas, one
+// commit per 64-row wave, wait 0, the slot released after the last wave, then the FFMAs), and its
+// 256-row tile is two such waves too. Compiled here, not yet timed: two fragments per consumer (block i + 1
 // issued before block i is promoted, the variant measured at 865 / 964 above) makes ptxas serialize
 // every wgmma of the kernel (C7514, "non wgmma instructions reading accumulator registers") as soon
 // as the epilogue stores sit in the same loop, even with the stores on a path where nothing runs.
@@ -74,13 +81,19 @@ enum class Schedule {
 };
 
 // A schedule and its shape (a type, so that the kernel's host stub can name its template arguments).
-template <Schedule SCHEDULE, int WAVES = 1, bool TMA_STORE = false, int STAGES = 6, int HANDOVER = 0>
+template <Schedule SCHEDULE, int WAVES = 1, bool TMA_STORE = false, int STAGES = 6, int HANDOVER = 0,
+          int STAGING = 2, bool EARLY_STORE = false>
 struct Variant {
   static constexpr Schedule schedule = SCHEDULE;
   static constexpr int waves = WAVES;           // m64 waves per consumer and K block: block tile BM = 128 * waves rows
   static constexpr bool tma_store = TMA_STORE;  // epilogue through shared memory and TMA stores (step 6's store_tile_tma)
   static constexpr int stages = STAGES;         // ring slots
   static constexpr int handover = HANDOVER;     // offset: the giver's wgmmas still running when the turn passes
+  // tma_store: 8 KB staging buffers per consumer (2: boxes alternate; 1: each box waits until the TMA
+  // engine has read the previous one, which leaves room for a fourth 48 KB slot at BM = 256).
+  static constexpr int staging = STAGING;
+  // waves 2: wave 0 of a tile is stored while the wgmmas of wave 1's last block run, not after them.
+  static constexpr bool early_store = EARLY_STORE;
 };
 
 template <class V>
@@ -91,10 +104,12 @@ struct Shape {
   // the 16 bytes of B's scale grid that hold its scale (4 K blocks of the tile column).
   static constexpr int SA_BYTES = BM * 4, SCALE_SLOT = SA_BYTES + 128;
   static constexpr int RING_BYTES = V::stages * STAGE_BYTES;
-  static constexpr int STAGING_BYTES = V::tma_store ? 2 /* consumers */ * 2 /* buffers */ * hopper::CBOX_BYTES : 0;
+  static constexpr int STAGING_BYTES = V::tma_store ? 2 /* consumers */ * V::staging * hopper::CBOX_BYTES : 0;
   static constexpr int SMEM_BYTES =
       RING_BYTES + STAGING_BYTES + V::stages * SCALE_SLOT + 1024 /* alignment */ + 1024 /* barriers */;
   static_assert(V::waves == 1 || V::waves == 2, "one or two m64 waves per consumer");
+  static_assert(V::staging == 1 || V::staging == 2, "one or two staging buffers per consumer");
+  static_assert(!V::early_store || V::waves == 2, "early_store: wave 0 stored under wave 1's last wgmmas");
   static_assert(V::schedule != Schedule::offset || (V::handover >= 1 && V::handover < BK / 32),
                 "offset: hand over while 1 to 3 of the block's 4 wgmmas run");
   static_assert(SB_BYTES <= SCALE_SLOT - SA_BYTES && SCALE_SLOT % 128 == 0, "a slot's scales: A's, then B's 16 bytes");
@@ -219,34 +234,36 @@ __global__ void __launch_bounds__(THREADS, 1)
         promote_add(pw, d);
       }
     };
-    // After a tile's last block: the rowwise scales, then the store; p restarts.
-    auto finish_tile = [&](int tr, int tc) {
+    // After a tile's last block: wave v's rowwise scales, then its store; p[v] restarts.
+    auto store_wave = [&](float(&pv)[BN / 2], int v, int tr, int tc) {
+      const int row0 = tr * BM + v * 128 + r_in;
+      if constexpr (SC == Scaling::rowwise) {
+        const float ra0 = __ldg(scale_a + row0), ra1 = __ldg(scale_a + row0 + 8);
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          const int col = tc * BN + 8 * j + 2 * (l % 4);
+          const float sb0 = __ldg(scale_b + col), sb1 = __ldg(scale_b + col + 1);
+          pv[4 * j + 0] = __fmul_rn(pv[4 * j + 0], __fmul_rn(ra0, sb0));
+          pv[4 * j + 1] = __fmul_rn(pv[4 * j + 1], __fmul_rn(ra0, sb1));
+          pv[4 * j + 2] = __fmul_rn(pv[4 * j + 2], __fmul_rn(ra1, sb0));
+          pv[4 * j + 3] = __fmul_rn(pv[4 * j + 3], __fmul_rn(ra1, sb1));
+        }
+      }
+      const int frag_row = tr * BM + v * 128 + c * 64;
+      if constexpr (V::tma_store)
+        store_tile_tma<V::staging>(pv, staging + c * V::staging * CBOX_BYTES, &mapC, frag_row, tc * BN, 1 + c,
+                                   leader);
+      else
+        store_fragment(C + std::size_t(frag_row) * N + std::size_t(tc) * BN, N, pv);
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) pv[i] = 0.0f;
+    };
+    // The waves from `from` on (early_store stored wave 0 already).
+    auto finish_tile = [&](int tr, int tc, int from) {
       const int waves = waves_in(tr);
 #pragma unroll
-      for (int v = 0; v < WAVES; ++v) {
-        if (v < waves) {
-          const int row0 = tr * BM + v * 128 + r_in;
-          if constexpr (SC == Scaling::rowwise) {
-            const float ra0 = __ldg(scale_a + row0), ra1 = __ldg(scale_a + row0 + 8);
-#pragma unroll
-            for (int j = 0; j < BN / 8; ++j) {
-              const int col = tc * BN + 8 * j + 2 * (l % 4);
-              const float sb0 = __ldg(scale_b + col), sb1 = __ldg(scale_b + col + 1);
-              p[v][4 * j + 0] = __fmul_rn(p[v][4 * j + 0], __fmul_rn(ra0, sb0));
-              p[v][4 * j + 1] = __fmul_rn(p[v][4 * j + 1], __fmul_rn(ra0, sb1));
-              p[v][4 * j + 2] = __fmul_rn(p[v][4 * j + 2], __fmul_rn(ra1, sb0));
-              p[v][4 * j + 3] = __fmul_rn(p[v][4 * j + 3], __fmul_rn(ra1, sb1));
-            }
-          }
-          const int frag_row = tr * BM + v * 128 + c * 64;
-          if constexpr (V::tma_store)
-            store_tile_tma(p[v], staging + c * 2 * CBOX_BYTES, &mapC, frag_row, tc * BN, 1 + c, leader);
-          else
-            store_fragment(C + std::size_t(frag_row) * N + std::size_t(tc) * BN, N, p[v]);
-        }
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) p[v][i] = 0.0f;
-      }
+      for (int v = 0; v < WAVES; ++v)
+        if (v >= from && v < waves) store_wave(p[v], v, tr, tc);
     };
 
     float d[BN / 2];  // (64, BN) wgmma fragment: one K block of one wave, from zero
@@ -273,11 +290,13 @@ __global__ void __launch_bounds__(THREADS, 1)
             wgmma_wait<V::handover>();
             if (!(c == 1 && last_item && kt == slices - 1 && v == waves - 1)) named_bar_arrive(3 + c, 256);
           }
+          // early_store: wave 0 is final; its store reads p[0] only, not the fragment d in flight.
+          if (V::early_store && v == 1 && kt == slices - 1) store_wave(p[0], 0, tr, tc);
           wgmma_wait<0>();
           promote(p[v], d, it, v == waves - 1, sa0, sa1, sb);
         }
       }
-      finish_tile(tr, tc);
+      finish_tile(tr, tc, V::early_store && waves == 2 ? 1 : 0);
     }
     if constexpr (V::tma_store)
       if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
@@ -344,21 +363,41 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
     static const Kernel k = make<Scaling::block_1x128_128x128, Variant<__VA_ARGS__>>(#id, desc);       \
     return k;                                                                                         \
   }
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_offset_sm8_e4m3_1x128_128x128,
-                         "block-scaled fp8, consumers in turns handed over with one wgmma of the block left",
-                         Schedule::offset, 1, false, 6, 1)
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_offset2_sm8_e4m3_1x128_128x128,
-                         "block-scaled fp8, consumers in turns handed over with two wgmmas of the block left",
-                         Schedule::offset, 1, false, 6, 2)
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_offsettma_sm8_e4m3_1x128_128x128,
-                         "block-scaled fp8, offset turns (one wgmma left), TMA-store epilogue, 5 stages",
-                         Schedule::offset, 1, true, 5, 1)
+// Round 1's reference points (the offset turns at BM = 128 lost to `together` and went).
 GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256_sm8_e4m3_1x128_128x128,
                          "block-scaled fp8, 256x128 tile (two m64 waves per consumer), offset turns, 4 stages",
                          Schedule::offset, 2, false, 4, 1)
 GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256tma_sm8_e4m3_1x128_128x128,
                          "block-scaled fp8, 256x128 tile, offset turns, TMA-store epilogue, 3 stages",
                          Schedule::offset, 2, true, 3, 1)
+// Round 2: the 256-row tile with the `together` schedule; a fourth stage beside the TMA store by one
+// staging buffer per consumer; wave 0 stored under wave 1's last wgmmas.
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256tog_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, consumers together (no turns), 4 stages",
+                         Schedule::together, 2, false, 4)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256togtma_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, consumers together, TMA-store epilogue, 3 stages",
+                         Schedule::together, 2, true, 3)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256togtma4_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, consumers together, TMA store through one 8 KB buffer "
+                         "per consumer, 4 stages",
+                         Schedule::together, 2, true, 4, 0, 1)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256tma4_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, offset turns, TMA store through one 8 KB buffer per "
+                         "consumer, 4 stages",
+                         Schedule::offset, 2, true, 4, 1, 1)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256toge_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, consumers together, 4 stages, wave 0 stored under wave "
+                         "1's last wgmmas",
+                         Schedule::together, 2, false, 4, 0, 2, true)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256e_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, offset turns, 4 stages, wave 0 stored under wave 1's "
+                         "last wgmmas",
+                         Schedule::offset, 2, false, 4, 1, 2, true)
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_bm256togtma4e_sm8_e4m3_1x128_128x128,
+                         "block-scaled fp8, 256x128 tile, consumers together, TMA store through one buffer per "
+                         "consumer, 4 stages, wave 0 stored under wave 1's last wgmmas",
+                         Schedule::together, 2, true, 4, 0, 1, true)
 #undef GEMMLAB_WGMMA11X_VARIANT
 
 }  // namespace gemmlab::kernels

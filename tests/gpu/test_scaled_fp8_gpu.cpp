@@ -200,7 +200,8 @@ TEST(ScaledFp8Gpu, GemmlabsScaledKernelsArePredictedBitForBit) {
 
 // Every schedule of the block-scaled kernel gives hgemm_wgmma_11's bits (itself predicted bit for bit
 // above) with more tiles than SMs, so the persistent blocks walk unequal numbers of tiles and the
-// consumers' turns cross tile ends: M = 31 x 128 (a 256-row block tile ends half full), N = 9 x 128
+// consumers' turns cross tile ends: M = 31 x 128 (a 256-row block tile ends half full, so the
+// early store of wave 0 meets a tile without wave 1), N = 9 x 128
 // (279 tiles of 128 x 128, 144 of 256 x 128), K = 400 (a partial last block).
 TEST(ScaledFp8Gpu, BlockScaledSchedulesGiveTheKernelsBits) {
   GEMMLAB_REQUIRE_FAMILY("hopper");
