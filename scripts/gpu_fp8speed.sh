@@ -23,7 +23,7 @@ base=hgemm_wgmma_11_fp8scaled_sm8_e4m3_1x128_128x128
 lt=cublaslt_fp8_scaled_e4m3_1x128_128x128_f32
 schedules=$("$bin"/gemmlab list 2>/dev/null | grep -o 'hgemm_wgmma_11x_[A-Za-z0-9_]*' | sort -u | paste -sd, -)
 if [ -z "$schedules" ]; then
-  echo "no hgemm_wgmma_11x_* kernel in \`$bin/gemmlab list\`: build the hopper family of the fp8speed branch" >&2
+  echo "no hgemm_wgmma_11x_* kernel in \`$bin/gemmlab list\`: register the schedules to compare under hgemm_wgmma_11x_* names (as commit 8b8f934 does) and build the hopper family" >&2
   exit 2
 fi
 echo "schedules: $schedules"
