@@ -133,9 +133,13 @@ std::uint64_t all_ones_nan(Format f) {
   return bits >= 64 ? ~0ull >> 1 : (1ull << (bits - 1)) - 1;
 }
 
+// The kernel's conversion of its fp32 result to the output format (cvt.rn): IEEE round to nearest
+// even, so a negative value that rounds to zero gives -0 (the H100 through torch.matmul's fp16 C:
+// -2^-25 -> 0x8000). tc::round_to_format gives +0 there, the rule of the tensor core's own sums.
 std::uint64_t output_bits(Format f, double v, std::uint64_t nan_bits) {
   if (std::isnan(v)) return nan_bits;
-  return to_bits(f, tc::round_to_format(f, v, Rounding::nearest_even));
+  const double r = tc::round_to_format(f, v, Rounding::nearest_even);
+  return to_bits(f, r == 0 ? std::copysign(0.0, v) : r);
 }
 
 // The parent of every node of t (-1 for the root).
@@ -956,11 +960,19 @@ NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTre
           continue;
         }
         int miss = 0;
+        // GEMMLAB_EXPLAIN_TRACE: each unexplained probe on stderr (its id, the model's D before and
+        // after the rounding to the output, the kernel's bits), to find what the output does.
+        const bool trace_misses = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
         for (std::size_t x = 0; x < used.size(); ++x) {
           const double d = tc::predict(*mp, *used[x]);
           const bool same = std::isnan(d) ? std::isnan(from_bits(o.output(), bits[x]))
                                           : output_bits(o.output(), d, 0) == bits[x];
           miss += !same;
+          if (!same && trace_misses)
+            std::fprintf(stderr, "[explain] %s probe %s (c = %s): model D = %s -> %s 0x%llx, kernel 0x%llx = %s\n", I.name,
+                         used[x]->id.c_str(), value_text(used[x]->c).c_str(), value_text(d).c_str(),
+                         info(o.output()).name, static_cast<unsigned long long>(output_bits(o.output(), d, 0)),
+                         static_cast<unsigned long long>(bits[x]), value_text(from_bits(o.output(), bits[x])).c_str());
         }
         nk.checked_through = info(o.output()).name;
         nk.mismatching = miss;
