@@ -351,6 +351,25 @@ TEST(FprevGroups, PromotedE4m3NeedsGroups) {
   EXPECT_EQ(r.numerics->promotion_interval_k, 128);
 }
 
+TEST(ExplainOutput, NegativeSumRoundingToZeroIsMinusZeroInANarrowOutput) {
+  // The kernel's conversion of its fp32 result to an fp16 C is IEEE's: -2^-25, half the smallest
+  // subnormal, rounds (to even) to -0, 0x8000, as the H100 writes it through torch.matmul's fp16 C;
+  // +2^-25 to +0; -3 * 2^-26 (above the half) to the smallest subnormal, -2^-24 = 0x8001.
+  const int K = 16;
+  SyntheticKernel k(1, 3, K, Format::fp16, blocked_tree(K, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.output_format = Format::fp16;
+  SparseInputs in;
+  in.a_rows.push_back({0, 0, {{0, 0x1p-12}}});
+  in.b_cols.push_back({0, 0, {{0, -0x1p-13}}});
+  in.b_cols.push_back({1, 0, {{0, 0x1p-13}}});
+  in.b_cols.push_back({2, 0, {{0, -0x1p-13}, {1, -0x1p-14}}});
+  in.a_rows[0].at.push_back({1, 0x1p-12});
+  const std::vector<std::uint64_t> bits = k.run_sparse(in, {{0, 0}, {0, 1}, {0, 2}});
+  EXPECT_EQ(bits[0], 0x8000u);
+  EXPECT_EQ(bits[1], 0x0000u);
+  EXPECT_EQ(bits[2], 0x8001u);
+}
+
 TEST(FprevGroups, Bf16OutputBeyondK256) {
   // A bf16 GEMM writing bf16 (torch.matmul bf16 -> bf16): in-MMA chains of 16 in fp32, the result
   // rounded to bf16. K = 512 is past the 256 units bf16 can count; the node models are checked
