@@ -485,10 +485,9 @@ std::array<double, max_split_pieces> split_pieces(const SplitScheme& s, const tc
   }
   const float big = static_cast<float>(round_low_bits(x, 13, s.big_rounding));
   const float small = static_cast<float>(x) - big;  // fp32 subtraction: exact for finite x and big
-  // The instruction reads each piece's fp32 container as it reads every tf32 operand.
-  const LowBits read = p.tf32_low_bits == Rounding::nearest_even ? LowBits::nearest_even : LowBits::toward_zero;
-  out[0] = round_low_bits(big, 13, read);
-  out[1] = round_low_bits(small, 13, read);
+  // The instruction reads each piece's fp32 container as it reads every tf32 operand (tc's model).
+  out[0] = tc::decode_operand(p, Format::tf32, to_bits(Format::fp32, big));
+  out[1] = tc::decode_operand(p, Format::tf32, to_bits(Format::fp32, small));
   return out;
 }
 

@@ -474,7 +474,7 @@ struct EntryRunner::Impl {
   const DeviceInfo& dev;
   int M, N, K;
   std::size_t eb_in, eb_out;
-  std::vector<unsigned char> hA, hB;  // the packed operands as on the GPU
+  std::size_t a_bytes, b_bytes;  // the packed operands' sizes (no host copy: set_lines writes on the GPU)
   DeviceBuffer A, B, C, W;
   // A scaled fp8 kernel's scale grids, every scale 1: a scale step is then exact (x 1), so the
   // masking experiment reveals the order in which the kernel sums the products q_a q_b (where its
@@ -489,11 +489,9 @@ struct EntryRunner::Impl {
 
   Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream)
       : k(k_), dev(query_device(device)), M(a.rows), N(b.cols), K(a.cols), eb_in(storage_bytes(k_.numerics.input)),
-        eb_out(storage_bytes(k_.numerics.output)), hA(pack(a, k_.numerics.input, k_.layout_a)),
-        hB(pack(b, k_.numerics.input, k_.layout_b)), A(hA.size()), B(hB.size()),
+        eb_out(storage_bytes(k_.numerics.output)), a_bytes(static_cast<std::size_t>(a.rows) * a.cols * eb_in),
+        b_bytes(static_cast<std::size_t>(b.rows) * b.cols * eb_in), A(a_bytes), B(b_bytes),
         C(static_cast<std::size_t>(a.rows) * b.cols * storage_bytes(k_.numerics.output)), W(k_.workspace_bytes) {
-    GEMMLAB_CUDA_CHECK(cudaMemcpy(A.p, hA.data(), hA.size(), cudaMemcpyHostToDevice));
-    GEMMLAB_CUDA_CHECK(cudaMemcpy(B.p, hB.data(), hB.size(), cudaMemcpyHostToDevice));
     if (caller_stream) {
       stream = caller_stream == reinterpret_cast<void*>(std::uintptr_t{1}) ? cudaStreamLegacy
                                                                              : static_cast<cudaStream_t>(caller_stream);
@@ -501,6 +499,7 @@ struct EntryRunner::Impl {
     } else {
       GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     }
+    upload(a, b);
     args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
     if (k.scale_a != ScaleGranularity::none) {
       auto ones = [](std::size_t n) {
@@ -519,22 +518,13 @@ struct EntryRunner::Impl {
     if (stream && own_stream) cudaStreamDestroy(stream);
   }
 
-  // Re-encodes K elements of a packed operand, element t at first + t * stride (in elements), and
-  // uploads them (one copy, strided where the layout makes them so).
-  void update(std::vector<unsigned char>& host, void* device_ptr, std::size_t first, std::size_t stride,
-              const std::vector<double>& v) {
-    if (static_cast<int>(v.size()) != K) throw std::invalid_argument("EntryRunner: a row or column holds K values");
-    for (int t = 0; t < K; ++t) {
-      const std::uint64_t bits = to_bits(k.numerics.input, v[t]);
-      std::memcpy(host.data() + (first + t * stride) * eb_in, &bits, eb_in);  // little-endian: low bytes first
-    }
-    unsigned char* dst = static_cast<unsigned char*>(device_ptr) + first * eb_in;
-    const unsigned char* src = host.data() + first * eb_in;
-    if (stride == 1)
-      GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(dst, src, K * eb_in, cudaMemcpyHostToDevice, stream));
-    else
-      GEMMLAB_CUDA_CHECK(cudaMemcpy2DAsync(dst, stride * eb_in, src, stride * eb_in, eb_in, K, cudaMemcpyHostToDevice,
-                                           stream));
+  // Both operands packed in the kernel's format and layouts and uploaded whole.
+  void upload(const Matrix& a, const Matrix& b) {
+    const std::vector<unsigned char> ha = pack(a, k.numerics.input, k.layout_a), hb = pack(b, k.numerics.input, k.layout_b);
+    if (ha.size() != a_bytes || hb.size() != b_bytes) throw std::logic_error("EntryRunner: packed operands of another size");
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(A.p, ha.data(), a_bytes, cudaMemcpyHostToDevice, stream));
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(B.p, hb.data(), b_bytes, cudaMemcpyHostToDevice, stream));
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));  // the host copies go out of scope
   }
 };
 
@@ -548,18 +538,24 @@ EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int 
 
 EntryRunner::~EntryRunner() = default;
 
+namespace {
+// A whole row or column of K values as one set_lines line: every value listed.
+std::vector<std::pair<int, double>> listed(const std::vector<double>& v, int K) {
+  if (static_cast<int>(v.size()) != K) throw std::invalid_argument("EntryRunner: a row or column holds K values");
+  std::vector<std::pair<int, double>> at(v.size());
+  for (int t = 0; t < K; ++t) at[t] = {t, v[t]};
+  return at;
+}
+}  // namespace
+
 void EntryRunner::set_a_row(int i, const std::vector<double>& v) {
-  Impl& m = *impl_;
-  // A (M, K): row-major A(i, t) at i K + t; column-major at t M + i.
-  if (m.k.layout_a == Layout::row_major) m.update(m.hA, m.A.p, static_cast<std::size_t>(i) * m.K, 1, v);
-  else m.update(m.hA, m.A.p, i, m.M, v);
+  const auto at = listed(v, impl_->K);
+  set_lines({{i, 0.0, &at}}, {}, {}, {});
 }
 
 void EntryRunner::set_b_col(int j, const std::vector<double>& v) {
-  Impl& m = *impl_;
-  // B (K, N): row-major B(t, j) at t N + j; column-major at j K + t.
-  if (m.k.layout_b == Layout::row_major) m.update(m.hB, m.B.p, j, m.N, v);
-  else m.update(m.hB, m.B.p, static_cast<std::size_t>(j) * m.K, 1, v);
+  const auto at = listed(v, impl_->K);
+  set_lines({}, {{j, 0.0, &at}}, {}, {});
 }
 
 void EntryRunner::set_lines(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols,
@@ -567,8 +563,8 @@ void EntryRunner::set_lines(const std::vector<Line>& a_rows, const std::vector<L
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
   if (zero_all) {  // bits 0 are +0 in every format
-    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.A.p, 0, m.hA.size(), m.stream));
-    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.B.p, 0, m.hB.size(), m.stream));
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.A.p, 0, m.a_bytes, m.stream));
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.B.p, 0, m.b_bytes, m.stream));
   }
   const Format f = m.k.numerics.input;
   const int K = m.K;
@@ -683,11 +679,7 @@ void EntryRunner::set_operands(const Matrix& A, const Matrix& B) {
   if (A.rows != m.M || A.cols != m.K || B.rows != m.K || B.cols != m.N)
     throw std::invalid_argument("EntryRunner: set_operands needs A (M, K) and B (K, N) of the runner's size");
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
-  m.hA = pack(A, m.k.numerics.input, m.k.layout_a);
-  m.hB = pack(B, m.k.numerics.input, m.k.layout_b);
-  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.A.p, m.hA.data(), m.hA.size(), cudaMemcpyHostToDevice, m.stream));
-  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.B.p, m.hB.data(), m.hB.size(), cudaMemcpyHostToDevice, m.stream));
-  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.upload(A, B);
 }
 
 const Kernel& EntryRunner::kernel() const { return impl_->k; }

@@ -82,8 +82,8 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
 // One kernel launched many times on inputs that change only in one row of A and one column of B
 // between launches, reading back one entry of C: the masking experiment of `gemmlab order`
 // (order.cpp), whose thousands of launches would otherwise each pack, upload and download whole
-// matrices. Operands, C and the workspace stay on the GPU; a changed row or column is re-encoded on
-// the host and uploaded alone. Throws std::runtime_error on a CUDA error.
+// matrices. Operands, C and the workspace stay on the GPU; a changed row or column is written there
+// by set_lines from its values alone. Throws std::runtime_error on a CUDA error.
 class EntryRunner {
  public:
   // A (M, K) and B (K, N) as the first inputs (values exact in the kernel's input format). `stream`
