@@ -64,17 +64,83 @@ double ratio(double a, double b) {
 
 }  // namespace
 
+int OperandSplit::passes() const {
+  int n = 0;
+  for (unsigned b = products; b; b &= b - 1) ++n;
+  return n;
+}
+
+std::string products_text(const OperandSplit& s) {
+  std::string out;
+  if (s.pieces <= 1) return out;
+  for (int i = 0; i < s.pieces; ++i)
+    for (int j = 0; j < s.pieces; ++j)
+      if (s.products & OperandSplit::bit(i, j)) {
+        if (!out.empty()) out += ' ';
+        out += static_cast<char>('0' + i);
+        out += static_cast<char>('0' + j);
+      }
+  return out;
+}
+
+bool parse_products(std::string_view text, OperandSplit& s) {
+  std::uint16_t products = 0;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    if (text[at] == ' ') {
+      ++at;
+      continue;
+    }
+    if (at + 2 > text.size() || (at + 2 < text.size() && text[at + 2] != ' ')) return false;
+    const int i = text[at] - '0', j = text[at + 1] - '0';
+    if (i < 0 || j < 0 || i >= s.pieces || j >= s.pieces) return false;
+    products |= OperandSplit::bit(i, j);
+    at += 2;
+  }
+  s.products = products;
+  return true;
+}
+
+long long accumulated_terms(const BoundModel& m) {
+  const long long K = std::max(m.K, 0);
+  return m.split.pieces > 1 ? K * m.split.passes() : K;
+}
+
+namespace {
+
+// gamma_bound_factor for split operands (error_stats.hpp gives the derivation).
+double split_bound_factor(const BoundModel& m, double gamma, double u_out) {
+  const FormatInfo& comp = info(m.compute);
+  const double mu = m.split.rounding == Rounding::nearest_even ? comp.unit_roundoff : 2.0 * comp.unit_roundoff;
+  const double E = std::pow(mu, m.split.pieces);
+  double formed = 0, dropped = 0;
+  for (int i = 0; i < m.split.pieces; ++i)
+    for (int j = 0; j < m.split.pieces; ++j) {
+      const double size = (1 + mu) * (1 + mu) * std::pow(mu, i + j);
+      (m.split.products & OperandSplit::bit(i, j) ? formed : dropped) += size;
+    }
+  const double delta = dropped + 2 * E + E * E;
+  return (1 + u_out) * (delta + formed * gamma) + u_out;
+}
+
+}  // namespace
+
 double gamma_bound_factor(const BoundModel& m) {
+  if (m.split.pieces > 1 && (m.split.pieces > max_operand_pieces || m.split.products == 0))
+    throw std::invalid_argument("gamma_bound_factor: a split of " + std::to_string(m.split.pieces) +
+                                " pieces must form some of its products, and at most " +
+                                std::to_string(max_operand_pieces) + " pieces are modelled");
   const double u_eff = u_eff_of(m);
-  const double K = static_cast<double>(std::max(m.K, 0));
+  const double K = static_cast<double>(accumulated_terms(m));
   if (K * u_eff >= 1) return std::numeric_limits<double>::infinity();
   const double gamma = K * u_eff / (1 - K * u_eff);
+  const double uo = info(m.output).unit_roundoff;
+  const double u_out = uo > acc_u(m) ? uo : 0.0;  // output narrower than the accumulator
+  if (m.split.pieces > 1) return split_bound_factor(m, gamma, u_out);
   const FormatInfo& in = info(m.input);
   const FormatInfo& comp = info(m.compute);
   const double uc = comp.unit_roundoff;
   const double d_prod = comp.precision >= in.precision ? 0.0 : uc * (2.0 + uc);  // (1+uc)^2 - 1
-  const double uo = info(m.output).unit_roundoff;
-  const double u_out = uo > acc_u(m) ? uo : 0.0;  // output narrower than the accumulator
   // (1 + d)(1 + g)(1 + o) - 1 expanded, so no small term is lost against the 1.
   return d_prod + gamma + u_out + d_prod * gamma + d_prod * u_out + gamma * u_out +
          d_prod * gamma * u_out;
@@ -89,7 +155,7 @@ double underflow_term(const BoundModel& m) {
     return std::ldexp(1.0, fi.emin - fi.precision + (r == Rounding::nearest_even ? 0 : 1));
   };
   const double u_eff = u_eff_of(m);
-  const double K = static_cast<double>(std::max(m.K, 0));
+  const double K = static_cast<double>(accumulated_terms(m));
   const double gamma = K * u_eff / (1 - K * u_eff);
   return K * eta(m.accumulator, m.rounding) * (1 + gamma) + eta(m.output, m.rounding);
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
@@ -10,6 +11,26 @@
 
 namespace gemmlab {
 
+
+// Operands that reach the multiplier as pieces (3xTF32; Triton's input_precision tf32x3, bf16x3, bf16x6):
+// each operand x = x_0 + ... + x_{pieces-1} + e, piece i the residual of the pieces before it rounded to
+// the compute format as `rounding` says (tf32's last piece: as the instruction reads an fp32 container,
+// at worst cut toward zero), and the products (piece i of A) x (piece j of B) of the pairs in `products`
+// (bit 3 i + j) are summed in place of each product a b. pieces 1: not split.
+struct OperandSplit {
+  int pieces = 1;
+  std::uint16_t products = 0;
+  Rounding rounding = Rounding::nearest_even;
+  static constexpr std::uint16_t bit(int i, int j) { return static_cast<std::uint16_t>(1u << (3 * i + j)); }
+  // The products formed per k (the passes over K).
+  int passes() const;
+  bool operator==(const OperandSplit&) const = default;
+};
+constexpr int max_operand_pieces = 3;
+// The pairs as the CSV writes them: "ij" per product, space-separated ("00 01 10"); "" when not split.
+std::string products_text(const OperandSplit& s);
+// Parses products_text's words into s.products; false on anything else (a pair beyond s.pieces included).
+bool parse_products(std::string_view text, OperandSplit& s);
 
 struct BoundModel {
   int K = 0;
@@ -26,6 +47,7 @@ struct BoundModel {
                                       // hardware keeps fewer bits (fp8 wgmma keeps ~13-14)
   bool subnormals_flushed = false;    // the accumulation writes results below the normal range as 0
                                       // (fp8 wgmma, results/probes); unknown rounding is judged so too
+  OperandSplit split;                 // operands split into pieces of `compute` (pieces 1: not split)
 };
 
 // Componentwise deterministic bound factor f with |C^ - C| <= f (|A||B|) for every entry
@@ -35,10 +57,22 @@ struct BoundModel {
 // (both inputs rounded to the compute format); u_eff = u_acc (nearest) or 2 u_acc (truncate, unknown);
 // u_out = unit roundoff of the output format if the output is narrower than the accumulator, else 0.
 // Returns +infinity if K u_eff >= 1 (no bound).
+// Split operands (OperandSplit, P products per k): with mu the pieces' rounding (u_c nearest, 2 u_c
+// otherwise), |piece i| <= (1 + mu) mu^i |x| and |e| <= E = mu^pieces |x|, so the products formed sum to
+// a b - t with |t| <= delta |a||b|, their magnitudes to at most rho |a||b|, and the P K of them are
+// summed through at most P K roundings (each of the K products of the tree becomes P):
+//   f = (1 + u_out)(delta + rho gamma_{P K}(u_eff)) + u_out,
+//   delta = sum over the pairs not formed of (1 + mu)^2 mu^(i+j) + 2 E + E^2,
+//   rho = sum over the pairs formed of (1 + mu)^2 mu^(i+j).
+// One piece and the one product reduce it to the formula above (delta = d_prod, rho = 1 + d_prod). The
+// pieces are assumed normal (as a compute format's rounding is above): a residual below fp32's normal
+// range would add an absolute error to each product.
 double gamma_bound_factor(const BoundModel& m);
+// The sums the accumulation rounds: K, or P K for split operands.
+long long accumulated_terms(const BoundModel& m);
 // The absolute term g of the bound for gradual underflow (Higham, ASNA 2nd ed. §2.1, model (2.8), and
 // §3.1 with underflow; Demmel 1984): with subnormals every rounding commits |err| <= u |x| + eta, so
-//   |C^ - C| <= f (|A||B|) + g,   g = K eta_acc (1 + gamma_K(u_eff)) + eta_out,
+//   |C^ - C| <= f (|A||B|) + g,   g = n eta_acc (1 + gamma_n(u_eff)) + eta_out,   n = accumulated_terms,
 // eta = 2^(emin - p) (half the subnormal spacing) for round-to-nearest, 2^(emin - p + 1) (the whole
 // spacing) for truncation, and 2^emin (the smallest normal) where subnormal results are flushed to
 // zero or the rounding is unknown; emin, p of the accumulator (eta_acc) and of the output (eta_out).

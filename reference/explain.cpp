@@ -1064,9 +1064,11 @@ std::vector<Entry> compared_entries(int M, int N, long long budget, std::uint64_
 // Identification as a Numerics record
 
 std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Format output, Conversion conv,
-                                     const std::vector<NodeKind>& kinds) {
+                                     const std::vector<NodeKind>& kinds, const emulation::SplitScheme* split) {
   const int K = tree.leaves();
-  const Format compute = compute_format(conv, input);
+  const bool tf32_pieces = split && split->format == emulation::SplitScheme::PieceFormat::tf32;
+  const Format compute = !split ? compute_format(conv, input) : tf32_pieces ? Format::tf32 : Format::bf16;
+  if (split && kinds.empty()) return std::nullopt;  // pieces reach a multiplier: fused nodes
   const std::string want = tree.canonical();
   std::vector<Numerics> cands;
   if (kinds.empty()) {
@@ -1096,7 +1098,7 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
     Numerics base{.input = input, .compute = compute, .accumulator = Format::fp32, .output = output,
                   .accumulation = Accumulation::in_mma, .instruction = ins, .k_step = g,
                   .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
-                  .subnormals_flushed = fp8 && tc::info(*ins).name[0] == 'w'};
+                  .subnormals_flushed = fp8 && tc::info(*ins).name[0] == 'w', .split = {}};
     const bool wgmma = std::string(tc::info(*ins).name).rfind("wgmma", 0) == 0;
     for (int split : {1, 2}) {
       for (Accumulation a : {wgmma ? Accumulation::in_wgmma : Accumulation::in_mma, Accumulation::external}) {
@@ -1115,11 +1117,21 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
       }
     }
   }
-  for (const Numerics& n : cands) {
+  for (Numerics& n : cands) {
     try {
-      if (expected_tree_matches(n, K, want)) return n;
+      if (!expected_tree_matches(n, K, want)) continue;
     } catch (const std::invalid_argument&) {
+      continue;
     }
+    if (split) {
+      n.split.pieces = split->pieces;
+      for (const auto& [i, j] : split->passes) n.split.products |= OperandSplit::bit(i, j);
+      // tf32: the instruction reads the last piece's fp32 container as any tf32 operand (at worst cut
+      // toward zero); bf16 pieces are rounded as the scheme says and read exactly.
+      n.split.rounding = tf32_pieces || split->big_rounding == emulation::LowBits::toward_zero ? Rounding::toward_zero
+                                                                                                : Rounding::nearest_even;
+    }
+    return n;
   }
   return std::nullopt;
 }
@@ -1262,10 +1274,9 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
     total_mismatches += c.mismatches;
     r.comparisons.push_back(c);
   }
-  // The identified numerics in gemmlab's vocabulary, and the known kernels that have them.
-  // Split operands have no record in gemmlab's vocabulary (Numerics has no split), and no built-in
-  // kernel splits its operands: they are stated in words only.
-  if (!split) r.numerics = numerics_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds);
+  // The identified numerics in gemmlab's vocabulary, and the known kernels that have them (no built-in
+  // kernel splits its operands).
+  r.numerics = numerics_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);
   {
     std::ostringstream s;
     if (split)

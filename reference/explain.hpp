@@ -181,8 +181,12 @@ std::vector<Entry> choose_entries(int M, int N, int count, std::uint64_t seed);
 int lca_size(const SummationTree& t, int p, int q);
 // The Numerics record whose expected tree is `tree`, for these node kinds and conversion; nullopt
 // when no record of gemmlab's vocabulary (fma, in_mma, external, promoted, split) has that tree.
+// With `split` (operands split into pieces, `tree` the tree of one pass): the record of that tree with
+// the pieces' format as its compute format and Numerics::split saying which products are formed (the
+// pass order and grouping stay the report's words: the bound does not depend on them).
 std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Format output, Conversion conv,
-                                     const std::vector<NodeKind>& kinds);
+                                     const std::vector<NodeKind>& kinds,
+                                     const emulation::SplitScheme* split = nullptr);
 
 // The split schemes stage 4 tries for fp32 operands reaching fused nodes unconverted, run per chain or
 // per group of 1, 2, 4, 8 nodes (below `longest_chain`), with and without the NaN mask before the last

@@ -76,6 +76,7 @@ bool applies_per_block(ScaleApplication a) {
 }
 
 bool Numerics::predictable() const {
+  if (split.pieces > 1) return false;  // the pass order is the explain report's, not the record's
   switch (accumulation) {
     case Accumulation::fma: return split_k == 1;
     case Accumulation::library:
@@ -102,6 +103,9 @@ std::string Numerics::describe() const {
     s << ", k-steps of " << k_step << " in increasing k (instruction not modelled)";
   }
   if (scale_application != ScaleApplication::none) s << ", scales applied " << to_string(scale_application);
+  if (split.pieces > 1)
+    s << ", operands split into " << split.pieces << " " << info(compute).name << " pieces, products of pieces "
+      << products_text(split) << " (A's piece, B's piece; 0 the largest)";
   if (split_k > 1) s << ", k-steps dealt to " << split_k << " partial sums added at the end (fp32, nearest)";
   if (k_chunked) s << ", some entries' K cut into chunks summed apart and added in k order (fp32, nearest)";
   s << ", output " << info(output).name;
@@ -118,6 +122,7 @@ BoundModel bound_model(const Numerics& n, int K) {
   m.rounding = n.accumulation_rounding;
   m.acc_unit_roundoff = n.acc_unit_roundoff;
   m.subnormals_flushed = n.subnormals_flushed;
+  m.split = n.split;
   return m;
 }
 

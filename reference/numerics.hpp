@@ -85,6 +85,11 @@ struct Numerics {
                                  // (fp8 wgmma keeps about 13 fraction bits: 2^-13)
   bool subnormals_flushed = false;  // results below the normal range are written as 0 (fp8 wgmma)
   ScaleApplication scale_application = ScaleApplication::none;  // scaled fp8 kernels
+  // Operands split into pieces of `compute` (fp32 operands as tf32 or bf16 pieces: Triton's tf32x3,
+  // bf16x3, bf16x6), each formed product one pass of the order above; pieces 1: not split. Found by
+  // `gemmlab explain` (its report says the pass order and the pieces' roundings in words); no built-in
+  // kernel splits. gemmlab's emulation from this record alone does not predict such a kernel.
+  OperandSplit split;
 
   // Whether gemmlab's emulation can compute this kernel's output bit for bit (a known instruction
   // chained in a known order, or the fp32 FMA chain).
@@ -110,7 +115,7 @@ struct KChunkMap {
 constexpr Numerics cuda_core_fp32_fma() {
   return Numerics{.input = Format::fp32, .compute = Format::fp32, .accumulator = Format::fp32,
                   .output = Format::fp32, .accumulation = Accumulation::fma, .instruction = std::nullopt, .k_step = 1,
-                  .accumulation_rounding = Rounding::nearest_even};
+                  .accumulation_rounding = Rounding::nearest_even, .split = {}};
 }
 
 // The CUDA-core DGEMM numerics: binary64 throughout, each accumulator starts at +0 and gets one
@@ -118,7 +123,7 @@ constexpr Numerics cuda_core_fp32_fma() {
 constexpr Numerics cuda_core_fp64_fma() {
   return Numerics{.input = Format::fp64, .compute = Format::fp64, .accumulator = Format::fp64,
                   .output = Format::fp64, .accumulation = Accumulation::fma, .instruction = std::nullopt, .k_step = 1,
-                  .accumulation_rounding = Rounding::nearest_even};
+                  .accumulation_rounding = Rounding::nearest_even, .split = {}};
 }
 
 // A library GEMM in one format throughout (cuBLAS DGEMM and its emulations, Eigen's products): its
@@ -126,7 +131,7 @@ constexpr Numerics cuda_core_fp64_fma() {
 constexpr Numerics library_numerics(Format f) {
   return Numerics{.input = f, .compute = f, .accumulator = f, .output = f, .accumulation = Accumulation::library,
                   .instruction = std::nullopt, .k_step = 0, .promotion_interval_k = 0, .split_k = 1,
-                  .k_chunked = false, .accumulation_rounding = Rounding::unknown};
+                  .k_chunked = false, .accumulation_rounding = Rounding::unknown, .split = {}};
 }
 
 // fp16 / bf16 / e4m3 / e5m2 in, fp32 accumulate and out through wgmma (k-steps of 16, 32 for fp8)
@@ -144,7 +149,7 @@ constexpr Numerics wgmma_f32_numerics(Format in, int promotion_interval_k) {
                                                       : tc::Instruction::wgmma_m64n8k16_f16_f32,
                   .k_step = fp8 ? 32 : 16, .promotion_interval_k = promotion_interval_k,
                   .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
-                  .subnormals_flushed = fp8};
+                  .subnormals_flushed = fp8, .split = {}};
 }
 
 // The analytic error model this kernel's output is judged by at depth K.

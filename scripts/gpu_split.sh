@@ -7,7 +7,8 @@
 #    splits its operands, so the split itself is tested on synthetic CPU kernels);
 # 2. experiments/examples/explain_frameworks.py on triton_fp32_tf32x3, triton_fp32_bf16x3 and
 #    triton_fp32_bf16x6, with triton_fp32_tf32 and triton_fp32_ieee beside them (their identification
-#    must not change), at 4096^3 and 2048x8192x3072, on three distributions. Rows already written are
+#    must not change), at 4096^3 and 2048x8192x3072, on three distributions, each judged by the bound
+#    of the numerics found (the split ones by the bound of their pieces). Rows already written are
 #    kept (delete OUT_DIR/frameworks to redo them).
 # About 5-6 minutes on an H100. A short table is printed last.
 set -uo pipefail
@@ -32,7 +33,7 @@ fi
 python3 - "$out/frameworks" <<'PY'
 import csv, json, pathlib, sys
 d = pathlib.Path(sys.argv[1])
-print(f"{'kernel':22} {'size':15} {'identified':12} {'mismatches':24} {'s':>6}  split / reason")
+print(f"{'kernel':22} {'size':15} {'identified':12} {'mismatches':24} {'s':>6} {'judged':10} split / reason")
 for f in sorted(d.glob("triton_fp32_*.csv")):
     if f.name.endswith("_judged.csv"):
         continue
@@ -46,6 +47,8 @@ for f in sorted(d.glob("triton_fp32_*.csv")):
     mism = " ".join(f"{x['mismatches']}/{x['compared_outputs']}" for x in rows if x["distribution"])
     size = f"{r['M']}x{r['N']}x{r['K']}"
     ident = "yes" if r["identified"] == "yes" else f"no ({r['failed_stage']})"
-    print(f"{r['kernel']:22} {size:15} {ident:12} {mism:24} {float(r['explain_seconds']):6.1f}  "
+    judged = f.with_name(f.stem + "_judged.csv")
+    status = ",".join(sorted({x["status"] for x in csv.DictReader(judged.open())})) if judged.exists() else "-"
+    print(f"{r['kernel']:22} {size:15} {ident:12} {mism:24} {float(r['explain_seconds']):6.1f} {status:10} "
           f"{(split or r['reason'])[:160]}")
 PY

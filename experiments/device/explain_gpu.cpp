@@ -81,6 +81,9 @@ nlohmann::json numerics_to_json(const Numerics& n) {
                    {"acc_unit_roundoff", n.acc_unit_roundoff},
                    {"subnormals_flushed", n.subnormals_flushed}};
   j["instruction"] = n.instruction ? nlohmann::json(tc::info(*n.instruction).name) : nlohmann::json(nullptr);
+  j["split_pieces"] = n.split.pieces;
+  j["split_products"] = products_text(n.split);
+  j["split_rounding"] = to_string(n.split.rounding);
   return j;
 }
 
@@ -119,6 +122,21 @@ Numerics numerics_from_json(const nlohmann::json& j) {
     auto i = tc::parse_instruction(ins.get<std::string>());
     if (!i) throw std::invalid_argument("numerics: instruction '" + ins.get<std::string>() + "' is not known");
     n.instruction = *i;
+  }
+  // The split fields came with explain's split operands: a record written before them has none.
+  if (j.contains("split_pieces")) {
+    n.split.pieces = j.at("split_pieces").get<int>();
+    if (n.split.pieces < 1 || n.split.pieces > max_operand_pieces)
+      throw std::invalid_argument("numerics: split_pieces " + std::to_string(n.split.pieces) + " is not 1 to " +
+                                  std::to_string(max_operand_pieces));
+    const std::string products = need("split_products").get<std::string>();
+    if (!parse_products(products, n.split) || (n.split.pieces > 1) != (n.split.products != 0))
+      throw std::invalid_argument("numerics: split_products '" + products + "' is not a list of piece pairs (\"00 01 10\") of " +
+                                  std::to_string(n.split.pieces) + " pieces");
+    const std::string sr = need("split_rounding").get<std::string>();
+    auto r2 = parse_rounding(sr);
+    if (!r2) throw std::invalid_argument("numerics: split_rounding '" + sr + "' is not known");
+    n.split.rounding = *r2;
   }
   return n;
 }

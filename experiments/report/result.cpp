@@ -172,6 +172,18 @@ const std::vector<Column>& columns() {
                  [](ResultRow& r, const std::string& s) {
                    r.numerics.promotion_interval_k = static_cast<int>(to_int("promotion_interval_k", s));
                  }});
+    v.push_back({"split_pieces", [](const ResultRow& r) { return std::to_string(r.numerics.split.pieces); },
+                 [](ResultRow& r, const std::string& s) {
+                   const auto n = to_int("split_pieces", s);
+                   if (n < 1 || n > max_operand_pieces) bad_value("split_pieces", s, "1 (not split) to 3 pieces");
+                   r.numerics.split.pieces = static_cast<int>(n);
+                 }});
+    v.push_back({"split_products", [](const ResultRow& r) { return products_text(r.numerics.split); },
+                 [](ResultRow& r, const std::string& s) {
+                   OperandSplit any{.pieces = max_operand_pieces};
+                   if (!parse_products(s, any)) bad_value("split_products", s, "pairs of piece indices 0-2, e.g. \"00 01 10\"");
+                   r.numerics.split.products = any.products;
+                 }});
     layout("layout_a", &ResultRow::layout_a);
     layout("layout_b", &ResultRow::layout_b);
     text("distribution", &ResultRow::distribution);

@@ -66,6 +66,62 @@ TEST(ErrorStatsBound, Tf32ComputeOnFp32InputsAddsTheInputRounding) {
   EXPECT_DOUBLE_EQ(gamma_bound_factor(h), g);
 }
 
+TEST(ErrorStatsBound, SplitOperandsAddTheDroppedProductsAndMultiplyTheTerms) {
+  // 3xTF32 (Triton's tf32x3): two tf32 pieces cut toward zero at worst (mu = 2^-10), products
+  // big x big, big x small, small x big (pieces 00, 01, 10): 3 K terms summed through truncation.
+  BoundModel m = fp32_model(4096, Rounding::toward_zero);
+  m.compute = Format::tf32;
+  m.split = OperandSplit{.pieces = 2, .products = static_cast<std::uint16_t>(OperandSplit::bit(0, 0) | OperandSplit::bit(0, 1) |
+                                                                            OperandSplit::bit(1, 0)),
+                         .rounding = Rounding::toward_zero};
+  EXPECT_EQ(accumulated_terms(m), 3 * 4096);
+  const double mu = 0x1p-10, s = (1 + mu) * (1 + mu), E = mu * mu;
+  const double nu = 3 * 4096 * 0x1p-23, g = nu / (1 - nu);
+  // delta: small x small (s mu^2) plus both representation errors (2 E + E^2); rho: s (1 + 2 mu).
+  const double delta = s * mu * mu + 2 * E + E * E, rho = s * (1 + 2 * mu);
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(m), delta + rho * g);
+  // The products' error: 5 2^-22 at most with nearest pieces (mu = 2^-11), against the plain TF32 bound's 2^-10.
+  m.split.rounding = Rounding::nearest_even;
+  m.K = 1;
+  const double mu1 = 0x1p-11, s1 = (1 + mu1) * (1 + mu1), g1 = 3 * 0x1p-23 / (1 - 3 * 0x1p-23);
+  EXPECT_DOUBLE_EQ(gamma_bound_factor(m), s1 * mu1 * mu1 + 2 * mu1 * mu1 + mu1 * mu1 * mu1 * mu1 + s1 * (1 + 2 * mu1) * g1);
+  // The underflow term counts the 3 K sums too.
+  m.K = 16;
+  const double g16 = 48 * 0x1p-23 / (1 - 48 * 0x1p-23);
+  EXPECT_DOUBLE_EQ(underflow_term(m), 48 * 0x1p-149 * (1 + g16) + 0x1p-149);  // truncation: eta = 2^-149
+  // Every product formed: only the representation error is left.
+  m.split.products = OperandSplit::bit(0, 0) | OperandSplit::bit(0, 1) | OperandSplit::bit(1, 0) | OperandSplit::bit(1, 1);
+  EXPECT_EQ(accumulated_terms(m), 4 * 16);
+  // Past K u_eff = 1 in terms, no bound: 3 K counts, not K.
+  m.split.products = OperandSplit::bit(0, 0) | OperandSplit::bit(0, 1) | OperandSplit::bit(1, 0);
+  m.K = (1 << 23) / 3 + 1;
+  EXPECT_EQ(gamma_bound_factor(m), kInf);
+}
+
+TEST(ErrorStatsBound, SplitOfNoProductsOrTooManyPiecesIsRefused) {
+  BoundModel m = fp32_model(64, Rounding::toward_zero);
+  m.compute = Format::bf16;
+  m.split.pieces = 2;  // products 0
+  EXPECT_THROW(gamma_bound_factor(m), std::invalid_argument);
+  m.split.pieces = 4;
+  m.split.products = 1;
+  EXPECT_THROW(gamma_bound_factor(m), std::invalid_argument);
+}
+
+TEST(ErrorStatsBound, SplitProductsTextRoundTrips) {
+  OperandSplit s{.pieces = 3, .products = 0};
+  EXPECT_EQ(products_text(s), "");
+  ASSERT_TRUE(parse_products("11 20 02 10 01 00", s));
+  EXPECT_EQ(s.passes(), 6);
+  EXPECT_EQ(products_text(s), "00 01 02 10 11 20");  // row-major order of the pairs
+  OperandSplit two{.pieces = 2};
+  EXPECT_FALSE(parse_products("00 02", two));  // piece 2 of a two-piece split
+  EXPECT_FALSE(parse_products("000", two));
+  EXPECT_FALSE(parse_products("0a", two));
+  EXPECT_TRUE(parse_products("", two));
+  EXPECT_EQ(two.products, 0);
+}
+
 TEST(ErrorStatsBound, NarrowOutputAddsItsUnitRoundoff) {
   BoundModel m = fp32_model(4096);
   m.input = m.compute = Format::fp16;

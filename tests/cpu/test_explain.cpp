@@ -10,6 +10,8 @@
 #include <string>
 
 #include "reference/distributions.hpp"
+#include "reference/error_stats.hpp"
+#include "reference/exact_gemm.hpp"
 #include "reference/explain.hpp"
 #include "reference/fprev.hpp"
 #include "reference/kernel_emulation.hpp"
@@ -470,7 +472,8 @@ SyntheticKernel split_kernel(const SplitScheme& s, int K = 128,
 }
 
 // r identifies the kernel of split scheme s with 0 mismatches, its nodes `leaves` products of `instruction`'s
-// model; in words only (no record of gemmlab's vocabulary splits operands, no built-in kernel named).
+// model; its record has the pieces' format as compute format and the products s forms (Numerics::split),
+// and no built-in kernel is named (none splits).
 void expect_split_identified(const SplitScheme& s, const Report& r, int leaves, const std::string& instruction) {
   ASSERT_TRUE(r.identified) << r.summary();
   ASSERT_TRUE(r.nodes.split.has_value());
@@ -482,7 +485,16 @@ void expect_split_identified(const SplitScheme& s, const Report& r, int leaves, 
     EXPECT_TRUE(contains(nk.same_as, instruction)) << nk.same_as;
     EXPECT_EQ(nk.mismatching, 0);
   }
-  EXPECT_FALSE(r.numerics.has_value());
+  ASSERT_TRUE(r.numerics.has_value()) << r.summary();
+  const Numerics& n = *r.numerics;
+  EXPECT_EQ(n.input, Format::fp32);
+  EXPECT_EQ(n.compute, s.format == SplitScheme::PieceFormat::tf32 ? Format::tf32 : Format::bf16);
+  EXPECT_EQ(n.split.pieces, s.pieces);
+  EXPECT_EQ(n.split.passes(), static_cast<int>(s.passes.size()));
+  for (const auto& [i, j] : s.passes) EXPECT_TRUE(n.split.products & OperandSplit::bit(i, j)) << i << j;
+  EXPECT_EQ(n.accumulation, Accumulation::promoted);  // the tiles' sums added in fp32
+  EXPECT_FALSE(n.predictable());  // the pass order is the report's, not the record's
+  EXPECT_TRUE(contains(r.numerics_text, "operands split into " + std::to_string(s.pieces))) << r.numerics_text;
   EXPECT_TRUE(r.behaves_like.empty());
 }
 
@@ -643,4 +655,73 @@ TEST(ExplainSplit, Bf16SplitThroughAnotherArithmeticIsUnidentified) {
   const Report r = explain_kernel(k, quick({"uniform_0_1"}));
   EXPECT_FALSE(r.identified) << r.summary();
   EXPECT_TRUE(contains(r.reason, "split") || contains(r.reason, "bf16")) << r.reason;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bound of split operands (error_stats.hpp, OperandSplit): the record explain finds for each of
+// Triton's split flavours bounds its outputs, on distributions up to cancellation-heavy ones, and a
+// kernel that forms fewer of the products than the record says breaks it.
+
+namespace {
+
+// The outputs of (M, N, K) = (32, 32, K) fp32 operands drawn from `dist`, summed in `tree` (K leaves) with
+// node model `model` and operands split by `s`, judged by the bound of `n` at K.
+ErrorStats judged_split(const SummationTree& tree, const emulation::NodeModel& model, const SplitScheme& s,
+                        const Numerics& n, const std::string& dist) {
+  const int M = 32, N = 32, K = tree.leaves();
+  const Distribution d = parse_distribution(dist);
+  const Matrix A = generate(d, Operand::A, M, K, Format::fp32, 20), B = generate(d, Operand::B, K, N, Format::fp32, 20);
+  std::vector<std::pair<int, int>> all;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) all.emplace_back(i, j);
+  const std::vector<double> x = emulation::emulate_tree_at(tree, model, A, B, all, 0, &s);
+  return compute_error_stats(x, exact_gemm(A, B, Format::fp32), bound_model(n, K));
+}
+
+// split_kernel's and bf16_split_kernel's trees and node models.
+SummationTree tf32_split_tree(int K) { return promoted_tree(K, 8, 32); }
+SummationTree bf16_split_tree(int K) { return promoted_tree(K, 16, 32); }
+
+}  // namespace
+
+TEST(ExplainSplit, TritonSplitFlavoursWithinTheBoundOfTheirRecord) {
+  const int K = 256;
+  struct Flavour {
+    SplitScheme s;
+    SyntheticKernel k;
+    SummationTree tree;
+    emulation::NodeModel model;
+  };
+  const emulation::NodeModel tf32 = model_of(tc::Instruction::wgmma_m64n8k8_tf32_f32),
+                             bf16 = model_of(tc::Instruction::wgmma_m64n8k16_bf16_f32);
+  std::vector<Flavour> flavours;
+  flavours.push_back({triton_tf32x3(), split_kernel(triton_tf32x3(), K), tf32_split_tree(K), tf32});
+  flavours.push_back({triton_bf16x3(), bf16_split_kernel(triton_bf16x3(), K), bf16_split_tree(K), bf16});
+  flavours.push_back({triton_bf16x6(), bf16_split_kernel(triton_bf16x6(), K), bf16_split_tree(K), bf16});
+  for (Flavour& f : flavours) {
+    const Report r = explain_kernel(f.k, quick({"uniform_0_1"}));
+    ASSERT_TRUE(r.identified && r.numerics) << f.s.describe() << "\n" << r.summary();
+    for (const std::string dist : {"uniform_0_1", "normal_0_1", "logunif_-8_8", "cancel_-10", "expspread_1"}) {
+      const ErrorStats st = judged_split(f.tree, f.model, f.s, *r.numerics, dist);
+      EXPECT_EQ(st.bound_violations, 0) << f.s.describe() << " on " << dist << ": componentwise " << st.componentwise
+                                        << ", f " << st.gamma_bound;
+      EXPECT_TRUE(st.within_bound) << dist;
+    }
+  }
+}
+
+TEST(ExplainSplit, AKernelFormingFewerProductsBreaksTheSplitBound) {
+  // tf32x3's record judges a kernel that runs only the big x big pass (the small pieces dropped: plain
+  // TF32 with big rounded to nearest away) at K = 32: its error, about 2^-12 per product, 2^-14.5 of a sum
+  // of 32 positive ones, is far above the 3xTF32 bound there (gamma_96(2^-23) ~ 2^-16.4), so entries break it.
+  const int K = 32;
+  SyntheticKernel k3 = split_kernel(triton_tf32x3(), 2 * K);  // the record, found at K = 64
+  const Report r = explain_kernel(k3, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified && r.numerics) << r.summary();
+  const emulation::NodeModel tf32 = model_of(tc::Instruction::wgmma_m64n8k8_tf32_f32);
+  const SplitScheme big_only = scheme(emulation::LowBits::nearest_away, {{BG, BG}}, 0, false);
+  const ErrorStats st = judged_split(tf32_split_tree(K), tf32, big_only, *r.numerics, "uniform_0_1");
+  EXPECT_GT(st.bound_violations, 0) << "componentwise " << st.componentwise << ", f " << st.gamma_bound;
+  // The kernel itself stays within it on the same inputs.
+  EXPECT_EQ(judged_split(tf32_split_tree(K), tf32, triton_tf32x3(), *r.numerics, "uniform_0_1").bound_violations, 0);
 }
