@@ -249,10 +249,12 @@ __global__ void __launch_bounds__(THREADS, 1)
           unsigned char* slot = smem + s * S::STAGE_BYTES;
           mbar_arrive_expect_tx(&full[s], tx_bytes);
           // A pair's shared operand: each block loads its half into both blocks (the full barriers
-          // of both still receive a whole stage).
+          // of both still receive a whole stage). along_n, a tile row holding only its first wave:
+          // rank 1's half (wave 1, neither computed nor stored) is taken from rows inside M rather
+          // than from a box wholly beyond M, so every box overlaps the tensor.
           if constexpr (V::pair == Pair::along_n)
-            tma_load_2d_multicast(slot + rank * (BM / 2) * BK, &mapA, &full[s], kt * BK, tr * BM + int(rank) * (BM / 2),
-                                  std::uint16_t(0x3));
+            tma_load_2d_multicast(slot + rank * (BM / 2) * BK, &mapA, &full[s], kt * BK,
+                                  min(tr * BM + int(rank) * (BM / 2), M - BM / 2), std::uint16_t(0x3));
           else
             tma_load_2d(slot, &mapA, &full[s], kt * BK, tr * BM);
           if constexpr (V::pair == Pair::along_m)
