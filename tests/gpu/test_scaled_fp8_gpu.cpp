@@ -7,8 +7,8 @@
 // K block; gemmlab's own predicted bit for bit (kernel_emulation's emulate_scaled); and every
 // cuBLASLt mode against the candidate orders of `gemmlab predict`, printed (the library's order is
 // what is being found out, so no candidate is required to match). The schedules of the block-scaled
-// kernel registered beside it (issue 22's speed target) are predicted too, and give its bits on a
-// size with more tiles than SMs.
+// kernel registered beside it (issue 22's speed target) are predicted too, and give its bits on two
+// sizes with more tiles than SMs (clusters of two paired on one, falling back to single blocks on the other).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
