@@ -7,8 +7,8 @@
 // K block; gemmlab's own predicted bit for bit (kernel_emulation's emulate_scaled); and every
 // cuBLASLt mode against the candidate orders of `gemmlab predict`, printed (the library's order is
 // what is being found out, so no candidate is required to match). The schedules of the block-scaled
-// kernel registered beside it (issue 22's speed target) are predicted too, and give its bits on a
-// size with more tiles than SMs.
+// kernel registered beside it (issue 22's speed target) are predicted too, and give its bits on two
+// sizes with more tiles than SMs (clusters of two paired on one, falling back to single blocks on the other).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/device/inputs_gpu.hpp"
@@ -216,6 +217,43 @@ TEST(ScaledFp8Gpu, BlockScaledKernelPredictedWithMoreTilesThanSms) {
   std::cout << "[scaled tiles] " << r.summary() << "\n";
   EXPECT_EQ(r.unwritten, 0);
   EXPECT_EQ(r.mismatches, 0) << r.summary() << "\n  order: " << r.order;
+}
+
+// Every schedule of the block-scaled kernel registered beside it gives the kernel's bits (itself
+// predicted bit for bit above) with more tiles than SMs, so the persistent blocks walk unequal numbers
+// of tiles. Two sizes, K = 400 (a partial last block): M = 31 x 128, N = 9 x 128 (16 tile rows of 256,
+// the last half full: clusters along M pair up, and the half tile is one of a pair; 9 tile columns:
+// clusters along N fall back to single blocks), and M = 33 x 128, N = 10 x 128 (17 tile rows: along M
+// falls back; along N pairs up, a pair sharing the half-full last tile row).
+TEST(ScaledFp8Gpu, BlockScaledSchedulesGiveTheKernelsBits) {
+  GEMMLAB_REQUIRE_FAMILY("hopper");
+  const Kernel* base = find_kernel("hgemm_wgmma_11_fp8scaled_sm8_e4m3_1x128_128x128");
+  ASSERT_NE(base, nullptr);
+  GEMMLAB_REQUIRE_KERNEL(*base);
+  int compared = 0;
+  for (const auto [M, N] : {std::pair{31 * 128, 9 * 128}, std::pair{33 * 128, 10 * 128}}) {
+    const int K = 400;
+    ASSERT_GT((M + 255) / 256 * (N / 128), query_device().sm_count) << "not more tiles than SMs";
+    const ScaledProblem p = make_scaled_problem(recipe_for(*base, "normal_0_1"), M, N, K, 11);
+    const KernelRun want = run_scaled_once(*base, p);
+    ASSERT_EQ(want.unwritten, 0);
+    long long nonzero = 0;
+    for (double x : want.c) nonzero += x != 0;
+    ASSERT_GT(nonzero, M * (long long)N / 2) << "the base kernel's output is mostly zero: not a comparison";
+    for (const Kernel* k : gemmlab_scaled_kernels()) {
+      if (k == base || k->scale_a != base->scale_a || k->scale_b != base->scale_b) continue;
+      const KernelRun got = run_scaled_once(*k, p);
+      long long differ = 0;
+      for (std::size_t e = 0; e < got.c.size(); ++e)
+        differ += bits_of(static_cast<float>(got.c[e])) != bits_of(static_cast<float>(want.c[e]));
+      std::cout << "[scaled schedules] " << k->name << " " << M << "x" << N << "x" << K << ": " << differ << " of "
+                << got.c.size() << " outputs differ\n";
+      EXPECT_EQ(got.unwritten, 0) << k->name;
+      EXPECT_EQ(differ, 0) << k->name;
+      ++compared;
+    }
+  }
+  if (compared == 0) GTEST_SKIP() << "no schedule of the block-scaled kernel other than " << base->name << " is registered";
 }
 
 TEST(ScaledFp8Gpu, CuBlasLtModesAgainstTheCandidateOrders) {
