@@ -211,6 +211,17 @@ TEST(ExplainGpuReport, SplitSchemeInJsonCsvAndSignature) {
   const nlohmann::json j = report_to_json(chain);
   EXPECT_EQ(j["nodes"]["split"], chain.nodes.split->describe());
   EXPECT_TRUE(j["conversion"]["split"].get<bool>());
+  // The record the callable is judged by (gemmlab.explain passes report["numerics"] to the judge) keeps
+  // the split through JSON: compute bf16, 2 pieces, products hi x hi, hi x mid, mid x hi.
+  ASSERT_TRUE(chain.numerics.has_value());
+  EXPECT_EQ(j["numerics"]["split_products"], "00 01 10");
+  const Numerics back = numerics_from_json(j["numerics"]);
+  EXPECT_EQ(back, *chain.numerics);
+  EXPECT_EQ(back.compute, Format::bf16);
+  EXPECT_EQ(back.split.pieces, 2);
+  nlohmann::json bad = j["numerics"];
+  bad["split_products"] = "00 02";  // piece 2 of two
+  EXPECT_THROW(numerics_from_json(bad), std::invalid_argument);
   const auto rows = explain_rows("synthetic_bf16x3", chain, 64, 64, K, 1);
   const auto& cols = explain_columns();
   const std::size_t models = std::find(cols.begin(), cols.end(), "node_models") - cols.begin();
