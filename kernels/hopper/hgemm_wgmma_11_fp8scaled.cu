@@ -38,13 +38,16 @@
 // early store 1,078 / 1,196 (0.92x / 0.92x: the kernel's schedule, `Fastest`); early store without the
 // TMA store 1,020 / 1,137; offset turns with the fourth stage 1,047 / 1,148, with the early store
 // 995 / 1,124. The other schedules stay selectable through Variant (register one beside the kernel
-// and run scripts/gpu_fp8speed.sh to measure it); issue 22's 1.0x is not reached. Round 3 (compiled,
-// not yet timed; each Fastest with one knob of Variant changed, registered under temporary
-// hgemm_wgmma_11x_* names): the scales read after the wave's wgmmas are issued (late); clusters of 2
-// along M with B multicast (mcb) and along N with A multicast (mca); super_M 16 and N-major groups of 8
-// and 16 tile columns; setmaxnreg 24 / 240; the shared-memory base kept in the shared state space,
-// alone and with late (lds, latelds: Fastest's SASS reads the scales with generic LD.E and writes the
-// staging buffers with ST.E, the base having gone through an integer cast).
+// and run scripts/gpu_fp8speed.sh to measure it); issue 22's 1.0x is not reached. Round 3 (one run, H100
+// 2026-11-24, cuBLASLt 1,166 / 1,296; round 2's schedule 1,079 / 1,188 in it; each round 2 with one
+// knob of Variant changed, registered under temporary hgemm_wgmma_11x_* names at commit e22e6de;
+// results/scaled_fp8/schedules_round3_h100.csv): the shared-memory base kept in the shared state space
+// (round 2's SASS read the scales with generic LD.E and wrote the staging buffers with ST.E, the base
+// having gone through an integer cast) 1,090 / 1,201, and with each wave's scales read after its
+// wgmmas are issued 1,091 / 1,216 (0.94x / 0.94x: the kernel's schedule, `Fastest`); the late read
+// alone (generic loads) 973 / 1,136; super_M 16 1,070 / 1,172; N-major groups of 8 / 16 tile columns
+// 1,067 / 1,167, 1,073 / 1,174; clusters of 2 along N with A multicast 1,033 / 1,148, along M with B
+// multicast 1,029 / 1,129; setmaxnreg 24 / 240 1,001 / 1,108. Every schedule predicted bit for bit.
 // DeepGEMM's 1d2d kernel promotes in the same order as this one (scales read before the wgmmas, one
 // commit per 64-row wave, wait 0, the slot released after the last wave, then the FFMAs), and its
 // 256-row tile is two such waves too. Compiled here, not yet timed: two fragments per consumer (block i + 1
@@ -96,8 +99,8 @@ enum class Schedule {
 enum class Pair { none, along_m, along_n };
 
 // A schedule and its shape (a type, so that the kernel's host stub can name its template arguments).
-// Round 3's knobs are members with today's values; a schedule changes one by deriving from a Variant
-// (struct LateScales : Fastest { static constexpr bool late_scales = true; }), so Fastest stays as it is.
+// Round 3's knobs are members with round 2's values; a schedule changes one by deriving from a Variant
+// (struct LateScales : Round2 { static constexpr bool late_scales = true; }), as Fastest does.
 template <Schedule SCHEDULE, int WAVES = 1, bool TMA_STORE = false, int STAGES = 6, int HANDOVER = 0,
           int STAGING = 2, bool EARLY_STORE = false>
 struct Variant {
@@ -164,10 +167,17 @@ struct Shape {
 
 // The kernel as first written (NOTES: 974 / 1,048 TFLOP/s): the rowwise kernel's schedule.
 using Together = Variant<Schedule::together>;
-// The block-scaled kernel's schedule, the fastest of the rounds in the NOTES (1,078 / 1,196 TFLOP/s):
-// 256 x 128 tiles (two m64 waves per consumer), the consumers together, 4 ring slots, the TMA-store
-// epilogue through one 8 KB staging buffer per consumer, wave 0 stored under wave 1's last wgmmas.
-using Fastest = Variant<Schedule::together, 2, true, 4, 0, 1, true>;
+// Round 2's schedule (NOTES: 1,078 / 1,196 TFLOP/s): 256 x 128 tiles (two m64 waves per consumer), the
+// consumers together, 4 ring slots, the TMA-store epilogue through one 8 KB staging buffer per
+// consumer, wave 0 stored under wave 1's last wgmmas.
+using Round2 = Variant<Schedule::together, 2, true, 4, 0, 1, true>;
+// The block-scaled kernel's schedule, the fastest of the rounds in the NOTES (round 3: 1,091 / 1,216
+// TFLOP/s): round 2's, with the shared-memory base kept in the shared state space and each wave's
+// scales read (LDS) after its wgmmas are issued.
+struct Fastest : Round2 {
+  static constexpr bool late_scales = true;
+  static constexpr bool shared_base = true;
+};
 
 template <Scaling SC, class V>
 __global__ void __launch_bounds__(THREADS, 1)
@@ -440,68 +450,5 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
       "fp8 e4m3, rowwise A / columnwise B fp32 scales applied in the epilogue, promoted every 128 of K, persistent");
   return k;
 }
-
-// TEMPORARY (issue 22's speed target, round 3): schedules of the block-scaled kernel compared in one
-// GPU run (scripts/gpu_fp8speed.sh), each Fastest with one knob changed; the numerics are the kernel's
-// above, bit for bit. The fastest replaces Fastest and the others go, with their figures in the NOTES.
-namespace {
-struct LateScales : Fastest {  // V1: the scales read under the wave's wgmmas
-  static constexpr bool late_scales = true;
-};
-struct PairAlongM : Fastest {  // V2: clusters of 2 along M, B multicast (odd tile rows: Fastest)
-  static constexpr Pair pair = Pair::along_m;
-};
-struct PairAlongN : Fastest {  // V2: clusters of 2 along N, A multicast (odd tile columns: Fastest)
-  static constexpr Pair pair = Pair::along_n;
-};
-struct SuperM16 : Fastest {  // V3: groups of 16 tile rows
-  static constexpr int super_m = 16;
-};
-struct NMajor8 : Fastest {  // V3: groups of 8 tile columns, walked row by row
-  static constexpr bool n_major = true;
-};
-struct NMajor16 : NMajor8 {  // V3: groups of 16 tile columns
-  static constexpr int super_m = 16;
-};
-struct Regs240 : Fastest {  // V4: setmaxnreg 24 / 240
-  static constexpr int producer_regs = 24, consumer_regs = 240;
-};
-struct SharedBase : Fastest {  // V5: scales by LDS, staging by STS
-  static constexpr bool shared_base = true;
-};
-struct LateShared : LateScales {  // V1 + V5
-  static constexpr bool shared_base = true;
-};
-}  // namespace
-
-#define GEMMLAB_WGMMA11X_VARIANT(id, V, desc)                                                   \
-  const Kernel& id() {                                                                          \
-    static const Kernel k = make<Scaling::block_1x128_128x128, V>(#id, desc);                   \
-    return k;                                                                                   \
-  }
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_late_sm8_e4m3_1x128_128x128, LateScales,
-                         "block-scaled fp8, the kernel's schedule with each slice's scales read from shared memory "
-                         "after the wave's wgmmas are issued")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_mcb_sm8_e4m3_1x128_128x128, PairAlongM,
-                         "block-scaled fp8, the kernel's schedule in clusters of 2 along M with B multicast (an odd "
-                         "number of 256-row tiles: unclustered)")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_mca_sm8_e4m3_1x128_128x128, PairAlongN,
-                         "block-scaled fp8, the kernel's schedule in clusters of 2 along N with A multicast (an odd "
-                         "number of tile columns: unclustered)")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_super16_sm8_e4m3_1x128_128x128, SuperM16,
-                         "block-scaled fp8, the kernel's schedule with super_M 16")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_nmajor8_sm8_e4m3_1x128_128x128, NMajor8,
-                         "block-scaled fp8, the kernel's schedule with groups of 8 tile columns walked row by row")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_nmajor16_sm8_e4m3_1x128_128x128, NMajor16,
-                         "block-scaled fp8, the kernel's schedule with groups of 16 tile columns walked row by row")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_regs240_sm8_e4m3_1x128_128x128, Regs240,
-                         "block-scaled fp8, the kernel's schedule with setmaxnreg 24 (producer) / 240 (consumers)")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_lds_sm8_e4m3_1x128_128x128, SharedBase,
-                         "block-scaled fp8, the kernel's schedule with the shared-memory base kept in the shared "
-                         "state space (scales by LDS, staging by STS)")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_latelds_sm8_e4m3_1x128_128x128, LateShared,
-                         "block-scaled fp8, the kernel's schedule with the scales read by LDS after the wave's "
-                         "wgmmas are issued")
-#undef GEMMLAB_WGMMA11X_VARIANT
 
 }  // namespace gemmlab::kernels
