@@ -5,10 +5,10 @@
 # The schedules of hgemm_wgmma_11's block-scaled kernel (every hopper kernel whose name starts with
 # hgemm_wgmma_11x_, registered for this comparison only; kernels/hopper/hgemm_wgmma_11_fp8scaled.cu)
 # against the kernel itself, cuBLASLt's VEC128 x BLK128x128 mode and the unscaled e4m3 kernels, in
-# one run (round 3: nine schedules, the kernel's with one or two knobs changed). About 3 minutes on an
-# H100 (estimated, as round 2's nine):
+# one run (round 3, at commit e22e6de: nine schedules, the kernel's with one or two knobs changed, 219 s
+# with the build on an H100):
 #  1. the topic's GPU tests (ScaledFp8Gpu*: every schedule within its bound, predicted bit for bit,
-#     and the kernel's bits with more tiles than SMs at two sizes, clusters paired and unpaired); at
+#     and the kernel's bits with more tiles than SMs at two sizes); at
 #     most 150 s;
 #  2. `gemmlab run` at 4096^3 and 8192x8192x7168 on normal_0_1 (unscaled) and its 1x128 x 128x128
 #     recipe (scaled), seed 22 -> OUT_DIR/speed.csv;

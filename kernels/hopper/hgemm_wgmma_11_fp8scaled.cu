@@ -48,6 +48,8 @@
 // alone (generic loads) 973 / 1,136; super_M 16 1,070 / 1,172; N-major groups of 8 / 16 tile columns
 // 1,067 / 1,167, 1,073 / 1,174; clusters of 2 along N with A multicast 1,033 / 1,148, along M with B
 // multicast 1,029 / 1,129; setmaxnreg 24 / 240 1,001 / 1,108. Every schedule predicted bit for bit.
+// The losing knobs went after the round (their code is at e22e6de); the kernel as it is now, one H100
+// run: 1,103 / 1,221 against cuBLASLt's 1,159 / 1,299 (0.95x / 0.94x; results/scaled_fp8/after_review_*).
 // DeepGEMM's 1d2d kernel promotes in the same order as this one (scales read before the wgmmas, one
 // commit per 64-row wave, wait 0, the slot released after the last wave, then the FFMAs), and its
 // 256-row tile is two such waves too. Compiled here, not yet timed: two fragments per consumer (block i + 1
@@ -75,6 +77,7 @@ namespace {
 
 using T = __nv_fp8_e4m3;
 constexpr int BN = 128, BK = 128;  // BK: one 128-byte swizzled row of e4m3 = one scale block of K
+constexpr int SUPER_M = 8;
 constexpr int THREADS = 384;  // producer warpgroup + two consumer warpgroups
 constexpr int SB_BYTES = 16;  // per slot: the 16 bytes of B's scale grid holding the slice's scale
 static_assert(BN == 128, "one 128 x 128 scale block of B per tile column: the scale of B is one value per slice");
@@ -93,14 +96,10 @@ enum class Schedule {
   offset,
 };
 
-// Clusters of two blocks on paired tiles (round 3): `along_m` takes tiles (tr, tc) and (tr + 1, tc)
-// and multicasts B (each block loads half of the B slice into both, as step 7), `along_n` takes (tr, tc)
-// and (tr, tc + 1) and multicasts A. The empty barriers count the consumers of both blocks.
-enum class Pair { none, along_m, along_n };
-
 // A schedule and its shape (a type, so that the kernel's host stub can name its template arguments).
-// Round 3's knobs are members with round 2's values; a schedule changes one by deriving from a Variant
-// (struct LateScales : Round2 { static constexpr bool late_scales = true; }), as Fastest does.
+// Round 3's knobs are members with round 2's values; a schedule changes one by deriving from a Variant,
+// as Fastest does. (Round 3's other knobs, clusters of two with multicast, tile orders and setmaxnreg
+// splits, lost and went; they are at commit e22e6de.)
 template <Schedule SCHEDULE, int WAVES = 1, bool TMA_STORE = false, int STAGES = 6, int HANDOVER = 0,
           int STAGING = 2, bool EARLY_STORE = false>
 struct Variant {
@@ -117,32 +116,16 @@ struct Variant {
   // Read the slice's scales from shared memory after issuing the wave's wgmmas, not before, so the
   // load latency hides behind the asynchronous wgmmas (the slot stays held until the promotion).
   static constexpr bool late_scales = false;
-  static constexpr Pair pair = Pair::none;
-  // Tile order: groups of super_m tile rows walked column by column (step 4), or with n_major groups
-  // of super_m tile columns walked row by row; pairs count as one tile of the order.
-  static constexpr int super_m = 8;
-  static constexpr bool n_major = false;
-  // setmaxnreg: the producer warpgroup's registers and the consumers' (24 x 128 + 240 x 256 <= 64 K).
-  static constexpr int producer_regs = 40, consumer_regs = 232;
   // The 1024-aligned base as smem_raw plus an offset, not through an integer cast: the compiler then
   // knows every pointer into it is shared memory and reads the scales with LDS and writes the staging
-  // buffers with STS; through the cast they are generic LD.E / ST.E (SASS of Fastest). DeepGEMM reads
+  // buffers with STS; through the cast they are generic LD.E / ST.E (SASS of round 2). DeepGEMM reads
   // its scales with ld.shared.
   static constexpr bool shared_base = false;
-};
-
-// V without its cluster: the launch falls back to it when the tiles do not pair up (an odd number
-// of tile rows for along_m, of tile columns for along_n); the numerics are the same bit for bit.
-template <class V>
-struct Unpaired : V {
-  static constexpr Pair pair = Pair::none;
 };
 
 template <class V>
 struct Shape {
   static constexpr int BM = 128 * V::waves;
-  static constexpr int CLUSTER = V::pair == Pair::none ? 1 : 2;
-  static constexpr int CM = V::pair == Pair::along_m ? 2 : 1, CN = V::pair == Pair::along_n ? 2 : 1;  // pairs along M / N
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
   // Per slot, beside the ring: the slice's scales of A (BM floats: the tile's rows at its K block) and
   // the 16 bytes of B's scale grid that hold its scale (4 K blocks of the tile column).
@@ -159,10 +142,6 @@ struct Shape {
   static_assert(SB_BYTES <= SCALE_SLOT - SA_BYTES && SCALE_SLOT % 128 == 0, "a slot's scales: A's, then B's 16 bytes");
   static_assert(STAGE_BYTES % 1024 == 0, "slots and staging buffers stay 1024-aligned for the 128B swizzle");
   static_assert(SMEM_BYTES <= 227 * 1024, "shared memory per block on Hopper is 227 KB");
-  static_assert(V::super_m % 2 == 0 && V::super_m >= 2, "super_m: an even number of tiles, so pairs split it");
-  static_assert(V::producer_regs % 8 == 0 && V::consumer_regs % 8 == 0 && V::producer_regs >= 24 &&
-                    V::consumer_regs <= 256 && 128 * V::producer_regs + 256 * V::consumer_regs <= 64 * 1024,
-                "setmaxnreg: multiples of 8 in 24 .. 256 within the SM's 64 K registers");
 };
 
 // The kernel as first written (NOTES: 974 / 1,048 TFLOP/s): the rowwise kernel's schedule.
@@ -212,21 +191,8 @@ __global__ void __launch_bounds__(THREADS, 1)
   // BM = 256: M is a multiple of 128 only, so the last tile row may hold just its first wave's rows
   // (TMA fills the rows beyond M with zeros; that wave is neither computed nor stored).
   const int tiles_m = (M + BM - 1) / BM, tiles_n = N / BN;
-  // Pairs: the launch made tiles_m (along_m) or tiles_n (along_n) even; both blocks of a cluster walk
-  // the same pair items, rank r taking the pair's tile r.
-  constexpr int CLUSTER = S::CLUSTER, CM = S::CM, CN = S::CN;
-  const unsigned rank = CLUSTER == 2 ? cluster_ctarank() : 0u;
-  const int pairs_m = tiles_m / CM, pairs_n = tiles_n / CN;
-  const int items = pairs_m * pairs_n;
-  const int first_item = int(blockIdx.x) / CLUSTER, item_step = int(gridDim.x) / CLUSTER;
-  auto coords = [&](int item, int& tr, int& tc) {
-    if constexpr (V::n_major)
-      tile_coords<V::super_m / CN>(item, pairs_n, pairs_m, tc, tr);
-    else
-      tile_coords<V::super_m / CM>(item, pairs_m, pairs_n, tr, tc);
-    tr = CM * tr + (CM == 2 ? int(rank) : 0);
-    tc = CN * tc + (CN == 2 ? int(rank) : 0);
-  };
+  const int items = tiles_m * tiles_n;
+  auto coords = [&](int item, int& tr, int& tc) { tile_coords<SUPER_M>(item, tiles_m, tiles_n, tr, tc); };
   auto waves_in = [&](int tr) { return WAVES == 1 || tr * BM + 128 < M ? WAVES : 1; };
 
   if (tid == 0) {
@@ -235,20 +201,17 @@ __global__ void __launch_bounds__(THREADS, 1)
     if constexpr (V::tma_store) prefetch_tensor_map(&mapC);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);              // the producer's arrive.expect_tx, then the TMA bytes
-      mbar_init(&empty[s], 2 * CLUSTER);  // one arrive per consumer warpgroup of each block of the cluster
+      mbar_init(&empty[s], 2);   // one arrive per consumer warpgroup
     }
     mbar_fence_init();
   }
-  if constexpr (CLUSTER == 2)
-    cluster_sync();  // the partner's barriers exist before any multicast or remote arrive
-  else
-    __syncthreads();
+  __syncthreads();
 
   if (wg == 0) {
-    setmaxnreg_dec<V::producer_regs>();
+    setmaxnreg_dec<40>();
     if (tid == 0) {
       int it = 0;  // slices issued so far, over all tiles: the ring's position and phase
-      for (int item = first_item; item < items; item += item_step) {
+      for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
         int tr, tc;
         coords(item, tr, tc);
         const int sa_bytes = waves_in(tr) * 128 * 4;  // the scales of the tile's rows inside M
@@ -258,20 +221,8 @@ __global__ void __launch_bounds__(THREADS, 1)
           if (it >= STAGES) mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);  // consumers freed the slot
           unsigned char* slot = smem + s * S::STAGE_BYTES;
           mbar_arrive_expect_tx(&full[s], tx_bytes);
-          // A pair's shared operand: each block loads its half into both blocks (the full barriers
-          // of both still receive a whole stage). along_n, a tile row holding only its first wave:
-          // rank 1's half (wave 1, neither computed nor stored) is taken from rows inside M rather
-          // than from a box wholly beyond M, so every box overlaps the tensor.
-          if constexpr (V::pair == Pair::along_n)
-            tma_load_2d_multicast(slot + rank * (BM / 2) * BK, &mapA, &full[s], kt * BK,
-                                  min(tr * BM + int(rank) * (BM / 2), M - BM / 2), std::uint16_t(0x3));
-          else
-            tma_load_2d(slot, &mapA, &full[s], kt * BK, tr * BM);
-          if constexpr (V::pair == Pair::along_m)
-            tma_load_2d_multicast(slot + S::A_BYTES + rank * (BN / 2) * BK, &mapB, &full[s], kt * BK,
-                                  tc * BN + int(rank) * (BN / 2), std::uint16_t(0x3));
-          else
-            tma_load_2d(slot + S::A_BYTES, &mapB, &full[s], kt * BK, tc * BN);
+          tma_load_2d(slot, &mapA, &full[s], kt * BK, tr * BM);
+          tma_load_2d(slot + S::A_BYTES, &mapB, &full[s], kt * BK, tc * BN);
           if constexpr (BLOCK) {
             unsigned char* sc = scales + s * S::SCALE_SLOT;
             bulk_load_1d(sc, scale_a + std::size_t(kt) * M + std::size_t(tr) * BM, sa_bytes, &full[s]);
@@ -281,7 +232,7 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
     }
   } else {
-    setmaxnreg_inc<V::consumer_regs>();
+    setmaxnreg_inc<232>();
     const int c = wg - 1;
     const bool leader = tid % 128 == 0;
     const int t = tid % 128, w = t / 32, l = t % 32;
@@ -309,7 +260,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     // slice's last wave); then the block is promoted into pw.
     auto promote = [&](float(&pw)[BN / 2], float(&d)[BN / 2], int it, bool last, float sa0, float sa1, float sb) {
       fence_regs(d);
-      if (last && leader) release_slot<CLUSTER>(empty, it % STAGES, rank);  // the slot is read: the producers may refill it
+      if (last && leader) mbar_arrive(&empty[it % STAGES]);  // the slot is read: the producer may refill it
       if constexpr (BLOCK) {
         // NOTES: DeepGEMM's order: the scale product rounded first, then one FFMA per entry.
         const float s0 = __fmul_rn(sa0, sb), s1 = __fmul_rn(sa1, sb);
@@ -359,11 +310,11 @@ __global__ void __launch_bounds__(THREADS, 1)
     float d[BN / 2];  // (64, BN) wgmma fragment: one K block of one wave, from zero
     bool first = true;
     int it = 0;
-    for (int item = first_item; item < items; item += item_step) {
+    for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
       int tr, tc;
       coords(item, tr, tc);
       const int waves = waves_in(tr);
-      const bool last_item = item + item_step >= items;
+      const bool last_item = item + int(gridDim.x) >= items;
       for (int kt = 0; kt < slices; ++kt, ++it) {
         wait_slot(it);
 #pragma unroll
@@ -392,7 +343,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     if constexpr (V::tma_store)
       if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
   }
-  if constexpr (CLUSTER == 2) cluster_sync();  // no block exits while its partner may still write into it
 #else
   __trap();  // built without sm_90a: the descriptor says requires_sm90a, so this never launches
 #endif
@@ -401,18 +351,14 @@ __global__ void __launch_bounds__(THREADS, 1)
 template <Scaling SC, class V>
 void launch(const GemmArgs& a) {
   using S = Shape<V>;
-  if constexpr (V::pair != Pair::none) {
-    const int tiles_m = (a.M + S::BM - 1) / S::BM, tiles_n = a.N / BN;
-    if ((V::pair == Pair::along_m ? tiles_m : tiles_n) % 2 != 0) return launch<SC, Unpaired<V>>(a);
-  }
   if (!a.scale_a || !a.scale_b) throw std::runtime_error("hgemm_wgmma_11_fp8scaled: the harness passed no scale grids");
   if (reinterpret_cast<std::uintptr_t>(a.scale_a) % 16 || reinterpret_cast<std::uintptr_t>(a.scale_b) % 16)
     throw std::runtime_error("hgemm_wgmma_11_fp8scaled: the scale grids must start on 16-byte boundaries (TMA bulk copies)");
-  const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 1, S::BM / S::CN);  // along_n: half each
-  const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 1, BN / S::CM);     // along_m: half each
+  const CUtensorMap mapA = hopper::make_kmajor_tensor_map(a.A, a.M, a.K, 1, S::BM);
+  const CUtensorMap mapB = hopper::make_kmajor_tensor_map(a.B, a.N, a.K, 1, BN);
   const CUtensorMap mapC = V::tma_store ? hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64) : CUtensorMap{};
-  const int items = ((a.M + S::BM - 1) / S::BM / S::CM) * (a.N / BN / S::CN);  // pairs for a cluster
-  hopper::launch_persistent<hgemm_wgmma_fp8scaled<SC, V>, S::CLUSTER>(
+  const int items = ((a.M + S::BM - 1) / S::BM) * (a.N / BN);
+  hopper::launch_persistent<hgemm_wgmma_fp8scaled<SC, V>, 1>(
       "hgemm_wgmma_11_fp8scaled", THREADS, S::SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, mapC,
       a.scale_a, a.scale_b, static_cast<float*>(a.C));
 }
@@ -450,5 +396,6 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
       "fp8 e4m3, rowwise A / columnwise B fp32 scales applied in the epilogue, promoted every 128 of K, persistent");
   return k;
 }
+
 
 }  // namespace gemmlab::kernels

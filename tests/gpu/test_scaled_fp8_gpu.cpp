@@ -7,8 +7,8 @@
 // K block; gemmlab's own predicted bit for bit (kernel_emulation's emulate_scaled); and every
 // cuBLASLt mode against the candidate orders of `gemmlab predict`, printed (the library's order is
 // what is being found out, so no candidate is required to match). The schedules of the block-scaled
-// kernel registered beside it (issue 22's speed target) are predicted too, and give its bits on two
-// sizes with more tiles than SMs (clusters of two paired on one, falling back to single blocks on the other).
+// kernel registered beside it for a round of issue 22's speed target are predicted too, and give its
+// bits on two sizes with more tiles than SMs.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -219,12 +219,13 @@ TEST(ScaledFp8Gpu, BlockScaledKernelPredictedWithMoreTilesThanSms) {
   EXPECT_EQ(r.mismatches, 0) << r.summary() << "\n  order: " << r.order;
 }
 
-// Every schedule of the block-scaled kernel registered beside it gives the kernel's bits (itself
-// predicted bit for bit above) with more tiles than SMs, so the persistent blocks walk unequal numbers
-// of tiles. Two sizes, K = 400 (a partial last block): M = 31 x 128, N = 9 x 128 (16 tile rows of 256,
-// the last half full: clusters along M pair up, and the half tile is one of a pair; 9 tile columns:
-// clusters along N fall back to single blocks), and M = 33 x 128, N = 10 x 128 (17 tile rows: along M
-// falls back; along N pairs up, a pair sharing the half-full last tile row).
+// Every schedule of the block-scaled kernel registered beside it (under a temporary hgemm_wgmma_11x_*
+// name, for scripts/gpu_fp8speed.sh; none is registered between rounds, and the test says so) gives the
+// kernel's bits (itself predicted bit for bit above) with more tiles than SMs, so the persistent blocks
+// walk unequal numbers of tiles. Two sizes, K = 400 (a partial last block): M = 31 x 128, N = 9 x 128
+// (16 tile rows of 256, the last half full; an odd number of tile columns) and M = 33 x 128,
+// N = 10 x 128 (17 tile rows; an even number of tile columns): round 3's clusters of two paired tiles
+// along M on the first and along N on the second, and fell back to single blocks on the other.
 TEST(ScaledFp8Gpu, BlockScaledSchedulesGiveTheKernelsBits) {
   GEMMLAB_REQUIRE_FAMILY("hopper");
   const Kernel* base = find_kernel("hgemm_wgmma_11_fp8scaled_sm8_e4m3_1x128_128x128");
