@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 #include <cstring>
 #include <unistd.h>
 
@@ -200,6 +201,37 @@ TEST(Output, NewColumnsRoundTripAndOlderHeadersStillRead) {
   const ResultRow old = from_fields(old_cols, old_f);
   EXPECT_EQ(old.stats->max_abs_err, 0.25);
   EXPECT_EQ(old.timing->time_ms_median, 1.5);
+}
+
+TEST(Output, SplitColumnsRoundTripAndRefuseMalformedValues) {
+  ResultRow r;
+  r.kernel = "triton_fp32_bf16x6";
+  r.numerics.compute = Format::bf16;
+  r.numerics.split = OperandSplit{.pieces = 3, .products = static_cast<std::uint16_t>(
+                                                   OperandSplit::bit(0, 0) | OperandSplit::bit(1, 1) | OperandSplit::bit(2, 0)),
+                                  .rounding = Rounding::nearest_even};
+  const std::vector<std::string>& cols = result_columns();
+  std::vector<std::string> f = to_fields(r);
+  const auto pos = [&](const char* c) { return static_cast<std::size_t>(std::find(cols.begin(), cols.end(), c) - cols.begin()); };
+  EXPECT_EQ(f[pos("split_pieces")], "3");
+  EXPECT_EQ(f[pos("split_products")], "00 11 20");
+  const ResultRow back = from_fields(cols, f);
+  EXPECT_EQ(back.numerics.split.pieces, 3);
+  EXPECT_EQ(back.numerics.split.products, r.numerics.split.products);
+  // Not split: 1 and empty.
+  EXPECT_EQ(to_fields(ResultRow{})[pos("split_products")], "");
+  // Malformed: the column and the value are named.
+  for (const auto& [column, value] : {std::pair{"split_pieces", "4"}, std::pair{"split_pieces", "0"},
+                                      std::pair{"split_products", "0x"}, std::pair{"split_products", "03"}}) {
+    std::vector<std::string> bad = f;
+    bad[pos(column)] = value;
+    try {
+      from_fields(cols, bad);
+      ADD_FAILURE() << column << " = " << value << " was read";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(column), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Output, NpyHeaderAndDataAreWhatNumpyReads) {
