@@ -126,6 +126,9 @@ struct Variant {
   // waves 1: two fragments per consumer, block k + 1 issued before block k is promoted, so each
   // consumer keeps the tensor cores fed while it promotes.
   static constexpr bool pipelined = false;
+  // Consumer 1 issues its first wave once consumer 0's first wave is done (named barrier 5, once per
+  // block), so the two start half a round apart and one promotes while the other's wgmmas run.
+  static constexpr bool stagger = false;
 };
 
 template <class V>
@@ -253,6 +256,7 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
     const int r_in = c * 64 + 16 * w + l / 4;  // this thread's first row in a wave (the second: + 8)
     // This consumer's waves inside M in tile row tr (its rows of wave v start at v WAVE_ROWS + 64 c).
     auto waves_in = [&](int tr) {
+      if constexpr (S::C == 2) return WAVES == 1 || tr * BM + 128 < M ? WAVES : 1;  // M: a multiple of 128
       int n = 0;
 #pragma unroll
       for (int v = 0; v < WAVES; ++v) n += tr * BM + v * WAVE_ROWS + c * 64 < M;
@@ -374,7 +378,8 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
         const bool last_item = item + int(gridDim.x) >= items;
         for (int kt = 0; kt < slices; ++kt, ++it) {
           wait_slot(it);
-          if (waves == 0 && leader) mbar_arrive(&empty[it % STAGES]);  // rows beyond M: nothing to read
+          if constexpr (S::C == 3)
+            if (waves == 0 && leader) mbar_arrive(&empty[it % STAGES]);  // rows beyond M: nothing to read
 #pragma unroll
           for (int v = 0; v < WAVES; ++v) {
             if (v >= waves) break;
@@ -383,7 +388,7 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
             // offset: consumer 0 waits for its turn before every block but its first, consumer 1
             // before every block; consumer 1 gives none after the last block (0 has no next one).
             if (OFFSET && !(c == 0 && first)) named_bar_sync(3 + (c ^ 1), 256);
-            first = false;
+            if (V::stagger && first && c == 1) named_bar_sync(5, 256);
             issue(d, it, v);
             if constexpr (V::late_scales) slice_scales(it, kt, v, sa0, sa1, sb);  // under the wgmmas just issued
             if constexpr (OFFSET) {
@@ -393,6 +398,8 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
             // early_store: wave 0 is final; its store reads p[0] only, not the fragment d in flight.
             if (V::early_store && v == 1 && kt == slices - 1) store_wave(p[0], 0, tr, tc);
             wgmma_wait<0>();
+            if (V::stagger && first && c == 0) named_bar_arrive(5, 256);
+            first = false;
             promote(p[v], d, it, v == waves - 1, sa0, sa1, sb);
           }
         }
@@ -460,19 +467,14 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
 // GPU run (scripts/gpu_fp8speed.sh); the numerics are the kernel's above, bit for bit. The fastest
 // replaces Fastest and the others go, with their figures in the NOTES.
 namespace {
-struct Pipe : Variant<Schedule::together, 1, true, 6, 0, 1> {  // 128 x 128, two fragments
-  static constexpr bool pipelined = true, shared_base = true;
+struct Stagger : Fastest {  // consumer 1 starts half a round after consumer 0
+  static constexpr bool stagger = true;
 };
-struct PipeS2 : Variant<Schedule::together, 1, true, 5, 0, 2> {  // the same, 5 slots, 2 staging buffers
-  static constexpr bool pipelined = true, shared_base = true;
-};
-struct Three : Variant<Schedule::together, 1, true, 4, 0, 1> {  // 192 x 128, three consumers
-  static constexpr int consumers = 3;
+struct Together128 : Variant<Schedule::together, 1, true, 6, 0, 1> {  // 128 x 128, 6 slots, TMA store
   static constexpr bool late_scales = true, shared_base = true;
 };
-struct ThreeDirect : Variant<Schedule::together, 1, false, 5> {  // the same, 5 slots, stores from registers
-  static constexpr int consumers = 3;
-  static constexpr bool late_scales = true, shared_base = true;
+struct Stagger128 : Together128 {
+  static constexpr bool stagger = true;
 };
 }  // namespace
 
@@ -481,16 +483,14 @@ struct ThreeDirect : Variant<Schedule::together, 1, false, 5> {  // the same, 5 
     static const Kernel k = make<Scaling::block_1x128_128x128, V>(#id, desc);                   \
     return k;                                                                                   \
   }
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_pipe_sm8_e4m3_1x128_128x128, Pipe,
-                         "block-scaled fp8, 128x128 tiles, two fragments per consumer (block k + 1 issued before "
-                         "block k is promoted), TMA-store epilogue")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_pipes2_sm8_e4m3_1x128_128x128, PipeS2,
-                         "block-scaled fp8, 128x128 tiles, two fragments per consumer, 5 slots, two staging "
-                         "buffers per consumer")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_three_sm8_e4m3_1x128_128x128, Three,
-                         "block-scaled fp8, 192x128 tiles, three consumer warpgroups, TMA-store epilogue")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_threedirect_sm8_e4m3_1x128_128x128, ThreeDirect,
-                         "block-scaled fp8, 192x128 tiles, three consumer warpgroups, 5 slots, stores from registers")
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_stagger_sm8_e4m3_1x128_128x128, Stagger,
+                         "block-scaled fp8, the kernel's schedule with consumer 1 starting once consumer 0's first "
+                         "wave is done")
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_t128_sm8_e4m3_1x128_128x128, Together128,
+                         "block-scaled fp8, 128x128 tiles, 6 slots, scales by LDS under the wgmmas, TMA-store epilogue")
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_stagger128_sm8_e4m3_1x128_128x128, Stagger128,
+                         "block-scaled fp8, 128x128 tiles as t128, consumer 1 starting once consumer 0's first wave "
+                         "is done")
 #undef GEMMLAB_WGMMA11X_VARIANT
 
 }  // namespace gemmlab::kernels
