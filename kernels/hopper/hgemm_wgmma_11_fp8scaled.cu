@@ -129,6 +129,9 @@ struct Variant {
   // Consumer 1 issues its first wave once consumer 0's first wave is done (named barrier 5, once per
   // block), so the two start half a round apart and one promotes while the other's wgmmas run.
   static constexpr bool stagger = false;
+  // early_store: wave 1 of a tile is stored under the wgmmas of the next tile's first wave, not after
+  // the tile's last block with none of this consumer's wgmmas running.
+  static constexpr bool deferred_store = false;
 };
 
 template <class V>
@@ -154,6 +157,7 @@ struct Shape {
   static_assert(V::schedule != Schedule::offset || C == 2, "offset: two consumers taking turns");
   static_assert(V::staging == 1 || V::staging == 2, "one or two staging buffers per consumer");
   static_assert(!V::early_store || V::waves == 2, "early_store: wave 0 stored under wave 1's last wgmmas");
+  static_assert(!V::deferred_store || V::early_store, "deferred_store: wave 1 stored under the next tile's wave 0");
   static_assert(V::schedule != Schedule::offset || (V::handover >= 1 && V::handover < BK / 32),
                 "offset: hand over while 1 to 3 of the block's 4 wgmmas run");
   static_assert(SB_BYTES <= SCALE_SLOT - SA_BYTES && SCALE_SLOT % 128 == 0, "a slot's scales: A's, then B's 16 bytes");
@@ -370,6 +374,8 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
     } else {
       float d[BN / 2];  // (64, BN) wgmma fragment: one K block of one wave, from zero
       bool first = true;
+      bool pending = false;  // deferred_store: wave 1 of tile (ptr, ptc) is still to be stored
+      int ptr = 0, ptc = 0;
       int it = 0;
       for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
         int tr, tc;
@@ -397,14 +403,25 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
             }
             // early_store: wave 0 is final; its store reads p[0] only, not the fragment d in flight.
             if (V::early_store && v == 1 && kt == slices - 1) store_wave(p[0], 0, tr, tc);
+            if (V::deferred_store && v == 0 && kt == 0 && pending) {
+              store_wave(p[1], 1, ptr, ptc);
+              pending = false;
+            }
             wgmma_wait<0>();
             if (V::stagger && first && c == 0) named_bar_arrive(5, 256);
             first = false;
             promote(p[v], d, it, v == waves - 1, sa0, sa1, sb);
           }
         }
-        finish_tile(tr, tc, V::early_store && waves == 2 ? 1 : 0);
+        if (V::deferred_store && waves == 2) {
+          pending = true;
+          ptr = tr;
+          ptc = tc;
+        } else {
+          finish_tile(tr, tc, V::early_store && waves == 2 ? 1 : 0);
+        }
       }
+      if (V::deferred_store && pending) store_wave(p[1], 1, ptr, ptc);
     }
     if constexpr (V::tma_store)
       if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
@@ -467,14 +484,17 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
 // GPU run (scripts/gpu_fp8speed.sh); the numerics are the kernel's above, bit for bit. The fastest
 // replaces Fastest and the others go, with their figures in the NOTES.
 namespace {
-struct Stagger : Fastest {  // consumer 1 starts half a round after consumer 0
-  static constexpr bool stagger = true;
+struct Deferred : Fastest {  // wave 1 stored under the next tile's first wgmmas
+  static constexpr bool deferred_store = true;
 };
-struct Together128 : Variant<Schedule::together, 1, true, 6, 0, 1> {  // 128 x 128, 6 slots, TMA store
-  static constexpr bool late_scales = true, shared_base = true;
+struct ThreeSlots : Fastest {  // 3 slots, two staging buffers per consumer
+  static constexpr int stages = 3, staging = 2;
 };
-struct Stagger128 : Together128 {
-  static constexpr bool stagger = true;
+struct DeferredThreeSlots : Deferred {
+  static constexpr int stages = 3, staging = 2;
+};
+struct DeferredDirect : Deferred {  // stores from registers
+  static constexpr bool tma_store = false;
 };
 }  // namespace
 
@@ -483,14 +503,15 @@ struct Stagger128 : Together128 {
     static const Kernel k = make<Scaling::block_1x128_128x128, V>(#id, desc);                   \
     return k;                                                                                   \
   }
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_stagger_sm8_e4m3_1x128_128x128, Stagger,
-                         "block-scaled fp8, the kernel's schedule with consumer 1 starting once consumer 0's first "
-                         "wave is done")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_t128_sm8_e4m3_1x128_128x128, Together128,
-                         "block-scaled fp8, 128x128 tiles, 6 slots, scales by LDS under the wgmmas, TMA-store epilogue")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_stagger128_sm8_e4m3_1x128_128x128, Stagger128,
-                         "block-scaled fp8, 128x128 tiles as t128, consumer 1 starting once consumer 0's first wave "
-                         "is done")
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_deferred_sm8_e4m3_1x128_128x128, Deferred,
+                         "block-scaled fp8, the kernel's schedule with wave 1 stored under the next tile's first "
+                         "wgmmas")
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_slots3_sm8_e4m3_1x128_128x128, ThreeSlots,
+                         "block-scaled fp8, the kernel's schedule with 3 slots and two staging buffers per consumer")
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_deferred3_sm8_e4m3_1x128_128x128, DeferredThreeSlots,
+                         "block-scaled fp8, deferred with 3 slots and two staging buffers per consumer")
+GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_deferreddirect_sm8_e4m3_1x128_128x128, DeferredDirect,
+                         "block-scaled fp8, deferred, stores from registers")
 #undef GEMMLAB_WGMMA11X_VARIANT
 
 }  // namespace gemmlab::kernels
