@@ -52,10 +52,32 @@
 // run: 1,103 / 1,221 against cuBLASLt's 1,159 / 1,299 (0.95x / 0.94x; results/scaled_fp8/after_review_*).
 // DeepGEMM's 1d2d kernel promotes in the same order as this one (scales read before the wgmmas, one
 // commit per 64-row wave, wait 0, the slot released after the last wave, then the FFMAs), and its
-// 256-row tile is two such waves too. Compiled here, not yet timed: two fragments per consumer (block i + 1
-// issued before block i is promoted, the variant measured at 865 / 964 above) makes ptxas serialize
-// every wgmma of the kernel (C7514, "non wgmma instructions reading accumulator registers") as soon
-// as the epilogue stores sit in the same loop, even with the stores on a path where nothing runs.
+// 256-row tile is two such waves too. Two fragments per consumer (block i + 1 issued before block i
+// is promoted, measured at 865 / 964 above) make ptxas serialize every wgmma of the kernel (C7514,
+// "non wgmma instructions reading accumulator registers") whenever a wgmma is still in flight across
+// a loop's back edge while the other fragment is read; issuing two K blocks together and waiting for
+// both within one iteration compiles clean (round 4's `pipe`).
+// Round 4 (three H100 runs, 2026-11-24, each against cuBLASLt in the same run; code on branch
+// fp8speed4 at 903f29b, 567993d and cada655; results/scaled_fp8/schedules_round4{a,b,c}_h100.csv):
+// 4a (cuBLASLt 1,166 / 1,286): 128 x 128 tiles with K blocks issued in pairs into two fragments, the
+// first promoted under the second's wgmmas, 837 / 912 (5 slots, two staging buffers: 846 / 914);
+// 192 x 128 tiles with three consumers (setmaxnreg 24 / 160) 828 / 1,027, storing from registers
+// with 5 slots 839 / 1,053; the kernel itself 1,006 / 1,100 there, its consumer loop then testing for
+// an idle consumer once per K block (3 consumers). 4b (cuBLASLt 1,150 / 1,273), the kernel's loop as
+// here again: the kernel 1,091 / 1,185; consumer 1 starting once consumer 0's first wave is done
+// (a named barrier, once) 1,057 / 1,165; 128 x 128 tiles with 6 slots and scales read late 924 / 981,
+// staggered 897 / 970. 4c (cuBLASLt 1,169 / 1,280): the kernel 1,102 / 1,199 (0.94x / 0.94x); wave 1
+// stored under the next tile's first wgmmas 1,033 / 1,128, with 3 slots and two staging buffers
+// 1,080 / 1,143, storing from registers 1,022 / 1,106; 3 slots and two staging buffers alone
+// 1,002 / 1,146. Every schedule predicted bit for bit; all lost, so the knobs went again. ncu
+// (4096^3, round 4a; results/scaled_fp8/ncu_round4_h100/): cuBLASLt runs
+// nvjet_sm90_qqsss_128x128_128x6_1x2_h_bz_coopA_algo2_Ablk128_Bvec128_TNN (128 x 128 x 128 tiles, 6
+// stages, clusters of 2, 384 threads, 168 registers) at 67.7% SM (tensor) busy, 189,042 cycles; this
+// kernel 55.0%, 232,674 cycles; its top stall per issued instruction is `barrier` (1.85: the
+// warpgroup-collective wgmma fence / wait and the TMA-store boxes), then `selected` 1.00, `wait` 0.88.
+// The SASS of ptxas 13.0 already alternates the yield-hint bit over the promotion FFMAs (set on 64 of
+// 128, the ones carrying .reuse): the interleaving DeepGEMM found in NVCC 12.3's output. DeepGEMM's
+// patch also clears .reuse and flips that bit on the reused FFMAs of a run's first 9/16; not tried.
 // K: any multiple of 16 (a TMA row must be a multiple of 16 bytes). The last K block may be partial:
 // TMA fills the part beyond K with zeros, which add nothing, and the block has its own scale.
 //
@@ -78,6 +100,7 @@ namespace {
 using T = __nv_fp8_e4m3;
 constexpr int BN = 128, BK = 128;  // BK: one 128-byte swizzled row of e4m3 = one scale block of K
 constexpr int SUPER_M = 8;
+constexpr int THREADS = 384;  // producer warpgroup + two consumer warpgroups
 constexpr int SB_BYTES = 16;  // per slot: the 16 bytes of B's scale grid holding the slice's scale
 static_assert(BN == 128, "one 128 x 128 scale block of B per tile column: the scale of B is one value per slice");
 
@@ -120,44 +143,22 @@ struct Variant {
   // buffers with STS; through the cast they are generic LD.E / ST.E (SASS of round 2). DeepGEMM reads
   // its scales with ld.shared.
   static constexpr bool shared_base = false;
-  // Consumer warpgroups beside the producer: 2 (block tile BM = 128 * waves) or 3 (BM = 192 * waves,
-  // setmaxnreg 24 / 160: each consumer holds one fragment and its sums).
-  static constexpr int consumers = 2;
-  // waves 1: two fragments per consumer, block k + 1 issued before block k is promoted, so each
-  // consumer keeps the tensor cores fed while it promotes.
-  static constexpr bool pipelined = false;
-  // Consumer 1 issues its first wave once consumer 0's first wave is done (named barrier 5, once per
-  // block), so the two start half a round apart and one promotes while the other's wgmmas run.
-  static constexpr bool stagger = false;
-  // early_store: wave 1 of a tile is stored under the wgmmas of the next tile's first wave, not after
-  // the tile's last block with none of this consumer's wgmmas running.
-  static constexpr bool deferred_store = false;
 };
 
 template <class V>
 struct Shape {
-  static constexpr int C = V::consumers;
-  static constexpr int THREADS = 128 * (1 + C);  // producer warpgroup + the consumer warpgroups
-  static constexpr int WAVE_ROWS = 64 * C;       // rows of one m64 wave of every consumer
-  static constexpr int BM = WAVE_ROWS * V::waves;
-  static constexpr int PRODUCER_REGS = C == 2 ? 40 : 24, CONSUMER_REGS = C == 2 ? 232 : 160;
+  static constexpr int BM = 128 * V::waves;
   static constexpr int A_BYTES = BM * BK, B_BYTES = BN * BK, STAGE_BYTES = A_BYTES + B_BYTES;
   // Per slot, beside the ring: the slice's scales of A (BM floats: the tile's rows at its K block) and
   // the 16 bytes of B's scale grid that hold its scale (4 K blocks of the tile column).
   static constexpr int SA_BYTES = BM * 4, SCALE_SLOT = SA_BYTES + 128;
   static constexpr int RING_BYTES = V::stages * STAGE_BYTES;
-  static constexpr int STAGING_BYTES = V::tma_store ? C * V::staging * hopper::CBOX_BYTES : 0;
+  static constexpr int STAGING_BYTES = V::tma_store ? 2 /* consumers */ * V::staging * hopper::CBOX_BYTES : 0;
   static constexpr int SMEM_BYTES =
       RING_BYTES + STAGING_BYTES + V::stages * SCALE_SLOT + 1024 /* alignment */ + 1024 /* barriers */;
   static_assert(V::waves == 1 || V::waves == 2, "one or two m64 waves per consumer");
-  static_assert(C == 2 || C == 3, "two or three consumer warpgroups");
-  static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * 128 * C <= 65536, "setmaxnreg within the register file");
-  static_assert(!V::pipelined || (V::waves == 1 && V::schedule == Schedule::together && C == 2),
-                "pipelined: two fragments of one wave per consumer");
-  static_assert(V::schedule != Schedule::offset || C == 2, "offset: two consumers taking turns");
   static_assert(V::staging == 1 || V::staging == 2, "one or two staging buffers per consumer");
   static_assert(!V::early_store || V::waves == 2, "early_store: wave 0 stored under wave 1's last wgmmas");
-  static_assert(!V::deferred_store || V::early_store, "deferred_store: wave 1 stored under the next tile's wave 0");
   static_assert(V::schedule != Schedule::offset || (V::handover >= 1 && V::handover < BK / 32),
                 "offset: hand over while 1 to 3 of the block's 4 wgmmas run");
   static_assert(SB_BYTES <= SCALE_SLOT - SA_BYTES && SCALE_SLOT % 128 == 0, "a slot's scales: A's, then B's 16 bytes");
@@ -180,7 +181,7 @@ struct Fastest : Round2 {
 };
 
 template <Scaling SC, class V>
-__global__ void __launch_bounds__(Shape<V>::THREADS, 1)
+__global__ void __launch_bounds__(THREADS, 1)
     hgemm_wgmma_fp8scaled(int M, int N, int K, const __grid_constant__ CUtensorMap mapA,
                           const __grid_constant__ CUtensorMap mapB, const __grid_constant__ CUtensorMap mapC,
                           const float* __restrict__ scale_a, const float* __restrict__ scale_b,
@@ -188,7 +189,7 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
 #ifdef GEMMLAB_SM90A_DEVICE
   using namespace gemmlab::hopper;
   using S = Shape<V>;
-  constexpr int STAGES = V::stages, WAVES = V::waves, BM = S::BM, WAVE_ROWS = S::WAVE_ROWS;
+  constexpr int STAGES = V::stages, WAVES = V::waves, BM = S::BM;
   constexpr int KW = Wgmma<T, BN>::k;  // 32
   constexpr int STEPS = BK / KW;       // 4 wgmmas per K block
   constexpr bool BLOCK = SC == Scaling::block_1x128_128x128;
@@ -209,12 +210,12 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
   const int tid = threadIdx.x, wg = tid / 128;
   const int slices = (K + BK - 1) / BK;  // the last one partial when K % 128 != 0
   const int l4 = (slices + 3) / 4 * 4;   // B's padded K-block stride
-  // BM > 128: M is a multiple of 128 only, so the last tile row may end inside the tile (TMA fills
-  // the rows beyond M with zeros; a consumer's wave there is neither computed nor stored).
+  // BM = 256: M is a multiple of 128 only, so the last tile row may hold just its first wave's rows
+  // (TMA fills the rows beyond M with zeros; that wave is neither computed nor stored).
   const int tiles_m = (M + BM - 1) / BM, tiles_n = N / BN;
   const int items = tiles_m * tiles_n;
   auto coords = [&](int item, int& tr, int& tc) { tile_coords<SUPER_M>(item, tiles_m, tiles_n, tr, tc); };
-  auto rows_in = [&](int tr) { return M - tr * BM < BM ? M - tr * BM : BM; };
+  auto waves_in = [&](int tr) { return WAVES == 1 || tr * BM + 128 < M ? WAVES : 1; };
 
   if (tid == 0) {
     prefetch_tensor_map(&mapA);
@@ -222,20 +223,20 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
     if constexpr (V::tma_store) prefetch_tensor_map(&mapC);
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(&full[s], 1);              // the producer's arrive.expect_tx, then the TMA bytes
-      mbar_init(&empty[s], S::C);  // one arrive per consumer warpgroup
+      mbar_init(&empty[s], 2);   // one arrive per consumer warpgroup
     }
     mbar_fence_init();
   }
   __syncthreads();
 
   if (wg == 0) {
-    setmaxnreg_dec<S::PRODUCER_REGS>();
+    setmaxnreg_dec<40>();
     if (tid == 0) {
       int it = 0;  // slices issued so far, over all tiles: the ring's position and phase
       for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
         int tr, tc;
         coords(item, tr, tc);
-        const int sa_bytes = rows_in(tr) * 4;  // the scales of the tile's rows inside M
+        const int sa_bytes = waves_in(tr) * 128 * 4;  // the scales of the tile's rows inside M
         const int tx_bytes = S::STAGE_BYTES + (BLOCK ? sa_bytes + SB_BYTES : 0);  // TMA counts whole boxes
         for (int kt = 0; kt < slices; ++kt, ++it) {
           const int s = it % STAGES;
@@ -253,19 +254,11 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
       }
     }
   } else {
-    setmaxnreg_inc<S::CONSUMER_REGS>();
+    setmaxnreg_inc<232>();
     const int c = wg - 1;
     const bool leader = tid % 128 == 0;
     const int t = tid % 128, w = t / 32, l = t % 32;
-    const int r_in = c * 64 + 16 * w + l / 4;  // this thread's first row in a wave (the second: + 8)
-    // This consumer's waves inside M in tile row tr (its rows of wave v start at v WAVE_ROWS + 64 c).
-    auto waves_in = [&](int tr) {
-      if constexpr (S::C == 2) return WAVES == 1 || tr * BM + 128 < M ? WAVES : 1;  // M: a multiple of 128
-      int n = 0;
-#pragma unroll
-      for (int v = 0; v < WAVES; ++v) n += tr * BM + v * WAVE_ROWS + c * 64 < M;
-      return n;
-    };
+    const int r_in = c * 64 + 16 * w + l / 4;  // this thread's first row in a wave of 128 (the second: + 8)
     float p[WAVES][BN / 2];  // fp32 sums of the scaled blocks of the current tile, per wave
 #pragma unroll
     for (int v = 0; v < WAVES; ++v)
@@ -276,14 +269,14 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
     auto slice_scales = [&](int it, int kt, int wave, float& sa0, float& sa1, float& sb) {
       if constexpr (BLOCK) {
         const float* sc = reinterpret_cast<const float*>(scales + (it % STAGES) * S::SCALE_SLOT);
-        sa0 = sc[wave * WAVE_ROWS + r_in];
-        sa1 = sc[wave * WAVE_ROWS + r_in + 8];
+        sa0 = sc[wave * 128 + r_in];
+        sa1 = sc[wave * 128 + r_in + 8];
         sb = sc[S::SA_BYTES / 4 + (kt & 3)];
       }
     };
     auto issue = [&](float(&d)[BN / 2], int it, int wave) {
       const unsigned char* slot = smem + (it % STAGES) * S::STAGE_BYTES;
-      wgmma_slice<T, BN, STEPS, OFFSET>(d, slot + (wave * WAVE_ROWS + c * 64) * BK, slot + S::A_BYTES, false);
+      wgmma_slice<T, BN, STEPS, OFFSET>(d, slot + (wave * 128 + c * 64) * BK, slot + S::A_BYTES, false);
     };
     // Block in fragment d is done (its wgmma groups waited for): the slot is free once `last` (the
     // slice's last wave); then the block is promoted into pw.
@@ -306,7 +299,7 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
     };
     // After a tile's last block: wave v's rowwise scales, then its store; p[v] restarts.
     auto store_wave = [&](float(&pv)[BN / 2], int v, int tr, int tc) {
-      const int row0 = tr * BM + v * WAVE_ROWS + r_in;
+      const int row0 = tr * BM + v * 128 + r_in;
       if constexpr (SC == Scaling::rowwise) {
         const float ra0 = __ldg(scale_a + row0), ra1 = __ldg(scale_a + row0 + 8);
 #pragma unroll
@@ -319,7 +312,7 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
           pv[4 * j + 3] = __fmul_rn(pv[4 * j + 3], __fmul_rn(ra1, sb1));
         }
       }
-      const int frag_row = tr * BM + v * WAVE_ROWS + c * 64;
+      const int frag_row = tr * BM + v * 128 + c * 64;
       if constexpr (V::tma_store)
         store_tile_tma<V::staging>(pv, staging + c * V::staging * CBOX_BYTES, &mapC, frag_row, tc * BN, 1 + c,
                                    leader);
@@ -336,92 +329,38 @@ __global__ void __launch_bounds__(Shape<V>::THREADS, 1)
         if (v >= from && v < waves) store_wave(p[v], v, tr, tc);
     };
 
-    if constexpr (V::pipelined) {
-      // Two fragments: K blocks kt and kt + 1 are issued together into d0 and d1, and kt is promoted
-      // while kt + 1's wgmmas run (wait_group 1). Both are waited for before the next pair: with a
-      // wgmma still in flight across the loop's back edge, ptxas serializes every wgmma (C7514).
-      // BM = 128 and M a multiple of 128: every wave is inside M.
-      float d0[BN / 2], d1[BN / 2];
-      int it = 0;
-      for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
-        int tr, tc;
-        coords(item, tr, tc);
-        for (int kt = 0; kt < slices; kt += 2) {
-          const bool pair = kt + 1 < slices;
-          float sa0, sa1, sb, ta0 = 1.0f, ta1 = 1.0f, tb = 1.0f;
-          wait_slot(it);
-          issue(d0, it, 0);
-          if (pair) {
-            wait_slot(it + 1);
-            issue(d1, it + 1, 0);
-          }
-          slice_scales(it, kt, 0, sa0, sa1, sb);
-          if (pair) {
-            slice_scales(it + 1, kt + 1, 0, ta0, ta1, tb);
-            wgmma_wait<1>();
-          } else {
-            wgmma_wait<0>();
-          }
-          promote(p[0], d0, it, true, sa0, sa1, sb);
-          if (pair) {
-            wgmma_wait<0>();
-            promote(p[0], d1, it + 1, true, ta0, ta1, tb);
-          }
-          it += pair ? 2 : 1;
-        }
-        finish_tile(tr, tc, 0);
-      }
-    } else {
-      float d[BN / 2];  // (64, BN) wgmma fragment: one K block of one wave, from zero
-      bool first = true;
-      bool pending = false;  // deferred_store: wave 1 of tile (ptr, ptc) is still to be stored
-      int ptr = 0, ptc = 0;
-      int it = 0;
-      for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
-        int tr, tc;
-        coords(item, tr, tc);
-        const int waves = waves_in(tr);
-        const bool last_item = item + int(gridDim.x) >= items;
-        for (int kt = 0; kt < slices; ++kt, ++it) {
-          wait_slot(it);
-          if constexpr (S::C == 3)
-            if (waves == 0 && leader) mbar_arrive(&empty[it % STAGES]);  // rows beyond M: nothing to read
+    float d[BN / 2];  // (64, BN) wgmma fragment: one K block of one wave, from zero
+    bool first = true;
+    int it = 0;
+    for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
+      int tr, tc;
+      coords(item, tr, tc);
+      const int waves = waves_in(tr);
+      const bool last_item = item + int(gridDim.x) >= items;
+      for (int kt = 0; kt < slices; ++kt, ++it) {
+        wait_slot(it);
 #pragma unroll
-          for (int v = 0; v < WAVES; ++v) {
-            if (v >= waves) break;
-            float sa0 = 1.0f, sa1 = 1.0f, sb = 1.0f;
-            if constexpr (!V::late_scales) slice_scales(it, kt, v, sa0, sa1, sb);
-            // offset: consumer 0 waits for its turn before every block but its first, consumer 1
-            // before every block; consumer 1 gives none after the last block (0 has no next one).
-            if (OFFSET && !(c == 0 && first)) named_bar_sync(3 + (c ^ 1), 256);
-            if (V::stagger && first && c == 1) named_bar_sync(5, 256);
-            issue(d, it, v);
-            if constexpr (V::late_scales) slice_scales(it, kt, v, sa0, sa1, sb);  // under the wgmmas just issued
-            if constexpr (OFFSET) {
-              wgmma_wait<V::handover>();
-              if (!(c == 1 && last_item && kt == slices - 1 && v == waves - 1)) named_bar_arrive(3 + c, 256);
-            }
-            // early_store: wave 0 is final; its store reads p[0] only, not the fragment d in flight.
-            if (V::early_store && v == 1 && kt == slices - 1) store_wave(p[0], 0, tr, tc);
-            if (V::deferred_store && v == 0 && kt == 0 && pending) {
-              store_wave(p[1], 1, ptr, ptc);
-              pending = false;
-            }
-            wgmma_wait<0>();
-            if (V::stagger && first && c == 0) named_bar_arrive(5, 256);
-            first = false;
-            promote(p[v], d, it, v == waves - 1, sa0, sa1, sb);
+        for (int v = 0; v < WAVES; ++v) {
+          if (v >= waves) break;
+          float sa0 = 1.0f, sa1 = 1.0f, sb = 1.0f;
+          if constexpr (!V::late_scales) slice_scales(it, kt, v, sa0, sa1, sb);
+          // offset: consumer 0 waits for its turn before every block but its first, consumer 1
+          // before every block; consumer 1 gives none after the last block (0 has no next one).
+          if (OFFSET && !(c == 0 && first)) named_bar_sync(3 + (c ^ 1), 256);
+          first = false;
+          issue(d, it, v);
+          if constexpr (V::late_scales) slice_scales(it, kt, v, sa0, sa1, sb);  // under the wgmmas just issued
+          if constexpr (OFFSET) {
+            wgmma_wait<V::handover>();
+            if (!(c == 1 && last_item && kt == slices - 1 && v == waves - 1)) named_bar_arrive(3 + c, 256);
           }
-        }
-        if (V::deferred_store && waves == 2) {
-          pending = true;
-          ptr = tr;
-          ptc = tc;
-        } else {
-          finish_tile(tr, tc, V::early_store && waves == 2 ? 1 : 0);
+          // early_store: wave 0 is final; its store reads p[0] only, not the fragment d in flight.
+          if (V::early_store && v == 1 && kt == slices - 1) store_wave(p[0], 0, tr, tc);
+          wgmma_wait<0>();
+          promote(p[v], d, it, v == waves - 1, sa0, sa1, sb);
         }
       }
-      if (V::deferred_store && pending) store_wave(p[1], 1, ptr, ptc);
+      finish_tile(tr, tc, V::early_store && waves == 2 ? 1 : 0);
     }
     if constexpr (V::tma_store)
       if (leader) bulk_wait_group<0>();  // the staging buffers must outlive the last stores
@@ -442,7 +381,7 @@ void launch(const GemmArgs& a) {
   const CUtensorMap mapC = V::tma_store ? hopper::make_f32_store_tensor_map(a.C, a.M, a.N, 64) : CUtensorMap{};
   const int items = ((a.M + S::BM - 1) / S::BM) * (a.N / BN);
   hopper::launch_persistent<hgemm_wgmma_fp8scaled<SC, V>, 1>(
-      "hgemm_wgmma_11_fp8scaled", S::THREADS, S::SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, mapC,
+      "hgemm_wgmma_11_fp8scaled", THREADS, S::SMEM_BYTES, items, items, a.stream, a.M, a.N, a.K, mapA, mapB, mapC,
       a.scale_a, a.scale_b, static_cast<float*>(a.C));
 }
 
@@ -480,38 +419,5 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
   return k;
 }
 
-// TEMPORARY (issue 22's speed target, round 4): schedules of the block-scaled kernel compared in one
-// GPU run (scripts/gpu_fp8speed.sh); the numerics are the kernel's above, bit for bit. The fastest
-// replaces Fastest and the others go, with their figures in the NOTES.
-namespace {
-struct Deferred : Fastest {  // wave 1 stored under the next tile's first wgmmas
-  static constexpr bool deferred_store = true;
-};
-struct ThreeSlots : Fastest {  // 3 slots, two staging buffers per consumer
-  static constexpr int stages = 3, staging = 2;
-};
-struct DeferredThreeSlots : Deferred {
-  static constexpr int stages = 3, staging = 2;
-};
-struct DeferredDirect : Deferred {  // stores from registers
-  static constexpr bool tma_store = false;
-};
-}  // namespace
-
-#define GEMMLAB_WGMMA11X_VARIANT(id, V, desc)                                                   \
-  const Kernel& id() {                                                                          \
-    static const Kernel k = make<Scaling::block_1x128_128x128, V>(#id, desc);                   \
-    return k;                                                                                   \
-  }
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_deferred_sm8_e4m3_1x128_128x128, Deferred,
-                         "block-scaled fp8, the kernel's schedule with wave 1 stored under the next tile's first "
-                         "wgmmas")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_slots3_sm8_e4m3_1x128_128x128, ThreeSlots,
-                         "block-scaled fp8, the kernel's schedule with 3 slots and two staging buffers per consumer")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_deferred3_sm8_e4m3_1x128_128x128, DeferredThreeSlots,
-                         "block-scaled fp8, deferred with 3 slots and two staging buffers per consumer")
-GEMMLAB_WGMMA11X_VARIANT(hgemm_wgmma_11x_deferreddirect_sm8_e4m3_1x128_128x128, DeferredDirect,
-                         "block-scaled fp8, deferred, stores from registers")
-#undef GEMMLAB_WGMMA11X_VARIANT
 
 }  // namespace gemmlab::kernels
