@@ -77,7 +77,13 @@
 // warpgroup-collective wgmma fence / wait and the TMA-store boxes), then `selected` 1.00, `wait` 0.88.
 // The SASS of ptxas 13.0 already alternates the yield-hint bit over the promotion FFMAs (set on 64 of
 // 128, the ones carrying .reuse): the interleaving DeepGEMM found in NVCC 12.3's output. DeepGEMM's
-// patch also clears .reuse and flips that bit on the reused FFMAs of a run's first 9/16; not tried.
+// patch on top (.reuse cleared and that bit flipped on the reused FFMAs of a run's first 9/16,
+// scripts/patch_ffma_yield.py on the built binary, 35 FFMAs) made the kernel slower: 0.913 / 0.907
+// and 0.920 / 0.906 of cuBLASLt against 0.947 / 0.931 and 0.944 / 0.933 unpatched in alternating
+// runs, and clearing the bit on all 128 FFMAs 0.913 / 0.903, 0.912 / 0.902 (H100, 2026-11-24,
+// results/scaled_fp8/ffma_yield_h100/). Where the time goes (same day, kscan_h100.csv): the ratio
+// falls as K grows, 0.976 at 4096 x 4096 x 1024, 0.955 at K 4096, 0.939 at K 16384, so the K loop
+// itself, not the tile's epilogue or start, is what runs slower than cuBLASLt's.
 // K: any multiple of 16 (a TMA row must be a multiple of 16 bytes). The last K block may be partial:
 // TMA fills the part beyond K with zeros, which add nothing, and the block has its own scale.
 //
