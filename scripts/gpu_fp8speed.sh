@@ -6,7 +6,7 @@
 # hgemm_wgmma_11x_, registered for this comparison only; kernels/hopper/hgemm_wgmma_11_fp8scaled.cu)
 # against the kernel itself, cuBLASLt's VEC128 x BLK128x128 mode and the unscaled e4m3 kernels, in
 # one run (round 3, at commit e22e6de: nine schedules, the kernel's with one or two knobs changed, 219 s
-# with the build on an H100):
+# with the build on an H100; round 4 at 903f29b, 567993d and cada655: 175-285 s each, with ncu):
 #  1. the topic's GPU tests (ScaledFp8Gpu*: every schedule within its bound, predicted bit for bit,
 #     and the kernel's bits with more tiles than SMs at two sizes); at
 #     most 150 s;

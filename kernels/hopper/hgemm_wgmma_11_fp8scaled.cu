@@ -52,10 +52,38 @@
 // run: 1,103 / 1,221 against cuBLASLt's 1,159 / 1,299 (0.95x / 0.94x; results/scaled_fp8/after_review_*).
 // DeepGEMM's 1d2d kernel promotes in the same order as this one (scales read before the wgmmas, one
 // commit per 64-row wave, wait 0, the slot released after the last wave, then the FFMAs), and its
-// 256-row tile is two such waves too. Compiled here, not yet timed: two fragments per consumer (block i + 1
-// issued before block i is promoted, the variant measured at 865 / 964 above) makes ptxas serialize
-// every wgmma of the kernel (C7514, "non wgmma instructions reading accumulator registers") as soon
-// as the epilogue stores sit in the same loop, even with the stores on a path where nothing runs.
+// 256-row tile is two such waves too. Two fragments per consumer (block i + 1 issued before block i
+// is promoted, measured at 865 / 964 above) make ptxas serialize every wgmma of the kernel (C7514,
+// "non wgmma instructions reading accumulator registers") whenever a wgmma is still in flight across
+// a loop's back edge while the other fragment is read; issuing two K blocks together and waiting for
+// both within one iteration compiles clean (round 4's `pipe`).
+// Round 4 (three H100 runs, 2026-11-24, each against cuBLASLt in the same run; code on branch
+// fp8speed4 at 903f29b, 567993d and cada655; results/scaled_fp8/schedules_round4{a,b,c}_h100.csv):
+// 4a (cuBLASLt 1,166 / 1,286): 128 x 128 tiles with K blocks issued in pairs into two fragments, the
+// first promoted under the second's wgmmas, 837 / 912 (5 slots, two staging buffers: 846 / 914);
+// 192 x 128 tiles with three consumers (setmaxnreg 24 / 160) 828 / 1,027, storing from registers
+// with 5 slots 839 / 1,053; the kernel itself 1,006 / 1,100 there, its consumer loop then testing for
+// an idle consumer once per K block (3 consumers). 4b (cuBLASLt 1,150 / 1,273), the kernel's loop as
+// here again: the kernel 1,091 / 1,185; consumer 1 starting once consumer 0's first wave is done
+// (a named barrier, once) 1,057 / 1,165; 128 x 128 tiles with 6 slots and scales read late 924 / 981,
+// staggered 897 / 970. 4c (cuBLASLt 1,169 / 1,280): the kernel 1,102 / 1,199 (0.94x / 0.94x); wave 1
+// stored under the next tile's first wgmmas 1,033 / 1,128, with 3 slots and two staging buffers
+// 1,080 / 1,143, storing from registers 1,022 / 1,106; 3 slots and two staging buffers alone
+// 1,002 / 1,146. Every schedule predicted bit for bit; all lost, so the knobs went again. ncu
+// (4096^3, round 4a; results/scaled_fp8/ncu_round4_h100/): cuBLASLt runs
+// nvjet_sm90_qqsss_128x128_128x6_1x2_h_bz_coopA_algo2_Ablk128_Bvec128_TNN (128 x 128 x 128 tiles, 6
+// stages, clusters of 2, 384 threads, 168 registers) at 67.7% SM (tensor) busy, 189,042 cycles; this
+// kernel 55.0%, 232,674 cycles; its top stall per issued instruction is `barrier` (1.85: the
+// warpgroup-collective wgmma fence / wait and the TMA-store boxes), then `selected` 1.00, `wait` 0.88.
+// The SASS of ptxas 13.0 already alternates the yield-hint bit over the promotion FFMAs (set on 64 of
+// 128, the ones carrying .reuse): the interleaving DeepGEMM found in NVCC 12.3's output. DeepGEMM's
+// patch on top (.reuse cleared and that bit flipped on the reused FFMAs of a run's first 9/16,
+// scripts/patch_ffma_yield.py on the built binary, 35 FFMAs) made the kernel slower: 0.913 / 0.907
+// and 0.920 / 0.906 of cuBLASLt against 0.947 / 0.931 and 0.944 / 0.933 unpatched in alternating
+// runs, and clearing the bit on all 128 FFMAs 0.913 / 0.903, 0.912 / 0.902 (H100, 2026-11-24,
+// results/scaled_fp8/ffma_yield_h100/). Where the time goes (same day, kscan_h100.csv): the ratio
+// falls as K grows, 0.976 at 4096 x 4096 x 1024, 0.955 at K 4096, 0.939 at K 16384, so the K loop
+// itself, not the tile's epilogue or start, is what runs slower than cuBLASLt's.
 // K: any multiple of 16 (a TMA row must be a multiple of 16 bytes). The last K block may be partial:
 // TMA fills the part beyond K with zeros, which add nothing, and the block has its own scale.
 //
