@@ -62,8 +62,8 @@
 // 4a (cuBLASLt 1,166 / 1,286): 128 x 128 tiles with K blocks issued in pairs into two fragments, the
 // first promoted under the second's wgmmas, 837 / 912 (5 slots, two staging buffers: 846 / 914);
 // 192 x 128 tiles with three consumers (setmaxnreg 24 / 160) 828 / 1,027, storing from registers
-// with 5 slots 839 / 1,053; the kernel itself 1,006 / 1,100 there, its consumer loop then testing for
-// an idle consumer once per K block (3 consumers). 4b (cuBLASLt 1,150 / 1,273), the kernel's loop as
+// with 5 slots 839 / 1,053; the kernel itself 1,006 / 1,100 there, its consumer loop then written for
+// three consumers too (an idle-consumer test per K block). 4b (cuBLASLt 1,150 / 1,273), the kernel's loop as
 // here again: the kernel 1,091 / 1,185; consumer 1 starting once consumer 0's first wave is done
 // (a named barrier, once) 1,057 / 1,165; 128 x 128 tiles with 6 slots and scales read late 924 / 981,
 // staggered 897 / 970. 4c (cuBLASLt 1,169 / 1,280): the kernel 1,102 / 1,199 (0.94x / 0.94x); wave 1
@@ -73,8 +73,9 @@
 // (4096^3, round 4a; results/scaled_fp8/ncu_round4_h100/): cuBLASLt runs
 // nvjet_sm90_qqsss_128x128_128x6_1x2_h_bz_coopA_algo2_Ablk128_Bvec128_TNN (128 x 128 x 128 tiles, 6
 // stages, clusters of 2, 384 threads, 168 registers) at 67.7% SM (tensor) busy, 189,042 cycles; this
-// kernel 55.0%, 232,674 cycles; its top stall per issued instruction is `barrier` (1.85: the
-// warpgroup-collective wgmma fence / wait and the TMA-store boxes), then `selected` 1.00, `wait` 0.88.
+// kernel 55.0%, 232,674 cycles; its top stall per issued instruction is `barrier` (1.85; ncu's text
+// does not say which barriers: the TMA-store boxes' named barriers are the only bar.sync), then
+// `selected` 1.00, `wait` 0.88.
 // The SASS of ptxas 13.0 already alternates the yield-hint bit over the promotion FFMAs (set on 64 of
 // 128, the ones carrying .reuse): the interleaving DeepGEMM found in NVCC 12.3's output. DeepGEMM's
 // patch on top (.reuse cleared and that bit flipped on the reused FFMAs of a run's first 9/16,
