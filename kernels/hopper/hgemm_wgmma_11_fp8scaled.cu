@@ -150,6 +150,10 @@ struct Variant {
   // buffers with STS; through the cast they are generic LD.E / ST.E (SASS of round 2). DeepGEMM reads
   // its scales with ld.shared.
   static constexpr bool shared_base = false;
+  // The producer thread in warp 3 and each consumer's leader (slot release, TMA stores) in warp 1 + c,
+  // not all three in warp 0: warp w of every warpgroup runs on the SM's scheduler w % 4, and a wgmma
+  // waits for the slowest warp of its warpgroup.
+  static constexpr bool spread_roles = false;
 };
 
 template <class V>
@@ -238,7 +242,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   if (wg == 0) {
     setmaxnreg_dec<40>();
-    if (tid == 0) {
+    if (tid == (V::spread_roles ? 96 : 0)) {
       int it = 0;  // slices issued so far, over all tiles: the ring's position and phase
       for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
         int tr, tc;
@@ -263,7 +267,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   } else {
     setmaxnreg_inc<232>();
     const int c = wg - 1;
-    const bool leader = tid % 128 == 0;
+    const bool leader = tid % 128 == (V::spread_roles ? 32 * (1 + c) : 0);
     const int t = tid % 128, w = t / 32, l = t % 32;
     const int r_in = c * 64 + 16 * w + l / 4;  // this thread's first row in a wave of 128 (the second: + 8)
     float p[WAVES][BN / 2];  // fp32 sums of the scaled blocks of the current tile, per wave
@@ -426,5 +430,19 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
   return k;
 }
 
+
+// TEMPORARY (issue 22's speed target, round 5): the kernel with its roles spread over the schedulers.
+namespace {
+struct Spread : Fastest {
+  static constexpr bool spread_roles = true;
+};
+}  // namespace
+const Kernel& hgemm_wgmma_11x_spread_sm8_e4m3_1x128_128x128() {
+  static const Kernel k = make<Scaling::block_1x128_128x128, Spread>(
+      "hgemm_wgmma_11x_spread_sm8_e4m3_1x128_128x128",
+      "block-scaled fp8, the kernel's schedule with the producer thread in warp 3 and the consumers' leaders in "
+      "warps 1 and 2");
+  return k;
+}
 
 }  // namespace gemmlab::kernels
