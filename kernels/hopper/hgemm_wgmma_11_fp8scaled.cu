@@ -84,7 +84,11 @@
 // runs, and clearing the bit on all 128 FFMAs 0.913 / 0.903, 0.912 / 0.902 (H100, 2026-11-24,
 // results/scaled_fp8/ffma_yield_h100/). Where the time goes (same day, kscan_h100.csv): the ratio
 // falls as K grows, 0.976 at 4096 x 4096 x 1024, 0.955 at K 4096, 0.939 at K 16384, so the K loop
-// itself, not the tile's epilogue or start, is what runs slower than cuBLASLt's.
+// itself, not the tile's epilogue or start, is what runs slower than cuBLASLt's. Round 5 (one H100
+// run, same day, code at 693135e, results/scaled_fp8/schedules_round5_h100.csv; cuBLASLt 1,157 /
+// 1,273): the producer thread in warp 3 and the consumers' leaders in warps 1 and 2 instead of all
+// in warp 0 (so no scheduler carries every role) 1,092 / 1,195 against the kernel's 1,090 / 1,187:
+// within the runs' noise, not adopted.
 // K: any multiple of 16 (a TMA row must be a multiple of 16 bytes). The last K block may be partial:
 // TMA fills the part beyond K with zeros, which add nothing, and the block has its own scale.
 //
@@ -150,10 +154,6 @@ struct Variant {
   // buffers with STS; through the cast they are generic LD.E / ST.E (SASS of round 2). DeepGEMM reads
   // its scales with ld.shared.
   static constexpr bool shared_base = false;
-  // The producer thread in warp 3 and each consumer's leader (slot release, TMA stores) in warp 1 + c,
-  // not all three in warp 0: warp w of every warpgroup runs on the SM's scheduler w % 4, and a wgmma
-  // waits for the slowest warp of its warpgroup.
-  static constexpr bool spread_roles = false;
 };
 
 template <class V>
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   if (wg == 0) {
     setmaxnreg_dec<40>();
-    if (tid == (V::spread_roles ? 96 : 0)) {
+    if (tid == 0) {
       int it = 0;  // slices issued so far, over all tiles: the ring's position and phase
       for (int item = int(blockIdx.x); item < items; item += gridDim.x) {
         int tr, tc;
@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(THREADS, 1)
   } else {
     setmaxnreg_inc<232>();
     const int c = wg - 1;
-    const bool leader = tid % 128 == (V::spread_roles ? 32 * (1 + c) : 0);
+    const bool leader = tid % 128 == 0;
     const int t = tid % 128, w = t / 32, l = t % 32;
     const int r_in = c * 64 + 16 * w + l / 4;  // this thread's first row in a wave of 128 (the second: + 8)
     float p[WAVES][BN / 2];  // fp32 sums of the scaled blocks of the current tile, per wave
@@ -430,19 +430,5 @@ const Kernel& hgemm_wgmma_11_fp8scaled_sm8_e4m3_rowwise() {
   return k;
 }
 
-
-// TEMPORARY (issue 22's speed target, round 5): the kernel with its roles spread over the schedulers.
-namespace {
-struct Spread : Fastest {
-  static constexpr bool spread_roles = true;
-};
-}  // namespace
-const Kernel& hgemm_wgmma_11x_spread_sm8_e4m3_1x128_128x128() {
-  static const Kernel k = make<Scaling::block_1x128_128x128, Spread>(
-      "hgemm_wgmma_11x_spread_sm8_e4m3_1x128_128x128",
-      "block-scaled fp8, the kernel's schedule with the producer thread in warp 3 and the consumers' leaders in "
-      "warps 1 and 2");
-  return k;
-}
 
 }  // namespace gemmlab::kernels
