@@ -84,7 +84,11 @@
 // runs, and clearing the bit on all 128 FFMAs 0.913 / 0.903, 0.912 / 0.902 (H100, 2026-11-24,
 // results/scaled_fp8/ffma_yield_h100/). Where the time goes (same day, kscan_h100.csv): the ratio
 // falls as K grows, 0.976 at 4096 x 4096 x 1024, 0.955 at K 4096, 0.939 at K 16384, so the K loop
-// itself, not the tile's epilogue or start, is what runs slower than cuBLASLt's.
+// itself, not the tile's epilogue or start, is what runs slower than cuBLASLt's. Round 5 (one H100
+// run, same day, code at 693135e, results/scaled_fp8/schedules_round5_h100.csv; cuBLASLt 1,157 /
+// 1,273): the producer thread in warp 3 and the consumers' leaders in warps 1 and 2 instead of all
+// in warp 0 (so no scheduler carries every role) 1,092 / 1,195 against the kernel's 1,090 / 1,187:
+// within the runs' noise, not adopted.
 // K: any multiple of 16 (a TMA row must be a multiple of 16 bytes). The last K block may be partial:
 // TMA fills the part beyond K with zeros, which add nothing, and the block has its own scale.
 //
