@@ -101,6 +101,21 @@ bool parse_products(std::string_view text, OperandSplit& s) {
   return true;
 }
 
+std::string split_problem(const OperandSplit& s) {
+  if (s.pieces < 1 || s.pieces > max_operand_pieces)
+    return std::to_string(s.pieces) + " pieces: 1 (not split) to " + std::to_string(max_operand_pieces) +
+           " are modelled";
+  std::uint16_t pairs = 0;
+  for (int i = 0; i < s.pieces; ++i)
+    for (int j = 0; j < s.pieces; ++j) pairs |= OperandSplit::bit(i, j);
+  if (s.products & ~pairs)
+    return "a product of a piece beyond the " + std::to_string(s.pieces) + " pieces is listed";
+  if (s.pieces > 1 && s.products == 0)
+    return "a split of " + std::to_string(s.pieces) + " pieces must form some of its products";
+  if (s.pieces == 1 && s.products != 0) return "products of pieces are listed for operands that are not split";
+  return "";
+}
+
 long long accumulated_terms(const BoundModel& m) {
   const long long K = std::max(m.K, 0);
   return m.split.pieces > 1 ? K * m.split.passes() : K;
@@ -126,10 +141,8 @@ double split_bound_factor(const BoundModel& m, double gamma, double u_out) {
 }  // namespace
 
 double gamma_bound_factor(const BoundModel& m) {
-  if (m.split.pieces > 1 && (m.split.pieces > max_operand_pieces || m.split.products == 0))
-    throw std::invalid_argument("gamma_bound_factor: a split of " + std::to_string(m.split.pieces) +
-                                " pieces must form some of its products, and at most " +
-                                std::to_string(max_operand_pieces) + " pieces are modelled");
+  if (const std::string why = split_problem(m.split); !why.empty())
+    throw std::invalid_argument("gamma_bound_factor: " + why);
   const double u_eff = u_eff_of(m);
   const double K = static_cast<double>(accumulated_terms(m));
   if (K * u_eff >= 1) return std::numeric_limits<double>::infinity();

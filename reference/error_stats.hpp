@@ -31,6 +31,10 @@ constexpr int max_operand_pieces = 3;
 std::string products_text(const OperandSplit& s);
 // Parses products_text's words into s.products; false on anything else (a pair beyond s.pieces included).
 bool parse_products(std::string_view text, OperandSplit& s);
+// Why s is not a split the bound models, "" when it is: 1 to max_operand_pieces pieces, products only
+// of pairs of those pieces, some when split and none when not. The one check of the bound, the result
+// CSV's columns and explain's JSON.
+std::string split_problem(const OperandSplit& s);
 
 struct BoundModel {
   int K = 0;

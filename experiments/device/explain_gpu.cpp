@@ -126,13 +126,14 @@ Numerics numerics_from_json(const nlohmann::json& j) {
   // The split fields came with explain's split operands: a record written before them has none.
   if (j.contains("split_pieces")) {
     n.split.pieces = j.at("split_pieces").get<int>();
-    if (n.split.pieces < 1 || n.split.pieces > max_operand_pieces)
-      throw std::invalid_argument("numerics: split_pieces " + std::to_string(n.split.pieces) + " is not 1 to " +
-                                  std::to_string(max_operand_pieces));
     const std::string products = need("split_products").get<std::string>();
-    if (!parse_products(products, n.split) || (n.split.pieces > 1) != (n.split.products != 0))
-      throw std::invalid_argument("numerics: split_products '" + products + "' is not a list of piece pairs (\"00 01 10\") of " +
-                                  std::to_string(n.split.pieces) + " pieces");
+    OperandSplit any{.pieces = max_operand_pieces};
+    if (!parse_products(products, any))
+      throw std::invalid_argument("numerics: split_products '" + products + "' is not a list of piece pairs (\"00 01 10\")");
+    n.split.products = any.products;
+    if (const std::string why = split_problem(n.split); !why.empty())
+      throw std::invalid_argument("numerics: split_pieces " + std::to_string(n.split.pieces) + ", split_products '" +
+                                  products + "': " + why);
     const std::string sr = need("split_rounding").get<std::string>();
     auto r2 = parse_rounding(sr);
     if (!r2) throw std::invalid_argument("numerics: split_rounding '" + sr + "' is not known");

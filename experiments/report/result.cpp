@@ -271,6 +271,11 @@ ResultRow from_fields(const std::vector<std::string>& header, const std::vector<
   ResultRow r;
   for (std::size_t i = 0; i < header.size(); ++i)
     if (auto it = by_name.find(header[i]); it != by_name.end()) it->second->set(r, fields[i]);
+  // The split's two columns are read apart; together they must be a split the bound models.
+  if (const std::string why = split_problem(r.numerics.split); !why.empty())
+    throw std::invalid_argument("columns split_pieces " + std::to_string(r.numerics.split.pieces) + " and split_products '" +
+                                products_text(OperandSplit{.pieces = max_operand_pieces, .products = r.numerics.split.products}) +
+                                "' disagree: " + why);
   return r;
 }
 

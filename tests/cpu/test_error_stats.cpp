@@ -106,6 +106,20 @@ TEST(ErrorStatsBound, SplitOfNoProductsOrTooManyPiecesIsRefused) {
   m.split.pieces = 4;
   m.split.products = 1;
   EXPECT_THROW(gamma_bound_factor(m), std::invalid_argument);
+  m.split.pieces = 2;  // piece 2 of a two-piece split
+  m.split.products = OperandSplit::bit(0, 0) | OperandSplit::bit(2, 0);
+  EXPECT_THROW(gamma_bound_factor(m), std::invalid_argument);
+}
+
+TEST(ErrorStatsBound, SplitProblemNamesWhatIsWrong) {
+  EXPECT_EQ(split_problem(OperandSplit{}), "");
+  EXPECT_EQ(split_problem(OperandSplit{.pieces = 3, .products = OperandSplit::bit(2, 0)}), "");
+  EXPECT_NE(split_problem(OperandSplit{.pieces = 0}).find("0 pieces"), std::string::npos);
+  EXPECT_NE(split_problem(OperandSplit{.pieces = 4, .products = 1}).find("4 pieces"), std::string::npos);
+  EXPECT_NE(split_problem(OperandSplit{.pieces = 2, .products = OperandSplit::bit(1, 2)}).find("beyond the 2 pieces"),
+            std::string::npos);
+  EXPECT_NE(split_problem(OperandSplit{.pieces = 2}).find("must form some"), std::string::npos);
+  EXPECT_NE(split_problem(OperandSplit{.pieces = 1, .products = 1}).find("not split"), std::string::npos);
 }
 
 TEST(ErrorStatsBound, SplitProductsTextRoundTrips) {

@@ -232,6 +232,21 @@ TEST(Output, SplitColumnsRoundTripAndRefuseMalformedValues) {
       EXPECT_NE(std::string(e.what()).find(column), std::string::npos) << e.what();
     }
   }
+  // Each column well formed, the two disagreeing: a pair beyond the pieces, products without a split,
+  // a split with none; refused naming both columns.
+  for (const auto& [pieces, products] : {std::pair{"2", "00 11 20"}, std::pair{"1", "00"}, std::pair{"2", ""}}) {
+    std::vector<std::string> bad = f;
+    bad[pos("split_pieces")] = pieces;
+    bad[pos("split_products")] = products;
+    try {
+      from_fields(cols, bad);
+      ADD_FAILURE() << pieces << " pieces with products '" << products << "' were read";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("split_pieces"), std::string::npos) << what;
+      EXPECT_NE(what.find("split_products"), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(Output, NpyHeaderAndDataAreWhatNumpyReads) {
