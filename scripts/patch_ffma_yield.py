@@ -16,14 +16,24 @@ Control bits change scheduling only: the outputs stay bit for bit the same (the 
 error statistics are identical to the unpatched binary's).
 """
 import argparse
+import os
 import re
 import sys
+import tempfile
 
 REUSE_B, YIELD = 1 << 59, 1 << 45
 
 
+def read(path, mode="r"):
+    try:
+        with open(path, mode) as f:
+            return f.read()
+    except OSError as e:
+        sys.exit(f"{path}: cannot read it ({e.strerror})")
+
+
 def kernel_instructions(sass_path, function):
-    lines = open(sass_path).read().splitlines()
+    lines = read(sass_path).splitlines()
     heads = [i for i, line in enumerate(lines) if "Function :" in line and function in line]
     if len(heads) != 1:
         sys.exit(f"{sass_path}: {len(heads)} functions contain '{function}'; name exactly one")
@@ -68,7 +78,7 @@ def main():
     a = p.parse_args()
     instructions = kernel_instructions(a.sass, a.function)
     original = encode(instructions)
-    data = bytearray(open(a.binary, "rb").read())
+    data = bytearray(read(a.binary, "rb"))
     at = data.find(original)
     if at < 0 or data.find(original, at + 1) >= 0:
         sys.exit(f"{a.binary}: the kernel's {len(instructions)} instructions are not there exactly once "
@@ -85,8 +95,18 @@ def main():
             changed += new != high
             instructions[k][2] = new
     data[at:at + len(original)] = encode(instructions)
-    with open(a.out, "wb") as f:
-        f.write(data)
+    # Written beside OUT and renamed over it: OUT is whole or absent, never half a binary.
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(a.out)), prefix=".patch_ffma_yield.")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, os.stat(a.binary).st_mode & 0o777)
+        os.replace(tmp, a.out)
+    except OSError as e:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        sys.exit(f"{a.out}: cannot write it ({e.strerror})")
     print(f"{a.rule}: {len(instructions)} instructions, {sum(map(len, runs))} FFMAs in {len(runs)} runs, "
           f"{changed} changed, at byte {at} of {a.binary} -> {a.out}")
 

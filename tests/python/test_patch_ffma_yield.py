@@ -103,3 +103,18 @@ def test_refuses_an_ambiguous_function_a_binary_without_the_kernel_or_with_it_tw
     r = run(root, sass, "FastestE", twice, tmp_path / "x", "all")
     assert r.returncode != 0 and "not there exactly once" in r.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_refuses_a_missing_listing_or_binary_and_an_unwritable_out_naming_the_file(root, files, tmp_path):
+    m, sass, binary = files
+    r = run(root, tmp_path / "none.txt", "FastestE", binary, tmp_path / "x", "all")
+    assert r.returncode != 0 and "none.txt: cannot read it" in r.stderr and "Traceback" not in r.stderr
+    r = run(root, sass, "FastestE", tmp_path / "nobinary", tmp_path / "x", "all")
+    assert r.returncode != 0 and "nobinary: cannot read it" in r.stderr and "Traceback" not in r.stderr
+    r = run(root, sass, "FastestE", binary, tmp_path / "no_dir" / "x", "all")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert not (tmp_path / "x").exists() and not list(tmp_path.glob(".patch_ffma_yield.*"))
+    # A patched copy keeps the binary's permissions.
+    binary.chmod(0o755)
+    assert run(root, sass, "FastestE", binary, tmp_path / "y", "all").returncode == 0
+    assert (tmp_path / "y").stat().st_mode & 0o777 == 0o755
