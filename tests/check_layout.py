@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""The repository's layout, as the README states it (ctest docs.layout):
+  * results/ holds data and READMEs only: no code (the code that made the evidence is in scripts/lab/);
+  * scripts/ holds the tools users run; the GPU-session and post-processing scripts (gpu_*.sh,
+    *_results.*, patch_*.py) live in scripts/lab/;
+  * every script in scripts/lab/ has its line in scripts/lab/README.md.
+Exit 1 naming each file out of place."""
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CODE = {".py", ".sh", ".c", ".h", ".cpp", ".hpp", ".cu", ".cuh", ".ipynb"}
+problems = []
+for dirpath, _, files in os.walk(ROOT / "results"):
+    for f in files:
+        if Path(f).suffix in CODE:
+            problems.append(f"{Path(dirpath, f).relative_to(ROOT)}: code under results/ (results/ holds data and "
+                            "READMEs; move it to scripts/lab/ or tests/)")
+for f in sorted((ROOT / "scripts").iterdir()):
+    if f.is_file() and re.match(r"(gpu_.*\.sh|.*_results\.(py|sh)|patch_.*\.py)$", f.name):
+        problems.append(f"scripts/{f.name}: a GPU-session or post-processing script belongs in scripts/lab/ "
+                        "(with its line in scripts/lab/README.md)")
+lab = ROOT / "scripts" / "lab"
+readme = (lab / "README.md").read_text() if (lab / "README.md").exists() else ""
+if lab.exists():
+    for dirpath, _, files in os.walk(lab):
+        for f in files:
+            rel = Path(dirpath, f).relative_to(lab)
+            if rel.suffix in {".py", ".sh"} and f"`{rel}" not in readme:
+                problems.append(f"scripts/lab/{rel}: no line in scripts/lab/README.md (a table row starting `{rel}`)")
+for p in problems:
+    print(p, file=sys.stderr)
+print(f"layout: {len(problems)} problem(s)")
+sys.exit(1 if problems else 0)
