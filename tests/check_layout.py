@@ -3,7 +3,8 @@
   * results/ holds data and READMEs only: no code (the code that made the evidence is in scripts/lab/);
   * scripts/ holds the tools users run; the GPU-session and post-processing scripts (gpu_*.sh,
     *_results.*, patch_*.py) live in scripts/lab/;
-  * every script in scripts/lab/ has its line in scripts/lab/README.md.
+  * every script in scripts/lab/ has its line in scripts/lab/README.md;
+  * results/README.md has no line over 300 characters (a map of the folders, not a table of claims).
 Exit 1 naming each file out of place."""
 import os
 import re
@@ -30,6 +31,9 @@ if lab.exists():
             rel = Path(dirpath, f).relative_to(lab)
             if rel.suffix in {".py", ".sh"} and f"`{rel}" not in readme:
                 problems.append(f"scripts/lab/{rel}: no line in scripts/lab/README.md (a table row starting `{rel}`)")
+for n, line in enumerate((ROOT / "results" / "README.md").read_text().splitlines(), 1):
+    if len(line) > 300:
+        problems.append(f"results/README.md:{n}: {len(line)} characters (at most 300: put the detail in the folder's README)")
 for p in problems:
     print(p, file=sys.stderr)
 print(f"layout: {len(problems)} problem(s)")
