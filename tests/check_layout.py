@@ -4,8 +4,11 @@
   * scripts/ holds the tools users run; the GPU-session and post-processing scripts (gpu_*.sh,
     *_results.*, patch_*.py) live in scripts/lab/;
   * every script in scripts/lab/ has its line in scripts/lab/README.md;
-  * results/README.md has no line over 300 characters (a map of the folders, not a table of claims).
-Exit 1 naming each file out of place."""
+  * results/README.md has no line over 300 characters (a map of the folders, not a table of claims);
+  * README.md, docs/*.md and results/README.md speak of the project as it is: no notebook phrases
+    ("the next issue", "the binary that ran", "the lent machine", "before this change") and no path
+    outside the repository (/work/, /root/, /tmp/).
+Exit 1 naming each problem."""
 import os
 import re
 import sys
@@ -34,6 +37,13 @@ if lab.exists():
 for n, line in enumerate((ROOT / "results" / "README.md").read_text().splitlines(), 1):
     if len(line) > 300:
         problems.append(f"results/README.md:{n}: {len(line)} characters (at most 300: put the detail in the folder's README)")
+STALE = re.compile(r"next issue|binary that ran|lent machine|before this change|(?<![\w.])/(work|root|tmp)/")
+for doc in [ROOT / "README.md", ROOT / "results" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for n, line in enumerate(doc.read_text().splitlines(), 1):
+        m = STALE.search(line)
+        if m:
+            problems.append(f"{doc.relative_to(ROOT)}:{n}: '{m.group(0)}': a sentence should speak of the project as it "
+                            "is, with paths inside the repository")
 for p in problems:
     print(p, file=sys.stderr)
 print(f"layout: {len(problems)} problem(s)")
