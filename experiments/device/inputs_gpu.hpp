@@ -24,7 +24,7 @@ namespace gemmlab::device {
 // every value exactly the double generate() returns on the CPU (all gemmlab input formats but fp64
 // are subsets of fp32, so a float holds them exactly). Throws std::invalid_argument where generate()
 // does (negative shape, a distribution unusable in fmt) and for fmt = fp64 (a float cannot hold it:
-// generate fp64 operands with generate()).
+// generate fp64 operands with the binary64 form below).
 void generate_gpu(const Distribution& d, Operand which, int rows, int cols, Format fmt, std::uint64_t seed,
                   float* device_out, void* stream = nullptr);
 // The same as binary64 values, for any input format (fp64 operands above all): every value the
