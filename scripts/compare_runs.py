@@ -13,7 +13,8 @@ against the host path, with `gemmlab compare` doing every comparison of values:
    reference and CPU statistics; each such row's note says "host path: ...").
 
 Prints a table and exits 0 when every check holds, 1 when one fails, 2 for bad input. The
-reports of `gemmlab compare` and the host-path CSV are written to --out.
+reports of `gemmlab compare` and the host-path CSV are written to --out (--host-csv: a host-path
+CSV made before, instead of the re-run; tests/python/test_compare_runs.py uses it).
 
   scripts/compare_runs.py --gemmlab build/gemmlab \\
       --old results/engine/h100_20261123_judge_engine/default_h100.csv --new results/default-T.csv --out OUT
@@ -75,6 +76,7 @@ def main():
     p.add_argument("--new", required=True, help="the new run of the main job (CSV, .meta.json beside it)")
     p.add_argument("--out", required=True, help="folder for the reports and the host-path CSV")
     p.add_argument("--host-dist", default="uniform_0_1", help="distribution of the fp64 host-path check")
+    p.add_argument("--host-csv", help="the host-path rows of that check, made before (no re-run)")
     args = p.parse_args()
     if not os.access(args.gemmlab, os.X_OK):
         die(f"--gemmlab {args.gemmlab} is not an executable")
@@ -113,14 +115,15 @@ def main():
         sizes = sorted({f"{r['M']}x{r['N']}x{r['K']}" for r in fp64})
         seeds = sorted({r["seed"] for r in fp64})
         plan = meta.get("plan", {})
-        host_csv = os.path.join(args.out, "fp64_host_path.csv")
+        host_csv = args.host_csv or os.path.join(args.out, "fp64_host_path.csv")
         cmd = [args.gemmlab, "run", "-k", ",".join(kernels), "-d", args.host_dist, "-s", ",".join(sizes),
                "--seeds", ",".join(seeds), "--reps", str(plan.get("reps", 20)), "--warmup", str(plan.get("warmup", 3)),
                "--reference", "cpu", "-o", host_csv, "--force"]
-        print("running: " + " ".join(cmd), flush=True)
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
-        if r.returncode != 0:
-            die(f"the host-path run exited {r.returncode}", 1)
+        if not args.host_csv:
+            print("running: " + " ".join(cmd), flush=True)
+            r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+            if r.returncode != 0:
+                die(f"the host-path run exited {r.returncode}", 1)
         host = read_rows(host_csv)
         on_host = sum(1 for h in host if h["note"].startswith("host path: "))
         fp64_ids = {identity(x) for x in fp64}
