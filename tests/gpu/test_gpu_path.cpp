@@ -5,8 +5,9 @@
 //    distribution at 1024^3, their operands generated on the GPU as binary64 values;
 //  * scaled fp8 kernels on two recipes at 1024^3, both references (the GEMM's error against the
 //    dequantized operands, the total error against the fp32 sources), the problem made on the GPU;
-//  * the scaled problem made on the GPU against make_scaled_problem entry by entry, and fp64 inputs
-//    made by GpuDevice::inputs against generate();
+//  * the scaled problem made on the GPU against make_scaled_problem entry by entry, fp64 inputs
+//    made by GpuDevice::inputs against generate(), and the exact reference from binary64 operands on
+//    the GPU against the CPU's;
 //  * every registered kernel on one distribution and one recipe at 512^3 stays on the GPU path
 //    (the metadata's gpu_path.host_path_rows is 0, no note says "host path").
 // The host-path runs are the same plans with `reference = cpu`, which sends every row to the host
@@ -25,6 +26,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include "experiments/device/exact_reference_gpu.hpp"
 #include "experiments/engine/files.hpp"
 #include "experiments/engine/run.hpp"
 #include "reference/scaled_fp8.hpp"
@@ -212,6 +220,35 @@ TEST(GpuPath, InputsMadeOnTheGpuAreTheCpusBitForBit) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), cpu_msg);
   }
+}
+
+// The exact reference from binary64 operands already on the GPU (fp64 inputs, dequantized scaled
+// operands) against the CPU's exact engine: c, c_odd, |A||B| and c_out bit for bit, every default
+// distribution in fp64, wide spreads, an odd shape; and the refusal beyond the digit limit.
+TEST(GpuPath, Fp64ReferenceFromDeviceOperandsIsTheCpus) {
+  GEMMLAB_REQUIRE_GPU();
+  auto upload = [](const Matrix& m) {
+    double* p = nullptr;
+    if (cudaMalloc(&p, m.v.size() * sizeof(double)) != cudaSuccess ||
+        cudaMemcpy(p, m.v.data(), m.v.size() * sizeof(double), cudaMemcpyHostToDevice) != cudaSuccess)
+      throw std::runtime_error("test: cudaMalloc/cudaMemcpy failed");
+    return std::unique_ptr<double, decltype(&cudaFree)>(p, &cudaFree);
+  };
+  const int M = 100, N = 37, K = 129;
+  std::vector<Distribution> ds = default_distributions();
+  for (const char* n : {"expspread_4", "logunif_-120_120"}) ds.push_back(parse_distribution(n));
+  for (const Distribution& d : ds) {
+    const Matrix A = generate(d, Operand::A, M, K, Format::fp64, 11), B = generate(d, Operand::B, K, N, Format::fp64, 11);
+    const auto a = upload(A), b = upload(B);
+    const GemmReference g = device::exact_gemm_gpu_device(a.get(), b.get(), M, N, K).to_host(Format::fp64);
+    testing::expect_same_reference(g, exact_gemm(A, B, Format::fp64), "device-resident fp64 " + d.name());
+  }
+  // 2^-1074 beside 1 in one row: beyond the digits the GPU engine takes; refused, never wrong.
+  Matrix A(2, 3), B(3, 2);
+  A(0, 0) = 1.0, A(0, 1) = std::ldexp(1.0, -1074), A(1, 2) = 3.0;
+  B(0, 0) = B(1, 1) = B(2, 0) = 1.0;
+  const auto a = upload(A), b = upload(B);
+  EXPECT_THROW(device::exact_gemm_gpu_device(a.get(), b.get(), 2, 2, 3), device::GpuReferenceUnavailable);
 }
 
 // The main job's shape in small: every registered kernel on one plain distribution and one recipe,
