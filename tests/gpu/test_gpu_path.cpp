@@ -156,14 +156,14 @@ void expect_paths_agree(const std::vector<std::string>& kernels, const std::vect
   EXPECT_EQ(measured, expected_measured) << "rows measured (the others not_applicable)";
 }
 
-TEST(GpuPath, Fp64RowsEqualTheHostPathsBitForBit) {
+TEST(GpuPathGpu, Fp64RowsEqualTheHostPathsBitForBit) {
   GEMMLAB_REQUIRE_GPU();
   GEMMLAB_REQUIRE_FAMILY("fp64");
   GEMMLAB_REQUIRE_FAMILY("cublas");
   expect_paths_agree({"dgemm_01_dfma_tiled", "cublas_dgemm", "cublas_dgemm_emu_b32"}, {"all"}, 1024, 3 * 6, "fp64");
 }
 
-TEST(GpuPath, ScaledFp8RowsEqualTheHostPathsBitForBit) {
+TEST(GpuPathGpu, ScaledFp8RowsEqualTheHostPathsBitForBit) {
   GEMMLAB_REQUIRE_GPU();
   GEMMLAB_REQUIRE_FAMILY("hopper");
   GEMMLAB_REQUIRE_FAMILY("cublas");
@@ -178,7 +178,7 @@ TEST(GpuPath, ScaledFp8RowsEqualTheHostPathsBitForBit) {
 // The inputs the run loop gets from a GPU: fp64 operands (GpuDevice::inputs) and a scaled problem
 // (GpuDevice::scaled_inputs) equal to the CPU's, read back through the host copies a host-path row
 // uses; partial scale blocks along K, M and N.
-TEST(GpuPath, InputsMadeOnTheGpuAreTheCpusBitForBit) {
+TEST(GpuPathGpu, InputsMadeOnTheGpuAreTheCpusBitForBit) {
   GEMMLAB_REQUIRE_GPU();
   Device& dev = gpu_device(0);
   const int M = 300, N = 200, K = 257;
@@ -225,7 +225,7 @@ TEST(GpuPath, InputsMadeOnTheGpuAreTheCpusBitForBit) {
 // The exact reference from binary64 operands already on the GPU (fp64 inputs, dequantized scaled
 // operands) against the CPU's exact engine: c, c_odd, |A||B| and c_out bit for bit, every default
 // distribution in fp64, wide spreads, an odd shape; and the refusal beyond the digit limit.
-TEST(GpuPath, Fp64ReferenceFromDeviceOperandsIsTheCpus) {
+TEST(GpuPathGpu, Fp64ReferenceFromDeviceOperandsIsTheCpus) {
   GEMMLAB_REQUIRE_GPU();
   auto upload = [](const Matrix& m) {
     double* p = nullptr;
@@ -253,7 +253,7 @@ TEST(GpuPath, Fp64ReferenceFromDeviceOperandsIsTheCpus) {
 
 // The main job's shape in small: every registered kernel on one plain distribution and one recipe,
 // and no row leaves the GPU path.
-TEST(GpuPath, EveryKernelsRowsStayOnTheGpuPath) {
+TEST(GpuPathGpu, EveryKernelsRowsStayOnTheGpuPath) {
   GEMMLAB_REQUIRE_GPU();
   Dir dir;
   RunRequest r = request(dir.path, "all.csv", {"all"}, {"uniform_0_1", "normal_0_1@e4m3_1x128_128x128"}, 512, "auto");
