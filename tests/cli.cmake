@@ -101,6 +101,16 @@ gemmlab_cli_test_nores(run_threads_zero 2 "--threads 0: give at least 1 CPU thre
   -- $<TARGET_FILE:gemmlab> run --threads 0 -k sgemm_01_naive -s 64)
 gemmlab_cli_test_nores(run_threads_negative 2 "--threads -2: give at least 1 CPU thread"
   -- $<TARGET_FILE:gemmlab> run --threads -2 -k sgemm_01_naive -s 64 --dry-run)
+# --threads 0 is refused by every command that takes --threads, as by run, before anything is read or written.
+gemmlab_cli_test(inputs_threads_zero 2 "--threads 0: give at least 1 CPU thread" ${_out}/inputs_threads0
+  -- $<TARGET_FILE:gemmlab> inputs -d normal_0_1 -s 64 --threads 0 -o ${_out}/inputs_threads0)
+gemmlab_cli_test(evaluate_threads_zero 2 "--threads 0: give at least 1 CPU thread" ${_out}/evaluate_threads0.csv
+  -- $<TARGET_FILE:gemmlab> evaluate ${_out}/no_such_inputs --output ${_out}/c.npy --name mine --threads 0
+     -o ${_out}/evaluate_threads0.csv)
+gemmlab_cli_test(bench_reference_threads_zero 2 "--threads 0: give at least 1 CPU thread" ${_out}/bench_threads0.csv
+  -- $<TARGET_FILE:gemmlab> bench-reference --no-gpu -s 64 --threads 0 -o ${_out}/bench_threads0.csv)
+gemmlab_cli_test(bench_reference_threads_negative 2 "--threads -3: give at least 1 CPU thread" ${_out}/bench_threads3.csv
+  -- $<TARGET_FILE:gemmlab> bench-reference --no-gpu -s 64 --threads -3 -o ${_out}/bench_threads3.csv)
 gemmlab_cli_test_nores(order_unknown_kernel_first 2 "unknown kernel 'nope'"
   -- $<TARGET_FILE:gemmlab> order -k nope -s 64)
 gemmlab_cli_test_nores(probe_unknown_instruction_first 2 "--instructions: unknown instruction 'bogus'"

@@ -45,9 +45,7 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   return {run, [o, threads] {
             RunRequest& req = o->req;
             // Options are checked before anything about the output (a missing results/ folder).
-            if (threads->count() && req.threads < 1)
-              throw UsageError("--threads " + std::to_string(req.threads) +
-                               ": give at least 1 CPU thread, or leave --threads out to use all of them");
+            require_threads(threads, req.threads);
             if (!o->suite.empty()) req.plan = load_suite(find_suite(o->suite));
             // The suite's plugins and these: run_experiment loads them all before it resolves -k.
             req.plan.plugins.insert(req.plan.plugins.end(), o->plugins.begin(), o->plugins.end());
