@@ -79,6 +79,11 @@ struct Kernel {
   // ScaleGranularity). They run only on distributions with a recipe of exactly these granularities
   // (SOURCE@RECIPE); an unscaled kernel (none, none) runs on none.
   ScaleGranularity scale_a = ScaleGranularity::none, scale_b = ScaleGranularity::none;
+  // Why `all` leaves this kernel out (nullptr: `all` runs it). Every kernel whose launch is a CPU
+  // computation sets it (family cpu): at 4096^3 a launch takes far longer than a GPU kernel's, so
+  // the main job would spend most of its time there. Its name, family:<family> or a suite that names
+  // it still runs it; `gemmlab list` shows the reason.
+  const char* left_out_of_all = nullptr;
 };
 
 }  // namespace gemmlab

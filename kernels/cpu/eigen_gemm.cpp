@@ -43,6 +43,8 @@ constexpr Kernel base(const char* name, const char* desc, Format f, void (*fn)(c
       .m_multiple = 1, .n_multiple = 1, .k_multiple = 1,
       .min_cc = 0, .requires_sm90a = false, .workspace_bytes = 0,
       .launch = fn,
+      .left_out_of_all = "runs on the host CPU (Eigen), far slower than the GPU kernels (the main job would spend most "
+                         "of its time in it); run it by name or with family:cpu",
   };
 }
 

@@ -1,0 +1,187 @@
+// Host kernels run only when asked for (Kernel::left_out_of_all, issue 33): `all` leaves them out,
+// their name, family:<family> or a suite that names them runs them; a plan's `exclude` takes names
+// and families out and refuses an unknown one as `kernels` does. And the guard that keeps the main job fast: the default suite resolves to no kernel
+// that `all` should leave out (none that declares it, none of family cpu).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <stdexcept>
+
+#include "engine_test_util.hpp"
+#include "experiments/engine/run.hpp"
+#include "experiments/engine/plugin.hpp"
+#include "kernels/registry.hpp"
+
+using namespace engine_test;
+using namespace gemmlab;
+
+namespace {
+
+void no_launch(const GemmArgs&) { throw std::logic_error("a test kernel: never launched"); }
+
+// A kernel registered for one test and unregistered after it (the registry is per process).
+struct TestKernel {
+  Kernel k{};
+  explicit TestKernel(const char* name, const char* family, const char* left_out = nullptr) {
+    k.name = name;
+    k.family = family;
+    k.description = "test kernel of test_host_kernels.cpp";
+    k.numerics = cuda_core_fp32_fma();
+    k.m_multiple = k.n_multiple = k.k_multiple = 1;
+    k.launch = no_launch;
+    k.left_out_of_all = left_out;
+    register_kernel(k);
+  }
+  ~TestKernel() { unregister_kernel(k.name); }
+};
+
+std::vector<std::string> names(const ResolvedPlan& r) {
+  std::vector<std::string> out;
+  for (const Kernel* k : r.kernels) out.push_back(k->name);
+  return out;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+ResolvedPlan resolved(std::vector<std::string> kernels, std::vector<std::string> exclude = {}) {
+  RunPlan p;
+  p.kernels = std::move(kernels);
+  p.exclude = std::move(exclude);
+  return resolve(p);
+}
+
+std::string refusal(std::vector<std::string> kernels, std::vector<std::string> exclude) {
+  try {
+    resolved(std::move(kernels), std::move(exclude));
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(LeftOutOfAll, AllSkipsAKernelThatSaysWhyItsNameAndFamilyRunIt) {
+  TestKernel host("test_host_gemm", "testhost", "runs on the host (test)");
+  TestKernel gpu("test_gpu_gemm", "testhost");
+  const auto all = names(resolved({"all"}));
+  EXPECT_FALSE(has(all, "test_host_gemm")) << "`all` runs a kernel that declares left_out_of_all";
+  EXPECT_TRUE(has(all, "test_gpu_gemm"));
+  // Every registered kernel without the field, and only those.
+  std::size_t runs = 0;
+  for (const Kernel* k : all_kernels()) runs += k->left_out_of_all == nullptr;
+  EXPECT_EQ(all.size(), runs);
+  EXPECT_TRUE(has(names(resolved({"test_host_gemm"})), "test_host_gemm")) << "by name";
+  const auto fam = names(resolved({"family:testhost"}));
+  EXPECT_EQ(fam, (std::vector<std::string>{"test_host_gemm", "test_gpu_gemm"})) << "family:<family> takes both";
+  EXPECT_TRUE(has(names(resolved({"all", "family:testhost"})), "test_host_gemm"));
+  EXPECT_EQ(names(resolved({"all", "test_host_gemm"})).size(), all.size() + 1);
+}
+
+TEST(LeftOutOfAll, EveryBuiltInCpuKernelSaysWhyAndIsRunByFamily) {
+  std::vector<const Kernel*> cpu;
+  for (const Kernel* k : all_kernels())
+    if (std::string(k->family) == "cpu") cpu.push_back(k);
+  if (cpu.empty()) GTEST_SKIP() << "no kernel of family cpu in this build (GEMMLAB_FAMILIES leaves out cpu)";
+  const auto all = names(resolved({"all"}));
+  const auto fam = names(resolved({"family:cpu"}));
+  EXPECT_EQ(fam.size(), cpu.size());
+  for (const Kernel* k : cpu) {
+    ASSERT_NE(k->left_out_of_all, nullptr) << k->name << ": a host kernel must say why `all` leaves it out";
+    EXPECT_GT(std::string(k->left_out_of_all).size(), 10u) << k->name;
+    EXPECT_FALSE(has(all, k->name)) << k->name;
+    EXPECT_TRUE(has(fam, k->name)) << k->name;
+  }
+}
+
+// The guard of the main job (scripts/run.sh = the default suite): it must never hold a kernel that
+// `all` should leave out. A host kernel there costs minutes per row at 4096^3 (issue 33: 45 min).
+TEST(DefaultSuite, HoldsNoKernelThatAllShouldLeaveOut) {
+  const RunPlan p = load_suite(std::string(GEMMLAB_SOURCE_DIR) + "/experiments/suites/default.toml");
+  const ResolvedPlan r = resolve(p);
+  ASSERT_FALSE(r.kernels.empty());
+  std::size_t guarded = 0;  // registered kernels the guard would catch: it must have something to catch
+  for (const Kernel* k : all_kernels()) guarded += k->left_out_of_all || std::string(k->family) == "cpu";
+  if (guarded == 0) GTEST_SKIP() << "no kernel in this build that `all` should leave out (cpu family not built)";
+  for (const Kernel* k : r.kernels) {
+    EXPECT_EQ(k->left_out_of_all, nullptr) << "the default suite holds " << k->name << ", which `all` leaves out: "
+                                           << k->left_out_of_all;
+    EXPECT_NE(std::string(k->family), "cpu") << "the default suite holds the host kernel " << k->name;
+  }
+}
+
+TEST(Exclude, TakesNamesAndFamiliesOutOfTheSelection) {
+  TestKernel a("test_excl_a", "testexcl"), b("test_excl_b", "testexcl"), c("test_excl_c", "testexcl2");
+  EXPECT_EQ(names(resolved({"family:testexcl", "family:testexcl2"}, {"test_excl_b"})),
+            (std::vector<std::string>{"test_excl_a", "test_excl_c"}));
+  EXPECT_EQ(names(resolved({"family:testexcl", "family:testexcl2"}, {"family:testexcl"})),
+            (std::vector<std::string>{"test_excl_c"}));
+  const auto all = names(resolved({"all"}));
+  const auto rest = names(resolved({"all"}, {"family:testexcl", "test_excl_c"}));
+  EXPECT_EQ(rest.size() + 3, all.size());
+  for (const char* n : {"test_excl_a", "test_excl_b", "test_excl_c"}) EXPECT_FALSE(has(rest, n)) << n;
+  // Excluding what the selection does not hold is fine (a suite may exclude family:cpu from `all`).
+  EXPECT_EQ(names(resolved({"test_excl_a"}, {"test_excl_c"})), (std::vector<std::string>{"test_excl_a"}));
+}
+
+TEST(Exclude, RefusesWhatKernelsWouldRefuseAndAnEmptySelection) {
+  TestKernel a("test_refuse_a", "testrefuse");
+  std::string msg = refusal({"all"}, {"test_refuse"});
+  EXPECT_TRUE(contains(msg, "unknown kernel 'test_refuse' in exclude (did you mean: test_refuse_a?)")) << msg;
+  EXPECT_TRUE(contains(msg, "`gemmlab list` shows the")) << msg;
+  msg = refusal({"all"}, {"family:no_such_family"});
+  EXPECT_TRUE(contains(msg, "no kernel of family 'no_such_family' is registered in exclude")) << msg;
+  msg = refusal({"all"}, {"all"});
+  EXPECT_TRUE(contains(msg, "exclude: 'all' would leave no kernel")) << msg;
+  msg = refusal({"test_refuse_a"}, {"family:testrefuse"});
+  EXPECT_TRUE(contains(msg, "kernels [test_refuse_a] select no kernel")) << msg;
+  // `kernels`' own messages are unchanged.
+  msg = refusal({"test_refuse"}, {});
+  EXPECT_TRUE(contains(msg, "unknown kernel 'test_refuse' (did you mean: test_refuse_a?)")) << msg;
+}
+
+TEST(Exclude, SuiteKeyIsReadAndTyped) {
+  TempDir d("suite_exclude");
+  const std::string ok = d / "ok.toml", empty = d / "empty.toml", bad = d / "bad.toml", worse = d / "worse.toml";
+  std::ofstream(ok) << "kernels = [\"all\"]\nexclude = [\"family:cpu\", \"sgemm_01_naive\"]\n";
+  std::ofstream(empty) << "exclude = []\n";
+  std::ofstream(bad) << "exclude = \"family:cpu\"\n";
+  std::ofstream(worse) << "exclude = [\"\"]\n";
+  EXPECT_EQ(load_suite(ok).exclude, (std::vector<std::string>{"family:cpu", "sgemm_01_naive"}));
+  EXPECT_TRUE(load_suite(empty).exclude.empty());
+  auto message = [](const std::string& path) {
+    try {
+      load_suite(path);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(contains(message(bad), "'exclude' must be an array of strings, e.g. [\"family:cpu\"]")) << message(bad);
+  EXPECT_TRUE(contains(message(worse), "'exclude' must hold only non-empty strings")) << message(worse);
+}
+
+TEST(PluginFamilyCpu, IsLeftOutOfAll) {
+  auto desc = [](const char* name, const char* family) {
+    gemmlab_kernel_desc d{};
+    d.name = name;
+    d.family = family;
+    d.input_format = d.compute_format = d.accumulator_format = d.output_format = "fp32";
+    d.accumulation = "library";
+    d.split_k = 1;
+    d.layout_a = d.layout_b = "row";
+    d.m_multiple = d.n_multiple = d.k_multiple = 1;
+    d.launch = [](const gemmlab_gemm_args*, char*, std::size_t) { return 0; };
+    return d;
+  };
+  std::vector<gemmlab_kernel_desc> ks = {desc("k_host", "cpu"), desc("k_gpu", "plugin")};
+  const gemmlab_plugin t{GEMMLAB_PLUGIN_ABI_VERSION, sizeof(gemmlab_kernel_desc), "host_test", 2, ks.data()};
+  const auto checked = check_plugin_table(&t, "libhost.so");
+  ASSERT_EQ(checked.size(), 2u);
+  ASSERT_NE(checked[0]->kernel.left_out_of_all, nullptr);
+  EXPECT_TRUE(contains(checked[0]->kernel.left_out_of_all, "family cpu")) << checked[0]->kernel.left_out_of_all;
+  EXPECT_EQ(checked[1]->kernel.left_out_of_all, nullptr);
+}
