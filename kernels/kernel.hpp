@@ -84,6 +84,13 @@ struct Kernel {
   // the main job would spend most of its time there. Its name, family:<family> or a suite that names
   // it still runs it; `gemmlab list` shows the reason.
   const char* left_out_of_all = nullptr;
+  // Optional: called before each launch, outside the timed region (after the L2 flush and the NaN
+  // poison of C): a host kernel copies A and B from the GPU to its host buffers here, so that the
+  // timed launch is its product alone. Throws std::runtime_error on a CUDA error.
+  void (*prepare)(const GemmArgs&) = nullptr;
+  // Optional: said at the start of every measured row's note (a host kernel: which SIMD path and how
+  // many threads ran it, and that it ran on the CPU). Lives for the process.
+  const char* row_note = nullptr;
 };
 
 }  // namespace gemmlab

@@ -515,6 +515,8 @@ class ProblemRunner {
                  " entries differ bit for bit between the first and the last launch on the same inputs; the "
                  "statistics are those of the last launch; " + row.note;
     }
+    // A host kernel says where and how it ran (its SIMD path and threads: kernels/cpu/eigen_gemm.cpp).
+    if (k.row_note) row.note = k.row_note + row.note;
   }
 
   static void log_row(const ResultRow& row, const KernelRun& run, const Kernel& k, engine::WorkerContext& ctx,

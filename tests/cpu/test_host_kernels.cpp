@@ -1,6 +1,7 @@
 // Host kernels run only when asked for (Kernel::left_out_of_all, issue 33): `all` leaves them out,
 // their name, family:<family> or a suite that names them runs them; a plan's `exclude` takes names
-// and families out and refuses an unknown one as `kernels` does. And the guard that keeps the main job fast: the default suite resolves to no kernel
+// and families out and refuses an unknown one as `kernels` does; a host kernel's row_note begins its
+// rows' notes. And the guard that keeps the main job fast: the default suite resolves to no kernel
 // that `all` should leave out (none that declares it, none of family cpu).
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "experiments/engine/run.hpp"
 #include "experiments/engine/plugin.hpp"
 #include "kernels/registry.hpp"
+#include "reference/exact_gemm.hpp"
 
 using namespace engine_test;
 using namespace gemmlab;
@@ -23,7 +25,8 @@ void no_launch(const GemmArgs&) { throw std::logic_error("a test kernel: never l
 // A kernel registered for one test and unregistered after it (the registry is per process).
 struct TestKernel {
   Kernel k{};
-  explicit TestKernel(const char* name, const char* family, const char* left_out = nullptr) {
+  explicit TestKernel(const char* name, const char* family, const char* left_out = nullptr,
+                      const char* row_note = nullptr) {
     k.name = name;
     k.family = family;
     k.description = "test kernel of test_host_kernels.cpp";
@@ -31,6 +34,7 @@ struct TestKernel {
     k.m_multiple = k.n_multiple = k.k_multiple = 1;
     k.launch = no_launch;
     k.left_out_of_all = left_out;
+    k.row_note = row_note;
     register_kernel(k);
   }
   ~TestKernel() { unregister_kernel(k.name); }
@@ -94,6 +98,18 @@ TEST(LeftOutOfAll, EveryBuiltInCpuKernelSaysWhyAndIsRunByFamily) {
     EXPECT_GT(std::string(k->left_out_of_all).size(), 10u) << k->name;
     EXPECT_FALSE(has(all, k->name)) << k->name;
     EXPECT_TRUE(has(fam, k->name)) << k->name;
+    // Its copies are untimed (prepare before, collect after the launch) and its rows say where it ran.
+    EXPECT_NE(k->prepare, nullptr) << k->name;
+    EXPECT_NE(k->collect, nullptr) << k->name;
+    ASSERT_NE(k->row_note, nullptr) << k->name;
+    EXPECT_TRUE(contains(k->row_note, "ran on the host CPU")) << k->row_note;
+    EXPECT_TRUE(contains(k->row_note, "OpenMP thread")) << k->row_note;
+    EXPECT_TRUE(contains(k->description, "host CPU")) << k->description;
+    // A launch without its prepare() would time the copies or read stale buffers: refused, before any
+    // CUDA call (so this runs without a GPU).
+    GemmArgs args;
+    args.M = args.N = args.K = 8;
+    EXPECT_THROW(k->launch(args), std::logic_error) << k->name;
   }
 }
 
@@ -184,4 +200,59 @@ TEST(PluginFamilyCpu, IsLeftOutOfAll) {
   ASSERT_NE(checked[0]->kernel.left_out_of_all, nullptr);
   EXPECT_TRUE(contains(checked[0]->kernel.left_out_of_all, "family cpu")) << checked[0]->kernel.left_out_of_all;
   EXPECT_EQ(checked[1]->kernel.left_out_of_all, nullptr);
+}
+
+namespace {
+
+// Runs every kernel as the exact product rounded to its output (the loop's fake GPU).
+class ExactDevice final : public Device {
+ public:
+  ExactDevice() : info_(fake_gpu_info("GPU-fake-host-kernels")) {}
+  const DeviceInfo& info() override { return info_; }
+  SoftwareVersions software() override { return {"fake", 13000, 13000, "13.0.0", 1980}; }
+  std::string hardware_support(const Kernel&) override { return ""; }
+  KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions&) override {
+    KernelRun r;
+    r.c = exact_gemm(A, B, k.numerics.output, 1).c_out;
+    r.times_ms = {1.0f};
+    r.time_ms_median = r.time_ms_min = r.time_ms_max = 1.0;
+    r.launch_seconds = r.wall_seconds = 0.001;
+    return r;
+  }
+  int sm_clock_mhz() override { return 0; }
+  void bind_thread() override {}
+
+ private:
+  DeviceInfo info_;
+};
+
+}  // namespace
+
+TEST(RowNote, BeginsEveryMeasuredRowOfItsKernel) {
+  TestKernel host("test_noted_gemm", "testnoted", "runs on the host (test)", "ran on the test host; ");
+  TestKernel plain("test_plain_gemm", "testnoted");
+  TempDir d("row_note");
+  ExactDevice dev;
+  RunRequest req;
+  req.plan.kernels = {"family:testnoted"};
+  req.plan.distributions = {"uniform_0_1"};
+  req.plan.sizes = {{32, 24, 16}};
+  req.plan.reps = 1;
+  req.plan.warmup = 0;
+  req.plan.spot_checks = 2;
+  req.plan.reference = "cpu";
+  req.out_csv = d / "rows.csv";
+  req.threads = 1;
+  req.log = std::fopen("/dev/null", "w");
+  req.live_progress = false;
+  ASSERT_EQ(run_experiment(req, dev), 0);
+  std::fclose(req.log);
+  const Csv csv = read_csv(req.out_csv);
+  ASSERT_EQ(csv.rows.size(), 2u);
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    EXPECT_EQ(csv.col(i, "status"), "passed");
+    const std::string note = csv.col(i, "note");
+    if (csv.col(i, "kernel") == "test_noted_gemm") EXPECT_EQ(note.rfind("ran on the test host; ", 0), 0u) << note;
+    else EXPECT_FALSE(contains(note, "ran on the test host")) << note;
+  }
 }
