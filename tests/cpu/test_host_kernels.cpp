@@ -12,6 +12,7 @@
 #include "engine_test_util.hpp"
 #include "experiments/engine/run.hpp"
 #include "experiments/engine/plugin.hpp"
+#include "kernels/cpu/eigen_product.hpp"
 #include "kernels/registry.hpp"
 #include "reference/exact_gemm.hpp"
 
@@ -104,6 +105,8 @@ TEST(LeftOutOfAll, EveryBuiltInCpuKernelSaysWhyAndIsRunByFamily) {
     ASSERT_NE(k->row_note, nullptr) << k->name;
     EXPECT_TRUE(contains(k->row_note, "ran on the host CPU")) << k->row_note;
     EXPECT_TRUE(contains(k->row_note, "OpenMP thread")) << k->row_note;
+    // The level and thread count the launches use (eigen_product.hpp), said as the kernel says them.
+    EXPECT_TRUE(contains(k->row_note, eigen_cpu::describe(eigen_cpu::widest_level()))) << k->row_note;
     EXPECT_TRUE(contains(k->description, "host CPU")) << k->description;
     // A launch without its prepare() would time the copies or read stale buffers: refused, before any
     // CUDA call (so this runs without a GPU).
