@@ -315,7 +315,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // The one timing helper: warm-up, then `reps` timed launches, each after an L2 flush and a NaN
 // poison of C, CUDA events around the launch alone (or, with opt.host_timer, the host clock around
 // the launch and a synchronisation). A kernel that returns its output (Kernel::collect) has it moved
-// into C after each launch, outside the timed region. The first launch's C is kept and compared
+// into C after each launch, outside the timed region; Kernel::prepare runs before each launch, outside
+// it too. The first launch's C is kept and compared
 // with the last's bit for bit (KernelRun::nondeterministic). `consume(dC, stream)` sees the last
 // output. Fills every field of KernelRun but c, unwritten and wall_seconds.
 KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
@@ -355,6 +356,7 @@ KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const 
   int launched = 0;
   auto launch = [&](int timed_rep) {
     prepare();
+    if (k.prepare) k.prepare(args);  // a host kernel's copies of A and B: untimed
     std::chrono::steady_clock::time_point t0;
     if (timed_rep >= 0) {
       if (opt.host_timer) {
@@ -640,6 +642,7 @@ std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
   const std::size_t bytes = static_cast<std::size_t>(m.M) * m.N * m.eb_out;
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, bytes, m.stream));
+  if (m.k.prepare) m.k.prepare(m.args);
   m.k.launch(m.args);
   if (m.k.collect) m.k.collect(m.args);
   std::vector<std::uint64_t> out(entries.size(), 0);
@@ -689,6 +692,7 @@ double EntryRunner::run_entry(int i, int j) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, static_cast<std::size_t>(m.M) * m.N * m.eb_out, m.stream));
+  if (m.k.prepare) m.k.prepare(m.args);
   m.k.launch(m.args);
   if (m.k.collect) m.k.collect(m.args);
   std::uint64_t bits = 0;

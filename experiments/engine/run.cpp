@@ -33,32 +33,62 @@ namespace fs = std::filesystem;
 
 namespace gemmlab {
 
+namespace {
+
+// The kernels one entry of a plan's `kernels` or `exclude` list selects: a kernel's name, or
+// family:<family> (every kernel of the family, those `all` leaves out included). `list` names the
+// list in messages ("kernels" or "exclude").
+std::vector<const Kernel*> kernels_named(const std::string& name, const std::string& list) {
+  std::vector<const Kernel*> out;
+  const std::string where = list == "kernels" ? "" : " in " + list;
+  if (name.rfind("family:", 0) == 0) {
+    const std::string fam = name.substr(7);
+    for (auto* k : all_kernels())
+      if (fam == k->family) out.push_back(k);
+    if (out.empty())
+      throw UsageError("no kernel of family '" + fam + "' is registered" + where + " (`gemmlab list` shows them)");
+  } else if (const Kernel* k = find_kernel(name)) {
+    out.push_back(k);
+  } else {
+    std::string near;
+    for (auto* c : all_kernels())
+      if (std::string(c->name).find(name) != std::string::npos) near += std::string(near.empty() ? "" : ", ") + c->name;
+    throw UsageError("unknown kernel '" + name + "'" + where + (near.empty() ? "" : " (did you mean: " + near + "?)") +
+                     "; `gemmlab list` shows the " + std::to_string(all_kernels().size()) +
+                     " registered kernels (a plugin's kernels are there once it is loaded with --plugin PATH "
+                     "or a suite's plugins)");
+  }
+  return out;
+}
+
+}  // namespace
+
 ResolvedPlan resolve(const RunPlan& p) {
   ResolvedPlan r;
+  // Every exclude entry is checked (an unknown name is refused) before the selection.
+  std::set<std::string> excluded;
+  for (const auto& name : p.exclude) {
+    if (name == "all") throw UsageError("exclude: 'all' would leave no kernel; name kernels or family:<family>");
+    for (const Kernel* k : kernels_named(name, "exclude")) excluded.insert(k->name);
+  }
   std::set<std::string> seen;
   auto add = [&](const Kernel* k) {
-    if (seen.insert(k->name).second) r.kernels.push_back(k);
+    if (!excluded.count(k->name) && seen.insert(k->name).second) r.kernels.push_back(k);
   };
   for (const auto& name : p.kernels) {
     if (name == "all") {
-      for (auto* k : all_kernels()) add(k);
-    } else if (name.rfind("family:", 0) == 0) {
-      std::string fam = name.substr(7);
-      bool any = false;
+      // Every kernel but those that declare why `all` leaves them out (host kernels: Kernel::left_out_of_all).
       for (auto* k : all_kernels())
-        if (fam == k->family) add(k), any = true;
-      if (!any) throw UsageError("no kernel of family '" + fam + "' is registered (`gemmlab list` shows them)");
-    } else if (const Kernel* k = find_kernel(name)) {
-      add(k);
+        if (!k->left_out_of_all) add(k);
     } else {
-      std::string near;
-      for (auto* c : all_kernels())
-        if (std::string(c->name).find(name) != std::string::npos) near += std::string(near.empty() ? "" : ", ") + c->name;
-      throw UsageError("unknown kernel '" + name + "'" + (near.empty() ? "" : " (did you mean: " + near + "?)") +
-                       "; `gemmlab list` shows the " + std::to_string(all_kernels().size()) +
-                       " registered kernels (a plugin's kernels are there once it is loaded with --plugin PATH "
-                       "or a suite's plugins)");
+      for (const Kernel* k : kernels_named(name, "kernels")) add(k);
     }
+  }
+  if (r.kernels.empty() && !p.kernels.empty()) {
+    std::string asked;
+    for (const auto& name : p.kernels) asked += (asked.empty() ? "" : ", ") + name;
+    throw UsageError("kernels [" + asked + "] select no kernel once exclude and what `all` leaves out are taken away "
+                     "(`gemmlab list` shows the kernels `all` leaves out): name a kernel to run");
   }
   for (const auto& name : p.distributions) {
     if (name == "all") {
@@ -235,6 +265,7 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
                   {"reference", plan.reference}, {"spot_checks", plan.spot_checks}};
   for (const auto& z : plan.sizes) meta["plan"]["sizes"].push_back({z.M, z.N, z.K});
   if (!plan.plugins.empty()) meta["plan"]["plugins"] = plan.plugins;
+  if (!plan.exclude.empty()) meta["plan"]["exclude"] = plan.exclude;
   std::vector<std::string> kernel_names;
   for (const Kernel* k : p.rp.kernels) kernel_names.push_back(k->name);
   if (nlohmann::json plugins = plugins_metadata(kernel_names); !plugins.empty()) meta["plugins"] = plugins;
@@ -501,6 +532,8 @@ class ProblemRunner {
                  " entries differ bit for bit between the first and the last launch on the same inputs; the "
                  "statistics are those of the last launch; " + row.note;
     }
+    // A host kernel says where and how it ran (its SIMD path and threads: kernels/cpu/eigen_gemm.cpp).
+    if (k.row_note) row.note = k.row_note + row.note;
   }
 
   static void log_row(const ResultRow& row, const KernelRun& run, const Kernel& k, engine::WorkerContext& ctx,
