@@ -30,10 +30,12 @@ def command_environment(found: _cuda_libs.Found | None, environ: dict[str, str])
 
 def main() -> None:
     if not EXE.is_file():
+        why = ("it was built with GEMMLAB_PYTHON_CLI=OFF" if _cuda_libs.CUDA_VERSION
+               else "it was built without a CUDA toolkit")
         sys.stderr.write(f"gemmlab: this installation of the gemmlab package has no gemmlab command ({EXE} is "
-                         "missing): it was built without a CUDA toolkit. Install the gemmlab wheel "
-                         "(pip install gemmlab-*.whl), or build on a machine with the CUDA toolkit (nvcc): "
-                         "pip install --force-reinstall . (the Python CPU API works without it)\n")
+                         f"missing): {why}. Install the gemmlab wheel (pip install gemmlab-*.whl), or build on a "
+                         "machine with the CUDA toolkit (nvcc): pip install --force-reinstall . (the Python CPU API "
+                         "works without it)\n")
         sys.exit(2)
     try:
         found = _cuda_libs.find()
