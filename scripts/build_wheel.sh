@@ -115,7 +115,11 @@ mkdir -p "$out"
 rm -f "$out/$(basename "$wheel")"
 mv "$wheel" "$out/"
 wheel=$out/$(basename "$wheel")
+# `auditwheel show` calls the repaired wheel "linux_x86_64" only because of libcublas*.so.*, left out on
+# purpose (--exclude) and outside manylinux's list of system libraries; the symbol versions it prints
+# give the manylinux tag that `repair` put in the file name.
 "$tools/bin/auditwheel" show "$wheel"
+echo "build_wheel: tag $(basename "$wheel" .whl | cut -d- -f3-) (libcublas excluded on purpose: see above)"
 size_mb=$(du -m "$wheel" | cut -f1)
 echo "build_wheel: $(du -h "$wheel" | cut -f1) ($size_mb MB)"
 echo "$wheel"

@@ -133,7 +133,8 @@ def main() -> None:
                    and not i.filename.startswith(f"{dist_info}/licenses/")]
     for name, data in sorted(licenses.items()):
         out_entries.append((zipfile.ZipInfo(f"{dist_info}/licenses/{name}", date_time=(2020, 1, 1, 0, 0, 0)), data))
-    record_rows = [record_line(i.filename, d) for i, d in out_entries] + [f"{record},,"]
+    # RECORD lists files (never the zip's folder entries), itself last without a hash.
+    record_rows = [record_line(i.filename, d) for i, d in out_entries if not i.is_dir()] + [f"{record},,"]
     tmp = a.wheel.with_suffix(".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
         for info, data in out_entries:
