@@ -3,9 +3,10 @@
 # Python >= 3.12, PyTorch, Triton and the CUDA driver but no compiler or -dev packages, and no internet.
 # usage: scripts/lab/gpu_wheel_check.sh WHEEL OUT_DIR
 # The wheel goes into OUT_DIR/venv (--system-site-packages: the host's numpy, pandas, torch and
-# triton; --no-deps --no-index: nothing is fetched). Everything runs from OUT_DIR, so `import gemmlab`
-# is the installed wheel, never the repository's python/ (the Triton kernel is the repository's
-# experiments/examples/triton_matmul.py). Then:
+# triton; --no-deps --no-index: nothing is fetched; OUT_DIR/site on PYTHONPATH where there is no
+# venv module). Everything runs from OUT_DIR, so `import gemmlab` is the installed wheel, never the
+# repository's python/ (the Triton kernel is the repository's experiments/examples/triton_matmul.py).
+# PYTHON picks the host's Python (default python3). Then:
 #   1. gemmlab list;  2. gemmlab run -k cublas_gemmex_fp16_f32,hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma -s 4096;
 #   3. gemmlab.judge(torch.matmul, fp16, 4096^3);  4. gemmlab.explain(Triton fp16 -> fp32 matmul, 4096^3).
 # Logs in OUT_DIR/*.log, CSVs beside them; a short table last (step, exit code, what it shows).
@@ -29,28 +30,34 @@ row() { table+=("$(printf '%-10s %-4s %s' "$1" "$2" "$3")"); echo "== $1 rc=$2: 
 } 2>&1 | tee env.log
 row env 0 "$(basename "$wheel"), $(du -h "$wheel" | cut -f1)"
 
-rm -rf venv
-$py -m venv --system-site-packages venv > install.log 2>&1 \
-  && venv/bin/python -m pip install --no-deps --no-index --disable-pip-version-check "$wheel" >> install.log 2>&1
+rm -rf venv site
+if $py -m venv --system-site-packages venv > install.log 2>&1; then
+  vpy=venv/bin/python; gl=venv/bin/gemmlab
+  $vpy -m pip install --no-deps --no-index --disable-pip-version-check "$wheel" >> install.log 2>&1
+else  # no venv module here: a folder of its own on PYTHONPATH
+  echo "no venv: pip install --target $out/site" >> install.log
+  vpy=$py; gl=$out/site/bin/gemmlab; export PYTHONPATH=$out/site
+  $py -m pip install --no-deps --no-index --disable-pip-version-check --target site "$wheel" >> install.log 2>&1
+fi
 rc=$?
 row install $rc "$(tail -1 install.log | cut -c1-120)"
 [ $rc -eq 0 ] || { printf '%s\n' "${table[@]}"; exit 1; }
-venv/bin/python -c 'from gemmlab import _cuda_libs as c; f = c.find(); print(f.source, *f.paths)' > cublas.log 2>&1
+$vpy -c 'from gemmlab import _cuda_libs as c; f = c.find(); print(f.source, *f.paths)' > cublas.log 2>&1
 row cublas $? "$(cut -c1-150 cublas.log)"
 
-venv/bin/gemmlab list > list.log 2>&1
+"$gl" list > list.log 2>&1
 row list $? "$(grep -c '^  [a-z]' list.log) lines; wgmma_10: $(grep -c 'hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma' list.log)"
 
-venv/bin/gemmlab run -k cublas_gemmex_fp16_f32,hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma -s 4096 -o "$out/run.csv" \
+"$gl" run -k cublas_gemmex_fp16_f32,hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma -s 4096 -o "$out/run.csv" \
   > run.log 2>&1
 rc=$?
-summary=$(venv/bin/python - "$out/run.csv" <<'EOF' 2>&1
+summary=$($vpy - "$out/run.csv" <<'EOF' 2>&1
 import sys, pandas as pd
 d = pd.read_csv(sys.argv[1])
 print("; ".join(f"{r.kernel} {r.status} {r.tflops:.0f} TFLOP/s rel_std={r.rel_std:.3g}" for r in d.itertuples()))
 EOF
 )
-row run $rc "$summary"
+row run $rc "$(tail -1 <<<"$summary")"
 
 cat > judge.py <<'EOF'
 import torch  # first: gemmlab then shares PyTorch's cuBLAS
@@ -65,7 +72,7 @@ print(rows[["kernel", "M", "status", "tflops", "rel_std", "cw_over_gamma"]].to_s
 r = rows.iloc[0]
 print(f"SUMMARY {r.kernel} {r.status} {r.tflops:.0f} TFLOP/s cw/gamma={r.cw_over_gamma:.3g}")
 EOF
-venv/bin/python judge.py > judge.log 2>&1
+$vpy judge.py > judge.log 2>&1
 row judge $? "$(grep '^SUMMARY\|Error' judge.log | tail -1 | cut -c1-150)"
 
 cat > explain.py <<EOF
@@ -82,7 +89,7 @@ print(e.summary)
 status = ",".join(sorted(set(e.judged["status"]))) if e.judged is not None else "-"
 print(f"SUMMARY identified={e.identified} judged={status} behaves_like={' '.join(e.behaves_like[:2])}")
 EOF
-venv/bin/python explain.py > explain.log 2>&1
+$vpy explain.py > explain.log 2>&1
 row explain $? "$(grep '^SUMMARY\|Error' explain.log | tail -1 | cut -c1-150)"
 
 echo
