@@ -194,6 +194,11 @@ std::vector<fs::path> suite_dirs() {
 #ifdef GEMMLAB_SOURCE_DIR
   d.push_back(fs::path(GEMMLAB_SOURCE_DIR) / "experiments" / "suites");
 #endif
+  // Beside the executable: the gemmlab command of the Python package (gemmlab/_bin/gemmlab) has
+  // its suites in gemmlab/_bin/suites.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) d.push_back(exe.parent_path() / "suites");
   return d;
 }
 }  // namespace
