@@ -131,14 +131,33 @@ struct ConversionStage {
 struct NodeKind {
   int leaves = 0;            // products fused in one node
   bool carry = false;        // the node also adds a running sum (one C)
-  std::string instruction;   // whose probes were embedded
+  // The chosen model: `params`, `instruction`'s measured model checked on the probes (or, where no
+  // instruction's explains them, inferred from `instruction`'s probes); probes, skipped, mismatching: of
+  // that check or inference.
+  std::string instruction;
   int probes = 0, skipped = 0, mismatching = 0;
   tc::TcParams params;
   std::vector<std::string> ambiguous;
-  std::string same_as;       // instructions whose measured model equals the inferred one
+  std::string same_as;       // instructions whose measured model equals the chosen one
   // The kernel's output format where it is narrower than the instruction's (bf16 written from fp32):
-  // `instruction`'s measured model checked on the probes as rounded there, not inferred ("": inferred).
+  // `instruction`'s measured model checked on the probes as rounded there ("": the kernel writes what
+  // the instruction writes).
   std::string checked_through;
+  // Every candidate: each instruction of `gemmlab tc-eval --list` with this block and compute format,
+  // whatever its accumulator (fp32, fp16), its measured model checked on the probes it applies to (those
+  // whose C it could be handed: exact in its accumulator). mismatching 0: it explains them all; > 0: ruled
+  // out; -1: no measured model.
+  struct Candidate {
+    std::string instruction;
+    int probes = 0, mismatching = 0;
+  };
+  std::vector<Candidate> candidates;
+  // The inference where the kernel writes the format of one of the candidates: whose probes, and how
+  // many of the probes (of every set) the inferred model leaves unexplained ("": none was inferred).
+  std::string inferred_from;
+  int inferred_mismatching = 0;
+  // "X (13 of 5580 probes unexplained), Y (...)": the candidates ruled out, "" when none.
+  std::string ruled_out() const;
 };
 
 struct NodeStage {

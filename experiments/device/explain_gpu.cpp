@@ -190,7 +190,11 @@ nlohmann::json report_to_json(const explain::Report& r) {
                      {"split", r.conversion.split},
                      {"why", r.conversion.why}};
   nlohmann::json kinds = nlohmann::json::array();
-  for (const explain::NodeKind& k : r.nodes.kinds)
+  for (const explain::NodeKind& k : r.nodes.kinds) {
+    nlohmann::json cands = nlohmann::json::array();
+    for (const explain::NodeKind::Candidate& c : k.candidates)
+      cands.push_back({{"instruction", c.instruction}, {"probes", c.probes}, {"mismatching", c.mismatching},
+                       {"ruled_out", c.mismatching > 0}});
     kinds.push_back({{"leaves", k.leaves},
                      {"carry", k.carry},
                      {"instruction", k.instruction},
@@ -200,7 +204,12 @@ nlohmann::json report_to_json(const explain::Report& r) {
                      {"model", k.params.describe()},
                      {"ambiguous", k.ambiguous},
                      {"same_as", k.same_as},
-                     {"checked_through", k.checked_through}});
+                     {"checked_through", k.checked_through},
+                     {"candidates", cands},
+                     {"ruled_out", k.ruled_out()},
+                     {"inferred_from", k.inferred_from},
+                     {"inferred_mismatching", k.inferred_mismatching}});
+  }
   j["nodes"] = {{"ok", r.nodes.ok},
                 {"why", r.nodes.why},
                 {"kinds", kinds},
@@ -231,14 +240,16 @@ const std::vector<std::string>& explain_columns() {
       "identified",      "failed_stage", "reason",    "tree",        "tree_entries", "tree_entries_verified",
       "tree_entries_differing", "conversion_a", "conversion_b", "node_models", "node_probes", "numerics",
       "signature",       "behaves_like", "compared_outputs", "mismatches", "first_mismatch", "launches",
-      "explain_seconds"};
+      "explain_seconds", "node_ruled_out"};
   return c;
 }
 
 std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, const explain::Report& r, int M, int N,
                                                    int K, std::uint64_t seed) {
-  std::string models = r.nodes.split ? "split: " + r.nodes.split->describe() : "", probes, like;
+  std::string models = r.nodes.split ? "split: " + r.nodes.split->describe() : "", probes, like, ruled_out;
   for (const explain::NodeKind& k : r.nodes.kinds) {
+    if (const std::string out = k.ruled_out(); !out.empty())
+      ruled_out += std::string(ruled_out.empty() ? "" : "; ") + std::to_string(k.leaves) + (k.carry ? "+C" : "") + ": " + out;
     models += std::string(models.empty() ? "" : "; ") + std::to_string(k.leaves) + (k.carry ? "+C" : "") + ": " +
               k.params.describe() + (k.same_as.empty() ? "" : " (= " + k.same_as + ")") +
               (k.checked_through.empty() ? "" : " (checked through the " + k.checked_through + " output)");
@@ -273,7 +284,8 @@ std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, co
                                     mism < 0 ? "" : std::to_string(mism),
                                     first,
                                     std::to_string(r.launches),
-                                    secs};
+                                    secs,
+                                    ruled_out};
   };
   std::vector<std::vector<std::string>> rows;
   for (const explain::Comparison& c : r.comparisons) rows.push_back(row(c.distribution, c.outputs, c.mismatches, c.first_mismatch));

@@ -141,12 +141,24 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
     }
     if (!ins) return std::nullopt;
     const bool fp8 = compute == Format::e4m3 || compute == Format::e5m2;
-    Numerics base{.input = input, .compute = compute, .accumulator = Format::fp32, .output = output,
+    // The running sum is the instruction's accumulator (fp16 for f16 -> f16 and fp8 -> f16); only an
+    // fp32 one is added into fp32 registers (external, promoted, split-K) in gemmlab's vocabulary.
+    const Format acc = tc::info(*ins).output;
+    Numerics base{.input = input, .compute = compute, .accumulator = acc, .output = output,
                   .accumulation = Accumulation::in_mma, .instruction = ins, .k_step = g,
-                  .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
+                  .accumulation_rounding = Rounding::toward_zero,
+                  .acc_unit_roundoff = fp8 && acc == Format::fp32 ? 0x1p-13 : 0.0,
                   .subnormals_flushed = fp8 && tc::info(*ins).name[0] == 'w', .split = {}};
     const bool wgmma = std::string(tc::info(*ins).name).rfind("wgmma", 0) == 0;
     for (int split : {1, 2}) {
+      if (acc != Format::fp32) {
+        if (split == 1) {
+          Numerics n = base;
+          n.accumulation = wgmma ? Accumulation::in_wgmma : Accumulation::in_mma;
+          cands.push_back(n);
+        }
+        continue;
+      }
       for (Accumulation a : {wgmma ? Accumulation::in_wgmma : Accumulation::in_mma, Accumulation::external}) {
         Numerics n = base;
         n.accumulation = a;

@@ -139,6 +139,118 @@ TEST(ExplainSynthetic, InMmaFp16) {
   EXPECT_EQ(r.behaves_like[0], "builtin_in_mma");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Every instruction of `gemmlab tc-eval --list` is a candidate node, fp16 accumulators included.
+
+namespace {
+
+// The instructions explain must try for nodes of `leaves` products of `in`: every one of that input
+// and block, whatever its accumulator.
+std::vector<std::string> listed(Format in, int leaves) {
+  std::vector<std::string> out;
+  for (tc::Instruction i : tc::all_instructions())
+    if (tc::info(i).input == in && tc::info(i).format_b() == in && tc::info(i).k == leaves) out.push_back(tc::info(i).name);
+  return out;
+}
+
+const NodeKind& carry_kind(const Report& r) {
+  for (const NodeKind& k : r.nodes.kinds)
+    if (k.carry) return k;
+  return r.nodes.kinds.at(0);
+}
+
+int mismatching_of(const NodeKind& k, const std::string& instruction) {
+  for (const NodeKind::Candidate& c : k.candidates)
+    if (c.instruction == instruction) return c.mismatching;
+  ADD_FAILURE() << instruction << " was not a candidate";
+  return -2;
+}
+
+}  // namespace
+
+TEST(ExplainCandidates, Fp16AccumulatorIdentifiedAndTheFp32OnesRuledOut) {
+  // Triton's tl.dot(..., out_dtype=tl.float16): wgmma f16 -> f16, each node's C the previous node's
+  // fp16 output, written as fp16. Before fp16 accumulators were candidates, 13 of 2790 probes through the
+  // fp16 output stayed unexplained on the H100.
+  const int K = 256;
+  SyntheticKernel k(64, 64, K, Format::fp16, blocked_tree(K, 16, true), model_of(tc::Instruction::wgmma_m64n8k16_f16_f16));
+  k.output_format = Format::fp16;
+  const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_f16_f16));
+  EXPECT_TRUE(contains(nk.same_as, "wgmma_m64n8k16_f16_f16")) << nk.same_as;
+  EXPECT_TRUE(contains(nk.same_as, "mma_m16n8k16_f16_f16")) << nk.same_as;
+  EXPECT_TRUE(nk.checked_through.empty());  // inferred: the kernel writes what the instruction writes
+  // Every fp16 instruction of 16 products was a candidate; the fp32 accumulators are ruled out, each with
+  // the probes it leaves unexplained, and the fp16 ones explain every probe.
+  std::vector<std::string> tried;
+  for (const NodeKind::Candidate& c : nk.candidates) tried.push_back(c.instruction);
+  EXPECT_EQ(tried, listed(Format::fp16, 16));
+  ASSERT_GE(tried.size(), 6u);
+  for (const NodeKind::Candidate& c : nk.candidates) {
+    const bool f16 = contains(c.instruction, "f16_f16");
+    EXPECT_GT(c.probes, 0) << c.instruction;
+    if (f16) EXPECT_EQ(c.mismatching, 0) << c.instruction;
+    else EXPECT_GT(c.mismatching, 0) << c.instruction;
+  }
+  EXPECT_TRUE(contains(nk.ruled_out(), "mma_m16n8k16_f16_f32 (")) << nk.ruled_out();
+  EXPECT_FALSE(contains(nk.ruled_out(), "f16_f16")) << nk.ruled_out();
+  EXPECT_TRUE(contains(r.summary(), "ruled out: mma_m16n8k16_f16_f32")) << r.summary();
+  // The record: an in-mma chain whose running sum is fp16.
+  ASSERT_TRUE(r.numerics) << r.summary();
+  EXPECT_EQ(r.numerics->accumulator, Format::fp16);
+  EXPECT_EQ(r.numerics->output, Format::fp16);
+  ASSERT_TRUE(r.numerics->instruction);
+  EXPECT_EQ(tc::info(*r.numerics->instruction).output, Format::fp16);
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::in_mma);
+}
+
+TEST(ExplainCandidates, Fp32AccumulatorWritingFp16RulesOutTheFp16Ones) {
+  // torch.matmul fp16 -> fp16 through cuBLAS: fp32 running sums rounded to fp16 at the end. The fp16
+  // accumulators are candidates too, and ruled out with a count.
+  const int K = 256;
+  SyntheticKernel k(64, 64, K, Format::fp16, blocked_tree(K, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.output_format = Format::fp16;
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_f16_f32));
+  EXPECT_EQ(nk.checked_through, "fp16");
+  EXPECT_GT(mismatching_of(nk, "mma_m16n8k16_f16_f16"), 0);
+  EXPECT_GT(mismatching_of(nk, "wgmma_m64n8k16_f16_f16"), 0);
+  EXPECT_EQ(mismatching_of(nk, "mma_m16n8k16_f16_f32"), 0);
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->accumulator, Format::fp32);
+}
+
+TEST(ExplainCandidates, Fp8WithAnFp16AccumulatorIdentified) {
+  // wgmma e4m3 -> f16: 32 products aligned with 13 fraction bits, rounded to nearest fp16, chained.
+  const int K = 256;
+  SyntheticKernel k(64, 64, K, Format::e4m3, blocked_tree(K, 32, true), model_of(tc::Instruction::wgmma_m64n8k32_e4m3_f16));
+  k.output_format = Format::fp16;
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k32_e4m3_f16));
+  EXPECT_GT(mismatching_of(nk, "wgmma_m64n8k32_e4m3_f32"), 0);
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->accumulator, Format::fp16);
+}
+
+TEST(ExplainCandidates, Fp32KernelsStillPickTheirInstructionAndRuleOutTheFp16Ones) {
+  SyntheticKernel k(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_TRUE(nk.checked_through.empty());
+  EXPECT_TRUE(contains(nk.same_as, "mma_m16n8k16_f16_f32")) << nk.same_as;
+  EXPECT_GT(mismatching_of(nk, "mma_m16n8k16_f16_f16"), 0);
+}
+
 TEST(ExplainSynthetic, ExternalBf16) {
   SyntheticKernel k(64, 64, 128, Format::bf16, blocked_tree(128, 16, false),
                     model_of(tc::Instruction::mma_m16n8k16_bf16_f32));

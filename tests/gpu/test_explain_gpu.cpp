@@ -5,6 +5,9 @@
 // with 0 mismatches, or unidentified with a stage and reason). Sizes are small (seconds).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <string>
+
 #include "experiments/device/explain_gpu.hpp"
 #include "kernels/registry.hpp"
 #include "reference/kernel_emulation.hpp"
@@ -52,6 +55,27 @@ TEST(ExplainGpu, MmaSyncKernelsInMmaExternalPromoted) {
   expect_own_numerics("hgemm_mma_01_naive_in_mma", 128, 128, 256);
   expect_own_numerics("hgemm_mma_01_naive_external", 128, 128, 256);
   expect_own_numerics("hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_64k", 256, 256, 256);
+}
+
+TEST(ExplainGpu, Fp16AccumulatorKernelIsItsF16Chain) {
+  // mma.sync .f16.f16.f16.f16 in an in-mma chain: every fp16 instruction of 16 products is a candidate;
+  // the fp16-accumulator ones explain every probe, the fp32 ones are ruled out with a count.
+  GEMMLAB_REQUIRE_FAMILY("mma");
+  const char* name = "hgemm_mma_03b_pipeline_tile4x_128x256_s4_f16acc_in_mma";
+  expect_own_numerics(name, 256, 256, 256);
+  const explain::Report r = explain_builtin(*find_kernel(name), 256, 256, 256);
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const explain::NodeKind& nk : r.nodes.kinds) {
+    if (!nk.carry) continue;
+    EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_f16_f16)) << r.summary();
+    bool ruled_out_f32 = false;
+    for (const explain::NodeKind::Candidate& c : nk.candidates) {
+      if (std::string(c.instruction).find("f16_f16") != std::string::npos) EXPECT_EQ(c.mismatching, 0) << c.instruction;
+      if (c.instruction == std::string("mma_m16n8k16_f16_f32")) ruled_out_f32 = c.mismatching > 0;
+    }
+    EXPECT_TRUE(ruled_out_f32) << r.summary();
+  }
+  std::printf("[ explain ] %s\n%s", name, r.summary().c_str());
 }
 
 TEST(ExplainGpu, HopperWgmmaKernels) {
