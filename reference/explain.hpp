@@ -109,6 +109,7 @@ struct TreeStage {
   std::string why;                 // when not ok
   SummationTree tree{1};
   std::string text;                // describe(tree)
+  std::string form;                // its canonical compact form (tree_form.hpp), what the record holds
   int entries_used = 0;            // entries that answered the reconstruction's pairs
   int entries_verified = 0, entries_differing = 0;
   std::string differing;           // where the order differs between entries, in words
@@ -188,8 +189,18 @@ struct Report {
   ConversionStage conversion;
   NodeStage nodes;
   std::vector<Comparison> comparisons;
-  std::optional<Numerics> numerics;  // the identified numerics as gemmlab's record, where one fits
+  // The identified numerics as gemmlab's record, holding the revealed tree (Numerics::tree): the named
+  // order where one fits, accumulation tree otherwise; none where a node model is no instruction's.
+  std::optional<Numerics> numerics;
   std::string numerics_text;         // in words
+  // The record's bound at K (error_stats.hpp): |C^ - C| <= bound |A||B| + underflow_bound, computed from
+  // the tree and its node models (tree_bound.hpp); +inf where it reaches 1 (judged no_bound); NaN
+  // without a record. path_roundoff: the largest sum of unit roundoffs on one product's path,
+  // path_roundings the roundings on that path, worst_product the product; named_bound: the gamma_K
+  // bound of the record's named order (NaN for accumulation tree), which `bound` never exceeds.
+  double bound = std::numeric_limits<double>::quiet_NaN(), underflow_bound = 0;
+  double path_roundoff = 0, named_bound = std::numeric_limits<double>::quiet_NaN();
+  int path_roundings = 0, worst_product = 0;
   std::vector<std::string> behaves_like;
   long long launches = 0;
   double seconds = 0;
@@ -218,6 +229,14 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
 // and 5 orders near it (explain/nodes.cpp lists them and says why the first three are not permuted).
 std::vector<emulation::SplitScheme> split_candidates(
     int longest_chain, emulation::SplitScheme::PieceFormat format = emulation::SplitScheme::PieceFormat::tf32);
+
+// The record of an identified kernel: numerics_for's where one fits, else accumulation tree (its fused
+// nodes, if any, all one instruction's measured model, named by the kinds' same_as); either holds the
+// tree's compact form (Numerics::tree), so that its bound is the tree's. nullopt where a kind of fused
+// node has a model no instruction has, or the kinds need two instructions.
+std::optional<Numerics> record_for(const SummationTree& tree, Format input, Format output, Conversion conv,
+                                   const std::vector<NodeKind>& kinds,
+                                   const emulation::SplitScheme* split = nullptr);
 
 // Whether `n`'s expected tree at K (kernel_emulation.hpp) is the tree with this canonical form.
 bool expected_tree_matches(const Numerics& n, int K, const std::string& canonical);

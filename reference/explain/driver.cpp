@@ -1,5 +1,6 @@
 // The driver of `gemmlab explain`: the stages in order, each stopping the report at its stage with
 // the reason, and the report's summary (reference/explain.hpp).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -39,6 +40,14 @@ std::string Report::summary() const {
     s << "  " << c.distribution << ": " << c.mismatches << " of " << c.outputs << " outputs differ from the prediction"
       << (c.first_mismatch.empty() ? "" : " (first " + c.first_mismatch + ")") << "\n";
   if (!numerics_text.empty()) s << "  numerics: " << numerics_text << "\n";
+  if (numerics) {
+    s << "  bound: |C^ - C| <= " << bound << " |A||B| + " << underflow_bound << ", from the tree: product "
+      << worst_product << " meets the most rounding error on its path (" << path_roundings
+      << " roundings, their unit roundoffs adding up to " << path_roundoff << ")";
+    if (std::isinf(bound)) s << "; that reaches 1: no bound (judged no_bound)";
+    if (!std::isnan(named_bound)) s << "; gamma_K of the named order: " << named_bound;
+    s << "\n";
+  }
   if (!behaves_like.empty()) {
     s << "  behaves exactly like:";
     for (const std::string& b : behaves_like) s << " " << b;

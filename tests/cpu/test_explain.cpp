@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -17,6 +18,8 @@
 #include "reference/kernel_emulation.hpp"
 #include "reference/summation_tree.hpp"
 #include "reference/tc_model.hpp"
+#include "reference/tree_bound.hpp"
+#include "reference/tree_form.hpp"
 
 using namespace gemmlab;
 using namespace gemmlab::explain;
@@ -830,10 +833,135 @@ TEST(ExplainSplit, AKernelFormingFewerProductsBreaksTheSplitBound) {
   SyntheticKernel k3 = split_kernel(triton_tf32x3(), 2 * K);  // the record, found at K = 64
   const Report r = explain_kernel(k3, quick({"uniform_0_1"}));
   ASSERT_TRUE(r.identified && r.numerics) << r.summary();
+  // The record holds the tree it was found with (K = 64): judged at K = 32, it holds the same order's
+  // tree of 32 products (a tree of 64 is refused there), and the named order's bound without a tree.
+  Numerics at32 = *r.numerics;
+  EXPECT_THROW(bound_model(at32, K), std::invalid_argument);
+  at32.tree = compact_form(tf32_split_tree(K));
+  Numerics named = at32;
+  named.tree.clear();
   const emulation::NodeModel tf32 = model_of(tc::Instruction::wgmma_m64n8k8_tf32_f32);
   const SplitScheme big_only = scheme(emulation::LowBits::nearest_away, {{BG, BG}}, 0, false);
-  const ErrorStats st = judged_split(tf32_split_tree(K), tf32, big_only, *r.numerics, "uniform_0_1");
-  EXPECT_GT(st.bound_violations, 0) << "componentwise " << st.componentwise << ", f " << st.gamma_bound;
-  // The kernel itself stays within it on the same inputs.
-  EXPECT_EQ(judged_split(tf32_split_tree(K), tf32, triton_tf32x3(), *r.numerics, "uniform_0_1").bound_violations, 0);
+  for (const Numerics& n : {at32, named}) {
+    const ErrorStats st = judged_split(tf32_split_tree(K), tf32, big_only, n, "uniform_0_1");
+    EXPECT_GT(st.bound_violations, 0) << "componentwise " << st.componentwise << ", f " << st.gamma_bound;
+    // The kernel itself stays within it on the same inputs.
+    EXPECT_EQ(judged_split(tf32_split_tree(K), tf32, triton_tf32x3(), n, "uniform_0_1").bound_violations, 0);
+  }
+  EXPECT_LT(gamma_bound_factor(bound_model(at32, K)), gamma_bound_factor(bound_model(named, K)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A bound for any revealed tree: the record holds the tree (Numerics::tree), named where gemmlab's
+// vocabulary has the order and accumulation tree where it does not, and its bound is the tree's.
+
+namespace {
+
+// Triton's fp32 (ieee) kernel whose K loop runs backwards: one FMA chain, blocks of B in decreasing order.
+SummationTree decreasing_blocks_fma(int K, int B) {
+  SummationTree t(K);
+  int cur = -1;
+  for (int b = K / B - 1; b >= 0; --b)
+    for (int k = b * B; k < (b + 1) * B; ++k) cur = cur < 0 ? k : t.add_node({cur, k});
+  return t;
+}
+
+// The kernel's outputs at every entry on `dist`, judged by the bound of record n (as `gemmlab run`
+// judges a kernel under its record).
+ErrorStats judged_by_record(SyntheticKernel& k, const Numerics& n, const std::string& dist) {
+  const Distribution d = parse_distribution(dist);
+  const Matrix A = generate(d, Operand::A, k.M(), k.K(), k.input(), 7), B = generate(d, Operand::B, k.K(), k.N(), k.input(), 7);
+  std::vector<Entry> all;
+  for (int i = 0; i < k.M(); ++i)
+    for (int j = 0; j < k.N(); ++j) all.emplace_back(i, j);
+  const std::vector<std::uint64_t> bits = k.run_full(A, B, all);
+  std::vector<double> c;
+  for (std::uint64_t b : bits) c.push_back(from_bits(k.output(), b));
+  return compute_error_stats(c, exact_gemm(A, B, k.output()), bound_model(n, k.K()));
+}
+
+}  // namespace
+
+TEST(ExplainRecord, DecreasingKBlocksHaveATreeRecordAndAreJudgedByItsBound) {
+  // Identified with 0 mismatches before, but judged no_bound: no named order has this tree.
+  const int K = 256;
+  const SummationTree tree = decreasing_blocks_fma(K, 32);
+  SyntheticKernel k(32, 32, K, Format::fp32, tree, [](int) { return std::nullopt; });
+  const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  EXPECT_FALSE(numerics_for(tree, Format::fp32, Format::fp32, Conversion::as_is, {}).has_value());
+  ASSERT_TRUE(r.numerics) << r.summary();
+  const Numerics& n = *r.numerics;
+  EXPECT_EQ(n.accumulation, Accumulation::tree);
+  EXPECT_EQ(n.tree, compact_form(tree));
+  EXPECT_EQ(r.tree.form, n.tree);
+  EXPECT_EQ(parse_compact_form(n.tree, K).canonical(), tree.canonical());
+  EXPECT_EQ(emulation::expected_tree(n, K).canonical(), tree.canonical());
+  EXPECT_FALSE(n.instruction.has_value());
+  // Its bound: an FMA chain of K roundings of 2^-24 whatever the order, so gamma_K(2^-24).
+  EXPECT_EQ(r.path_roundoff, K * 0x1p-24);
+  EXPECT_EQ(r.path_roundings, K);
+  EXPECT_EQ(r.bound, gamma_bound_factor(bound_model(n, K)));
+  EXPECT_TRUE(std::isfinite(r.bound));
+  EXPECT_TRUE(std::isnan(r.named_bound));
+  EXPECT_TRUE(contains(r.summary(), "bound: |C^ - C| <= ")) << r.summary();
+  // Judged by it on the three distributions: passed (within the bound, every entry written).
+  for (const std::string dist : {"uniform_0_1", "normal_0_1", "logunif_-8_8"}) {
+    const ErrorStats st = judged_by_record(k, n, dist);
+    EXPECT_TRUE(st.within_bound) << dist;
+    EXPECT_EQ(st.bound_violations, 0) << dist;
+    EXPECT_TRUE(std::isfinite(st.gamma_bound)) << dist;
+  }
+}
+
+TEST(ExplainRecord, NamedOrdersHoldTheirTreeAndItsBoundIsNoWeaker) {
+  SyntheticKernel k(64, 64, 256, Format::fp16, blocked_tree(256, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified && r.numerics) << r.summary();
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::in_mma);
+  EXPECT_EQ(r.numerics->tree, compact_form(blocked_tree(256, 16, true)));
+  EXPECT_TRUE(r.numerics->predictable());  // the named order still predicts it from the record alone
+  EXPECT_LE(r.bound, r.named_bound);
+  EXPECT_LT(r.bound, r.named_bound / 2);  // 16 products per rounding of the running sum, not 16 roundings
+  for (const std::string dist : {"uniform_0_1", "normal_0_1"}) EXPECT_TRUE(judged_by_record(k, *r.numerics, dist).within_bound);
+}
+
+TEST(ExplainRecord, Fp16AccumulatorAt4096HasABoundWhereGammaKReachesOne) {
+  // The Triton fp16-accumulator kernel's record at K = 4096: gamma_K(2^-10) is past 1, the tree's is not.
+  NodeKind first, chained;
+  first.leaves = chained.leaves = 16;
+  chained.carry = true;
+  first.same_as = chained.same_as = "wgmma_m64n8k16_f16_f16 mma_m16n8k16_f16_f16";
+  const SummationTree tree = blocked_tree(4096, 16, true);
+  const std::optional<Numerics> n = record_for(tree, Format::fp16, Format::fp16, Conversion::as_is, {first, chained});
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->accumulation, Accumulation::in_wgmma);
+  EXPECT_EQ(n->accumulator, Format::fp16);
+  EXPECT_EQ(n->tree, compact_form(tree));
+  const double f = gamma_bound_factor(bound_model(*n, 4096));
+  EXPECT_TRUE(std::isfinite(f)) << f;
+  EXPECT_LT(f, 0.2);
+  Numerics named = *n;
+  named.tree.clear();
+  EXPECT_TRUE(std::isinf(gamma_bound_factor(bound_model(named, 4096))));
+  // The same nodes in decreasing block order: accumulation tree, the same bound (a chain of 256 nodes).
+  SummationTree reversed(4096);
+  int cur = -1;
+  for (int b = 255; b >= 0; --b) {
+    std::vector<int> ch;
+    if (cur >= 0) ch.push_back(cur);
+    for (int x = 16 * b; x < 16 * (b + 1); ++x) ch.push_back(x);
+    cur = reversed.add_node(ch);
+  }
+  const std::optional<Numerics> t = record_for(reversed, Format::fp16, Format::fp16, Conversion::as_is, {first, chained});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->accumulation, Accumulation::tree);
+  ASSERT_TRUE(t->instruction.has_value());
+  EXPECT_EQ(tc::info(*t->instruction).name, std::string("wgmma_m64n8k16_f16_f16"));
+  EXPECT_EQ(gamma_bound_factor(bound_model(*t, 4096)), f);
+  // A node model no instruction has: no record (and so no bound), never a guessed one.
+  NodeKind odd = chained;
+  odd.same_as.clear();
+  EXPECT_FALSE(record_for(reversed, Format::fp16, Format::fp16, Conversion::as_is, {first, odd}).has_value());
 }
