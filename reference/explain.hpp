@@ -108,7 +108,7 @@ struct TreeStage {
   bool ok = false;
   std::string why;                 // when not ok
   SummationTree tree{1};
-  std::string text;                // describe(tree)
+  std::string text;                // the tree in words, a line or a few (tree_form.hpp tree_in_words)
   std::string form;                // its canonical compact form (tree_form.hpp), what the record holds
   int entries_used = 0;            // entries that answered the reconstruction's pairs
   int entries_verified = 0, entries_differing = 0;

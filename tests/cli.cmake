@@ -241,6 +241,13 @@ add_test(NAME plots.invariance
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/invariance.py ${_data}/sample_invariance.csv ${_out}/invariance.png)
 set_tests_properties(plots.invariance PROPERTIES LABELS plots)
+# The revealed tree of an explain report (tests/data/sample_explain_tree.meta.json: a 4-way split-K of
+# in-mma chains over 256 products, written by reference/tree_form.hpp), read from the JSON.
+add_test(NAME plots.explain_tree
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/explain_tree.py ${_data}/sample_explain_tree.meta.json ${_out}/explain_tree.png)
+set_tests_properties(plots.explain_tree PROPERTIES LABELS plots)
 # gemmlab invariance: mistakes in what was asked are exit 2 with a message, and no CSV.
 gemmlab_cli_test(invariance_m_above_M 2 "m = 65 is outside" ${_out}/inv.csv
   -- $<TARGET_FILE:gemmlab> invariance -k sgemm_01_naive -s 64 --m 65 -o ${_out}/inv.csv)

@@ -214,7 +214,7 @@ TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt) {
       return st;
     }
   }
-  st.text = describe(st.tree);
+  st.text = tree_in_words(st.tree);
   st.form = compact_form(st.tree);
   // Verification: the same pairs at up to verify_entries entries, twice.
   std::vector<std::pair<int, int>> pairs{{0, K - 1}, {0, K / 2}, {K - 2, K - 1}, {0, 1}};

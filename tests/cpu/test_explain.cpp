@@ -965,3 +965,29 @@ TEST(ExplainRecord, Fp16AccumulatorAt4096HasABoundWhereGammaKReachesOne) {
   odd.same_as.clear();
   EXPECT_FALSE(record_for(reversed, Format::fp16, Format::fp16, Conversion::as_is, {first, odd}).has_value());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Trees in words: the summary, the CSV's `tree` and the metadata say the tree in a line or a few.
+
+TEST(ExplainWords, TheRevealedTreeInALine) {
+  // The decreasing-K-block Triton tree, which printed as ~130 nested levels at K = 4096 before.
+  const int K = 256;
+  SyntheticKernel dec(32, 32, K, Format::fp32, decreasing_blocks_fma(K, 32), [](int) { return std::nullopt; });
+  const Report r = explain_kernel(dec, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.tree.text, "an FMA chain over 256 products: 8 blocks of 32 in decreasing block order, increasing k within a block");
+  EXPECT_TRUE(contains(r.summary(), "  tree: " + r.tree.text)) << r.summary();
+  EXPECT_TRUE(contains(r.numerics_text, r.tree.text)) << r.numerics_text;
+  // A named order, split parts and pairwise.
+  SyntheticKernel mma(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  EXPECT_EQ(explain_kernel(mma, quick({"uniform_0_1"})).tree.text,
+            "a chain of 8 fused nodes of 16 products (each also adds the running sum), the blocks in increasing k");
+  SyntheticKernel split(64, 64, 128, Format::fp16, split_blocked_tree(128, 16, 2, true),
+                        model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const std::string w = explain_kernel(split, quick({"uniform_0_1"})).tree.text;
+  EXPECT_TRUE(contains(w, "2 parts of 64 products added one by one in increasing k")) << w;
+  EXPECT_TRUE(contains(w, "each part a chain of 4 fused nodes of 16 products")) << w;
+  SyntheticKernel pair(32, 32, 64, Format::fp32, pairwise_tree(64), [](int) { return std::nullopt; });
+  const Report p = explain_kernel(pair, quick({"uniform_0_1"}));
+  EXPECT_EQ(p.tree.text, "a pairwise sum (recursive halving) of 64 products") << p.summary();
+}

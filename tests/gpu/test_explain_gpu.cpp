@@ -297,5 +297,7 @@ TEST(ExplainGpuReport, TreeRecordInJsonAndCsv) {
   auto col = [&](const char* name) { return std::find(cols.begin(), cols.end(), name) - cols.begin(); };
   ASSERT_FALSE(rows.empty());
   EXPECT_EQ(rows[0][col("tree_form")], r.tree.form);
+  EXPECT_EQ(rows[0][col("tree")], "an FMA chain over 128 products: 4 blocks of 32 in decreasing block order, increasing k within a block");
+  EXPECT_EQ(j["tree"]["words"], rows[0][col("tree")]);
   EXPECT_EQ(std::stod(rows[0][col("bound")]), r.bound);
 }
