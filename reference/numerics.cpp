@@ -148,7 +148,14 @@ BoundModel bound_model(const Numerics& n, int K) {
   }
   // The revealed tree (tree_bound.hpp): fused nodes the instruction's measured model, binary nodes fp32
   // (binary64 for an fp64 accumulator), each fused node run once per pass of split operands.
-  const SummationTree t = parse_compact_form(n.tree, K);
+  SummationTree t(1);
+  try {
+    t = parse_compact_form(n.tree, K);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("bound: the record's tree is not a tree of K = " + std::to_string(K) +
+                                " products (a record holds the tree of the size it was explained at: explain the "
+                                "kernel at this size, or judge by the named order without the tree): " + e.what());
+  }
   const std::optional<tc::TcParams> model = n.instruction ? tc::measured_hopper_params(*n.instruction) : std::nullopt;
   const TreeRoundoff r = tree_roundoff(t, [&](int) { return model; }, n.accumulator == Format::fp64 ? Format::fp64 : Format::fp32,
                                        n.split.pieces > 1 ? n.split.passes() : 1);
