@@ -564,6 +564,16 @@ std::string order_words(const std::vector<long>& bases, long unit) {
 
 std::string words(const Elem& e, long shift);
 
+// order_words of a chain's items, whose first two meet in one node (an add or FMA of the two, which the
+// tree does not order): read in whichever order says it plainly.
+std::string chain_order_words(std::vector<long> bases, long unit) {
+  std::string w = order_words(bases, unit);
+  if (bases.size() < 2 || w.rfind(" in the order", 0) != 0) return w;
+  std::swap(bases[0], bases[1]);
+  const std::string swapped = order_words(bases, unit);
+  return swapped.rfind(" in the order", 0) != 0 ? swapped : w;
+}
+
 // The products under a part, in increasing k.
 std::vector<int> part_leaves(const Part& p) {
   std::vector<int> leaves;
@@ -608,7 +618,7 @@ std::string chain_words(const Elem& c, long shift) {
   if (all_products(first) && first.size == 2 && single_products) {
     std::vector<long> order = group_products(first, shift);
     for (const FlatStep& x : steps) order.push_back(x.products[0]);
-    s << "an FMA chain over " << order.size() << " products" << order_words(order, 1);
+    s << "an FMA chain over " << order.size() << " products" << chain_order_words(order, 1);
     return s.str();
   }
   // A chain of fused nodes: a node of products, then the same number of products per step.
@@ -648,7 +658,7 @@ std::string chain_words(const Elem& c, long shift) {
       contiguous = contiguous && leaves.back().back() - leaves.back().front() + 1 == p.e->size;
     }
     if (same) {
-      s << parts.size() << " parts of " << first.size << " products added one by one" << order_words(bases, first.size);
+      s << parts.size() << " parts of " << first.size << " products added one by one" << chain_order_words(bases, first.size);
       if (!contiguous && parts.size() <= 4) {
         s << " (";
         for (std::size_t i = 0; i < parts.size(); ++i) s << (i ? "; " : "") << describe_leaves(leaves[i]);
@@ -661,7 +671,7 @@ std::string chain_words(const Elem& c, long shift) {
     }
     s << parts.size() << " parts added one by one (";
     for (std::size_t i = 0; i < parts.size() && i < 4; ++i) s << (i ? ", " : "") << parts[i].e->size;
-    s << (parts.size() > 4 ? ", ..." : "") << " products)" << order_words(bases, 1) << "; the first " << words(first, shift);
+    s << (parts.size() > 4 ? ", ..." : "") << " products)" << chain_order_words(bases, 1) << "; the first " << words(first, shift);
     return s.str();
   }
   // Anything else: the chain's steps as its form groups them.

@@ -153,6 +153,25 @@ TEST(TreeWords, TheOrdersInALine) {
   EXPECT_TRUE(contains(split, "k in [0,8) + 16j, j < 8; k in [8,16) + 16j, j < 8")) << split;
   EXPECT_TRUE(contains(tree_in_words(split_blocked_tree(4096, 16, 8, true)), "the first part k in [0,16) + 128j, j < 32"))
       << tree_in_words(split_blocked_tree(4096, 16, 8, true));
+  // Reversed: an FMA chain from k = K - 1 down (its first node adds the two last products, in no order the
+  // tree shows), and Triton's decreasing K loop adding each block's own FMA chain to the accumulator.
+  std::vector<int> down(64);
+  for (int k = 0; k < 64; ++k) down[k] = 63 - k;
+  SummationTree reversed(64);
+  int cur = down[0];
+  for (int k = 1; k < 64; ++k) cur = reversed.add_node({cur, down[k]});
+  EXPECT_EQ(tree_in_words(reversed), "an FMA chain over 64 products in decreasing k");
+  SummationTree parts(4096);
+  int acc = -1;
+  for (int b = 127; b >= 0; --b) {
+    int part = 32 * b;
+    for (int k = 32 * b + 1; k < 32 * (b + 1); ++k) part = parts.add_node({part, k});
+    acc = acc < 0 ? part : parts.add_node({acc, part});
+  }
+  EXPECT_EQ(tree_in_words(parts),
+            "128 parts of 32 products added one by one in decreasing k; each part an FMA chain over 32 products in "
+            "increasing k");
+  expect_round_trip(parts);
   EXPECT_EQ(tree_in_words(SummationTree(1)), "one product");
   // Whatever the tree, the words stay short: they are a line or a few, never the tree itself.
   for (std::uint64_t seed = 1; seed <= 20; ++seed) EXPECT_LT(tree_in_words(random_tree(2000, seed)).size(), 600u);
