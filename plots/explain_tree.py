@@ -30,6 +30,8 @@ def read(path):
         sys.exit(f"{path}: no revealed tree (expected an explain report with tree.products and tree.nodes; "
                  "a kernel refused before the tree stage has none)")
     K, nodes = int(tree["products"]), tree["nodes"]
+    if K < 1:
+        sys.exit(f"{path}: the report has no revealed tree (its tree stage did not finish: {tree.get('why', '')})")
     for i, children in enumerate(nodes):
         if len(children) < 2 or any(not 0 <= c < K + i for c in children):
             sys.exit(f"{path}: tree.nodes[{i}] = {children} is not a node of earlier inputs")
