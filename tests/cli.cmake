@@ -168,6 +168,9 @@ gemmlab_evaluate_test(evaluate_bad_accumulation 2 "--accumulation 'magic' is not
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation magic)
 gemmlab_evaluate_test(evaluate_promoted_needs_interval 2 "promoted needs --promotion-interval-k"
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation promoted)
+# accumulation tree is an explained record's (it holds the tree): never declared by name.
+gemmlab_evaluate_test(evaluate_tree_is_not_declared 2 "accumulation tree is the order of a revealed summation tree"
+  evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation tree)
 gemmlab_cli_test(inputs_not_empty 2 "exists and is not empty: .*--force" ${_ev}/in/A.npy.partial
   -- $<TARGET_FILE:gemmlab> inputs -d uniform_0_1 -s 8 --format fp16 -o ${_ev}/in)
 set_tests_properties(cli.inputs_not_empty PROPERTIES FIXTURES_REQUIRED evaluate_inputs)
