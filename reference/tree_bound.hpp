@@ -31,6 +31,11 @@
 //    u_node = blocks eps (+ u_out for c_entry final_add), for every input alike.
 //  * a fused node with fma_chain arithmetic (the fp64 tensor core): one binary64 FMA per product, u_node
 //    = products u; fused_sum: one rounding per step of block_size, u_node = steps u.
+// Assumed, as gamma_K's model in error_stats.hpp assumes it: operands normal in their format. A
+// product with a subnormal operand lies below the exponent it is aligned by (its significand is
+// below 1): where such a product sets a block's alignment, the cut can exceed alpha by up to a factor
+// 2^(p_in - 1) (p_in the input's precision: 8 for e4m3, 1024 for fp16). Data with subnormal operands
+// (e4m3 from logunif_-8_8) is judged as if it had none.
 // A node that splits its operands into pieces (OperandSplit, `passes` products per product) runs each
 // fused node once per pass, chained through the running sum: its u_node counts `passes` times.
 //
