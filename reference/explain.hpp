@@ -10,15 +10,18 @@
 //     group answering |E| pairs, and a pair's count is the sum of its groups' counts.
 //  3. The operand conversion: how an fp32 operand reaches the multiplier (as is, tf32 rounded to
 //     nearest even, to nearest away from zero or toward zero, bf16, fp16), from single products.
-//  4. The arithmetic of each kind of fused node: `gemmlab probe`'s probes of the instruction with
-//     that block, embedded in full GEMMs at the leaves of one fused node of the revealed tree (C
-//     built exactly by the node before it), inferred with tc::infer like `gemmlab probe`. A kernel
-//     writing a narrower format than the instruction (bf16 from fp32) hides the bits the inference
-//     reads: there each candidate instruction's measured model is checked on the probes as rounded
-//     to that output (NodeKind::checked_through), not inferred.
+//  4. The arithmetic of each kind of fused node: every instruction of `gemmlab tc-eval --list` with
+//     that block and input format is a candidate, whatever its accumulator (fp32 or fp16); `gemmlab
+//     probe`'s probes of each accumulator, embedded in full GEMMs at the leaves of one fused node of the
+//     revealed tree (C built exactly by the node before it), check each candidate's measured model as
+//     the kernel's output rounds it; the report names the one chosen and those ruled out, with counts.
+//     Where none explains them, the model is inferred with tc::infer like `gemmlab probe` (not through
+//     an output narrower than the instruction's, bf16 from fp32: the rounding hides the bits it reads).
 // Then composition: tree + conversion + node model predict C (kernel_emulation.hpp), compared bit
 // for bit with the kernel's C on several distributions at full size. A kernel is identified only
-// when every stage is and the prediction is exact; otherwise the report names the stage and why.
+// when every stage is and the prediction is exact; otherwise the report names the stage and why. An
+// identified kernel's record holds its tree (Numerics::tree, tree_form.hpp) and is bounded by it
+// (tree_bound.hpp); the report says the tree in words.
 //
 // This header is the one entry; each stage has its own file under reference/explain/ (internal.hpp
 // lists them: gemm_check, tree, conversion, nodes, composition, driver).
