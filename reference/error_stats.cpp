@@ -140,13 +140,22 @@ double split_bound_factor(const BoundModel& m, double gamma, double u_out) {
 
 }  // namespace
 
+namespace {
+
+// gamma_K(u_eff), or gamma(S) = S / (1 - S) of a revealed tree's path roundoff; +infinity at or past 1.
+double accumulation_gamma(const BoundModel& m) {
+  const double S = m.tree_path > 0 ? m.tree_path : static_cast<double>(accumulated_terms(m)) * u_eff_of(m);
+  if (S >= 1) return std::numeric_limits<double>::infinity();
+  return S / (1 - S);
+}
+
+}  // namespace
+
 double gamma_bound_factor(const BoundModel& m) {
   if (const std::string why = split_problem(m.split); !why.empty())
     throw std::invalid_argument("gamma_bound_factor: " + why);
-  const double u_eff = u_eff_of(m);
-  const double K = static_cast<double>(accumulated_terms(m));
-  if (K * u_eff >= 1) return std::numeric_limits<double>::infinity();
-  const double gamma = K * u_eff / (1 - K * u_eff);
+  const double gamma = accumulation_gamma(m);
+  if (std::isinf(gamma)) return gamma;
   const double uo = info(m.output).unit_roundoff;
   const double u_out = uo > acc_u(m) ? uo : 0.0;  // output narrower than the accumulator
   if (m.split.pieces > 1) return split_bound_factor(m, gamma, u_out);
@@ -167,9 +176,14 @@ double underflow_term(const BoundModel& m) {
     if (m.subnormals_flushed || r == Rounding::unknown) return std::ldexp(1.0, fi.emin);
     return std::ldexp(1.0, fi.emin - fi.precision + (r == Rounding::nearest_even ? 0 : 1));
   };
-  const double u_eff = u_eff_of(m);
+  const double gamma = accumulation_gamma(m);
+  if (m.tree_path > 0) {
+    const double eta_acc = m.subnormals_flushed || m.rounding == Rounding::unknown
+                               ? std::max(m.tree_eta, eta(m.accumulator, m.rounding))
+                               : m.tree_eta;
+    return static_cast<double>(m.tree_roundings) * eta_acc * (1 + gamma) + eta(m.output, m.rounding);
+  }
   const double K = static_cast<double>(accumulated_terms(m));
-  const double gamma = K * u_eff / (1 - K * u_eff);
   return K * eta(m.accumulator, m.rounding) * (1 + gamma) + eta(m.output, m.rounding);
 }
 

@@ -52,6 +52,14 @@ struct BoundModel {
   bool subnormals_flushed = false;    // the accumulation writes results below the normal range as 0
                                       // (fp8 wgmma, results/probes); unknown rounding is judged so too
   OperandSplit split;                 // operands split into pieces of `compute` (pieces 1: not split)
+  // A revealed summation tree's bound (reference/tree_bound.hpp), where the kernel's record holds its
+  // tree: tree_path = S > 0, the largest sum of unit roundoffs on one product's path to the root,
+  // replaces gamma_K(u_eff) by gamma(S) = S / (1 - S); tree_roundings (every rounding of the tree) and
+  // tree_eta (the largest underflow error of one) replace K and the accumulator's eta in the underflow
+  // term, and `accumulator` is the format of the tree's root. 0: no tree.
+  double tree_path = 0;
+  long long tree_roundings = 0;
+  double tree_eta = 0;
 };
 
 // Componentwise deterministic bound factor f with |C^ - C| <= f (|A||B|) for every entry
@@ -61,6 +69,8 @@ struct BoundModel {
 // (both inputs rounded to the compute format); u_eff = u_acc (nearest) or 2 u_acc (truncate, unknown);
 // u_out = unit roundoff of the output format if the output is narrower than the accumulator, else 0.
 // Returns +infinity if K u_eff >= 1 (no bound).
+// A revealed tree (tree_path S > 0): gamma(S) = S / (1 - S) in place of gamma_K(u_eff), +infinity if
+// S >= 1; for a chain of K roundings of u_eff each, S = K u_eff and the two are equal.
 // Split operands (OperandSplit, P products per k): with mu the pieces' rounding (u_c nearest, 2 u_c
 // otherwise), |piece i| <= (1 + mu) mu^i |x| and |e| <= E = mu^pieces |x|, so the products formed sum to
 // a b - t with |t| <= delta |a||b|, their magnitudes to at most rho |a||b|, and the P K of them are
@@ -83,6 +93,8 @@ long long accumulated_terms(const BoundModel& m);
 // Products of the inputs are exact (or rounded to a compute format with fp32's exponent range), so
 // they add no underflow term; inputs rounded to a compute format with a smaller range (fp16 under
 // CUBLAS_COMPUTE_32F_FAST_16F) are assumed not to underflow there. +infinity where f is.
+// A revealed tree: n = tree_roundings and eta_acc = tree_eta (or 2^emin of the root's format where
+// results are flushed or the rounding is unknown, if larger), gamma_n(u_eff) = gamma(S).
 double underflow_term(const BoundModel& m);
 // Probabilistic scale sqrt(K) * u_eff (Higham & Mary 2019, with lambda = 1).
 double sqrtk_u(const BoundModel& m);

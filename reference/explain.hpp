@@ -10,15 +10,18 @@
 //     group answering |E| pairs, and a pair's count is the sum of its groups' counts.
 //  3. The operand conversion: how an fp32 operand reaches the multiplier (as is, tf32 rounded to
 //     nearest even, to nearest away from zero or toward zero, bf16, fp16), from single products.
-//  4. The arithmetic of each kind of fused node: `gemmlab probe`'s probes of the instruction with
-//     that block, embedded in full GEMMs at the leaves of one fused node of the revealed tree (C
-//     built exactly by the node before it), inferred with tc::infer like `gemmlab probe`. A kernel
-//     writing a narrower format than the instruction (bf16 from fp32) hides the bits the inference
-//     reads: there each candidate instruction's measured model is checked on the probes as rounded
-//     to that output (NodeKind::checked_through), not inferred.
+//  4. The arithmetic of each kind of fused node: every instruction of `gemmlab tc-eval --list` with
+//     that block and input format is a candidate, whatever its accumulator (fp32 or fp16); `gemmlab
+//     probe`'s probes of each accumulator, embedded in full GEMMs at the leaves of one fused node of the
+//     revealed tree (C built exactly by the node before it), check each candidate's measured model as
+//     the kernel's output rounds it; the report names the one chosen and those ruled out, with counts.
+//     Where none explains them, the model is inferred with tc::infer like `gemmlab probe` (not through
+//     an output narrower than the instruction's, bf16 from fp32: the rounding hides the bits it reads).
 // Then composition: tree + conversion + node model predict C (kernel_emulation.hpp), compared bit
 // for bit with the kernel's C on several distributions at full size. A kernel is identified only
-// when every stage is and the prediction is exact; otherwise the report names the stage and why.
+// when every stage is and the prediction is exact; otherwise the report names the stage and why. An
+// identified kernel's record holds its tree (Numerics::tree, tree_form.hpp) and is bounded by it
+// (tree_bound.hpp); the report says the tree in words.
 //
 // This header is the one entry; each stage has its own file under reference/explain/ (internal.hpp
 // lists them: gemm_check, tree, conversion, nodes, composition, driver).
@@ -108,7 +111,8 @@ struct TreeStage {
   bool ok = false;
   std::string why;                 // when not ok
   SummationTree tree{1};
-  std::string text;                // describe(tree)
+  std::string text;                // the tree in words, a line or a few (tree_form.hpp tree_in_words)
+  std::string form;                // its canonical compact form (tree_form.hpp), what the record holds
   int entries_used = 0;            // entries that answered the reconstruction's pairs
   int entries_verified = 0, entries_differing = 0;
   std::string differing;           // where the order differs between entries, in words
@@ -131,14 +135,33 @@ struct ConversionStage {
 struct NodeKind {
   int leaves = 0;            // products fused in one node
   bool carry = false;        // the node also adds a running sum (one C)
-  std::string instruction;   // whose probes were embedded
+  // The chosen model: `params`, `instruction`'s measured model checked on the probes (or, where no
+  // instruction's explains them, inferred from `instruction`'s probes); probes, skipped, mismatching: of
+  // that check or inference.
+  std::string instruction;
   int probes = 0, skipped = 0, mismatching = 0;
   tc::TcParams params;
   std::vector<std::string> ambiguous;
-  std::string same_as;       // instructions whose measured model equals the inferred one
+  std::string same_as;       // instructions whose measured model equals the chosen one
   // The kernel's output format where it is narrower than the instruction's (bf16 written from fp32):
-  // `instruction`'s measured model checked on the probes as rounded there, not inferred ("": inferred).
+  // `instruction`'s measured model checked on the probes as rounded there ("": the kernel writes what
+  // the instruction writes).
   std::string checked_through;
+  // Every candidate: each instruction of `gemmlab tc-eval --list` with this block and compute format,
+  // whatever its accumulator (fp32, fp16), its measured model checked on the probes it applies to (those
+  // whose C it could be handed: exact in its accumulator). mismatching 0: it explains them all; > 0: ruled
+  // out; -1: no measured model.
+  struct Candidate {
+    std::string instruction;
+    int probes = 0, mismatching = 0;
+  };
+  std::vector<Candidate> candidates;
+  // The inference where the kernel writes the format of one of the candidates: whose probes, and how
+  // many of the probes (of every set) the inferred model leaves unexplained ("": none was inferred).
+  std::string inferred_from;
+  int inferred_mismatching = 0;
+  // "X (13 of 5580 probes unexplained), Y (...)": the candidates ruled out, "" when none.
+  std::string ruled_out() const;
 };
 
 struct NodeStage {
@@ -169,8 +192,18 @@ struct Report {
   ConversionStage conversion;
   NodeStage nodes;
   std::vector<Comparison> comparisons;
-  std::optional<Numerics> numerics;  // the identified numerics as gemmlab's record, where one fits
+  // The identified numerics as gemmlab's record, holding the revealed tree (Numerics::tree): the named
+  // order where one fits, accumulation tree otherwise; none where a node model is no instruction's.
+  std::optional<Numerics> numerics;
   std::string numerics_text;         // in words
+  // The record's bound at K (error_stats.hpp): |C^ - C| <= bound |A||B| + underflow_bound, computed from
+  // the tree and its node models (tree_bound.hpp); +inf where it reaches 1 (judged no_bound); NaN
+  // without a record. path_roundoff: the largest sum of unit roundoffs on one product's path,
+  // path_roundings the roundings on that path, worst_product the product; named_bound: the gamma_K
+  // bound of the record's named order (NaN for accumulation tree), which `bound` never exceeds.
+  double bound = std::numeric_limits<double>::quiet_NaN(), underflow_bound = 0;
+  double path_roundoff = 0, named_bound = std::numeric_limits<double>::quiet_NaN();
+  int path_roundings = 0, worst_product = 0;
   std::vector<std::string> behaves_like;
   long long launches = 0;
   double seconds = 0;
@@ -199,6 +232,14 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
 // and 5 orders near it (explain/nodes.cpp lists them and says why the first three are not permuted).
 std::vector<emulation::SplitScheme> split_candidates(
     int longest_chain, emulation::SplitScheme::PieceFormat format = emulation::SplitScheme::PieceFormat::tf32);
+
+// The record of an identified kernel: numerics_for's where one fits, else accumulation tree (its fused
+// nodes, if any, all one instruction's measured model, named by the kinds' same_as); either holds the
+// tree's compact form (Numerics::tree), so that its bound is the tree's. nullopt where a kind of fused
+// node has a model no instruction has, or the kinds need two instructions.
+std::optional<Numerics> record_for(const SummationTree& tree, Format input, Format output, Conversion conv,
+                                   const std::vector<NodeKind>& kinds,
+                                   const emulation::SplitScheme* split = nullptr);
 
 // Whether `n`'s expected tree at K (kernel_emulation.hpp) is the tree with this canonical form.
 bool expected_tree_matches(const Numerics& n, int K, const std::string& canonical);

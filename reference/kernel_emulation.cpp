@@ -2,6 +2,7 @@
 #include "reference/kernel_emulation.hpp"
 
 #include "reference/parallel.hpp"
+#include "reference/tree_form.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -68,6 +69,7 @@ double emulate_dot(const Numerics& o, const double* a, const double* b, int K, c
         case Accumulation::fma:
         case Accumulation::library:
         case Accumulation::unknown:
+        case Accumulation::tree:
           break;
       }
     }
@@ -176,6 +178,9 @@ SummationTree one_chunk_tree(const Numerics& o, int K) {
     case Accumulation::promoted:
       if (o.split_k > 1) throw std::invalid_argument("expected_tree: promoted split-K is not modelled");
       return promoted_tree(K, o.k_step, o.promotion_interval_k);
+    case Accumulation::tree:
+      if (o.tree.empty()) throw std::invalid_argument("expected_tree: accumulation tree without its tree");
+      return parse_compact_form(o.tree, K);
     case Accumulation::library:
     case Accumulation::unknown:
       break;

@@ -3,13 +3,17 @@
 
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
+
+#include "reference/tree_bound.hpp"
+#include "reference/tree_form.hpp"
 
 namespace gemmlab {
 
 namespace {
 constexpr Accumulation kAll[] = {Accumulation::fma,      Accumulation::in_mma,   Accumulation::in_wgmma,
                                  Accumulation::external, Accumulation::promoted, Accumulation::library,
-                                 Accumulation::unknown};
+                                 Accumulation::unknown,  Accumulation::tree};
 }
 
 const std::vector<Accumulation>& all_accumulations() {
@@ -25,9 +29,18 @@ Rounding default_accumulation_rounding(Accumulation a) {
     case Accumulation::external:
     case Accumulation::promoted: return Rounding::toward_zero;
     case Accumulation::library:
-    case Accumulation::unknown: return Rounding::unknown;
+    case Accumulation::unknown:
+    case Accumulation::tree: return Rounding::unknown;
   }
   return Rounding::unknown;
+}
+
+std::string undeclarable(Accumulation a) {
+  if (a == Accumulation::tree)
+    return "accumulation tree is the order of a revealed summation tree, which only a `gemmlab explain` record "
+           "holds (pass the explained record, e.g. gemmlab.judge(..., numerics=explanation.numerics)); declare "
+           "fma, in_mma, in_wgmma, external, promoted, library or unknown";
+  return "";
 }
 
 const char* to_string(Accumulation a) {
@@ -39,6 +52,7 @@ const char* to_string(Accumulation a) {
     case Accumulation::promoted: return "promoted";
     case Accumulation::library: return "library";
     case Accumulation::unknown: return "unknown";
+    case Accumulation::tree: return "tree";
   }
   return "?";
 }
@@ -80,7 +94,8 @@ bool Numerics::predictable() const {
   switch (accumulation) {
     case Accumulation::fma: return split_k == 1;
     case Accumulation::library:
-    case Accumulation::unknown: return false;
+    case Accumulation::unknown:
+    case Accumulation::tree: return false;  // the record's tree: explain's composition predicts it
     case Accumulation::in_mma:
     case Accumulation::in_wgmma:
     case Accumulation::external:
@@ -95,6 +110,9 @@ std::string Numerics::describe() const {
   s << to_string(accumulation);
   if (accumulation == Accumulation::fma) {
     s << ", " << info(accumulator).name << " FMA one k at a time in increasing k";
+  } else if (accumulation == Accumulation::tree) {
+    s << " (the revealed order in the record's tree)";
+    if (instruction) s << ", fused nodes " << tc::info(*instruction).name;
   } else if (instruction) {
     s << ", " << tc::info(*instruction).name << ", k-steps of " << k_step << " in increasing k";
     if (accumulation == Accumulation::promoted)
@@ -123,6 +141,28 @@ BoundModel bound_model(const Numerics& n, int K) {
   m.acc_unit_roundoff = n.acc_unit_roundoff;
   m.subnormals_flushed = n.subnormals_flushed;
   m.split = n.split;
+  if (n.tree.empty()) {
+    if (n.accumulation == Accumulation::tree)
+      throw std::invalid_argument("bound: accumulation tree needs the record's tree (a `gemmlab explain` record holds it)");
+    return m;
+  }
+  // The revealed tree (tree_bound.hpp): fused nodes the instruction's measured model, binary nodes fp32
+  // (binary64 for an fp64 accumulator), each fused node run once per pass of split operands.
+  SummationTree t(1);
+  try {
+    t = parse_compact_form(n.tree, K);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("bound: the record's tree is not a tree of K = " + std::to_string(K) +
+                                " products (a record holds the tree of the size it was explained at: explain the "
+                                "kernel at this size, or judge by the named order without the tree): " + e.what());
+  }
+  const std::optional<tc::TcParams> model = n.instruction ? tc::measured_hopper_params(*n.instruction) : std::nullopt;
+  const TreeRoundoff r = tree_roundoff(t, [&](int) { return model; }, n.accumulator == Format::fp64 ? Format::fp64 : Format::fp32,
+                                       n.split.pieces > 1 ? n.split.passes() : 1);
+  m.tree_path = r.path;
+  m.tree_roundings = r.total_roundings;
+  m.tree_eta = r.eta;
+  m.accumulator = r.root;
   return m;
 }
 

@@ -28,7 +28,11 @@ namespace gemmlab {
 //  library    a library call (cuBLAS) whose internals are not known
 //  unknown    not declared: a kernel gemmlab did not build (`gemmlab evaluate --accumulation
 //             unknown`); no bound is claimed for it (status no_bound), it is judged by the statistics
-enum class Accumulation { fma, in_mma, in_wgmma, external, promoted, library, unknown };
+//  tree       the order is the record's `tree`, a summation tree `gemmlab explain` revealed that none of
+//             the words above names (its K blocks in decreasing order, ...): binary nodes are fp32
+//             adds and FMAs rounded to nearest, fused nodes the record's instruction. Only a record
+//             that holds its tree can say it; the bound is the tree's (reference/tree_bound.hpp)
+enum class Accumulation { fma, in_mma, in_wgmma, external, promoted, library, unknown, tree };
 const char* to_string(Accumulation a);
 std::optional<Accumulation> parse_accumulation(std::string_view name);
 const std::vector<Accumulation>& all_accumulations();
@@ -36,9 +40,14 @@ const std::vector<Accumulation>& all_accumulations();
 // How a declared accumulation rounds its additions, for a kernel that states only its accumulation
 // (`gemmlab evaluate`, gemmlab.evaluate): fma rounds to nearest even; the tensor-core modes
 // truncate in alignment (toward_zero), external and promoted too inside each k-step; library and
-// unknown are judged by the weaker model (unknown: u_eff = 2u). The registered kernels set
-// Numerics::accumulation_rounding themselves and agree with this table.
+// unknown are judged by the weaker model (unknown: u_eff = 2u); tree (never declared: its record
+// carries its bound) unknown too. The registered kernels set Numerics::accumulation_rounding
+// themselves and agree with this table.
 Rounding default_accumulation_rounding(Accumulation a);
+// Why a kernel cannot declare accumulation `a` by its name alone ("" when it can): tree is the order
+// of a record that holds its revealed tree, which only `gemmlab explain` makes. For the declarations
+// of `gemmlab evaluate`, plugins and gemmlab.judge.
+std::string undeclarable(Accumulation a);
 
 // How a scaled fp8 kernel applies its fp32 dequantization scales (reference/scaled_fp8.hpp), with d
 // a K block's partial sum (promotion_interval_k = the scale block, 128) or the whole fp32 sum p:
@@ -90,6 +99,10 @@ struct Numerics {
   // `gemmlab explain` (its report says the pass order and the pieces' roundings in words); no built-in
   // kernel splits. gemmlab's emulation from this record alone does not predict such a kernel.
   OperandSplit split;
+  // The summation tree `gemmlab explain` revealed, in its canonical compact form (tree_form.hpp); ""
+  // for a record that has none (the built-in kernels: their accumulation implies their tree). Where
+  // it is set, the bound is the tree's (tree_bound.hpp); accumulation tree needs it.
+  std::string tree;
 
   // Whether gemmlab's emulation can compute this kernel's output bit for bit (a known instruction
   // chained in a known order, or the fp32 FMA chain).
@@ -115,7 +128,7 @@ struct KChunkMap {
 constexpr Numerics cuda_core_fp32_fma() {
   return Numerics{.input = Format::fp32, .compute = Format::fp32, .accumulator = Format::fp32,
                   .output = Format::fp32, .accumulation = Accumulation::fma, .instruction = std::nullopt, .k_step = 1,
-                  .accumulation_rounding = Rounding::nearest_even, .split = {}};
+                  .accumulation_rounding = Rounding::nearest_even, .split = {}, .tree = {}};
 }
 
 // The CUDA-core DGEMM numerics: binary64 throughout, each accumulator starts at +0 and gets one
@@ -123,7 +136,7 @@ constexpr Numerics cuda_core_fp32_fma() {
 constexpr Numerics cuda_core_fp64_fma() {
   return Numerics{.input = Format::fp64, .compute = Format::fp64, .accumulator = Format::fp64,
                   .output = Format::fp64, .accumulation = Accumulation::fma, .instruction = std::nullopt, .k_step = 1,
-                  .accumulation_rounding = Rounding::nearest_even, .split = {}};
+                  .accumulation_rounding = Rounding::nearest_even, .split = {}, .tree = {}};
 }
 
 // A library GEMM in one format throughout (cuBLAS DGEMM and its emulations, Eigen's products): its
@@ -131,7 +144,7 @@ constexpr Numerics cuda_core_fp64_fma() {
 constexpr Numerics library_numerics(Format f) {
   return Numerics{.input = f, .compute = f, .accumulator = f, .output = f, .accumulation = Accumulation::library,
                   .instruction = std::nullopt, .k_step = 0, .promotion_interval_k = 0, .split_k = 1,
-                  .k_chunked = false, .accumulation_rounding = Rounding::unknown, .split = {}};
+                  .k_chunked = false, .accumulation_rounding = Rounding::unknown, .split = {}, .tree = {}};
 }
 
 // fp16 / bf16 / e4m3 / e5m2 in, fp32 accumulate and out through wgmma (k-steps of 16, 32 for fp8)
@@ -149,10 +162,14 @@ constexpr Numerics wgmma_f32_numerics(Format in, int promotion_interval_k) {
                                                       : tc::Instruction::wgmma_m64n8k16_f16_f32,
                   .k_step = fp8 ? 32 : 16, .promotion_interval_k = promotion_interval_k,
                   .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
-                  .subnormals_flushed = fp8, .split = {}};
+                  .subnormals_flushed = fp8, .split = {}, .tree = {}};
 }
 
-// The analytic error model this kernel's output is judged by at depth K.
+// The analytic error model this kernel's output is judged by at depth K. A record that holds a tree
+// is bounded by that tree (its fused nodes the instruction's measured model, its binary nodes fp32, or
+// binary64 for an fp64 accumulator; BoundModel::tree_path). Throws std::invalid_argument where the tree
+// is not one of K products, has fused nodes without an instruction, or accumulation tree comes
+// without a tree.
 BoundModel bound_model(const Numerics& n, int K);
 
 }  // namespace gemmlab

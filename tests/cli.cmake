@@ -194,6 +194,9 @@ gemmlab_evaluate_test(evaluate_bad_accumulation 2 "--accumulation 'magic' is not
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation magic)
 gemmlab_evaluate_test(evaluate_promoted_needs_interval 2 "promoted needs --promotion-interval-k"
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation promoted)
+# accumulation tree is an explained record's (it holds the tree): never declared by name.
+gemmlab_evaluate_test(evaluate_tree_is_not_declared 2 "accumulation tree is the order of a revealed summation tree"
+  evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation tree)
 gemmlab_cli_test(inputs_not_empty 2 "exists and is not empty: .*--force" ${_ev}/in/A.npy.partial
   -- $<TARGET_FILE:gemmlab> inputs -d uniform_0_1 -s 8 --format fp16 -o ${_ev}/in)
 set_tests_properties(cli.inputs_not_empty PROPERTIES FIXTURES_REQUIRED evaluate_inputs)
@@ -267,6 +270,13 @@ add_test(NAME plots.invariance
           ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
           ${CMAKE_CURRENT_SOURCE_DIR}/plots/invariance.py ${_data}/sample_invariance.csv ${_out}/invariance.png)
 set_tests_properties(plots.invariance PROPERTIES LABELS plots)
+# The revealed tree of an explain report (tests/data/sample_explain_tree.meta.json: a 4-way split-K of
+# in-mma chains over 256 products, written by reference/tree_form.hpp), read from the JSON.
+add_test(NAME plots.explain_tree
+  COMMAND ${CMAKE_COMMAND} -E env MPLBACKEND=Agg
+          ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_plot.py
+          ${CMAKE_CURRENT_SOURCE_DIR}/plots/explain_tree.py ${_data}/sample_explain_tree.meta.json ${_out}/explain_tree.png)
+set_tests_properties(plots.explain_tree PROPERTIES LABELS plots)
 # gemmlab invariance: mistakes in what was asked are exit 2 with a message, and no CSV.
 gemmlab_cli_test(invariance_m_above_M 2 "m = 65 is outside" ${_out}/inv.csv
   -- $<TARGET_FILE:gemmlab> invariance -k sgemm_01_naive -s 64 --m 65 -o ${_out}/inv.csv)

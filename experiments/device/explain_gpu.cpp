@@ -2,12 +2,14 @@
 #include "experiments/device/explain_gpu.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "experiments/report/files.hpp"
 #include "reference/kernel_emulation.hpp"
 
 namespace gemmlab {
@@ -84,6 +86,7 @@ nlohmann::json numerics_to_json(const Numerics& n) {
   j["split_pieces"] = n.split.pieces;
   j["split_products"] = products_text(n.split);
   j["split_rounding"] = to_string(n.split.rounding);
+  j["tree"] = n.tree;
   return j;
 }
 
@@ -139,6 +142,11 @@ Numerics numerics_from_json(const nlohmann::json& j) {
     if (!r2) throw std::invalid_argument("numerics: split_rounding '" + sr + "' is not known");
     n.split.rounding = *r2;
   }
+  // The revealed tree came with issue 37: a record written before it has none. Its K is the caller's
+  // to check (bound_model refuses a tree of another K).
+  if (j.contains("tree")) n.tree = j.at("tree").get<std::string>();
+  if (n.accumulation == Accumulation::tree && n.tree.empty())
+    throw std::invalid_argument("numerics: accumulation tree needs the field 'tree' (the revealed tree's compact form)");
   return n;
 }
 
@@ -173,8 +181,16 @@ nlohmann::json report_to_json(const explain::Report& r) {
   j["failed_stage"] = r.failed_stage;
   j["reason"] = r.reason;
   j["gemm_check"] = r.gemm_check;
+  // The whole tree too, for plots/explain_tree.py: node K + i adds the inputs nodes[i] (products < K).
+  nlohmann::json nodes = nlohmann::json::array();
+  if (!r.tree.form.empty())
+    for (int n = r.tree.tree.leaves(); n < r.tree.tree.node_count(); ++n) nodes.push_back(r.tree.tree.children(n));
   j["tree"] = {{"ok", r.tree.ok},
                {"text", r.tree.text},
+               {"words", r.tree.text},
+               {"form", r.tree.form},
+               {"products", r.tree.form.empty() ? 0 : r.tree.tree.leaves()},
+               {"nodes", nodes},
                {"why", r.tree.why},
                {"entries_used", r.tree.entries_used},
                {"entries_verified", r.tree.entries_verified},
@@ -190,7 +206,11 @@ nlohmann::json report_to_json(const explain::Report& r) {
                      {"split", r.conversion.split},
                      {"why", r.conversion.why}};
   nlohmann::json kinds = nlohmann::json::array();
-  for (const explain::NodeKind& k : r.nodes.kinds)
+  for (const explain::NodeKind& k : r.nodes.kinds) {
+    nlohmann::json cands = nlohmann::json::array();
+    for (const explain::NodeKind::Candidate& c : k.candidates)
+      cands.push_back({{"instruction", c.instruction}, {"probes", c.probes}, {"mismatching", c.mismatching},
+                       {"ruled_out", c.mismatching > 0}});
     kinds.push_back({{"leaves", k.leaves},
                      {"carry", k.carry},
                      {"instruction", k.instruction},
@@ -200,7 +220,12 @@ nlohmann::json report_to_json(const explain::Report& r) {
                      {"model", k.params.describe()},
                      {"ambiguous", k.ambiguous},
                      {"same_as", k.same_as},
-                     {"checked_through", k.checked_through}});
+                     {"checked_through", k.checked_through},
+                     {"candidates", cands},
+                     {"ruled_out", k.ruled_out()},
+                     {"inferred_from", k.inferred_from},
+                     {"inferred_mismatching", k.inferred_mismatching}});
+  }
   j["nodes"] = {{"ok", r.nodes.ok},
                 {"why", r.nodes.why},
                 {"kinds", kinds},
@@ -217,6 +242,18 @@ nlohmann::json report_to_json(const explain::Report& r) {
   j["comparisons"] = cmp;
   j["numerics"] = r.numerics ? numerics_to_json(*r.numerics) : nlohmann::json(nullptr);
   j["numerics_text"] = r.numerics_text;
+  // The bound of the record (NaN, written as null, without one; +inf as the string "inf").
+  auto number = [](double x) {
+    if (std::isnan(x)) return nlohmann::json(nullptr);
+    if (std::isinf(x)) return nlohmann::json("inf");
+    return nlohmann::json(x);
+  };
+  j["bound"] = {{"factor", number(r.bound)},
+                {"underflow", number(r.numerics ? r.underflow_bound : std::nan(""))},
+                {"path_roundoff", r.path_roundoff},
+                {"path_roundings", r.path_roundings},
+                {"worst_product", r.worst_product},
+                {"named_order_gamma_k", number(r.named_bound)}};
   j["behaves_like"] = r.behaves_like;
   j["signature"] = numerics_signature(r);
   j["launches"] = r.launches;
@@ -231,14 +268,16 @@ const std::vector<std::string>& explain_columns() {
       "identified",      "failed_stage", "reason",    "tree",        "tree_entries", "tree_entries_verified",
       "tree_entries_differing", "conversion_a", "conversion_b", "node_models", "node_probes", "numerics",
       "signature",       "behaves_like", "compared_outputs", "mismatches", "first_mismatch", "launches",
-      "explain_seconds"};
+      "explain_seconds", "node_ruled_out", "tree_form", "bound"};
   return c;
 }
 
 std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, const explain::Report& r, int M, int N,
                                                    int K, std::uint64_t seed) {
-  std::string models = r.nodes.split ? "split: " + r.nodes.split->describe() : "", probes, like;
+  std::string models = r.nodes.split ? "split: " + r.nodes.split->describe() : "", probes, like, ruled_out;
   for (const explain::NodeKind& k : r.nodes.kinds) {
+    if (const std::string out = k.ruled_out(); !out.empty())
+      ruled_out += std::string(ruled_out.empty() ? "" : "; ") + std::to_string(k.leaves) + (k.carry ? "+C" : "") + ": " + out;
     models += std::string(models.empty() ? "" : "; ") + std::to_string(k.leaves) + (k.carry ? "+C" : "") + ": " +
               k.params.describe() + (k.same_as.empty() ? "" : " (= " + k.same_as + ")") +
               (k.checked_through.empty() ? "" : " (checked through the " + k.checked_through + " output)");
@@ -273,7 +312,10 @@ std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, co
                                     mism < 0 ? "" : std::to_string(mism),
                                     first,
                                     std::to_string(r.launches),
-                                    secs};
+                                    secs,
+                                    ruled_out,
+                                    r.tree.form,
+                                    !r.numerics ? "" : std::isinf(r.bound) ? "inf" : fmt_double(r.bound)};
   };
   std::vector<std::vector<std::string>> rows;
   for (const explain::Comparison& c : r.comparisons) rows.push_back(row(c.distribution, c.outputs, c.mismatches, c.first_mismatch));

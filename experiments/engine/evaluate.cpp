@@ -13,6 +13,7 @@ namespace gemmlab {
 
 Numerics declared_numerics(Format input, Format output, Accumulation accumulation, std::optional<Format> compute,
                            std::optional<Format> accumulator, int promotion_interval_k) {
+  if (const std::string why = undeclarable(accumulation); !why.empty()) throw UsageError(why);
   if (accumulation == Accumulation::promoted && promotion_interval_k <= 0)
     throw UsageError("accumulation promoted needs --promotion-interval-k N (elements of K summed in the tensor "
                      "core before each fp32 addition)");

@@ -33,7 +33,8 @@ struct Declared {
 // The numerics record of a kernel known only by what the user declares: compute defaults to the
 // input format, the accumulator to fp32 (fp64 for fp64 output), the rounding of the additions to
 // default_accumulation_rounding(accumulation). Throws UsageError when promotion_interval_k is set
-// for any accumulation but promoted, or missing for promoted.
+// for any accumulation but promoted, or missing for promoted, and for accumulation tree (only an
+// explained record, which holds its tree, has it: numerics.hpp undeclarable).
 Numerics declared_numerics(Format input, Format output, Accumulation accumulation,
                            std::optional<Format> compute = std::nullopt,
                            std::optional<Format> accumulator = std::nullopt, int promotion_interval_k = 0);

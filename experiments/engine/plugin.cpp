@@ -111,6 +111,7 @@ Numerics declared(const gemmlab_kernel_desc& d, const DescriptorCheck& c) {
     c.bad("accumulation", "'" + acc + "' is not an accumulation (" + word_list(words) + ")");
   }
   n.accumulation = *a;
+  if (const std::string why = undeclarable(*a); !why.empty()) c.bad("accumulation", why);
 
   if (d.instruction) {
     const std::string ins = c.text("instruction", d.instruction, 64);

@@ -650,7 +650,10 @@ void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Num
   const bool bounded = std::isfinite(s.gamma_bound);
   row.status = !ok ? Status::failed_bound : bounded ? Status::passed : Status::no_bound;
   std::string note;
-  if (ok && !bounded) note += "K u_eff >= 1: no deterministic bound applies; judge by the statistics; ";
+  if (ok && !bounded)
+    note += n.tree.empty() ? "K u_eff >= 1: no deterministic bound applies; judge by the statistics; "
+                           : "the revealed tree's path roundoff S >= 1: no deterministic bound applies; judge by the "
+                             "statistics; ";
   if (s.unwritten) note += std::to_string(s.unwritten) + " entries left unwritten (NaN poison); ";
   if (s.bound_violations)
     note += std::to_string(s.bound_violations) + " entries above the bound gamma_K |A||B| + underflow term; ";

@@ -1,6 +1,8 @@
 // The column table: every CSV column is named once here, with how it is written and read back.
 #include "experiments/report/result.hpp"
 
+#include "reference/tree_form.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -165,7 +167,8 @@ const std::vector<Column>& columns() {
     v.push_back({"accumulation", [](const ResultRow& r) { return std::string(to_string(r.numerics.accumulation)); },
                  [](ResultRow& r, const std::string& s) {
                    auto a = parse_accumulation(s);
-                   if (!a) bad_value("accumulation", s, "an accumulation (fma, in_mma, in_wgmma, external, promoted, library, unknown)");
+                   if (!a)
+                     bad_value("accumulation", s, "an accumulation (fma, in_mma, in_wgmma, external, promoted, library, unknown, tree)");
                    r.numerics.accumulation = *a;
                  }});
     v.push_back({"promotion_interval_k", [](const ResultRow& r) { return std::to_string(r.numerics.promotion_interval_k); },
@@ -184,6 +187,9 @@ const std::vector<Column>& columns() {
                    if (!parse_products(s, any)) bad_value("split_products", s, "pairs of piece indices 0-2, e.g. \"00 01 10\"");
                    r.numerics.split.products = any.products;
                  }});
+    // The revealed tree of an explained record (tree_form.hpp), checked against K once the row is read.
+    v.push_back({"summation_tree", [](const ResultRow& r) { return r.numerics.tree; },
+                 [](ResultRow& r, const std::string& s) { r.numerics.tree = s; }});
     layout("layout_a", &ResultRow::layout_a);
     layout("layout_b", &ResultRow::layout_b);
     text("distribution", &ResultRow::distribution);
@@ -271,6 +277,17 @@ ResultRow from_fields(const std::vector<std::string>& header, const std::vector<
   ResultRow r;
   for (std::size_t i = 0; i < header.size(); ++i)
     if (auto it = by_name.find(header[i]); it != by_name.end()) it->second->set(r, fields[i]);
+  // A tree must be one of the row's K products; accumulation tree must come with one.
+  if (!r.numerics.tree.empty()) {
+    try {
+      parse_compact_form(r.numerics.tree, r.K);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("column summation_tree is not a tree of the row's K = " + std::to_string(r.K) +
+                                  " products: " + e.what());
+    }
+  } else if (r.numerics.accumulation == Accumulation::tree) {
+    throw std::invalid_argument("column accumulation is tree but the row's summation_tree is empty");
+  }
   // The split's two columns are read apart; together they must be a split the bound models.
   if (const std::string why = split_problem(r.numerics.split); !why.empty())
     throw std::invalid_argument("columns split_pieces " + std::to_string(r.numerics.split.pieces) + " and split_products '" +

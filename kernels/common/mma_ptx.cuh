@@ -149,7 +149,7 @@ constexpr Numerics fp16_f32_mma_numerics(Accumulation mode, int split_k = 1) {
   return Numerics{.input = Format::fp16, .compute = Format::fp16, .accumulator = Format::fp32,
                   .output = Format::fp32, .accumulation = mode,
                   .instruction = tc::Instruction::mma_m16n8k16_f16_f32, .k_step = 16, .split_k = split_k,
-                  .accumulation_rounding = Rounding::toward_zero, .split = {}};
+                  .accumulation_rounding = Rounding::toward_zero, .split = {}, .tree = {}};
 }
 
 // Descriptor of an fp16-in, fp32-accumulate, fp32-out mma.sync kernel (steps 1-3 of the series):

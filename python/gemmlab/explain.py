@@ -5,11 +5,15 @@ whether it computes C = A B at all; its summation tree (FPRev masking at many ou
 entry by entry and call by call); how fp32 operands reach the multiplier (as they are, or rounded to
 tf32 to nearest even, to nearest away from zero, cut toward zero, or to bf16 / fp16); the arithmetic
 of each kind of fused tensor-core node (gemmlab's tensor-core probes embedded in full GEMMs at one
-node's leaves, inferred as ``gemmlab probe`` infers an instruction). Then tree + conversion + node
-model predict C, compared bit for bit with the callable's C on several distributions at full size.
+node's leaves: every instruction of ``gemmlab tc-eval --list`` with that block is a candidate, fp16
+accumulators included; the report names the one chosen and those ruled out, with counts). Then tree +
+conversion + node model predict C, compared bit for bit with the callable's C on several distributions
+at full size.
 
-Identified, the callable is judged by the bound of the numerics it was found to have (``passed`` or
-``failed_bound`` instead of ``no_bound``); otherwise the report names the stage that failed and why.
+Identified, the callable's record holds its revealed tree (``report["tree"]``: ``words``, the compact
+``form``, every node in ``nodes``; ``plots/explain_tree.py`` draws it) and it is judged by that tree's
+bound (``report["bound"]``; ``passed`` or ``failed_bound`` instead of ``no_bound``, which stays only
+where the bound reaches 1); otherwise the report names the stage that failed and why.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ COLUMNS: tuple[str, ...] = tuple(_core.result_columns())
 STATUSES: tuple[str, ...] = tuple(_core.statuses())
 
 _TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
-         "accumulation", "split_products", "layout_a", "layout_b", "distribution", "reference", "recipe", "note"}
+         "accumulation", "split_products", "summation_tree", "layout_a", "layout_b", "distribution", "reference", "recipe", "note"}
 # Counts: nullable, because rows that did not run (not_applicable, not_supported) leave them empty.
 _INT = {"promotion_interval_k", "split_pieces", "M", "N", "K", "reps", "sm_clock_mhz", *_core.integer_stats_columns()}
 

@@ -9,8 +9,11 @@
 
 #include "reference/distributions.hpp"
 #include "reference/explain/internal.hpp"
+#include "reference/error_stats.hpp"
 #include "reference/rng.hpp"
 #include "reference/tc_infer.hpp"
+#include "reference/tree_bound.hpp"
+#include "reference/tree_form.hpp"
 
 namespace gemmlab::explain {
 
@@ -76,9 +79,28 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
     total_mismatches += c.mismatches;
     r.comparisons.push_back(c);
   }
-  // The identified numerics in gemmlab's vocabulary, and the known kernels that have them (no built-in
-  // kernel splits its operands).
-  r.numerics = numerics_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);
+  // The identified numerics as a record holding the tree (in gemmlab's vocabulary where one fits), its
+  // bound, and the known kernels that have them (no built-in kernel splits its operands).
+  r.numerics = record_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);
+  if (r.numerics) {
+    const BoundModel m = bound_model(*r.numerics, o.K());
+    r.bound = gamma_bound_factor(m);
+    r.underflow_bound = underflow_term(m);
+    r.path_roundoff = m.tree_path;
+    // The roundings on the worst path, as tree_bound.hpp counts them for this record.
+    const std::optional<tc::TcParams> p =
+        r.numerics->instruction ? tc::measured_hopper_params(*r.numerics->instruction) : std::nullopt;
+    const TreeRoundoff t = tree_roundoff(r.tree.tree, [&](int) { return p; },
+                                         r.numerics->accumulator == Format::fp64 ? Format::fp64 : Format::fp32,
+                                         r.numerics->split.pieces > 1 ? r.numerics->split.passes() : 1);
+    r.path_roundings = t.roundings;
+    r.worst_product = t.worst_product;
+    if (r.numerics->accumulation != Accumulation::tree) {
+      Numerics named = *r.numerics;
+      named.tree.clear();
+      r.named_bound = gamma_bound_factor(bound_model(named, o.K()));
+    }
+  }
   {
     std::ostringstream s;
     if (split)
@@ -141,12 +163,24 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
     }
     if (!ins) return std::nullopt;
     const bool fp8 = compute == Format::e4m3 || compute == Format::e5m2;
-    Numerics base{.input = input, .compute = compute, .accumulator = Format::fp32, .output = output,
+    // The running sum is the instruction's accumulator (fp16 for f16 -> f16 and fp8 -> f16); only an
+    // fp32 one is added into fp32 registers (external, promoted, split-K) in gemmlab's vocabulary.
+    const Format acc = tc::info(*ins).output;
+    Numerics base{.input = input, .compute = compute, .accumulator = acc, .output = output,
                   .accumulation = Accumulation::in_mma, .instruction = ins, .k_step = g,
-                  .accumulation_rounding = Rounding::toward_zero, .acc_unit_roundoff = fp8 ? 0x1p-13 : 0.0,
-                  .subnormals_flushed = fp8 && tc::info(*ins).name[0] == 'w', .split = {}};
+                  .accumulation_rounding = Rounding::toward_zero,
+                  .acc_unit_roundoff = fp8 && acc == Format::fp32 ? 0x1p-13 : 0.0,
+                  .subnormals_flushed = fp8 && tc::info(*ins).name[0] == 'w', .split = {}, .tree = {}};
     const bool wgmma = std::string(tc::info(*ins).name).rfind("wgmma", 0) == 0;
     for (int split : {1, 2}) {
+      if (acc != Format::fp32) {
+        if (split == 1) {
+          Numerics n = base;
+          n.accumulation = wgmma ? Accumulation::in_wgmma : Accumulation::in_mma;
+          cands.push_back(n);
+        }
+        continue;
+      }
       for (Accumulation a : {wgmma ? Accumulation::in_wgmma : Accumulation::in_mma, Accumulation::external}) {
         Numerics n = base;
         n.accumulation = a;
@@ -180,6 +214,50 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
     return n;
   }
   return std::nullopt;
+}
+
+std::optional<Numerics> record_for(const SummationTree& tree, Format input, Format output, Conversion conv,
+                                   const std::vector<NodeKind>& kinds, const emulation::SplitScheme* split) {
+  std::optional<Numerics> named = numerics_for(tree, input, output, conv, kinds, split);
+  if (named) {
+    named->tree = compact_form(tree);
+    return named;
+  }
+  // accumulation tree: one instruction for every kind of fused node (the carry kinds' first, whose
+  // probes saw C's rules), or none where the tree has no fused node.
+  std::optional<tc::Instruction> ins;
+  for (const NodeKind& k : kinds) {
+    std::istringstream s(k.same_as);
+    std::string first;
+    if (!(s >> first)) return std::nullopt;  // a node model no instruction of gemmlab's has
+    const std::optional<tc::Instruction> i = tc::parse_instruction(first);
+    if (!i) return std::nullopt;
+    if (ins && tc::measured_hopper_params(*ins) != tc::measured_hopper_params(*i)) return std::nullopt;
+    if (!ins || k.carry) ins = i;
+  }
+  if (split && !ins) return std::nullopt;  // pieces reach a multiplier: fused nodes
+  const bool tf32_pieces = split && split->format == emulation::SplitScheme::PieceFormat::tf32;
+  const Format compute = !split ? compute_format(conv, input) : tf32_pieces ? Format::tf32 : Format::bf16;
+  const bool fp8 = compute == Format::e4m3 || compute == Format::e5m2;
+  Numerics n;
+  n.input = input;
+  n.compute = compute;
+  n.accumulator = ins ? tc::info(*ins).output : Format::fp32;
+  n.output = output;
+  n.accumulation = Accumulation::tree;
+  n.instruction = ins;
+  n.k_step = ins ? tc::info(*ins).k : 1;
+  n.accumulation_rounding = ins ? Rounding::toward_zero : Rounding::nearest_even;
+  n.acc_unit_roundoff = ins && fp8 && n.accumulator == Format::fp32 ? 0x1p-13 : 0.0;
+  n.subnormals_flushed = ins && fp8 && tc::info(*ins).name[0] == 'w';
+  if (split) {
+    n.split.pieces = split->pieces;
+    for (const auto& [i, j] : split->passes) n.split.products |= OperandSplit::bit(i, j);
+    n.split.rounding = tf32_pieces || split->big_rounding == emulation::LowBits::toward_zero ? Rounding::toward_zero
+                                                                                              : Rounding::nearest_even;
+  }
+  n.tree = compact_form(tree);
+  return n;
 }
 
 bool expected_tree_matches(const Numerics& n, int K, const std::string& canonical) {

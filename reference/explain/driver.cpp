@@ -1,5 +1,6 @@
 // The driver of `gemmlab explain`: the stages in order, each stopping the report at its stage with
 // the reason, and the report's summary (reference/explain.hpp).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -22,15 +23,31 @@ std::string Report::summary() const {
   if (nodes.split)
     s << "  split: " << nodes.split->describe() << " (the one of " << nodes.split_candidates << " schemes explaining all "
       << nodes.split_probes << " probes)\n";
-  for (const NodeKind& k : nodes.kinds)
+  for (const NodeKind& k : nodes.kinds) {
     s << "  fused nodes of " << k.leaves << (k.carry ? " products and the running sum" : " products") << ": "
       << k.params.describe() << " (" << k.probes << " probes of " << k.instruction << ", " << k.mismatching
       << " unexplained" << (k.same_as.empty() ? "" : "; as " + k.same_as)
       << (k.checked_through.empty() ? "" : "; checked through the " + k.checked_through + " output, not inferred") << ")\n";
+    if (!k.candidates.empty()) {
+      int consistent = 0;
+      for (const NodeKind::Candidate& c : k.candidates) consistent += c.mismatching == 0;
+      const std::string out = k.ruled_out();
+      s << "    candidates: " << k.candidates.size() << " instructions of " << k.leaves << " products, " << consistent
+        << " explaining every probe; ruled out: " << (out.empty() ? "none" : out) << "\n";
+    }
+  }
   for (const Comparison& c : comparisons)
     s << "  " << c.distribution << ": " << c.mismatches << " of " << c.outputs << " outputs differ from the prediction"
       << (c.first_mismatch.empty() ? "" : " (first " + c.first_mismatch + ")") << "\n";
   if (!numerics_text.empty()) s << "  numerics: " << numerics_text << "\n";
+  if (numerics) {
+    s << "  bound: |C^ - C| <= " << bound << " |A||B| + " << underflow_bound << ", from the tree: product "
+      << worst_product << " meets the most rounding error on its path (" << path_roundings
+      << " roundings, their unit roundoffs adding up to " << path_roundoff << ")";
+    if (std::isinf(bound)) s << "; that reaches 1: no bound (judged no_bound)";
+    if (!std::isnan(named_bound)) s << "; gamma_K of the named order: " << named_bound;
+    s << "\n";
+  }
   if (!behaves_like.empty()) {
     s << "  behaves exactly like:";
     for (const std::string& b : behaves_like) s << " " << b;

@@ -62,11 +62,14 @@ bool same_arithmetic(tc::TcParams a, const tc::TcParams& b) {
   return a == b;
 }
 
-std::vector<tc::Instruction> instructions_for(Format compute, int leaves) {
+// The instructions (`gemmlab tc-eval --list`) whose products are `leaves` of `compute` in A and B, with an
+// fp32 accumulator, or with any (fp16 too) when `any_accumulator`.
+std::vector<tc::Instruction> instructions_for(Format compute, int leaves, bool any_accumulator = false) {
   std::vector<tc::Instruction> out;
   for (tc::Instruction i : tc::all_instructions()) {
     const tc::InstructionInfo& I = tc::info(i);
-    if (I.input == compute && I.format_b() == compute && I.k == leaves && I.output == Format::fp32) out.push_back(i);
+    if (I.input == compute && I.format_b() == compute && I.k == leaves && (any_accumulator || I.output == Format::fp32))
+      out.push_back(i);
   }
   return out;
 }
@@ -347,6 +350,180 @@ NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTre
   return st;
 }
 
+// ---------------------------------------------------------------------------------------------
+// One kind of fused node: every instruction of its block and compute format is a candidate, whatever
+// its accumulator (`gemmlab tc-eval --list`: fp32, and fp16 for wgmma and mma.sync f16 -> f16 and fp8
+// -> f16). The probes of each probe set (make_probes of an input, output and block) are embedded at
+// the leaves of `node`, its C built exactly by the carry child's leaves; then each candidate's measured
+// model predicts every probe whose C it could have been handed (C exact in the candidate's
+// accumulator: an fp16 node's C is an fp16 value), rounded as the kernel writes its output. A
+// candidate with a probe it does not explain is ruled out, with the count; the first that explains
+// them all is the node's model, one writing the kernel's output format before one checked through a
+// narrower output (NodeKind::checked_through: bf16 written from fp32). Where none does, the model is
+// inferred (tc::infer, like `gemmlab probe`) from the probes of an instruction that writes what the
+// kernel writes, which finds an arithmetic that no instruction has too; it is taken whole from a
+// measured instruction of the same arithmetic where there is one (the special rules that only the
+// adversarial corpus settles are not probed here).
+NodeKind infer_kind(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, int node, bool carry, Format compute,
+                    const Options& opt, std::string& why) {
+  NodeKind nk;
+  nk.carry = carry;
+  // The node's own leaves, and the leaves that build its C (the carry child's leaves).
+  std::vector<int> L, builder;
+  int carry_child = -1;
+  for (int c : t.children(node)) {
+    if (t.is_leaf(c)) L.push_back(c);
+    else carry_child = c;
+  }
+  std::sort(L.begin(), L.end());
+  nk.leaves = static_cast<int>(L.size());
+  if (carry_child >= 0)
+    for (int c : t.children(carry_child))
+      if (t.is_leaf(c)) builder.push_back(c);
+  const std::vector<tc::Instruction> cands = instructions_for(compute, nk.leaves, true);
+  if (cands.empty()) {
+    why = "fused nodes of " + std::to_string(nk.leaves) + " " + info(compute).name +
+          " products: no tensor-core instruction of that block has probes in gemmlab";
+    return nk;
+  }
+  // The probe sets, one per accumulator format among the candidates, each run once.
+  struct Set {
+    tc::Instruction ins;  // the first candidate of this accumulator (whose probes these are)
+    std::vector<tc::Probe> probes;
+    std::vector<const tc::Probe*> used;
+    std::vector<std::uint64_t> bits;
+    int skipped = 0;
+  };
+  std::vector<Set> sets;
+  for (tc::Instruction ins : cands)
+    if (std::none_of(sets.begin(), sets.end(), [&](const Set& x) { return tc::info(x.ins).output == tc::info(ins).output; }))
+      sets.push_back({ins, tc::make_probes(tc::info(ins)), {}, {}, 0});
+  for (Set& set : sets) {
+    std::vector<Item> items;
+    for (const tc::Probe& pr : set.probes) {
+      if (static_cast<long long>(set.used.size()) >= opt.max_probes) break;
+      if (pr.raw || (pr.c != 0 && !carry) || (pr.c == 0 && std::signbit(pr.c))) {
+        ++set.skipped;
+        continue;
+      }
+      Item it;
+      for (int k = 0; k < nk.leaves; ++k) {
+        it.a.at.push_back({L[k], pr.a[k]});
+        it.b.at.push_back({L[k], pr.b[k]});
+      }
+      if (pr.c != 0) {
+        const auto pieces = carry_pieces(pr.c, compute, static_cast<int>(builder.size()));
+        if (pieces.empty() || std::fabs(pr.c) < 0x1p-100 || std::fabs(pr.c) > 0x1p100) {
+          ++set.skipped;
+          continue;
+        }
+        for (std::size_t x = 0; x < pieces.size(); ++x) {
+          it.a.at.push_back({builder[x], pieces[x].first});
+          it.b.at.push_back({builder[x], pieces[x].second});
+        }
+      }
+      items.push_back(std::move(it));
+      set.used.push_back(&pr);
+    }
+    set.bits = run_items(o, E, items);
+  }
+  // A model on every probe whose C it could have been handed (exact in its accumulator), the
+  // prediction rounded as the kernel writes its output: the probes it applies to and those it does not
+  // explain. GEMMLAB_EXPLAIN_TRACE: each unexplained probe on stderr (its id, the model's D before and
+  // after the rounding to the output, the kernel's bits), to find what the output does.
+  const bool trace_misses = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
+  auto check = [&](const tc::TcParams& model, const char* name, int& probes) {
+    int miss = 0;
+    probes = 0;
+    for (const Set& set : sets)
+      for (std::size_t x = 0; x < set.used.size(); ++x) {
+        const tc::Probe& pr = *set.used[x];
+        if (tc::round_to_format(model.output, pr.c, Rounding::nearest_even) != pr.c) continue;
+        ++probes;
+        const double d = tc::predict(model, pr);
+        const bool same = std::isnan(d) ? std::isnan(from_bits(o.output(), set.bits[x]))
+                                        : output_bits(o.output(), d, 0) == set.bits[x];
+        miss += !same;
+        if (!same && trace_misses)
+          std::fprintf(stderr, "[explain] %s probe %s (c = %s): model D = %s -> %s 0x%llx, kernel 0x%llx = %s\n", name,
+                       pr.id.c_str(), value_text(pr.c).c_str(), value_text(d).c_str(), info(o.output()).name,
+                       static_cast<unsigned long long>(output_bits(o.output(), d, 0)),
+                       static_cast<unsigned long long>(set.bits[x]), value_text(from_bits(o.output(), set.bits[x])).c_str());
+      }
+    return miss;
+  };
+  std::vector<std::optional<tc::TcParams>> measured;
+  for (tc::Instruction ins : cands) {
+    measured.push_back(tc::measured_hopper_params(ins));
+    NodeKind::Candidate c{tc::info(ins).name, 0, -1};  // -1: no measured model to check
+    if (measured.back()) c.mismatching = check(*measured.back(), c.instruction.c_str(), c.probes);
+    nk.candidates.push_back(c);
+  }
+  // The first candidate whose measured model explains every probe it applies to, one that writes what
+  // the kernel writes before one checked through a narrower output.
+  for (const bool through : {false, true})
+    for (std::size_t c = 0; c < cands.size(); ++c) {
+      const NodeKind::Candidate& cand = nk.candidates[c];
+      if (!measured[c] || cand.mismatching != 0 || cand.probes == 0) continue;
+      if ((tc::info(cands[c]).output != o.output()) != through) continue;
+      nk.instruction = cand.instruction;
+      nk.probes = cand.probes;
+      nk.mismatching = 0;
+      nk.params = *measured[c];
+      if (through) nk.checked_through = info(o.output()).name;
+      for (std::size_t d = 0; d < cands.size(); ++d)
+        if (measured[d] && nk.candidates[d].mismatching == 0 && same_arithmetic(*measured[c], *measured[d]))
+          nk.same_as += std::string(nk.same_as.empty() ? "" : " ") + tc::info(cands[d]).name;
+      return nk;
+    }
+  // None: the model inferred where the kernel writes what an instruction writes (an arithmetic no
+  // instruction has), then checked on the other sets' probes too. The rounding of a narrower output
+  // hides the bits the inference reads: there no model is inferred.
+  for (const Set& set : sets) {
+    const tc::InstructionInfo& I = tc::info(set.ins);
+    if (I.output != o.output()) continue;
+    std::vector<tc::ProbeOutcome> outcomes;
+    for (std::size_t x = 0; x < set.used.size(); ++x) outcomes.push_back({*set.used[x], set.bits[x]});
+    const tc::Inference inf = tc::infer(I, outcomes);
+    nk.inferred_from = I.name;
+    nk.inferred_mismatching = inf.mismatching_probes;
+    if (inf.mismatching_probes != 0) continue;
+    int probes = 0;
+    nk.inferred_mismatching = check(inf.params, "the inferred model", probes);
+    if (nk.inferred_mismatching != 0) continue;
+    nk.instruction = I.name;
+    nk.probes = probes;
+    nk.skipped = set.skipped;
+    nk.mismatching = 0;
+    nk.params = inf.params;
+    nk.ambiguous = inf.ambiguous;
+    // A measured instruction of the same arithmetic (special rules aside): the node takes its model whole.
+    for (std::size_t c = 0; c < cands.size(); ++c)
+      if (measured[c] && same_arithmetic(inf.params, *measured[c])) {
+        if (nk.same_as.empty()) nk.params = *measured[c];
+        nk.same_as += std::string(nk.same_as.empty() ? "" : " ") + tc::info(cands[c]).name;
+      }
+    return nk;
+  }
+  std::ostringstream w;
+  w << "no tensor-core model explains the fused nodes of " << nk.leaves << " products (";
+  bool first = true;
+  if (!nk.inferred_from.empty()) {
+    w << "inferred from " << nk.inferred_from << "'s probes: " << nk.inferred_mismatching << " unexplained";
+    first = false;
+  }
+  for (const NodeKind::Candidate& c : nk.candidates) {
+    w << (first ? "" : "; ") << c.instruction << "'s measured model: ";
+    first = false;
+    if (c.mismatching < 0) w << "none";
+    else w << c.mismatching << " of " << c.probes << " probes unexplained";
+  }
+  w << (o.output() == Format::fp32 ? "" : std::string(", seen through the ") + info(o.output()).name + " output") << ")";
+  why = w.str();
+  nk.mismatching = nk.inferred_from.empty() ? 0 : nk.inferred_mismatching;
+  return nk;
+}
+
 }  // namespace
 
 NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const ConversionStage& conv,
@@ -383,132 +560,10 @@ NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTre
   if (compute == Format::fp32 && !kinds.empty() && (conv.split || instructions_for(Format::fp32, kinds[0].leaves).empty()))
     return infer_split(o, E, t, opt, t0);
   for (const Kind& kind : kinds) {
-    NodeKind nk;
-    nk.leaves = kind.leaves;
-    nk.carry = kind.carry;
-    const std::vector<tc::Instruction> cands = instructions_for(compute, kind.leaves);
-    if (cands.empty()) {
-      st.why = "fused nodes of " + std::to_string(kind.leaves) + " " + info(compute).name +
-               " products: no tensor-core instruction of that block has probes in gemmlab";
-      st.kinds.push_back(nk);
-      return st;
-    }
-    // The node's own leaves, and the leaves that build its C (the carry child's leaves).
-    std::vector<int> L, builder;
-    int carry_child = -1;
-    for (int c : t.children(kind.node)) {
-      if (t.is_leaf(c)) L.push_back(c);
-      else carry_child = c;
-    }
-    std::sort(L.begin(), L.end());
-    if (carry_child >= 0)
-      for (int c : t.children(carry_child))
-        if (t.is_leaf(c)) builder.push_back(c);
-    bool found = false;
-    std::string tried;
-    for (tc::Instruction ins : cands) {
-      const tc::InstructionInfo& I = tc::info(ins);
-      std::vector<tc::Probe> probes = tc::make_probes(I);
-      std::vector<Item> items;
-      std::vector<const tc::Probe*> used;
-      int skipped = 0;
-      for (const tc::Probe& pr : probes) {
-        if (static_cast<long long>(used.size()) >= opt.max_probes) break;
-        if (pr.raw || (pr.c != 0 && !kind.carry) || (pr.c == 0 && std::signbit(pr.c))) {
-          ++skipped;
-          continue;
-        }
-        Item it;
-        for (int k = 0; k < I.k; ++k) {
-          it.a.at.push_back({L[k], pr.a[k]});
-          it.b.at.push_back({L[k], pr.b[k]});
-        }
-        if (pr.c != 0) {
-          const auto pieces = carry_pieces(pr.c, compute, static_cast<int>(builder.size()));
-          if (pieces.empty() || std::fabs(pr.c) < 0x1p-100 || std::fabs(pr.c) > 0x1p100) {
-            ++skipped;
-            continue;
-          }
-          for (std::size_t s = 0; s < pieces.size(); ++s) {
-            it.a.at.push_back({builder[s], pieces[s].first});
-            it.b.at.push_back({builder[s], pieces[s].second});
-          }
-        }
-        items.push_back(std::move(it));
-        used.push_back(&pr);
-      }
-      std::vector<std::uint64_t> bits = run_items(o, E, items);
-      nk.instruction = I.name;
-      nk.probes = static_cast<int>(used.size());
-      nk.skipped = skipped;
-      if (o.output() != I.output) {
-        // The kernel writes a narrower format than the instruction (bf16 from the fp32 result): the
-        // rounding hides the low bits the inference reads, so the instruction's measured model is
-        // checked instead, each probe's prediction rounded to nearest even as the kernel's output
-        // is. Agreement on every probe (and then the composition) identifies it; an arithmetic that
-        // no probed instruction has cannot be inferred through such an output.
-        const std::optional<tc::TcParams> mp = tc::measured_hopper_params(ins);
-        if (!mp) {
-          tried += std::string(tried.empty() ? "" : "; ") + I.name + ": no measured model to check through the " +
-                   info(o.output()).name + " output";
-          continue;
-        }
-        int miss = 0;
-        // GEMMLAB_EXPLAIN_TRACE: each unexplained probe on stderr (its id, the model's D before and
-        // after the rounding to the output, the kernel's bits), to find what the output does.
-        const bool trace_misses = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
-        for (std::size_t x = 0; x < used.size(); ++x) {
-          const double d = tc::predict(*mp, *used[x]);
-          const bool same = std::isnan(d) ? std::isnan(from_bits(o.output(), bits[x]))
-                                          : output_bits(o.output(), d, 0) == bits[x];
-          miss += !same;
-          if (!same && trace_misses)
-            std::fprintf(stderr, "[explain] %s probe %s (c = %s): model D = %s -> %s 0x%llx, kernel 0x%llx = %s\n", I.name,
-                         used[x]->id.c_str(), value_text(used[x]->c).c_str(), value_text(d).c_str(),
-                         info(o.output()).name, static_cast<unsigned long long>(output_bits(o.output(), d, 0)),
-                         static_cast<unsigned long long>(bits[x]), value_text(from_bits(o.output(), bits[x])).c_str());
-        }
-        nk.checked_through = info(o.output()).name;
-        nk.mismatching = miss;
-        nk.params = *mp;
-        tried += std::string(tried.empty() ? "" : "; ") + I.name + "'s measured model: " + std::to_string(miss) +
-                 " of " + std::to_string(used.size()) + " probes seen through the " + info(o.output()).name +
-                 " output unexplained";
-        if (miss == 0) {
-          found = true;
-          break;
-        }
-        continue;
-      }
-      std::vector<tc::ProbeOutcome> outcomes;
-      for (std::size_t x = 0; x < used.size(); ++x) outcomes.push_back({*used[x], bits[x]});
-      const tc::Inference inf = tc::infer(I, outcomes);
-      nk.mismatching = inf.mismatching_probes;
-      nk.params = inf.params;
-      nk.ambiguous = inf.ambiguous;
-      tried += std::string(tried.empty() ? "" : "; ") + I.name + ": " + std::to_string(inf.mismatching_probes) + " of " +
-               std::to_string(used.size()) + " probes unexplained";
-      if (inf.mismatching_probes == 0) {
-        found = true;
-        break;
-      }
-    }
-    // The probed instructions with the same arithmetic. The special rules that only the adversarial
-    // corpus settles (overflow, the sign of an exact zero, zero operands, tf32's low bits) are not
-    // probed here: a node that matches an instruction's arithmetic takes its measured model whole.
-    std::optional<tc::TcParams> measured;
-    for (tc::Instruction i : tc::all_instructions()) {
-      auto mp = tc::measured_hopper_params(i);
-      const tc::InstructionInfo& I = tc::info(i);
-      if (found && mp && same_arithmetic(nk.params, *mp) && I.input == compute && I.output == Format::fp32) {
-        nk.same_as += std::string(nk.same_as.empty() ? "" : " ") + I.name;
-        if (!measured) measured = mp;
-      }
-    }
-    if (measured) nk.params = *measured;
-    st.kinds.push_back(nk);
-    if (!found) {
-      st.why = "no tensor-core model explains the fused nodes of " + std::to_string(kind.leaves) + " products (" + tried + ")";
+    std::string why;
+    st.kinds.push_back(infer_kind(o, E, t, kind.node, kind.carry, compute, opt, why));
+    if (!why.empty()) {
+      st.why = why;
       st.seconds = since(t0);
       return st;
     }
@@ -530,6 +585,15 @@ emulation::NodeModel node_model(const std::vector<NodeKind>& kinds) {
 }
 
 }  // namespace detail
+
+std::string NodeKind::ruled_out() const {
+  std::ostringstream s;
+  for (const Candidate& c : candidates)
+    if (c.mismatching > 0)
+      s << (s.tellp() > 0 ? ", " : "") << c.instruction << " (" << c.mismatching << " of " << c.probes
+        << " probes unexplained)";
+  return s.str();
+}
 
 std::vector<emulation::SplitScheme> split_candidates(int longest_chain, emulation::SplitScheme::PieceFormat format) {
   using emulation::SplitScheme;

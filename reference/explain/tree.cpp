@@ -9,6 +9,7 @@
 #include "reference/explain/internal.hpp"
 #include "reference/fprev.hpp"
 #include "reference/rng.hpp"
+#include "reference/tree_form.hpp"
 
 namespace gemmlab::explain {
 
@@ -213,7 +214,8 @@ TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt) {
       return st;
     }
   }
-  st.text = describe(st.tree);
+  st.text = tree_in_words(st.tree);
+  st.form = compact_form(st.tree);
   // Verification: the same pairs at up to verify_entries entries, twice.
   std::vector<std::pair<int, int>> pairs{{0, K - 1}, {0, K / 2}, {K - 2, K - 1}, {0, 1}};
   SplitMix rng{opt.seed ^ 0x7e57ull};

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -17,6 +18,8 @@
 #include "reference/kernel_emulation.hpp"
 #include "reference/summation_tree.hpp"
 #include "reference/tc_model.hpp"
+#include "reference/tree_bound.hpp"
+#include "reference/tree_form.hpp"
 
 using namespace gemmlab;
 using namespace gemmlab::explain;
@@ -137,6 +140,118 @@ TEST(ExplainSynthetic, InMmaFp16) {
   EXPECT_EQ(r.numerics->k_step, 16);
   ASSERT_EQ(r.behaves_like.size(), 1u);
   EXPECT_EQ(r.behaves_like[0], "builtin_in_mma");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every instruction of `gemmlab tc-eval --list` is a candidate node, fp16 accumulators included.
+
+namespace {
+
+// The instructions explain must try for nodes of `leaves` products of `in`: every one of that input
+// and block, whatever its accumulator.
+std::vector<std::string> listed(Format in, int leaves) {
+  std::vector<std::string> out;
+  for (tc::Instruction i : tc::all_instructions())
+    if (tc::info(i).input == in && tc::info(i).format_b() == in && tc::info(i).k == leaves) out.push_back(tc::info(i).name);
+  return out;
+}
+
+const NodeKind& carry_kind(const Report& r) {
+  for (const NodeKind& k : r.nodes.kinds)
+    if (k.carry) return k;
+  return r.nodes.kinds.at(0);
+}
+
+int mismatching_of(const NodeKind& k, const std::string& instruction) {
+  for (const NodeKind::Candidate& c : k.candidates)
+    if (c.instruction == instruction) return c.mismatching;
+  ADD_FAILURE() << instruction << " was not a candidate";
+  return -2;
+}
+
+}  // namespace
+
+TEST(ExplainCandidates, Fp16AccumulatorIdentifiedAndTheFp32OnesRuledOut) {
+  // Triton's tl.dot(..., out_dtype=tl.float16): wgmma f16 -> f16, each node's C the previous node's
+  // fp16 output, written as fp16. Before fp16 accumulators were candidates, 13 of 2790 probes through the
+  // fp16 output stayed unexplained on the H100.
+  const int K = 256;
+  SyntheticKernel k(64, 64, K, Format::fp16, blocked_tree(K, 16, true), model_of(tc::Instruction::wgmma_m64n8k16_f16_f16));
+  k.output_format = Format::fp16;
+  const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_f16_f16));
+  EXPECT_TRUE(contains(nk.same_as, "wgmma_m64n8k16_f16_f16")) << nk.same_as;
+  EXPECT_TRUE(contains(nk.same_as, "mma_m16n8k16_f16_f16")) << nk.same_as;
+  EXPECT_TRUE(nk.checked_through.empty());  // inferred: the kernel writes what the instruction writes
+  // Every fp16 instruction of 16 products was a candidate; the fp32 accumulators are ruled out, each with
+  // the probes it leaves unexplained, and the fp16 ones explain every probe.
+  std::vector<std::string> tried;
+  for (const NodeKind::Candidate& c : nk.candidates) tried.push_back(c.instruction);
+  EXPECT_EQ(tried, listed(Format::fp16, 16));
+  ASSERT_GE(tried.size(), 6u);
+  for (const NodeKind::Candidate& c : nk.candidates) {
+    const bool f16 = contains(c.instruction, "f16_f16");
+    EXPECT_GT(c.probes, 0) << c.instruction;
+    if (f16) EXPECT_EQ(c.mismatching, 0) << c.instruction;
+    else EXPECT_GT(c.mismatching, 0) << c.instruction;
+  }
+  EXPECT_TRUE(contains(nk.ruled_out(), "mma_m16n8k16_f16_f32 (")) << nk.ruled_out();
+  EXPECT_FALSE(contains(nk.ruled_out(), "f16_f16")) << nk.ruled_out();
+  EXPECT_TRUE(contains(r.summary(), "ruled out: mma_m16n8k16_f16_f32")) << r.summary();
+  // The record: an in-mma chain whose running sum is fp16.
+  ASSERT_TRUE(r.numerics) << r.summary();
+  EXPECT_EQ(r.numerics->accumulator, Format::fp16);
+  EXPECT_EQ(r.numerics->output, Format::fp16);
+  ASSERT_TRUE(r.numerics->instruction);
+  EXPECT_EQ(tc::info(*r.numerics->instruction).output, Format::fp16);
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::in_mma);
+}
+
+TEST(ExplainCandidates, Fp32AccumulatorWritingFp16RulesOutTheFp16Ones) {
+  // torch.matmul fp16 -> fp16 through cuBLAS: fp32 running sums rounded to fp16 at the end. The fp16
+  // accumulators are candidates too, and ruled out with a count.
+  const int K = 256;
+  SyntheticKernel k(64, 64, K, Format::fp16, blocked_tree(K, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.output_format = Format::fp16;
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_f16_f32));
+  EXPECT_EQ(nk.checked_through, "fp16");
+  EXPECT_GT(mismatching_of(nk, "mma_m16n8k16_f16_f16"), 0);
+  EXPECT_GT(mismatching_of(nk, "wgmma_m64n8k16_f16_f16"), 0);
+  EXPECT_EQ(mismatching_of(nk, "mma_m16n8k16_f16_f32"), 0);
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->accumulator, Format::fp32);
+}
+
+TEST(ExplainCandidates, Fp8WithAnFp16AccumulatorIdentified) {
+  // wgmma e4m3 -> f16: 32 products aligned with 13 fraction bits, rounded to nearest fp16, chained.
+  const int K = 256;
+  SyntheticKernel k(64, 64, K, Format::e4m3, blocked_tree(K, 32, true), model_of(tc::Instruction::wgmma_m64n8k32_e4m3_f16));
+  k.output_format = Format::fp16;
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k32_e4m3_f16));
+  EXPECT_GT(mismatching_of(nk, "wgmma_m64n8k32_e4m3_f32"), 0);
+  ASSERT_TRUE(r.numerics);
+  EXPECT_EQ(r.numerics->accumulator, Format::fp16);
+}
+
+TEST(ExplainCandidates, Fp32KernelsStillPickTheirInstructionAndRuleOutTheFp16Ones) {
+  SyntheticKernel k(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  const NodeKind& nk = carry_kind(r);
+  EXPECT_TRUE(nk.checked_through.empty());
+  EXPECT_TRUE(contains(nk.same_as, "mma_m16n8k16_f16_f32")) << nk.same_as;
+  EXPECT_GT(mismatching_of(nk, "mma_m16n8k16_f16_f16"), 0);
 }
 
 TEST(ExplainSynthetic, ExternalBf16) {
@@ -718,10 +833,161 @@ TEST(ExplainSplit, AKernelFormingFewerProductsBreaksTheSplitBound) {
   SyntheticKernel k3 = split_kernel(triton_tf32x3(), 2 * K);  // the record, found at K = 64
   const Report r = explain_kernel(k3, quick({"uniform_0_1"}));
   ASSERT_TRUE(r.identified && r.numerics) << r.summary();
+  // The record holds the tree it was found with (K = 64): judged at K = 32, it holds the same order's
+  // tree of 32 products (a tree of 64 is refused there), and the named order's bound without a tree.
+  Numerics at32 = *r.numerics;
+  EXPECT_THROW(bound_model(at32, K), std::invalid_argument);
+  at32.tree = compact_form(tf32_split_tree(K));
+  Numerics named = at32;
+  named.tree.clear();
   const emulation::NodeModel tf32 = model_of(tc::Instruction::wgmma_m64n8k8_tf32_f32);
   const SplitScheme big_only = scheme(emulation::LowBits::nearest_away, {{BG, BG}}, 0, false);
-  const ErrorStats st = judged_split(tf32_split_tree(K), tf32, big_only, *r.numerics, "uniform_0_1");
-  EXPECT_GT(st.bound_violations, 0) << "componentwise " << st.componentwise << ", f " << st.gamma_bound;
-  // The kernel itself stays within it on the same inputs.
-  EXPECT_EQ(judged_split(tf32_split_tree(K), tf32, triton_tf32x3(), *r.numerics, "uniform_0_1").bound_violations, 0);
+  for (const Numerics& n : {at32, named}) {
+    const ErrorStats st = judged_split(tf32_split_tree(K), tf32, big_only, n, "uniform_0_1");
+    EXPECT_GT(st.bound_violations, 0) << "componentwise " << st.componentwise << ", f " << st.gamma_bound;
+    // The kernel itself stays within it on the same inputs.
+    EXPECT_EQ(judged_split(tf32_split_tree(K), tf32, triton_tf32x3(), n, "uniform_0_1").bound_violations, 0);
+  }
+  EXPECT_LT(gamma_bound_factor(bound_model(at32, K)), gamma_bound_factor(bound_model(named, K)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A bound for any revealed tree: the record holds the tree (Numerics::tree), named where gemmlab's
+// vocabulary has the order and accumulation tree where it does not, and its bound is the tree's.
+
+namespace {
+
+// Triton's fp32 (ieee) kernel whose K loop runs backwards: one FMA chain, blocks of B in decreasing order.
+SummationTree decreasing_blocks_fma(int K, int B) {
+  SummationTree t(K);
+  int cur = -1;
+  for (int b = K / B - 1; b >= 0; --b)
+    for (int k = b * B; k < (b + 1) * B; ++k) cur = cur < 0 ? k : t.add_node({cur, k});
+  return t;
+}
+
+// The kernel's outputs at every entry on `dist`, judged by the bound of record n (as `gemmlab run`
+// judges a kernel under its record).
+ErrorStats judged_by_record(SyntheticKernel& k, const Numerics& n, const std::string& dist) {
+  const Distribution d = parse_distribution(dist);
+  const Matrix A = generate(d, Operand::A, k.M(), k.K(), k.input(), 7), B = generate(d, Operand::B, k.K(), k.N(), k.input(), 7);
+  std::vector<Entry> all;
+  for (int i = 0; i < k.M(); ++i)
+    for (int j = 0; j < k.N(); ++j) all.emplace_back(i, j);
+  const std::vector<std::uint64_t> bits = k.run_full(A, B, all);
+  std::vector<double> c;
+  for (std::uint64_t b : bits) c.push_back(from_bits(k.output(), b));
+  return compute_error_stats(c, exact_gemm(A, B, k.output()), bound_model(n, k.K()));
+}
+
+}  // namespace
+
+TEST(ExplainRecord, DecreasingKBlocksHaveATreeRecordAndAreJudgedByItsBound) {
+  // Identified with 0 mismatches before, but judged no_bound: no named order has this tree.
+  const int K = 256;
+  const SummationTree tree = decreasing_blocks_fma(K, 32);
+  SyntheticKernel k(32, 32, K, Format::fp32, tree, [](int) { return std::nullopt; });
+  const Report r = explain_kernel(k, quick({"uniform_0_1", "normal_0_1", "logunif_-8_8"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const Comparison& c : r.comparisons) EXPECT_EQ(c.mismatches, 0) << c.distribution;
+  EXPECT_FALSE(numerics_for(tree, Format::fp32, Format::fp32, Conversion::as_is, {}).has_value());
+  ASSERT_TRUE(r.numerics) << r.summary();
+  const Numerics& n = *r.numerics;
+  EXPECT_EQ(n.accumulation, Accumulation::tree);
+  EXPECT_EQ(n.tree, compact_form(tree));
+  EXPECT_EQ(r.tree.form, n.tree);
+  EXPECT_EQ(parse_compact_form(n.tree, K).canonical(), tree.canonical());
+  EXPECT_EQ(emulation::expected_tree(n, K).canonical(), tree.canonical());
+  EXPECT_FALSE(n.instruction.has_value());
+  // Its bound: an FMA chain of K roundings of 2^-24 whatever the order, so gamma_K(2^-24).
+  EXPECT_EQ(r.path_roundoff, K * 0x1p-24);
+  EXPECT_EQ(r.path_roundings, K);
+  EXPECT_EQ(r.bound, gamma_bound_factor(bound_model(n, K)));
+  EXPECT_TRUE(std::isfinite(r.bound));
+  EXPECT_TRUE(std::isnan(r.named_bound));
+  EXPECT_TRUE(contains(r.summary(), "bound: |C^ - C| <= ")) << r.summary();
+  // Judged by it on the three distributions: passed (within the bound, every entry written).
+  for (const std::string dist : {"uniform_0_1", "normal_0_1", "logunif_-8_8"}) {
+    const ErrorStats st = judged_by_record(k, n, dist);
+    EXPECT_TRUE(st.within_bound) << dist;
+    EXPECT_EQ(st.bound_violations, 0) << dist;
+    EXPECT_TRUE(std::isfinite(st.gamma_bound)) << dist;
+  }
+}
+
+TEST(ExplainRecord, NamedOrdersHoldTheirTreeAndItsBoundIsNoWeaker) {
+  SyntheticKernel k(64, 64, 256, Format::fp16, blocked_tree(256, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const Report r = explain_kernel(k, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified && r.numerics) << r.summary();
+  EXPECT_EQ(r.numerics->accumulation, Accumulation::in_mma);
+  EXPECT_EQ(r.numerics->tree, compact_form(blocked_tree(256, 16, true)));
+  EXPECT_TRUE(r.numerics->predictable());  // the named order still predicts it from the record alone
+  EXPECT_LE(r.bound, r.named_bound);
+  EXPECT_LT(r.bound, r.named_bound / 2);  // 16 products per rounding of the running sum, not 16 roundings
+  for (const std::string dist : {"uniform_0_1", "normal_0_1"}) EXPECT_TRUE(judged_by_record(k, *r.numerics, dist).within_bound);
+}
+
+TEST(ExplainRecord, Fp16AccumulatorAt4096HasABoundWhereGammaKReachesOne) {
+  // The Triton fp16-accumulator kernel's record at K = 4096: gamma_K(2^-10) is past 1, the tree's is not.
+  NodeKind first, chained;
+  first.leaves = chained.leaves = 16;
+  chained.carry = true;
+  first.same_as = chained.same_as = "wgmma_m64n8k16_f16_f16 mma_m16n8k16_f16_f16";
+  const SummationTree tree = blocked_tree(4096, 16, true);
+  const std::optional<Numerics> n = record_for(tree, Format::fp16, Format::fp16, Conversion::as_is, {first, chained});
+  ASSERT_TRUE(n.has_value());
+  EXPECT_EQ(n->accumulation, Accumulation::in_wgmma);
+  EXPECT_EQ(n->accumulator, Format::fp16);
+  EXPECT_EQ(n->tree, compact_form(tree));
+  const double f = gamma_bound_factor(bound_model(*n, 4096));
+  EXPECT_TRUE(std::isfinite(f)) << f;
+  EXPECT_LT(f, 0.2);
+  Numerics named = *n;
+  named.tree.clear();
+  EXPECT_TRUE(std::isinf(gamma_bound_factor(bound_model(named, 4096))));
+  // The same nodes in decreasing block order: accumulation tree, the same bound (a chain of 256 nodes).
+  SummationTree reversed(4096);
+  int cur = -1;
+  for (int b = 255; b >= 0; --b) {
+    std::vector<int> ch;
+    if (cur >= 0) ch.push_back(cur);
+    for (int x = 16 * b; x < 16 * (b + 1); ++x) ch.push_back(x);
+    cur = reversed.add_node(ch);
+  }
+  const std::optional<Numerics> t = record_for(reversed, Format::fp16, Format::fp16, Conversion::as_is, {first, chained});
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->accumulation, Accumulation::tree);
+  ASSERT_TRUE(t->instruction.has_value());
+  EXPECT_EQ(tc::info(*t->instruction).name, std::string("wgmma_m64n8k16_f16_f16"));
+  EXPECT_EQ(gamma_bound_factor(bound_model(*t, 4096)), f);
+  // A node model no instruction has: no record (and so no bound), never a guessed one.
+  NodeKind odd = chained;
+  odd.same_as.clear();
+  EXPECT_FALSE(record_for(reversed, Format::fp16, Format::fp16, Conversion::as_is, {first, odd}).has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trees in words: the summary, the CSV's `tree` and the metadata say the tree in a line or a few.
+
+TEST(ExplainWords, TheRevealedTreeInALine) {
+  // The decreasing-K-block Triton tree, which printed as ~130 nested levels at K = 4096 before.
+  const int K = 256;
+  SyntheticKernel dec(32, 32, K, Format::fp32, decreasing_blocks_fma(K, 32), [](int) { return std::nullopt; });
+  const Report r = explain_kernel(dec, quick({"uniform_0_1"}));
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.tree.text, "an FMA chain over 256 products: 8 blocks of 32 in decreasing block order, increasing k within a block");
+  EXPECT_TRUE(contains(r.summary(), "  tree: " + r.tree.text)) << r.summary();
+  EXPECT_TRUE(contains(r.numerics_text, r.tree.text)) << r.numerics_text;
+  // A named order, split parts and pairwise.
+  SyntheticKernel mma(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  EXPECT_EQ(explain_kernel(mma, quick({"uniform_0_1"})).tree.text,
+            "a chain of 8 fused nodes of 16 products (each also adds the running sum), the blocks in increasing k");
+  SyntheticKernel split(64, 64, 128, Format::fp16, split_blocked_tree(128, 16, 2, true),
+                        model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const std::string w = explain_kernel(split, quick({"uniform_0_1"})).tree.text;
+  EXPECT_TRUE(contains(w, "2 parts of 64 products added one by one in increasing k")) << w;
+  EXPECT_TRUE(contains(w, "each part a chain of 4 fused nodes of 16 products")) << w;
+  SyntheticKernel pair(32, 32, 64, Format::fp32, pairwise_tree(64), [](int) { return std::nullopt; });
+  const Report p = explain_kernel(pair, quick({"uniform_0_1"}));
+  EXPECT_EQ(p.tree.text, "a pairwise sum (recursive halving) of 64 products") << p.summary();
 }

@@ -570,3 +570,46 @@ TEST(KernelEmulationSplit, ChainsOfFusedNodes) {
   EXPECT_EQ(fused_chains(blocked_tree(64, 8, true)).size(), 1u);
   EXPECT_EQ(fused_chains(blocked_tree(64, 8, false)).size(), 8u);
 }
+
+TEST(KernelEmulationTree, Fp16AccumulatorNodesChainTheirFp16Outputs) {
+  // A tree of fused f16 -> f16 nodes (Triton's out_dtype=fp16, mma.sync / wgmma .f16.f16): each node's C is
+  // the previous node's fp16 output. The tree emulation (explain's composition) must give, bit for bit,
+  // the chain written out with tc::dot, and the in-mma record's emulate().
+  const tc::TcParams h = *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_f16_f16);
+  const int M = 4, N = 4, K = 256;
+  const Matrix A = random_matrix("normal_0_1", Operand::A, M, K, Format::fp16, 5);
+  const Matrix B = random_matrix("uniform_0_1", Operand::B, K, N, Format::fp16, 5);
+  const NodeModel model = [h](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != 16) return std::nullopt;
+    return h;
+  };
+  std::vector<std::pair<int, int>> all;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) all.emplace_back(i, j);
+  const std::vector<double> tree = emulate_tree_at(blocked_tree(K, 16, true), model, A, B, all, 1);
+  Numerics rec = tc_order(Accumulation::in_wgmma);
+  rec.instruction = tc::Instruction::wgmma_m64n8k16_f16_f16;
+  rec.accumulator = rec.output = Format::fp16;
+  const std::vector<double> named = emulate(rec, A, B, h, 1);
+  int not_fp32_exact = 0;
+  for (std::size_t e = 0; e < all.size(); ++e) {
+    const auto [i, j] = all[e];
+    double a[16], b[16], d = 0.0;
+    for (int k0 = 0; k0 < K; k0 += 16) {
+      for (int k = 0; k < 16; ++k) {
+        a[k] = A(i, k0 + k);
+        b[k] = B(k0 + k, j);
+      }
+      d = tc::dot(h, a, b, 16, d);  // fp16 in, fp16 out: the next node's C
+      ASSERT_EQ(tc::round_to_format(Format::fp16, d, Rounding::nearest_even), d);
+    }
+    EXPECT_EQ(tree[e], d) << "(" << i << ", " << j << ")";
+    EXPECT_EQ(named[static_cast<std::size_t>(i) * N + j], d) << "(" << i << ", " << j << ")";
+    // The fp32 chain of the same products differs: the fp16 rounding after every node is what is modelled.
+    not_fp32_exact += emulate_tree_at(blocked_tree(K, 16, true), [](int l) -> std::optional<tc::TcParams> {
+                        if (l != 16) return std::nullopt;
+                        return *tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_f16_f32);
+                      }, A, B, {all[e]}, 1)[0] != d;
+  }
+  EXPECT_GT(not_fp32_exact, 0);
+}

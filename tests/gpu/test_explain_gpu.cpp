@@ -5,6 +5,10 @@
 // with 0 mismatches, or unidentified with a stage and reason). Sizes are small (seconds).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
 #include "experiments/device/explain_gpu.hpp"
 #include "kernels/registry.hpp"
 #include "reference/kernel_emulation.hpp"
@@ -52,6 +56,27 @@ TEST(ExplainGpu, MmaSyncKernelsInMmaExternalPromoted) {
   expect_own_numerics("hgemm_mma_01_naive_in_mma", 128, 128, 256);
   expect_own_numerics("hgemm_mma_01_naive_external", 128, 128, 256);
   expect_own_numerics("hgemm_mma_03b_pipeline_tile4x_s4_promoted_every_64k", 256, 256, 256);
+}
+
+TEST(ExplainGpu, Fp16AccumulatorKernelIsItsF16Chain) {
+  // mma.sync .f16.f16.f16.f16 in an in-mma chain: every fp16 instruction of 16 products is a candidate;
+  // the fp16-accumulator ones explain every probe, the fp32 ones are ruled out with a count.
+  GEMMLAB_REQUIRE_FAMILY("mma");
+  const char* name = "hgemm_mma_03b_pipeline_tile4x_128x256_s4_f16acc_in_mma";
+  expect_own_numerics(name, 256, 256, 256);
+  const explain::Report r = explain_builtin(*find_kernel(name), 256, 256, 256);
+  ASSERT_TRUE(r.identified) << r.summary();
+  for (const explain::NodeKind& nk : r.nodes.kinds) {
+    if (!nk.carry) continue;
+    EXPECT_EQ(nk.params, *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_f16_f16)) << r.summary();
+    bool ruled_out_f32 = false;
+    for (const explain::NodeKind::Candidate& c : nk.candidates) {
+      if (std::string(c.instruction).find("f16_f16") != std::string::npos) EXPECT_EQ(c.mismatching, 0) << c.instruction;
+      if (c.instruction == std::string("mma_m16n8k16_f16_f32")) ruled_out_f32 = c.mismatching > 0;
+    }
+    EXPECT_TRUE(ruled_out_f32) << r.summary();
+  }
+  std::printf("[ explain ] %s\n%s", name, r.summary().c_str());
 }
 
 TEST(ExplainGpu, HopperWgmmaKernels) {
@@ -231,4 +256,48 @@ TEST(ExplainGpuReport, SplitSchemeInJsonCsvAndSignature) {
   EXPECT_EQ(rows[0][conv], "split");
   EXPECT_FALSE(numerics_signature(chain).empty());
   EXPECT_NE(numerics_signature(chain), numerics_signature(per_node));
+}
+
+// The record of a revealed tree (a synthetic CPU kernel: no GPU needed): the tree's compact form in the
+// numerics JSON, which reads back (a record written before it, without the field, still loads), the whole
+// tree in the report's tree.nodes for plots/explain_tree.py, the bound, and the CSV's tree_form and bound.
+TEST(ExplainGpuReport, TreeRecordInJsonAndCsv) {
+  const int K = 128;
+  SummationTree tree(K);
+  int cur = -1;
+  for (int b = K / 32 - 1; b >= 0; --b)  // one FMA chain, blocks of 32 in decreasing order
+    for (int k = 32 * b; k < 32 * (b + 1); ++k) cur = cur < 0 ? k : tree.add_node({cur, k});
+  explain::SyntheticKernel k(32, 32, K, Format::fp32, tree, [](int) { return std::nullopt; });
+  explain::Options opt;
+  opt.distributions = {"uniform_0_1"};
+  opt.verify_entries = 32;
+  const explain::Report r = explain::explain_kernel(k, opt);
+  ASSERT_TRUE(r.identified && r.numerics) << r.summary();
+  const nlohmann::json j = report_to_json(r);
+  EXPECT_EQ(j["numerics"]["accumulation"], "tree");
+  EXPECT_EQ(j["numerics"]["tree"], r.tree.form);
+  EXPECT_EQ(j["tree"]["form"], r.tree.form);
+  EXPECT_EQ(j["tree"]["products"], K);
+  EXPECT_EQ(j["tree"]["nodes"].size(), static_cast<std::size_t>(K - 1));
+  EXPECT_EQ(j["tree"]["nodes"][0], nlohmann::json::array({96, 97}));
+  EXPECT_EQ(j["bound"]["factor"].get<double>(), r.bound);
+  EXPECT_EQ(j["bound"]["path_roundings"], K);
+  const Numerics back = numerics_from_json(j["numerics"]);
+  EXPECT_EQ(back, *r.numerics);
+  EXPECT_EQ(gamma_bound_factor(bound_model(back, K)), r.bound);
+  nlohmann::json old = j["numerics"];
+  old.erase("tree");
+  old["accumulation"] = "fma";
+  EXPECT_TRUE(numerics_from_json(old).tree.empty());  // a record from before the field
+  nlohmann::json bad = j["numerics"];
+  bad.erase("tree");
+  EXPECT_THROW(numerics_from_json(bad), std::invalid_argument);  // accumulation tree without its tree
+  const auto rows = explain_rows("synthetic_decreasing_k", r, 32, 32, K, 1);
+  const auto& cols = explain_columns();
+  auto col = [&](const char* name) { return std::find(cols.begin(), cols.end(), name) - cols.begin(); };
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(rows[0][col("tree_form")], r.tree.form);
+  EXPECT_EQ(rows[0][col("tree")], "an FMA chain over 128 products: 4 blocks of 32 in decreasing block order, increasing k within a block");
+  EXPECT_EQ(j["tree"]["words"], rows[0][col("tree")]);
+  EXPECT_EQ(std::stod(rows[0][col("bound")]), r.bound);
 }

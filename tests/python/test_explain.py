@@ -116,3 +116,29 @@ def test_explain_order_that_changes_between_calls_is_unidentified():
 
     e = gemmlab.explain(flip, input_format="fp32", size=SIZE, distributions=["uniform_0_1"], judge_rows=False)
     assert not e.identified and e.report["failed_stage"] in ("tree", "composition"), e.summary
+
+
+def test_explain_fp16_output_names_the_candidate_node_models():
+    # torch.matmul writing fp16: every fp16 instruction of 16 products is a candidate node, fp16
+    # accumulators (mma.sync / wgmma f16 -> f16) included; the report names the one chosen and those ruled out.
+    torch = _torch()
+
+    def mm_fp16(a, b, out):
+        torch.matmul(a, b, out=out)
+
+    e = gemmlab.explain(mm_fp16, input_format="fp16", output_format="fp16", size=SIZE, distributions=["uniform_0_1"],
+                        judge_rows=False)
+    kinds = e.report["nodes"]["kinds"]
+    if not e.report["nodes"]["ok"] and not kinds:
+        assert e.report["failed_stage"] and e.report["reason"], e.summary
+        return
+    names = {c["instruction"] for k in kinds for c in k["candidates"]}
+    assert {"mma_m16n8k16_f16_f32", "mma_m16n8k16_f16_f16", "wgmma_m64n8k16_f16_f16"} <= names, names
+    for k in kinds:
+        for c in k["candidates"]:
+            assert c["ruled_out"] == (c["mismatching"] > 0) and c["probes"] >= 0, c
+    if e.identified:
+        assert (e.rows["mismatches"] == 0).all()
+        assert e.report["tree"]["form"] and e.report["tree"]["words"], e.report["tree"]
+        if e.numerics is not None:
+            assert e.numerics["tree"] == e.report["tree"]["form"]

@@ -75,8 +75,8 @@ def test_errors(tmp_path):
 # Columns added since the default run of 2026-11-21: the underflow-aware verdict's three (issue 13),
 # the measures of other tools after them, and the timing noise after time_ms_max; scaled fp8's recipe
 # after reference and its total error after the statistics (issue 22); split operands' pieces and
-# products after promotion_interval_k (issue 20).
-ADDED = ("split_pieces", "split_products", "subnormal_reference", "underflow_bound", "bound_violations",
+# products after promotion_interval_k (issue 20); an explained record's summation_tree after them (issue 37).
+ADDED = ("split_pieces", "split_products", "summation_tree", "subnormal_reference", "underflow_bound", "bound_violations",
          "calc_diff", "snr_db", "max_abs_err", "assert_close", "assert_close_mismatches", "time_ms_iqr",
          "recipe", "total_rel_mean", "total_rel_std", "total_rel_max_abs", "total_normwise", "total_componentwise",
          "total_calc_diff")
