@@ -184,6 +184,12 @@ const std::vector<Column>& columns() {
                    if (!parse_products(s, any)) bad_value("split_products", s, "pairs of piece indices 0-2, e.g. \"00 01 10\"");
                    r.numerics.split.products = any.products;
                  }});
+    v.push_back({"fixed_point_bits", [](const ResultRow& r) { return std::to_string(r.numerics.fixed_point_bits); },
+                 [](ResultRow& r, const std::string& s) {
+                   const auto n = to_int("fixed_point_bits", s);
+                   if (n < 0) bad_value("fixed_point_bits", s, "0 (floating-point operands) or the mantissa bits kept");
+                   r.numerics.fixed_point_bits = static_cast<int>(n);
+                 }});
     layout("layout_a", &ResultRow::layout_a);
     layout("layout_b", &ResultRow::layout_b);
     text("distribution", &ResultRow::distribution);

@@ -66,11 +66,12 @@ def test_errors(tmp_path):
 # Columns added since the default run of 2026-11-21: the underflow-aware verdict's three (issue 13),
 # the measures of other tools after them, and the timing noise after time_ms_max; scaled fp8's recipe
 # after reference and its total error after the statistics (issue 22); split operands' pieces and
-# products after promotion_interval_k (issue 20).
-ADDED = ("split_pieces", "split_products", "subnormal_reference", "underflow_bound", "bound_violations",
-         "calc_diff", "snr_db", "max_abs_err", "assert_close", "assert_close_mismatches", "time_ms_iqr",
-         "recipe", "total_rel_mean", "total_rel_std", "total_rel_max_abs", "total_normwise", "total_componentwise",
-         "total_calc_diff")
+# products after promotion_interval_k (issue 20); fixed-point operands' bits after split_products and
+# their bound term and the bound ratio after assert_close_mismatches (issue 33).
+ADDED = ("split_pieces", "split_products", "fixed_point_bits", "subnormal_reference", "underflow_bound",
+         "bound_violations", "calc_diff", "snr_db", "max_abs_err", "assert_close", "assert_close_mismatches",
+         "fixed_point_bound", "bound_ratio", "time_ms_iqr", "recipe", "total_rel_mean", "total_rel_std",
+         "total_rel_max_abs", "total_normwise", "total_componentwise", "total_calc_diff")
 
 
 def test_columns_are_those_of_the_newest_default_run(root):
@@ -89,9 +90,10 @@ def test_columns_are_those_of_the_newest_default_run(root):
 def test_an_older_csv_gets_the_columns_it_lacks_empty(root):
     df = gemmlab.load_results(root / "results/default/default_h200_20261121.csv")
     assert list(df.columns) == list(gemmlab.COLUMNS)
-    for c in ("calc_diff", "snr_db", "max_abs_err", "time_ms_iqr", "underflow_bound"):
+    for c in ("calc_diff", "snr_db", "max_abs_err", "time_ms_iqr", "underflow_bound", "fixed_point_bound",
+              "bound_ratio"):
         assert df[c].dtype == "float64" and df[c].isna().all(), c
-    for c in ("assert_close", "assert_close_mismatches", "bound_violations"):
+    for c in ("assert_close", "assert_close_mismatches", "bound_violations", "fixed_point_bits"):
         assert df[c].dtype == "Int64" and df[c].isna().all(), c
     # Columns it has keep their values.
     assert df.loc[df.status == "passed", "tflops"].notna().all()
