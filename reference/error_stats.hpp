@@ -114,10 +114,12 @@ double sqrtk_u(const BoundModel& m);
 //  (d) which products of slices are formed: any subset of the pairs, provided every pair with
 //      s + u <= S + 1 is (measured: exactly those, the triangle of Ozaki et al.'s fast mode);
 //  (e) the formed products are exact integer GEMMs (int8 in, int32 out); their results are added in
-//      binary64 as n = L ceil(K / 8192) terms in any order, L = S (S + 1) / 2 pairs and K cut in
-//      chunks of 8192 (the split-K of the workspace size the documentation gives), each addition
-//      rounded as the library's unknown rounding is judged, u_eff = 2u (measured: the S levels
-//      summed from the largest, each K chunk apart: K = 16384 shows it).
+//      binary64 as at most n = L ceil(K / 8192) terms in any order, L = S (S + 1) / 2 pairs and K cut
+//      in chunks of 8192 (the split-K of the workspace size the documentation gives), each addition
+//      rounded as the library's unknown rounding is judged, u_eff = 2u (measured: the S levels, not
+//      the L pairs, summed from the largest; at K = 16384 the rows lie between the model's with
+//      levels per K chunk of 8192 and of 4096, which add S ceil(K / 8192) and S ceil(K / 4096)
+//      terms, both at most n: n covers chunks down to 8192 S / L elements of K).
 // With delta = 2^-t, and sigma_i <= 2 alpha_i, tau_j <= 2 beta_j (B's column scales):
 //  (1) the operands as represented: |a^ b^ - a b| <= |a^ - a| |b| + |a| |b^ - b| + |a^ - a| |b^ - b|
 //      <= (4 delta + 4 delta^2) alpha_i beta_j per k;
