@@ -116,8 +116,33 @@ std::string split_problem(const OperandSplit& s) {
   return "";
 }
 
+namespace {
+
+constexpr long long kFixedPointChunkK = 8192;  // K per exact int32 GEMM of slices (see fixed_point_term)
+constexpr double kPhi = 383.0 / 127.0;         // sum_s |D_s| w_s <= phi |a^| for int8 digits
+
+std::string fixed_point_problem(const BoundModel& m) {
+  if (m.fixed_point_bits < 0 || m.fixed_point_bits > 8 * 64 - 1)
+    return std::to_string(m.fixed_point_bits) + " fixed-point bits: 0 (floating-point operands) to " +
+           std::to_string(8 * 64 - 1) + " are modelled";
+  if (m.fixed_point_bits > 0 && m.split.pieces > 1)
+    return "operands both in fixed point and split into pieces: the bound models one or the other";
+  return "";
+}
+
+// gamma_n(u) = n u / (1 - n u), +infinity for n u >= 1.
+double gamma_of(double n, double u) {
+  return n * u >= 1 ? std::numeric_limits<double>::infinity() : n * u / (1 - n * u);
+}
+
+}  // namespace
+
 long long accumulated_terms(const BoundModel& m) {
   const long long K = std::max(m.K, 0);
+  if (m.fixed_point_bits > 0) {
+    const long long S = fixed_point_slices(m.fixed_point_bits);
+    return S * (S + 1) / 2 * std::max(1LL, (K + kFixedPointChunkK - 1) / kFixedPointChunkK);
+  }
   return m.split.pieces > 1 ? K * m.split.passes() : K;
 }
 
@@ -154,6 +179,14 @@ double accumulation_gamma(const BoundModel& m) {
 double gamma_bound_factor(const BoundModel& m) {
   if (const std::string why = split_problem(m.split); !why.empty())
     throw std::invalid_argument("gamma_bound_factor: " + why);
+  if (const std::string why = fixed_point_problem(m); !why.empty())
+    throw std::invalid_argument("gamma_bound_factor: " + why);
+  if (m.fixed_point_bits > 0) {  // error_stats.hpp, fixed_point_term: (3)
+    const double uo = info(m.output).unit_roundoff;
+    const double u_out = uo > acc_u(m) ? uo : 0.0;
+    const double gamma = gamma_of(static_cast<double>(accumulated_terms(m)), u_eff_of(m));
+    return (1 + u_out) * (kPhi * kPhi * gamma) + u_out;
+  }
   const double gamma = accumulation_gamma(m);
   if (std::isinf(gamma)) return gamma;
   const double uo = info(m.output).unit_roundoff;
@@ -184,7 +217,25 @@ double underflow_term(const BoundModel& m) {
     return static_cast<double>(m.tree_roundings) * eta_acc * (1 + gamma) + eta(m.output, m.rounding);
   }
   const double K = static_cast<double>(accumulated_terms(m));
-  return K * eta(m.accumulator, m.rounding) * (1 + gamma) + eta(m.output, m.rounding);
+  // Fixed-point operands: the n terms are rounded into binary64 once each, then added n times.
+  const double roundings = m.fixed_point_bits > 0 ? 2 * K : K;
+  return roundings * eta(m.accumulator, m.rounding) * (1 + gamma) + eta(m.output, m.rounding);
+}
+
+double fixed_point_term(const BoundModel& m) {
+  if (const std::string why = fixed_point_problem(m); !why.empty())
+    throw std::invalid_argument("fixed_point_term: " + why);
+  if (m.fixed_point_bits == 0) return 0;
+  const double f = gamma_bound_factor(m);
+  if (std::isinf(f)) return f;
+  const double uo = info(m.output).unit_roundoff;
+  const double u_out = uo > acc_u(m) ? uo : 0.0;
+  const double gamma = gamma_of(static_cast<double>(accumulated_terms(m)), u_eff_of(m));
+  const int S = fixed_point_slices(m.fixed_point_bits);
+  const double delta = std::ldexp(1.0, -m.fixed_point_bits);
+  const double represented = (4 * delta + 4 * delta * delta) * (1 + kPhi * kPhi * gamma);  // (1), (3)
+  const double dropped = 4.0 * (S - 1) * (256.0 / 255.0) * std::ldexp(1.0, -8 * S);      // (2)
+  return (1 + u_out) * static_cast<double>(std::max(m.K, 0)) * (represented + dropped);
 }
 
 double sqrtk_u(const BoundModel& m) { return std::sqrt(static_cast<double>(std::max(m.K, 0))) * u_eff_of(m); }
@@ -254,6 +305,8 @@ ErrorStats assemble(const Raw& raw, Format out, const BoundModel& model) {
   st.subnormal_reference = raw.subnormal_reference;
   st.underflow_bound = underflow_term(model);
   st.bound_violations = raw.bound_violations;
+  st.fixed_point_bound = fixed_point_term(model);
+  st.bound_ratio = raw.bound_ratio;
   st.within_bound = st.bound_violations == 0 && st.nonfinite == 0;
 
   // The measures of other tools, over F (definitions in error_stats.hpp).
@@ -291,6 +344,7 @@ Judge judge_of(Format out, const BoundModel& model) {
   j.min_normal = std::ldexp(1.0, info(out).emin);
   j.f = gamma_bound_factor(model);
   j.g = underflow_term(model);
+  j.h = fixed_point_term(model);
   torch_default_tolerances(out, j.close_rtol, j.close_atol);
   return j;
 }
@@ -348,12 +402,26 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
                                 std::to_string(ref.c_out.size()) + ", c_odd " + std::to_string(ref.c_odd.size()));
   const COut c_out(ref, out, n);
   const stats_detail::Judge judge = stats_detail::judge_of(out, model);
+  const bool fixed_point = judge.h > 0;
+  if (fixed_point && (ref.row_max_a.size() != static_cast<std::size_t>(std::max(ref.M, 0)) ||
+                      ref.col_max_b.size() != static_cast<std::size_t>(std::max(ref.N, 0))))
+    throw std::invalid_argument(
+        "compute_error_stats: the bound of fixed-point operands needs the reference's row maxima of A and column "
+        "maxima of B (row_max_a " + std::to_string(ref.row_max_a.size()) + " for M = " + std::to_string(ref.M) +
+        ", col_max_b " + std::to_string(ref.col_max_b.size()) + " for N = " + std::to_string(ref.N) +
+        "): make the reference with exact_gemm or mpfr_gemm");
+  // alpha_i beta_j of entry idx (read only for fixed-point operands).
+  auto ab_max = [&](std::size_t idx) {
+    if (!fixed_point) return 0.0;
+    const std::size_t N = static_cast<std::size_t>(ref.N);
+    return pfp::mul(ref.row_max_a[idx / N], ref.col_max_b[idx % N]);
+  };
 
   const std::size_t leaves = tree_leaves(n), nblocks = leaves / kLeafBlock;
   struct BlockStats {
     std::int64_t zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0, rel = 0, cw = 0;
     std::int64_t subnormal_reference = 0, bound_violations = 0, close_mismatches = 0;
-    double rel_max_abs = 0, componentwise = 0, max_abs_err = 0;
+    double rel_max_abs = 0, componentwise = 0, max_abs_err = 0, bound_ratio = 0;
   };
   std::vector<BlockStats> blocks(nblocks);
   // Block results of the pass-1 sums: r, e, d^2, c^2, and over F: d^2, c^2, x^2.
@@ -366,7 +434,8 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     for (auto& l : leaf) l.assign(kLeafBlock, DD{});
     const std::size_t i0 = b * kLeafBlock, i1 = std::min(n, i0 + kLeafBlock);
     for (std::size_t i = i0; i < i1; ++i) {
-      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], c_out(i), ref.abs_ab[i], judge);
+      const stats_detail::Entry t =
+          stats_detail::entry(computed[i], ref.c[i], c_out(i), ref.abs_ab[i], ab_max(i), judge);
       s.correct += t.correct;
       s.zero_reference += t.zero_ref;
       s.zero_ref_nonzero += t.zero_ref_nonzero;
@@ -388,6 +457,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
         s.max_abs_err = std::max(s.max_abs_err, pfp::fabs(t.d));
       }
       s.componentwise = std::max(s.componentwise, t.cw_abs);
+      s.bound_ratio = std::max(s.bound_ratio, t.bound_ratio);
       if (t.has_cw) ++s.cw, leaf[1][l] = DD{t.e, 0};
       if (t.has_rel) {
         ++s.rel, leaf[0][l] = DD{t.r, 0};
@@ -415,6 +485,7 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     raw.rel_max_abs = std::max(raw.rel_max_abs, s.rel_max_abs);
     raw.max_abs_err = std::max(raw.max_abs_err, s.max_abs_err);
     raw.componentwise = std::max(raw.componentwise, s.componentwise);
+    raw.bound_ratio = std::max(raw.bound_ratio, s.bound_ratio);
     offset[b + 1] = offset[b] + s.rel;
   }
   raw.rel_sum = stats_detail::tree_reduce(part[0].data(), nblocks);
@@ -436,7 +507,8 @@ ErrorStats compute_error_stats(const std::vector<double>& computed, const GemmRe
     std::size_t at = static_cast<std::size_t>(offset[b]);
     const std::size_t i0 = b * kLeafBlock, i1 = std::min(n, i0 + kLeafBlock);
     for (std::size_t i = i0; i < i1; ++i) {
-      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], 0.0, ref.abs_ab[i], judge);
+      // (ab_max 0: the verdict is pass 1's; here only r and e are read)
+      const stats_detail::Entry t = stats_detail::entry(computed[i], ref.c[i], 0.0, ref.abs_ab[i], 0.0, judge);
       if (t.nonfinite) continue;
       if (t.has_rel) {
         r[at++] = t.r;

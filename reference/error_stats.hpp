@@ -60,6 +60,10 @@ struct BoundModel {
   double tree_path = 0;
   long long tree_roundings = 0;
   double tree_eta = 0;
+  // Operands in fixed point (cuBLAS's fp64 emulation): t > 0 mantissa bits per entry on a power-of-two
+  // scale shared by each row of A and each column of B, held in S = (t + 1 + 7) / 8 int8 slices
+  // (fixed_point_term below); 0: floating-point operands. Not with split operands.
+  int fixed_point_bits = 0;
 };
 
 // Componentwise deterministic bound factor f with |C^ - C| <= f (|A||B|) for every entry
@@ -82,7 +86,8 @@ struct BoundModel {
 // pieces are assumed normal (as a compute format's rounding is above): a residual below fp32's normal
 // range would add an absolute error to each product.
 double gamma_bound_factor(const BoundModel& m);
-// The sums the accumulation rounds: K, or P K for split operands.
+// The sums the accumulation rounds: K, or P K for split operands, or n = L ceil(K / 8192) for
+// fixed-point operands (see fixed_point_term).
 long long accumulated_terms(const BoundModel& m);
 // The absolute term g of the bound for gradual underflow (Higham, ASNA 2nd ed. §2.1, model (2.8), and
 // §3.1 with underflow; Demmel 1984): with subnormals every rounding commits |err| <= u |x| + eta, so
@@ -98,6 +103,56 @@ long long accumulated_terms(const BoundModel& m);
 double underflow_term(const BoundModel& m);
 // Probabilistic scale sqrt(K) * u_eff (Higham & Mary 2019, with lambda = 1).
 double sqrtk_u(const BoundModel& m);
+
+// ---- Fixed-point operands: |C^ - C| <= f (|A||B|) + h alpha_i beta_j + g --------------------------
+// alpha_i = max_k |a_ik|, beta_j = max_k |b_kj| (GemmReference::row_max_a, col_max_b). The scheme is
+// Ozaki's error-free splitting on integer slices (Ozaki, Ogita, Oishi & Rump, "Error-free
+// transformations of matrix multiplication by using fast routines of matrix multiplication and its
+// applications", Numer. Algorithms 59, 2012; on int8 tensor cores: Ootomo, Ozaki & Yokota, "DGEMM on
+// integer matrix multiplication unit", IJHPCA 2024, which cuBLAS's documentation cites; the
+// row/column scaling that makes its error relative to alpha_i beta_j rather than |A||B|: Uchino,
+// Ozaki & Imamura, "Ozaki Scheme II", arXiv 2504.08009, section 2). What the cuBLAS documentation
+// (13.0 Update 2, "Floating Point Emulation", "Fixed-Point") states: one power-of-two scale per row
+// of A and per column of B brings every entry into [-1, 1]; an entry is a sign and t mantissa bits
+// stored in int8 slices, S = ceildiv(t + 1, 8), t rounded up to fill the last slice (so t = 8 S - 1);
+// the cost grows quadratically with S. What it leaves open, and what the bound assumes (the last
+// word of each: what the measured rows show, results/fp64 and kernels/fp64/cublas_dgemm.cu):
+//  (a) the scale sigma_i of row i: the power of two with alpha_i < sigma_i <= 2 alpha_i (measured:
+//      2^(floor(log2 alpha_i) + 1));
+//  (b) how an entry is rounded to the grid sigma 2^-t: any way, |a^ - a| <= sigma 2^-t (measured:
+//      toward zero);
+//  (c) the slices: digits D_1..D_S of weights w_s = 2^(1 - 8 s), a^ = sigma sum_s D_s w_s, each an
+//      int8, |D_s| <= 2^7 (measured: balanced base-256 digits);
+//  (d) which products of slices are formed: any subset of the pairs, provided every pair with
+//      s + u <= S + 1 is (measured: exactly those, the triangle of Ozaki et al.'s fast mode);
+//  (e) the formed products are exact integer GEMMs (int8 in, int32 out); their results are added in
+//      binary64 as at most n = L ceil(K / 8192) terms in any order, L = S (S + 1) / 2 pairs and K cut
+//      in chunks of 8192 (the split-K of the workspace size the documentation gives), each addition
+//      rounded as the library's unknown rounding is judged, u_eff = 2u (measured: the S levels, not
+//      the L pairs, summed from the largest; at K = 16384 the rows lie between the model's with
+//      levels per K chunk of 8192 and of 4096, which add S ceil(K / 8192) and S ceil(K / 4096)
+//      terms, both at most n: n covers chunks down to 8192 S / L elements of K).
+// With delta = 2^-t, and sigma_i <= 2 alpha_i, tau_j <= 2 beta_j (B's column scales):
+//  (1) the operands as represented: |a^ b^ - a b| <= |a^ - a| |b| + |a| |b^ - b| + |a^ - a| |b^ - b|
+//      <= (4 delta + 4 delta^2) alpha_i beta_j per k;
+//  (2) the pairs not formed (s + u >= S + 2, 2 S - d + 1 of them with s + u = d): |D_s D_u| w_s w_u <=
+//      2^(16 - 8 d), summed <= (S - 1) 2^-8S (256 / 255), times sigma_i tau_j <= 4 alpha_i beta_j per k;
+//  (3) the binary64 sum of the n exact terms T: |fl(sum T) - sum T| <= gamma_n(u_eff) sum |T| (Higham,
+//      ASNA 2nd ed. §4.2: any order), and sum |T| <= sum_k P_ik Q_kj with P = sigma sum_s |D_s| w_s:
+//      below the first non-zero digit the others add at most 2^7 sum_s w_s <= (128/255) w_s0, so
+//      P <= phi |a^| with phi = 383/127 (the leading digit is at least 1), and sum |T| <= phi^2
+//      (|A||B| + K (4 delta + 4 delta^2) alpha_i beta_j) by (1).
+// So, with u_out the output's unit roundoff when it is narrower than binary64 (else 0),
+//   f = (1 + u_out) phi^2 gamma_n(u_eff) + u_out,
+//   h = (1 + u_out) K [(4 delta + 4 delta^2)(1 + phi^2 gamma_n(u_eff)) + 4 (S - 1) (256/255) 2^-8S],
+//   g = 2 n eta_acc (1 + gamma_n(u_eff)) + eta_out (underflow_term: n roundings of the terms into
+//       binary64, scaled by powers of two, and n additions).
+// An emulation with fewer bits than its record says breaks h: each bit fewer doubles (1) and (2).
+// f and h are +infinity where n u_eff >= 1. The binary64 evaluation of f ab + g + h alpha beta
+// rounds three times (relative 2^-52 at most), which the bound's slack in (2) and (3) covers.
+inline int fixed_point_slices(int bits) { return (bits + 1 + 7) / 8; }
+// h of the bound above; 0 for floating-point operands.
+double fixed_point_term(const BoundModel& m);
 
 // The statistics of one computed product, in CSV column order: X(type, name, what it is). This list
 // is the one place the fields are named: the struct below and the CSV columns of the report layer
@@ -153,7 +208,14 @@ double sqrtk_u(const BoundModel& m);
   X(std::int64_t, assert_close,                                                                      \
     "1 if torch.testing.assert_close(C^, C) passes at PyTorch's default tolerances of the output "   \
     "format, else 0")                                                                                 \
-  X(std::int64_t, assert_close_mismatches, "entries failing that comparison (all entries, not only F)")
+  X(std::int64_t, assert_close_mismatches, "entries failing that comparison (all entries, not only F)") \
+  /* Fixed-point operands (appended). */                                                           \
+  X(double, fixed_point_bound,                                                                      \
+    "h, the term of fixed-point operands: |C^ - C| <= gamma_bound |A||B| + underflow_bound + h "      \
+    "alpha_i beta_j, alpha_i = max_k |a_ik|, beta_j = max_k |b_kj|; 0 for floating-point operands")     \
+  X(double, bound_ratio,                                                                            \
+    "max over finite entries of |C^ - C| / (the bound of that entry): > 1 where bound_violations > 0 " \
+    "(at 1 an entry may be either side, the quotient rounded); +inf where (|A||B|) = 0 and C^ != C")
 
 struct ErrorStats {
 #define GEMMLAB_DECLARE_FIELD(type, name, doc) type name = 0;
@@ -175,10 +237,12 @@ struct ErrorStats {
 //      e = d / ab (entries with ab > 0 and finite x); componentwise = max |e|, +inf where ab == 0
 //      but d != 0. Entries whose c is non-zero but below the output format's smallest normal are
 //      left out of r (their relative error measures underflow) and counted in subnormal_reference.
-//      An entry violates the bound when |d| > f ab + g (f = gamma_bound_factor, g = underflow_term),
-//      or when ab == 0 and d != 0; bound_violations counts them, and within_bound is
-//      bound_violations == 0 and nonfinite == 0. So an output whose every entry is correctly
-//      rounded (|d| <= u_out |c| + eta_out <= f ab + g) always passes.
+//      An entry violates the bound when |d| > f ab + g (f = gamma_bound_factor, g = underflow_term;
+//      for fixed-point operands f ab + g + h alpha_i beta_j, h = fixed_point_term, alpha_i beta_j =
+//      RN(ref.row_max_a[i] ref.col_max_b[j])), or when ab == 0 and d != 0; bound_violations counts
+//      them, and within_bound is bound_violations == 0 and nonfinite == 0. So an output whose every
+//      entry is correctly rounded (|d| <= u_out |c| + eta_out <= f ab + g) always passes.
+//      bound_ratio = max over them of |d| / that bound (Entry::bound_ratio).
 //    Counts (entries, zero_reference, zero_ref_nonzero, nonfinite, correctly rounded: x == c_out)
 //    and maxima are exact.
 //  * sums: every sum of n terms is a fixed binary tree in double-double arithmetic: the terms are
@@ -241,7 +305,7 @@ struct Raw {
   std::int64_t entries = 0, zero_reference = 0, zero_ref_nonzero = 0, nonfinite = 0, unwritten = 0, correct = 0;
   std::int64_t rel_count = 0, cw_count = 0, subnormal_reference = 0, bound_violations = 0;
   std::int64_t close_mismatches = 0;
-  double rel_max_abs = 0, componentwise = 0, max_abs_err = 0;
+  double rel_max_abs = 0, componentwise = 0, max_abs_err = 0, bound_ratio = 0;
   pfp::DD rel_sum, cw_sum, err2_sum, ref2_sum;  // pass 1
   pfp::DD f_err2_sum, f_ref2_sum, f_x2_sum;     // pass 1, over F (x and c finite): d^2, c^2, x^2
   pfp::DD rel_dev2_sum, cw_dev2_sum;            // pass 2
@@ -250,10 +314,11 @@ struct Raw {
 constexpr double kQuantiles[3] = {0.5, 0.01, 0.99};
 
 // What an entry is judged by: the output's smallest normal (relative errors below it measure
-// underflow) and the bound |d| <= f ab + g.
+// underflow) and the bound |d| <= f ab + g (+ h alpha_i beta_j for fixed-point operands).
 struct Judge {
   double min_normal = 0;  // 2^emin of the output format
   double f = 0, g = 0;    // gamma_bound_factor, underflow_term
+  double h = 0;           // fixed_point_term: 0 for floating-point operands
   double close_rtol = 0, close_atol = 0;  // torch_default_tolerances of the output format
 };
 
@@ -270,7 +335,8 @@ GEMMLAB_HD bool torch_isclose(double x, double c, double rtol, double atol) {
   return pfp::is_finite(actual) && actual <= pfp::add(atol, pfp::fabs(pfp::mul(rtol, c)));
 }
 
-// The per-entry quantities (see compute_error_stats) of computed x against c, c_out, ab.
+// The per-entry quantities (see compute_error_stats) of computed x against c, c_out, ab, and
+// ab_max = alpha_i beta_j (read only where j.h > 0).
 struct Entry {
   bool correct = false, zero_ref = false, zero_ref_nonzero = false, nonfinite = false, nan = false;
   bool has_rel = false, has_cw = false, subnormal_ref = false, violation = false;
@@ -278,8 +344,9 @@ struct Entry {
   bool close_mismatch = false;  // torch_isclose fails (assert_close_mismatches)
   double d = 0, r = 0, e = 0;
   double cw_abs = 0;  // contribution to componentwise: |e|, or +inf where ab == 0 and d != 0
+  double bound_ratio = 0;  // |d| / (f ab + g [+ h ab_max]): 0 where d == 0, +inf where ab == 0 and d != 0
 };
-GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab, const Judge& j) {
+GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab, double ab_max, const Judge& j) {
   Entry t;
   t.correct = x == c_out;
   t.zero_ref = c == 0;
@@ -294,12 +361,18 @@ GEMMLAB_HD Entry entry(double x, double c, double c_out, double ab, const Judge&
     t.has_cw = true;
     t.e = pfp::div(t.d, ab);
     t.cw_abs = pfp::fabs(t.e);
-    t.violation = pfp::fabs(t.d) > pfp::add(pfp::mul(j.f, ab), j.g);
+    double bound = pfp::add(pfp::mul(j.f, ab), j.g);
+    if (j.h > 0 && ab_max > 0) bound = pfp::add(bound, pfp::mul(j.h, ab_max));  // else as before
+    const double err = pfp::fabs(t.d);
+    t.violation = err > bound;
+    // err / bound with 0 / 0 = 0, x / 0 = +inf and x / inf = 0 (x finite).
+    if (err != 0) t.bound_ratio = bound > 0 ? pfp::div(err, bound) : pfp::from_bits(0x7FF0000000000000ull);
   } else if (t.d != 0) {
     // ab == 0: every product is exactly zero (the exact |A||B| of nonzero products is never 0 in
     // binary64), so nothing rounds and any nonzero output is wrong.
     t.cw_abs = pfp::from_bits(0x7FF0000000000000ull);
     t.violation = true;
+    t.bound_ratio = t.cw_abs;
   }
   if (c != 0 && pfp::is_finite(c)) {
     if (pfp::fabs(c) < j.min_normal) {

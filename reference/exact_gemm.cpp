@@ -22,6 +22,7 @@
 #include "reference/exact_gemm.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -340,6 +341,8 @@ GemmReference compute(const Matrix& A, const Matrix& B, Format out, int threads,
     run_fixed_int128(A, B, rg, o, threads);
   }
   if (!with_abs) r.abs_ab.clear();
+  r.row_max_a = row_max_abs(A);
+  r.col_max_b = col_max_abs(B);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -362,6 +365,20 @@ GemmReference exact_gemm(const Matrix& A, const Matrix& B, Format out, int threa
 
 GemmReference exact_gemm(const Matrix& A, const Matrix& B, Format out, int threads) {
   return compute(A, B, out, threads, ExactEngine::automatic, true);
+}
+
+std::vector<double> row_max_abs(const Matrix& A) {
+  std::vector<double> m(static_cast<std::size_t>(std::max(A.rows, 0)), 0.0);
+  for (int i = 0; i < A.rows; ++i)
+    for (int k = 0; k < A.cols; ++k) m[i] = std::fmax(m[i], std::fabs(A(i, k)));
+  return m;
+}
+
+std::vector<double> col_max_abs(const Matrix& B) {
+  std::vector<double> m(static_cast<std::size_t>(std::max(B.cols, 0)), 0.0);
+  for (int k = 0; k < B.rows; ++k)
+    for (int j = 0; j < B.cols; ++j) m[j] = std::fmax(m[j], std::fabs(B(k, j)));
+  return m;
 }
 
 bool fits_fixed_int128(const Matrix& A, const Matrix& B) {

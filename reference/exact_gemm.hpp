@@ -37,6 +37,10 @@ struct GemmReference {
   std::vector<double> abs_ab;  // (M, N): (|A||B|)(i,j) = sum_k |a_ik| |b_kj| computed exactly and
                                // rounded to nearest-even binary64 (order-independent, so every
                                // engine, CPU or GPU, gives the same bits)
+  std::vector<double> row_max_a;  // (M): alpha_i = max_k |a_ik| (0 for K = 0; NaN entries ignored),
+  std::vector<double> col_max_b;  // (N): beta_j = max_k |b_kj|: the scales of fixed-point operands'
+                                  // bound (error_stats.hpp, fixed_point_term); exact, so every engine
+                                  // gives the same bits. Empty in a reference made without them.
   Format out = Format::fp32;
   std::string engine;          // "fixed_int128", "kulisch", "mpfr", "gpu_int8_ozaki" (what ran)
   double seconds = 0;          // wall time of the computation
@@ -58,6 +62,11 @@ GemmReference exact_gemm(const Matrix& A, const Matrix& B, Format out, int threa
 // True when every A entry is an int64 times 2^ea, every B entry an int64 times 2^eb, and
 // bits(max|ia|) + bits(max|ib|) + ceil(log2 K) + 1 <= 126, so sums of K products fit an int128.
 bool fits_fixed_int128(const Matrix& A, const Matrix& B);
+
+// alpha_i = max_k |A(i, k)| for every row (row_max_a), beta_j = max_k |B(k, j)| for every column
+// (col_max_b), as std::fmax takes them (a NaN is passed over).
+std::vector<double> row_max_abs(const Matrix& A);
+std::vector<double> col_max_abs(const Matrix& B);
 
 // Exact value of one entry, for spot checks: sum_k A(i,k) B(k,j), rounded to binary64 RNE.
 double exact_dot(const Matrix& A, const Matrix& B, int i, int j);

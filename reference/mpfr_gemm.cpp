@@ -99,6 +99,8 @@ GemmReference mpfr_gemm(const Matrix& A, const Matrix& B, Format out, int thread
   r.c_odd.assign(mn, 0.0);
   r.c_out.assign(mn, 0.0);
   r.abs_ab.assign(mn, 0.0);
+  r.row_max_a = row_max_abs(A);
+  r.col_max_b = col_max_abs(B);
   const long prec = mpfr_exact_precision(A, B);
   const MpfrMatrix ma(A, false), mb(B, true);  // (M, K) and (N, K)
   const int nt = std::min(resolve_threads(threads), std::max(r.M, 1));

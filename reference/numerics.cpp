@@ -124,6 +124,9 @@ std::string Numerics::describe() const {
   if (split.pieces > 1)
     s << ", operands split into " << split.pieces << " " << info(compute).name << " pieces, products of pieces "
       << products_text(split) << " (A's piece, B's piece; 0 the largest)";
+  if (fixed_point_bits > 0)
+    s << ", operands in fixed point: " << fixed_point_bits << " mantissa bits per entry (" << fixed_point_slices(fixed_point_bits)
+      << " int8 slices) on a power-of-two scale per row of A and column of B";
   if (split_k > 1) s << ", k-steps dealt to " << split_k << " partial sums added at the end (fp32, nearest)";
   if (k_chunked) s << ", some entries' K cut into chunks summed apart and added in k order (fp32, nearest)";
   s << ", output " << info(output).name;
@@ -141,6 +144,7 @@ BoundModel bound_model(const Numerics& n, int K) {
   m.acc_unit_roundoff = n.acc_unit_roundoff;
   m.subnormals_flushed = n.subnormals_flushed;
   m.split = n.split;
+  m.fixed_point_bits = n.fixed_point_bits;
   if (n.tree.empty()) {
     if (n.accumulation == Accumulation::tree)
       throw std::invalid_argument("bound: accumulation tree needs the record's tree (a `gemmlab explain` record holds it)");

@@ -103,6 +103,11 @@ struct Numerics {
   // for a record that has none (the built-in kernels: their accumulation implies their tree). Where
   // it is set, the bound is the tree's (tree_bound.hpp); accumulation tree needs it.
   std::string tree;
+  // Operands in fixed point (cuBLAS's fp64 emulation, CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT): the
+  // mantissa bits kept per entry on a power-of-two scale shared by each row of A and each column of
+  // B, in (bits + 1) / 8 int8 slices; judged by the bound of error_stats.hpp (fixed_point_term),
+  // relative to max |a_ik| max |b_kj| per entry. 0: floating-point operands.
+  int fixed_point_bits = 0;
 
   // Whether gemmlab's emulation can compute this kernel's output bit for bit (a known instruction
   // chained in a known order, or the fp32 FMA chain).
@@ -145,6 +150,37 @@ constexpr Numerics library_numerics(Format f) {
   return Numerics{.input = f, .compute = f, .accumulator = f, .output = f, .accumulation = Accumulation::library,
                   .instruction = std::nullopt, .k_step = 0, .promotion_interval_k = 0, .split_k = 1,
                   .k_chunked = false, .accumulation_rounding = Rounding::unknown, .split = {}, .tree = {}};
+}
+
+// The mantissa bits cuBLAS's fixed-point emulation keeps when asked for `requested`
+// (cublasSetFixedPointEmulationMaxMantissaBitCount): rounded up to fill its last int8 slice, so
+// 8 ceildiv(requested + 1, 8) - 1 (the cuBLAS documentation, "Fixed-Point", representation and
+// mappings: 16 -> 23, 72 and 79 -> 79; the measured rows of 72 and 79 bits are bit-identical).
+constexpr int cublas_fixed_point_bits(int requested) { return 8 * ((requested + 1 + 7) / 8) - 1; }
+
+// cuBLAS's fp64 emulation with fixed mantissa control keeping `bits` mantissa bits (after
+// cublas_fixed_point_bits): binary64 in and out, the slices' products exact, their sum in binary64
+// in the library's order.
+constexpr Numerics fixed_point_fp64_numerics(int bits) {
+  Numerics n = library_numerics(Format::fp64);
+  n.fixed_point_bits = bits;
+  return n;
+}
+
+// cuBLAS's BF16x9 fp32 emulation (CUBLAS_COMPUTE_32F_EMULATED_16BFX9): each fp32 operand is three
+// bf16 pieces a_0 + a_1 + a_2 (exact, the cuBLAS documentation's "BF16x9"), all nine products of
+// pieces are formed on bf16 tensor cores and summed in fp32 in the library's order. How the pieces
+// are cut is not documented: judged as the weaker rounding (Rounding::unknown: |x - pieces| as for
+// truncation, though the split is exact). Its precision is fp32's 24 bits; its bound counts 9 K
+// terms.
+constexpr Numerics bf16x9_numerics() {
+  Numerics n = library_numerics(Format::fp32);
+  n.compute = Format::bf16;
+  n.split.pieces = 3;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) n.split.products |= OperandSplit::bit(i, j);
+  n.split.rounding = Rounding::unknown;
+  return n;
 }
 
 // fp16 / bf16 / e4m3 / e5m2 in, fp32 accumulate and out through wgmma (k-steps of 16, 32 for fp8)

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/common/cuda_check.cuh"
@@ -49,7 +50,7 @@ struct DevBuf {
 struct Counters {
   unsigned long long zero_reference, zero_ref_nonzero, nonfinite, unwritten, correct, rel, cw, subnormal, violations;
   unsigned long long close_mismatches;
-  unsigned long long rel_max_bits, cw_max_bits, abs_err_max_bits;  // bit patterns of non-negative doubles
+  unsigned long long rel_max_bits, cw_max_bits, abs_err_max_bits, ratio_max_bits;  // bit patterns of non-negative doubles
 };
 
 // Block reduction of NS sums: thread t holds the node covering leaves 4t..4t+3 of the block; the
@@ -72,23 +73,26 @@ __device__ void block_tree(DD (&node)[NS], DD* out, std::size_t b, std::size_t n
     for (int q = 0; q < NS; ++q) out[q * nblocks + b] = sh[q][0];
 }
 
-// Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN).
+// Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN). row_max_a (M) and
+// col_max_b (N) are read only for fixed-point operands (judge.h > 0).
 __global__ void pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
-                             const double* __restrict__ c_odd, const double* __restrict__ ab, std::size_t n,
-                             pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
+                             const double* __restrict__ c_odd, const double* __restrict__ ab,
+                             const double* __restrict__ row_max_a, const double* __restrict__ col_max_b, int N,
+                             std::size_t n, pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
                              DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys) {
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
   DD leaf[kSums][kLeavesPerThread];
   unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0, mis = 0;
-  double rmax = 0, cmax = 0, amax = 0;
+  double rmax = 0, cmax = 0, amax = 0, bmax = 0;
   for (int l = 0; l < kLeavesPerThread; ++l) {
     for (int q = 0; q < kSums; ++q) leaf[q][l] = DD{};
     const std::size_t i = base + l;
     if (i >= n) continue;
     const double ci = c[i];
     const double c_out = fp.identity ? ci : pfp::round_format(c_odd[i], fp);  // fp64: c itself
-    const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i], judge);
+    const double ab_max = judge.h > 0 ? pfp::mul(row_max_a[i / N], col_max_b[i % N]) : 0.0;
+    const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i], ab_max, judge);
     corr += t.correct;
     zr += t.zero_ref;
     zrn += t.zero_ref_nonzero;
@@ -110,6 +114,7 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
       amax = fmax(amax, pfp::fabs(t.d));
     }
     cmax = fmax(cmax, t.cw_abs);
+    bmax = fmax(bmax, t.bound_ratio);
     if (t.has_cw) ++cw, leaf[1][l] = DD{t.e, 0};
     if (t.has_rel) {
       ++rel, leaf[0][l] = DD{t.r, 0};
@@ -125,9 +130,10 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
   // order as the values do), then the block's warps in shared memory, then one atomic per block and
   // counter (any order gives the same totals). One atomic per thread on a single address costs more
   // than the whole pass.
-  constexpr int kCounts = 10, kMaxima = 3, kAll = kCounts + kMaxima;
+  constexpr int kCounts = 10, kMaxima = 4, kAll = kCounts + kMaxima;
   auto max_of = [](double m) { return (!pfp::is_nan(m) && m > 0) ? pfp::bits(m) : 0ull; };
-  unsigned long long v[kAll] = {zr, zrn, nf, nan, corr, rel, cw, sub, viol, mis, max_of(rmax), max_of(cmax), max_of(amax)};
+  unsigned long long v[kAll] = {zr,  zrn, nf,  nan, corr,         rel,          cw,
+                                sub, viol, mis, max_of(rmax), max_of(cmax), max_of(amax), max_of(bmax)};
   for (int o = 16; o > 0; o >>= 1)
     for (int q = 0; q < kAll; ++q) {
       const unsigned long long other = __shfl_xor_sync(0xffffffffu, v[q], o);
@@ -145,7 +151,7 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
     unsigned long long* at[kAll] = {&cnt->zero_reference, &cnt->zero_ref_nonzero, &cnt->nonfinite, &cnt->unwritten,
                                     &cnt->correct,        &cnt->rel,              &cnt->cw,        &cnt->subnormal,
                                     &cnt->violations,     &cnt->close_mismatches, &cnt->rel_max_bits,
-                                    &cnt->cw_max_bits,    &cnt->abs_err_max_bits};
+                                    &cnt->cw_max_bits,    &cnt->abs_err_max_bits, &cnt->ratio_max_bits};
     if (t) {
       if (q < kCounts) atomicAdd(at[q], t);
       else atomicMax(at[q], t);
@@ -164,7 +170,7 @@ __global__ void pass2_kernel(const double* __restrict__ x, const double* __restr
     leaf[0][l] = leaf[1][l] = DD{};
     const std::size_t i = base + l;
     if (i >= n) continue;
-    const stats_detail::Entry t = stats_detail::entry(x[i], c[i], 0.0, ab[i], judge);
+    const stats_detail::Entry t = stats_detail::entry(x[i], c[i], 0.0, ab[i], 0.0, judge);  // r and e only
     if (t.nonfinite) continue;
     if (t.has_rel) leaf[0][l] = pfp::square(pfp::sub(t.r, mean_r));
     if (t.has_cw) leaf[1][l] = pfp::square(pfp::sub(t.e, mean_e));
@@ -403,8 +409,8 @@ std::size_t tree_leaves(std::size_t n) {
   return p;
 }
 
-ErrorStats run_stats(const double* x, const double* c, const double* c_odd, const double* ab, int M, int N,
-                     Format out, const BoundModel& model) {
+ErrorStats run_stats(const double* x, const double* c, const double* c_odd, const double* ab, const double* row_max_a,
+                     const double* col_max_b, int M, int N, Format out, const BoundModel& model) {
   const std::size_t n = static_cast<std::size_t>(M) * N;
   const std::size_t nblocks = tree_leaves(n) / kLeafBlock;
   stats_detail::Raw raw;
@@ -417,8 +423,11 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   double* const keys = sc.keys.get<double>(n);
   GEMMLAB_CUDA_CHECK(cudaMemset(cnt, 0, sizeof(Counters)));
   const stats_detail::Judge judge = stats_detail::judge_of(out, model);
-  pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, n, format_params(out),
-                                                             judge, nblocks, part, cnt, keys);
+  if (judge.h > 0 && ((M > 0 && !row_max_a) || (N > 0 && !col_max_b)))
+    throw std::invalid_argument("compute_error_stats_gpu: the bound of fixed-point operands needs the reference's row "
+                                "maxima of A and column maxima of B, which this reference lacks");
+  pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, row_max_a, col_max_b, N, n,
+                                                             format_params(out), judge, nblocks, part, cnt, keys);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   timer.mark("pass1");
   // The blocks' partial sums come back through pinned memory (a pageable copy of these MB costs
@@ -441,6 +450,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.rel_max_abs = pfp::from_bits(hc.rel_max_bits);
   raw.componentwise = pfp::from_bits(hc.cw_max_bits);
   raw.max_abs_err = pfp::from_bits(hc.abs_err_max_bits);
+  raw.bound_ratio = pfp::from_bits(hc.ratio_max_bits);
   raw.rel_sum = stats_detail::tree_reduce(h + 0 * nblocks, nblocks);
   raw.cw_sum = stats_detail::tree_reduce(h + 1 * nblocks, nblocks);
   raw.err2_sum = stats_detail::tree_reduce(h + 2 * nblocks, nblocks);
@@ -487,8 +497,8 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
 ErrorStats compute_error_stats_gpu(const double* device_computed, const GpuReference& ref, Format out,
                                    const BoundModel& model, GpuStatsTiming* timing) {
   const auto t0 = std::chrono::steady_clock::now();
-  ErrorStats s = run_stats(device_computed, ref.device_c(), ref.device_c_odd(), ref.device_abs_ab(), ref.M, ref.N,
-                           out, model);
+  ErrorStats s = run_stats(device_computed, ref.device_c(), ref.device_c_odd(), ref.device_abs_ab(),
+                           ref.device_row_max_a(), ref.device_col_max_b(), ref.M, ref.N, out, model);
   if (timing) timing->total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }
@@ -519,7 +529,15 @@ ErrorStats compute_error_stats_gpu(const std::vector<double>& computed, const Ge
   GEMMLAB_CUDA_CHECK(cudaMemcpy(c.p, ref.c.data(), bytes, cudaMemcpyHostToDevice));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(co.p, ref.c_odd.data(), bytes, cudaMemcpyHostToDevice));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(ab.p, ref.abs_ab.data(), bytes, cudaMemcpyHostToDevice));
-  ErrorStats s = run_stats(x.p, c.p, co.p, ab.p, ref.M, ref.N, out, model);
+  // The row and column maxima where the reference has them (fixed-point operands need them).
+  const bool maxima = ref.row_max_a.size() == static_cast<std::size_t>(ref.M) &&
+                      ref.col_max_b.size() == static_cast<std::size_t>(ref.N);
+  DevBuf<double> ra(maxima ? std::max(ref.M, 1) : 0), cb(maxima ? std::max(ref.N, 1) : 0);
+  if (maxima && ref.M)
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(ra.p, ref.row_max_a.data(), ref.M * sizeof(double), cudaMemcpyHostToDevice));
+  if (maxima && ref.N)
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(cb.p, ref.col_max_b.data(), ref.N * sizeof(double), cudaMemcpyHostToDevice));
+  ErrorStats s = run_stats(x.p, c.p, co.p, ab.p, ra.p, cb.p, ref.M, ref.N, out, model);
   if (timing) timing->total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return s;
 }

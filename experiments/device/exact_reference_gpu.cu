@@ -101,13 +101,14 @@ __device__ __forceinline__ Dec decompose(double x) {
 }
 
 // Per row of X (rows, K): smallest lsb and largest top (lsb + bit width) of its non-zero entries
-// (INT_MAX / INT_MIN for an all-zero row); a non-finite entry sets bit 0 of *flags, a negative
-// entry bit 1.
+// (INT_MAX / INT_MIN for an all-zero row), and the largest magnitude (exact: a maximum; 0 for an
+// all-zero row); a non-finite entry sets bit 0 of *flags, a negative entry bit 1.
 __global__ void scan_rows_kernel(const double* __restrict__ X, int K, int* __restrict__ lsb_min,
-                                 int* __restrict__ top_max, int* __restrict__ flags) {
+                                 int* __restrict__ top_max, double* __restrict__ abs_max, int* __restrict__ flags) {
   const int r = blockIdx.x;
   const double* row = X + static_cast<std::size_t>(r) * K;
   int lo = INT_MAX, hi = INT_MIN, bad = 0;
+  double amax = 0;
   for (int k = threadIdx.x; k < K; k += blockDim.x) {
     const double x = row[k];
     if (!pfp::is_finite(x)) {
@@ -115,6 +116,7 @@ __global__ void scan_rows_kernel(const double* __restrict__ X, int K, int* __res
       continue;
     }
     if (x < 0) bad |= 2;
+    amax = fmax(amax, pfp::fabs(x));
     const Dec d = decompose(x);
     if (d.m == 0) continue;
     lo = min(lo, d.lsb);
@@ -124,16 +126,19 @@ __global__ void scan_rows_kernel(const double* __restrict__ X, int K, int* __res
     lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
     hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
     bad |= __shfl_xor_sync(0xffffffffu, bad, o);
+    amax = fmax(amax, __shfl_xor_sync(0xffffffffu, amax, o));
   }
   __shared__ int slo[32], shi[32], sbad[32];
+  __shared__ double samax[32];
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) slo[w] = lo, shi[w] = hi, sbad[w] = bad;
+  if (lane == 0) slo[w] = lo, shi[w] = hi, sbad[w] = bad, samax[w] = amax;
   __syncthreads();
   if (threadIdx.x == 0) {
     for (int i = 1; i < static_cast<int>(blockDim.x / 32); ++i)
-      lo = min(lo, slo[i]), hi = max(hi, shi[i]), bad |= sbad[i];
+      lo = min(lo, slo[i]), hi = max(hi, shi[i]), bad |= sbad[i], amax = fmax(amax, samax[i]);
     lsb_min[r] = lo;
     top_max[r] = hi;
+    abs_max[r] = amax;
     if (bad) atomicOr(flags, bad);
   }
 }
@@ -342,6 +347,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 struct GpuReference::Buffers {
   DevBuf<double> c, c_odd, abs_ab;
+  DevBuf<double> row_max_a, col_max_b;  // (M), (N)
 };
 
 GpuReference::GpuReference() = default;
@@ -351,6 +357,8 @@ GpuReference& GpuReference::operator=(GpuReference&&) noexcept = default;
 const double* GpuReference::device_c() const { return buffers ? buffers->c.p : nullptr; }
 const double* GpuReference::device_c_odd() const { return buffers ? buffers->c_odd.p : nullptr; }
 const double* GpuReference::device_abs_ab() const { return buffers ? buffers->abs_ab.p : nullptr; }
+const double* GpuReference::device_row_max_a() const { return buffers ? buffers->row_max_a.p : nullptr; }
+const double* GpuReference::device_col_max_b() const { return buffers ? buffers->col_max_b.p : nullptr; }
 
 GemmReference GpuReference::to_host(Format out) const {
   if (!buffers) throw std::logic_error("GpuReference::to_host: this reference holds no data (moved from?)");
@@ -365,6 +373,12 @@ GemmReference GpuReference::to_host(Format out) const {
     GEMMLAB_CUDA_CHECK(cudaMemcpy(r.c_odd.data(), buffers->c_odd.p, n * sizeof(double), cudaMemcpyDeviceToHost));
     GEMMLAB_CUDA_CHECK(cudaMemcpy(r.abs_ab.data(), buffers->abs_ab.p, n * sizeof(double), cudaMemcpyDeviceToHost));
   }
+  r.row_max_a.resize(static_cast<std::size_t>(M));
+  r.col_max_b.resize(static_cast<std::size_t>(N));
+  if (M)
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(r.row_max_a.data(), buffers->row_max_a.p, M * sizeof(double), cudaMemcpyDeviceToHost));
+  if (N)
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(r.col_max_b.data(), buffers->col_max_b.p, N * sizeof(double), cudaMemcpyDeviceToHost));
   r.c_out = output_reference(r, out);
   return r;
 }
@@ -389,7 +403,7 @@ std::size_t gpu_oracle_bytes(long M, long N, long K, int digits_a, int digits_b)
   b += 2 * (static_cast<std::size_t>(digits_a) * Mp * Kp + static_cast<std::size_t>(digits_b) * Np * Kp);
   b += 2 * static_cast<std::size_t>(std::max(D, 1)) * rows * Np * 8 + rows * Np * 4;  // levels, int32
   b += 3 * 8 * mn;                   // c, c_odd, abs_ab
-  b += 8 * (M + N) + 4096;           // grids
+  b += 16 * (M + N) + 4096;          // grids, row and column maxima
   b += 4 * 8 * mn + (64u << 20);     // statistics: computed, keys, sorted keys, CUB scratch (~ keys)
   b += kCublasWorkspace;
   return b;
@@ -460,6 +474,8 @@ GpuReference new_reference(int M, int N, int K) {
   ref.buffers->c = DevBuf<double>(mn);
   ref.buffers->c_odd = DevBuf<double>(mn);
   ref.buffers->abs_ab = DevBuf<double>(mn);
+  ref.buffers->row_max_a = DevBuf<double>(static_cast<std::size_t>(M));
+  ref.buffers->col_max_b = DevBuf<double>(static_cast<std::size_t>(N));
   return ref;
 }
 
@@ -477,6 +493,8 @@ bool trivial(GpuReference& ref, std::chrono::steady_clock::time_point t0) {
   ref.buffers->c.zero();
   ref.buffers->c_odd.zero();
   ref.buffers->abs_ab.zero();
+  ref.buffers->row_max_a.zero();  // K = 0: every maximum is 0 (an empty row or column holds none)
+  ref.buffers->col_max_b.zero();
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
   ref.timing.total = seconds_since(t0);
   return true;
@@ -568,9 +586,9 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   // Grids: per row of A and of B^T.
   DevBuf<int> ea(M), ta(M), eb(N), tb(N), flag(1);
   flag.zero();
-  scan_rows_kernel<<<M, 256>>>(dA, K, ea.p, ta.p, flag.p);
+  scan_rows_kernel<<<M, 256>>>(dA, K, ea.p, ta.p, ref.buffers->row_max_a.p, flag.p);
   GEMMLAB_LAUNCH_CHECK("scan_rows_kernel");
-  scan_rows_kernel<<<N, 256>>>(dBt, K, eb.p, tb.p, flag.p);
+  scan_rows_kernel<<<N, 256>>>(dBt, K, eb.p, tb.p, ref.buffers->col_max_b.p, flag.p);
   GEMMLAB_LAUNCH_CHECK("scan_rows_kernel");
   std::vector<int> hea(M), hta(M), heb(N), htb(N);
   int flags = 0;  // bit 0: an infinity or NaN; bit 1: a negative entry

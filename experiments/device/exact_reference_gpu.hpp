@@ -106,8 +106,13 @@ class GpuReference {
   const double* device_c() const;
   const double* device_c_odd() const;
   const double* device_abs_ab() const;
+  // max_k |a_ik| per row of A (M doubles) and max_k |b_kj| per column of B (N doubles): the scales of
+  // fixed-point operands' bound (GemmReference::row_max_a, col_max_b; the same bits).
+  const double* device_row_max_a() const;
+  const double* device_col_max_b() const;
 
-  // Copies to the host: c, c_odd, abs_ab, and c_out for `out` (rounded from c_odd on the host).
+  // Copies to the host: c, c_odd, abs_ab, row_max_a, col_max_b, and c_out for `out` (rounded from
+  // c_odd on the host).
   GemmReference to_host(Format out) const;
 
   struct Buffers;

@@ -656,7 +656,11 @@ void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Num
                              "statistics; ";
   if (s.unwritten) note += std::to_string(s.unwritten) + " entries left unwritten (NaN poison); ";
   if (s.bound_violations)
-    note += std::to_string(s.bound_violations) + " entries above the bound gamma_K |A||B| + underflow term; ";
+    note += std::to_string(s.bound_violations) +
+            (n.fixed_point_bits > 0
+                 ? " entries above the bound of " + std::to_string(n.fixed_point_bits) +
+                       "-bit fixed-point operands, gamma |A||B| + h alpha_i beta_j + underflow term; "
+                 : std::string(" entries above the bound gamma_K |A||B| + underflow term; "));
   if (s.subnormal_reference)
     note += std::to_string(s.subnormal_reference) +
             " exact entries below the output's normal range, left out of the relative errors; ";

@@ -190,6 +190,12 @@ const std::vector<Column>& columns() {
     // The revealed tree of an explained record (tree_form.hpp), checked against K once the row is read.
     v.push_back({"summation_tree", [](const ResultRow& r) { return r.numerics.tree; },
                  [](ResultRow& r, const std::string& s) { r.numerics.tree = s; }});
+    v.push_back({"fixed_point_bits", [](const ResultRow& r) { return std::to_string(r.numerics.fixed_point_bits); },
+                 [](ResultRow& r, const std::string& s) {
+                   const auto n = to_int("fixed_point_bits", s);
+                   if (n < 0) bad_value("fixed_point_bits", s, "0 (floating-point operands) or the mantissa bits kept");
+                   r.numerics.fixed_point_bits = static_cast<int>(n);
+                 }});
     layout("layout_a", &ResultRow::layout_a);
     layout("layout_b", &ResultRow::layout_b);
     text("distribution", &ResultRow::distribution);

@@ -6,7 +6,31 @@
 //
 // Numerics: the library chooses the algorithm, so the order of summation and the rounding are not
 // known (accumulation library, Rounding::unknown: bounds use the weaker truncating model, u_eff = 2u
-// of binary64). What each entry fixes:
+// of binary64). Each entry's record says the precision its setting gives (reference/numerics.hpp):
+//  * cublas_dgemm, cublas_dgemm_emu_auto: binary64 (library_numerics(fp64)), judged by binary64's
+//    gamma_K bound. For auto that is the library's own promise: dynamic mantissa control computes
+//    the bits "to ensure the same or better accuracy" than binary64 and dispatches to native DGEMM
+//    where more than its maximum (79) would be needed (the cuBLAS documentation, "Dynamic Mantissa
+//    Control"). Measured (results/fp64, H100): every auto row within that bound, cw_over_gamma at
+//    most 0.021; at 4096^3 on expspread_4 its statistics are native DGEMM's (the fallback).
+//  * cublas_dgemm_emu_b<bits>: fixed_point_fp64_numerics(cublas_fixed_point_bits(bits)): the bits
+//    rounded up to fill the last int8 slice (16 -> 23, 24 -> 31, ..., 64 -> 71, 72 and 79 -> 79),
+//    judged by the fixed-point bound of reference/error_stats.hpp (fixed_point_term), whose error is
+//    relative to max |a_ik| max |b_kj|, not to |A||B|: binary64's gamma_K bound does not apply below
+//    53 bits (14 rows of the main job failed it though the kernels work as designed). What the bound
+//    assumes beyond the documentation was checked against the measured rows with a CPU model of the
+//    scheme (reference/fixed_point.hpp) on the same inputs (expspread_0.5 and expspread_4,
+//    1024^3): truncation toward zero of the scaled entries, balanced int8 digits, only the slice
+//    pairs s + u <= S + 1 formed, the levels summed in binary64 from the largest. The model gives the
+//    measured componentwise maximum and largest relative error to all printed digits at 23 and 31
+//    bits, and the normwise error within 3% (the rest of the difference is not identified); at 79
+//    bits its fraction of correctly rounded entries is 0.689 (first 128 rows) against the measured
+//    0.691 (K = 1024). Under the bound, the model's largest error over its entry's bound is at most
+//    0.016 on every K = 1024 row of results/fp64 (0.065 at 4096^3 on U[0,1), 16 bits).
+//  * cublas_sgemm_emu_bf16x9: bf16x9_numerics(): three bf16 pieces per fp32 operand, nine products
+//    of pieces summed in fp32 (9 K terms in the bound). On sm_90 its bits are cuBLAS fp32 pedantic's
+//    (it does not emulate there, results/fp64/bits_compare), which that bound covers as well.
+// What each entry fixes:
 //  * cublas_dgemm: CUBLAS_COMPUTE_64F under CUBLAS_EMULATION_STRATEGY_PERFORMANT (named explicitly, so
 //    the CUBLAS_EMULATION_STRATEGY environment variable cannot change it), which on the H100 returned
 //    native DGEMM's bits (issue 23); on a GPU where emulation is faster the library may choose it.
@@ -101,11 +125,11 @@ void launch_setting(const GemmArgs& a, const Setting& s) {
                    s, "cublasGemmEx");
 }
 
-constexpr Kernel base(const char* name, const char* desc, Format f, void (*fn)(const GemmArgs&), int min_cc,
-                      std::size_t workspace) {
+constexpr Kernel base(const char* name, const char* desc, const Numerics& numerics, void (*fn)(const GemmArgs&),
+                      int min_cc, std::size_t workspace) {
   return Kernel{
       .name = name, .family = "fp64", .description = desc,
-      .numerics = library_numerics(f),
+      .numerics = numerics,
       .layout_a = Layout::row_major, .layout_b = Layout::row_major,
       .m_multiple = 1, .n_multiple = 1, .k_multiple = 1,
       .min_cc = min_cc, .requires_sm90a = false, .workspace_bytes = workspace,
@@ -116,22 +140,23 @@ constexpr Kernel base(const char* name, const char* desc, Format f, void (*fn)(c
 }  // namespace
 
 // One registered entry per setting: its launcher binds the setting at compile time.
-#define GEMMLAB_CUBLAS_FP64_VARIANT(id, desc, fmt, mode, bits, min_cc, workspace)              \
+#define GEMMLAB_CUBLAS_FP64_VARIANT(id, desc, numerics, mode, bits, min_cc, workspace)         \
   const Kernel& id() {                                                                        \
-    static const Kernel k = base(#id, desc, Format::fmt,                                      \
+    static const Kernel k = base(#id, desc, numerics,                                         \
                                  [](const GemmArgs& a) { launch_setting(a, {#id, mode, bits}); }, \
                                  min_cc, workspace);                                          \
     return k;                                                                                 \
   }
 
-GEMMLAB_CUBLAS_FP64_VARIANT(cublas_dgemm, "cuBLAS DGEMM, CUBLAS_COMPUTE_64F, emulation strategy PERFORMANT", fp64,
-                            Mode::native, 0, 50, std::size_t{64} << 20)
+GEMMLAB_CUBLAS_FP64_VARIANT(cublas_dgemm, "cuBLAS DGEMM, CUBLAS_COMPUTE_64F, emulation strategy PERFORMANT",
+                            library_numerics(Format::fp64), Mode::native, 0, 50, std::size_t{64} << 20)
 GEMMLAB_CUBLAS_FP64_VARIANT(cublas_dgemm_emu_auto,
                             "cuBLAS fixed-point DGEMM emulation, EAGER, dynamic mantissa bits (the library's choice)",
-                            fp64, Mode::emulated_auto, 0, 80, kWorkspaceBytes)
+                            library_numerics(Format::fp64), Mode::emulated_auto, 0, 80, kWorkspaceBytes)
 #define GEMMLAB_EMU_BITS(b)                                                                                   \
   GEMMLAB_CUBLAS_FP64_VARIANT(cublas_dgemm_emu_b##b, "cuBLAS fixed-point DGEMM emulation, EAGER, " #b " mantissa bits", \
-                              fp64, Mode::emulated_fixed, b, 80, kWorkspaceBytes)
+                              fixed_point_fp64_numerics(cublas_fixed_point_bits(b)), Mode::emulated_fixed, b, 80,     \
+                              kWorkspaceBytes)
 GEMMLAB_EMU_BITS(16)
 GEMMLAB_EMU_BITS(24)
 GEMMLAB_EMU_BITS(32)
@@ -143,7 +168,7 @@ GEMMLAB_EMU_BITS(72)
 GEMMLAB_EMU_BITS(79)
 #undef GEMMLAB_EMU_BITS
 GEMMLAB_CUBLAS_FP64_VARIANT(cublas_sgemm_emu_bf16x9,
-                            "cuBLAS fp32 GEMM, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, EAGER (BF16x9 emulation)", fp32,
-                            Mode::bf16x9, 0, 80, std::size_t{256} << 20)
+                            "cuBLAS fp32 GEMM, CUBLAS_COMPUTE_32F_EMULATED_16BFX9, EAGER (BF16x9 emulation)",
+                            bf16x9_numerics(), Mode::bf16x9, 0, 80, std::size_t{256} << 20)
 
 }  // namespace gemmlab::kernels

@@ -28,7 +28,7 @@ STATUSES: tuple[str, ...] = tuple(_core.statuses())
 _TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
          "accumulation", "split_products", "summation_tree", "layout_a", "layout_b", "distribution", "reference", "recipe", "note"}
 # Counts: nullable, because rows that did not run (not_applicable, not_supported) leave them empty.
-_INT = {"promotion_interval_k", "split_pieces", "M", "N", "K", "reps", "sm_clock_mhz", *_core.integer_stats_columns()}
+_INT = {"promotion_interval_k", "split_pieces", "fixed_point_bits", "M", "N", "K", "reps", "sm_clock_mhz", *_core.integer_stats_columns()}
 
 
 def dtypes() -> dict[str, Any]:

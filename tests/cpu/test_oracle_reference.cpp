@@ -214,7 +214,7 @@ TEST(OracleStats, SumsAreTheDocumentedTreeForEveryThreadCount) {
   std::int64_t n = 0;
   for (std::size_t i = 0; i < c.x.size(); ++i) {
     const stats_detail::Entry t =
-        stats_detail::entry(c.x[i], c.ref.c[i], c.ref.c_out[i], c.ref.abs_ab[i], stats_detail::judge_of(c.ref.out, m));
+        stats_detail::entry(c.x[i], c.ref.c[i], c.ref.c_out[i], c.ref.abs_ab[i], 0.0, stats_detail::judge_of(c.ref.out, m));
     if (t.has_rel) leaves[i] = {t.r, 0}, ++n;
   }
   const pfp::DD s = tree(leaves, 0, 4096);

@@ -5,9 +5,11 @@
 // a kernel cannot take are refused with its name. Seconds on an H100 (sizes up to 512).
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "reference/fixed_point.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/same_bits.hpp"
@@ -36,6 +38,11 @@ Matrix make(const char* dist, Operand which, int rows, int cols, Format f) {
   return generate(parse_distribution(dist), which, rows, cols, f, 23);
 }
 
+// The fp64 operands run_and_check draws (its seed 1).
+Matrix make_seeded(const char* dist, Operand which, int rows, int cols) {
+  return generate(parse_distribution(dist), which, rows, cols, Format::fp64, 1);
+}
+
 TEST(Fp64Kernels, FamilyIsRegistered) {
   GEMMLAB_REQUIRE_FAMILY("fp64");
   int n = 0;
@@ -62,9 +69,9 @@ TEST(Fp64Kernels, DfmaTiledIsTheCpuFmaChainBitForBit) {
   }
 }
 
-// Every fp64 kernel on fp64 data: within the componentwise bound of its declared numerics
+// The native fp64 kernels on fp64 data: within the componentwise bound of their declared numerics
 // (binary64 u; library and unmodelled instructions judged with u_eff = 2u). The emulation settings
-// below 53 bits are left out: they are not expected to meet binary64's bound.
+// have their own records and tests below.
 TEST(Fp64Kernels, NativeKernelsWithinBinary64Bound) {
   GEMMLAB_REQUIRE_FAMILY("fp64");
   for (const char* name : {"dgemm_01_dfma_tiled", "dgemm_mma_01_m8n8k4", "cublas_dgemm"}) {
@@ -121,8 +128,9 @@ TEST(Fp64Kernels, FewerMantissaBitsLargerError) {
   EXPECT_GT(err16, 1024 * err48) << "32 more mantissa bits should cut the error by far more than 2^10";
 }
 
-// The BF16x9 fp32 emulation: a finite fp32 result judged by fp32's bound; whether its bits equal
-// cuBLAS's fp32 pedantic result is recorded (the GPU script compares the rows at 4096^3).
+// The BF16x9 fp32 emulation: a finite fp32 result judged by its record (three bf16 pieces, nine
+// products summed in fp32: bf16x9_numerics); whether its bits equal cuBLAS's fp32 pedantic result is
+// recorded (the GPU script compares the rows at 4096^3).
 TEST(Fp64Kernels, Bf16x9ReturnsAnFp32ProductWithinBound) {
   GEMMLAB_REQUIRE_FAMILY("fp64");
   const Kernel& k = kernel("cublas_sgemm_emu_bf16x9");
@@ -134,6 +142,72 @@ TEST(Fp64Kernels, Bf16x9ReturnsAnFp32ProductWithinBound) {
   } catch (const KernelNotSupported& why) {
     GTEST_SKIP() << why.what();
   }
+}
+
+// The automatic setting keeps binary64's accuracy or falls back to native DGEMM (the cuBLAS
+// documentation): its record is binary64's, and it stays within binary64's bound.
+TEST(Fp64Kernels, AutomaticEmulationWithinBinary64Bound) {
+  GEMMLAB_REQUIRE_FAMILY("fp64");
+  const Kernel& k = kernel("cublas_dgemm_emu_auto");
+  GEMMLAB_REQUIRE_KERNEL(k);
+  EXPECT_EQ(k.numerics, library_numerics(Format::fp64));
+  try {
+    for (const char* dist : {"normal_0_1", "expspread_2", "cancel_-40"}) {
+      const auto r = run_and_check(k, 256, 192, 512, dist);
+      EXPECT_TRUE(r.stats.within_bound) << dist << ": bound_ratio " << r.stats.bound_ratio;
+      RecordProperty(std::string("auto_") + dist + "_bound_ratio", std::to_string(r.stats.bound_ratio));
+    }
+  } catch (const KernelNotSupported& why) {
+    GTEST_SKIP() << why.what();
+  }
+}
+
+// Every fixed setting within the fixed-point bound of the bits it keeps, on data whose truncation
+// errors add up (U[0,1)), mean-zero data, a wide exponent spread and cancellation; beside it the CPU
+// model of the scheme (reference/fixed_point.hpp) on the same inputs: its normwise error is within 2x
+// of the kernel's wherever the operands' representation dominates (kept bits <= 47), and the share
+// of entries it predicts bit for bit is recorded. Prints a table: setting, distribution, kept bits,
+// bound_ratio of the kernel and of the model, normwise of both, entries equal.
+TEST(Fp64Kernels, FixedPointEmulationWithinItsOwnBound) {
+  GEMMLAB_REQUIRE_FAMILY("fp64");
+  std::printf("  %-22s %-14s %4s %10s %10s %10s %10s %8s\n", "kernel", "distribution", "bits", "ratio",
+              "model", "normwise", "model", "equal");
+  int checked = 0;
+  for (int b : {16, 24, 32, 40, 48, 56, 64, 72, 79}) {
+    const std::string name = "cublas_dgemm_emu_b" + std::to_string(b);
+    const Kernel& k = kernel(name.c_str());
+    GEMMLAB_REQUIRE_KERNEL(k);
+    const int kept = cublas_fixed_point_bits(b);
+    ASSERT_EQ(k.numerics.fixed_point_bits, kept) << name;
+    for (const char* dist : {"uniform_0_1", "normal_0_1", "expspread_2", "cancel_-40"}) {
+      const int M = 256, N = 192, K = 512;
+      testing::Checked r;
+      try {
+        r = run_and_check(k, M, N, K, dist);
+      } catch (const KernelNotSupported& why) {
+        GTEST_SKIP() << why.what();
+      }
+      EXPECT_TRUE(r.stats.within_bound) << name << " " << dist << ": bound_ratio " << r.stats.bound_ratio << ", "
+                                        << r.stats.bound_violations << " violations";
+      const Matrix A = make_seeded(dist, Operand::A, M, K), B = make_seeded(dist, Operand::B, K, N);
+      const std::vector<double> model = fixed_point::gemm(A, B, fixed_point::Scheme{.bits = kept});
+      const ErrorStats ms = compute_error_stats(model, r.ref, bound_model(k.numerics, K));
+      long long equal = 0;
+      for (std::size_t i = 0; i < model.size(); ++i)
+        equal += std::bit_cast<std::uint64_t>(model[i]) == std::bit_cast<std::uint64_t>(r.run.c[i]);
+      std::printf("  %-22s %-14s %4d %10.3g %10.3g %10.3g %10.3g %7.1f%%\n", name.c_str(), dist, kept,
+                  r.stats.bound_ratio, ms.bound_ratio, r.stats.normwise, ms.normwise,
+                  100.0 * static_cast<double>(equal) / static_cast<double>(model.size()));
+      RecordProperty(name + "_" + dist + "_bound_ratio", std::to_string(r.stats.bound_ratio));
+      RecordProperty(name + "_" + dist + "_model_equal", std::to_string(equal));
+      if (kept <= 47 && std::string(dist) != "cancel_-40") {
+        EXPECT_LT(ms.normwise, 2 * r.stats.normwise) << name << " " << dist << ": the model is not the kernel";
+        EXPECT_GT(ms.normwise, 0.5 * r.stats.normwise) << name << " " << dist << ": the model is not the kernel";
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 36);
 }
 
 // Sizes: the tiled kernels refuse what their tiles do not divide, naming themselves; cuBLAS takes any.

@@ -21,7 +21,9 @@
 
 #include "experiments/device/error_stats_gpu.hpp"
 #include "experiments/device/exact_reference_gpu.hpp"
+#include "reference/fixed_point.hpp"
 #include "reference/mpfr_gemm.hpp"
+#include "reference/numerics.hpp"
 #include "reference/rng.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/same_bits.hpp"
@@ -385,6 +387,36 @@ TEST(GpuOracle, OtherToolsMeasuresMatchTheCpuBitForBitOnPassingOutputs) {
       EXPECT_GT(cpu.snr_db, floor_db - 0.1) << what;
       EXPECT_LT(cpu.snr_db, floor_db + 15) << what;
     }
+  }
+}
+
+// Fixed-point operands (cuBLAS's fp64 emulation): the term h alpha_i beta_j with the GPU reference's
+// row and column maxima, bit for bit the CPU's, on the CPU model's outputs at the 23 bits the record
+// declares (within the bound) and at 15 (one slice fewer: beyond it on U[0,1)), plus perturbed
+// outputs with NaN and infinities; from the GPU reference and from the host one.
+TEST(GpuOracle, FixedPointBoundMatchesTheCpuBitForBit) {
+  GEMMLAB_REQUIRE_GPU();
+  for (const char* dist : {"expspread_1", "uniform_0_1", "cancel_-40", "normal_0_1"}) {
+    const Problem p = make(dist, Format::fp64, 97, 83, 300, 4);
+    const GemmReference ref = exact_gemm(p.A, p.B, Format::fp64);
+    const device::GpuReference g = exact_gemm_gpu(p.A, p.B);
+    expect_same(g.to_host(Format::fp64), ref, dist);
+    const BoundModel m = bound_model(fixed_point_fp64_numerics(23), 300);
+    for (int kept : {23, 15}) {
+      const std::string what = std::string(dist) + " kept " + std::to_string(kept);
+      const std::vector<double> x = fixed_point::gemm(p.A, p.B, fixed_point::Scheme{.bits = kept});
+      const ErrorStats cpu = compute_error_stats(x, ref, Format::fp64, m);
+      EXPECT_TRUE(same_stats(device::compute_error_stats_gpu(x, g, Format::fp64, m), cpu)) << what;
+      EXPECT_TRUE(same_stats(device::compute_error_stats_gpu(x, ref, Format::fp64, m), cpu)) << what << " (host ref)";
+      EXPECT_GT(cpu.fixed_point_bound, 0.0) << what;
+      if (kept == 23) EXPECT_EQ(cpu.bound_violations, 0) << what << ": ratio " << cpu.bound_ratio;
+      if (kept == 15 && std::string(dist) == "uniform_0_1") EXPECT_GT(cpu.bound_violations, 0) << what;
+      RecordProperty(std::string(dist) + "_kept" + std::to_string(kept) + "_bound_ratio", std::to_string(cpu.bound_ratio));
+    }
+    const std::vector<double> odd = perturbed(ref, Format::fp64, 3, true);
+    const ErrorStats cpu = compute_error_stats(odd, ref, Format::fp64, m);
+    EXPECT_TRUE(same_stats(device::compute_error_stats_gpu(odd, g, Format::fp64, m), cpu)) << dist << " perturbed";
+    EXPECT_GT(cpu.nonfinite, 0) << dist;
   }
 }
 

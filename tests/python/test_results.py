@@ -75,11 +75,13 @@ def test_errors(tmp_path):
 # Columns added since the default run of 2026-11-21: the underflow-aware verdict's three (issue 13),
 # the measures of other tools after them, and the timing noise after time_ms_max; scaled fp8's recipe
 # after reference and its total error after the statistics (issue 22); split operands' pieces and
-# products after promotion_interval_k (issue 20); an explained record's summation_tree after them (issue 37).
-ADDED = ("split_pieces", "split_products", "summation_tree", "subnormal_reference", "underflow_bound", "bound_violations",
-         "calc_diff", "snr_db", "max_abs_err", "assert_close", "assert_close_mismatches", "time_ms_iqr",
-         "recipe", "total_rel_mean", "total_rel_std", "total_rel_max_abs", "total_normwise", "total_componentwise",
-         "total_calc_diff")
+# products after promotion_interval_k (issue 20); an explained record's summation_tree after them (issue 37);
+# fixed-point operands' bits after it, and their bound term and the bound ratio after assert_close_mismatches
+# (issue 33).
+ADDED = ("split_pieces", "split_products", "summation_tree", "fixed_point_bits", "subnormal_reference",
+         "underflow_bound", "bound_violations", "calc_diff", "snr_db", "max_abs_err", "assert_close",
+         "assert_close_mismatches", "fixed_point_bound", "bound_ratio", "time_ms_iqr", "recipe", "total_rel_mean",
+         "total_rel_std", "total_rel_max_abs", "total_normwise", "total_componentwise", "total_calc_diff")
 
 
 def test_columns_are_those_of_the_newest_default_run(root):
@@ -98,9 +100,10 @@ def test_columns_are_those_of_the_newest_default_run(root):
 def test_an_older_csv_gets_the_columns_it_lacks_empty(root):
     df = gemmlab.load_results(root / "results/default/default_h200_20261121.csv")
     assert list(df.columns) == list(gemmlab.COLUMNS)
-    for c in ("calc_diff", "snr_db", "max_abs_err", "time_ms_iqr", "underflow_bound"):
+    for c in ("calc_diff", "snr_db", "max_abs_err", "time_ms_iqr", "underflow_bound", "fixed_point_bound",
+              "bound_ratio"):
         assert df[c].dtype == "float64" and df[c].isna().all(), c
-    for c in ("assert_close", "assert_close_mismatches", "bound_violations"):
+    for c in ("assert_close", "assert_close_mismatches", "bound_violations", "fixed_point_bits"):
         assert df[c].dtype == "Int64" and df[c].isna().all(), c
     # Columns it has keep their values.
     assert df.loc[df.status == "passed", "tflops"].notna().all()
