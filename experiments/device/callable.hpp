@@ -42,6 +42,9 @@ void free_owned(void* p) noexcept;
 // Throws std::runtime_error on a CUDA error.
 void copy_strided(const void* src, std::size_t elem_bytes, int rows, int cols, long long s0, long long s1, void* dst,
                   void* stream);
+// Waits on the host for everything enqueued on `stream` (a cudaStream_t). Throws std::runtime_error
+// on a CUDA error.
+void synchronize(void* stream);
 }  // namespace device
 
 }  // namespace gemmlab

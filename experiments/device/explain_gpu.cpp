@@ -12,9 +12,9 @@
 
 namespace gemmlab {
 
-KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, void* stream)
+KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, void* stream, bool foreign_streams)
     : k_(k), M_(M), N_(N), K_(K),
-      runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream)) {}
+      runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream, foreign_streams)) {}
 
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {

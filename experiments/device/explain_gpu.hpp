@@ -22,8 +22,10 @@ namespace gemmlab {
 // size and the GPU.
 class KernelOracle : public explain::Oracle {
  public:
-  // `stream`: as for EntryRunner (a Python callable's framework stream; nullptr: the runner's own).
-  KernelOracle(const Kernel& k, int M, int N, int K, int device = 0, void* stream = nullptr);
+  // `stream`, `foreign_streams`: as for EntryRunner (a Python callable's framework stream, nullptr:
+  // the runner's own; a JAX callable launches on XLA's streams).
+  KernelOracle(const Kernel& k, int M, int N, int K, int device = 0, void* stream = nullptr,
+               bool foreign_streams = false);
   int M() const override { return M_; }
   int N() const override { return N_; }
   int K() const override { return K_; }

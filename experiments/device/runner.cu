@@ -485,9 +485,10 @@ struct EntryRunner::Impl {
   Scratch jobs, at_k, at_bits, offsets, gathered;
   cudaStream_t stream = nullptr;
   bool own_stream = true;
+  bool foreign_streams = false;  // the kernel launches on streams of its own (EntryRunner's constructor)
   GemmArgs args;
 
-  Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream)
+  Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream, bool foreign)
       : k(k_), dev(query_device(device)), M(a.rows), N(b.cols), K(a.cols), eb_in(storage_bytes(k_.numerics.input)),
         eb_out(storage_bytes(k_.numerics.output)), a_bytes(static_cast<std::size_t>(a.rows) * a.cols * eb_in),
         b_bytes(static_cast<std::size_t>(b.rows) * b.cols * eb_in), A(a_bytes), B(b_bytes),
@@ -499,6 +500,7 @@ struct EntryRunner::Impl {
     } else {
       GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     }
+    foreign_streams = foreign;
     upload(a, b);
     args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
     if (k.scale_a != ScaleGranularity::none) {
@@ -518,6 +520,15 @@ struct EntryRunner::Impl {
     if (stream && own_stream) cudaStreamDestroy(stream);
   }
 
+  // One launch of the kernel on the current inputs (C poisoned first), its output in C. A kernel on
+  // streams of its own is launched only once the runner's writes are done: nothing else orders them.
+  void launch() {
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(C.p, 0xFF, static_cast<std::size_t>(M) * N * eb_out, stream));
+    if (foreign_streams) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    k.launch(args);
+    if (k.collect) k.collect(args);
+  }
+
   // Both operands packed in the kernel's format and layouts and uploaded whole.
   void upload(const Matrix& a, const Matrix& b) {
     const std::vector<unsigned char> ha = pack(a, k.numerics.input, k.layout_a), hb = pack(b, k.numerics.input, k.layout_b);
@@ -528,12 +539,13 @@ struct EntryRunner::Impl {
   }
 };
 
-EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device, void* stream) {
+EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device, void* stream,
+                         bool foreign_streams) {
   if (A.cols != B.rows) throw std::invalid_argument("EntryRunner: A is (M,K) and B must be (K,N)");
   const DeviceInfo& dev = query_device(device);
   if (!dev.present) throw std::runtime_error("EntryRunner: no CUDA GPU: " + dev.why_absent);
   GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
-  impl_ = std::make_unique<Impl>(k, A, B, device, stream);
+  impl_ = std::make_unique<Impl>(k, A, B, device, stream, foreign_streams);
 }
 
 EntryRunner::~EntryRunner() = default;
@@ -637,10 +649,7 @@ void EntryRunner::set_lines(const std::vector<Line>& a_rows, const std::vector<L
 std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<int, int>>& entries) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
-  const std::size_t bytes = static_cast<std::size_t>(m.M) * m.N * m.eb_out;
-  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, bytes, m.stream));
-  m.k.launch(m.args);
-  if (m.k.collect) m.k.collect(m.args);
+  m.launch();
   std::vector<std::uint64_t> out(entries.size(), 0);
   // Many entries: gathered on the GPU, one copy of their offsets up and one of their bits down (the
   // whole of C would be 64 MB at 4096^2 fp32, most of a launch's time); a few: one copy each.
@@ -687,9 +696,7 @@ const Kernel& EntryRunner::kernel() const { return impl_->k; }
 double EntryRunner::run_entry(int i, int j) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
-  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, static_cast<std::size_t>(m.M) * m.N * m.eb_out, m.stream));
-  m.k.launch(m.args);
-  if (m.k.collect) m.k.collect(m.args);
+  m.launch();
   std::uint64_t bits = 0;
   GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&bits, static_cast<const unsigned char*>(m.C.p) +
                                                 (static_cast<std::size_t>(i) * m.N + j) * m.eb_out,

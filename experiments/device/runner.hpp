@@ -89,8 +89,12 @@ class EntryRunner {
   // A (M, K) and B (K, N) as the first inputs (values exact in the kernel's input format). `stream`
   // (a cudaStream_t; (void*)1 is the legacy default stream): where everything is enqueued, the
   // caller's for a kernel that launches on it (a Python callable runs on its framework's current
-  // stream); nullptr: a stream of the runner's own.
-  EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device = 0, void* stream = nullptr);
+  // stream); nullptr: a stream of the runner's own. `foreign_streams`: the kernel launches on streams
+  // the runner cannot see (JAX: XLA's own), so nothing orders its reads of A and B after the runner's
+  // writes on `stream`; the runner then waits for its stream on the host before every launch (a
+  // launch that read inputs half written gave JAX counts of no whole number of units).
+  EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device = 0, void* stream = nullptr,
+              bool foreign_streams = false);
   ~EntryRunner();
   EntryRunner(const EntryRunner&) = delete;
   EntryRunner& operator=(const EntryRunner&) = delete;
