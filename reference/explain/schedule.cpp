@@ -122,7 +122,9 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
   std::vector<std::vector<int>> variant_counts;  // the counts each variant gave (st.variants' indices)
   st.ran = true;
   for (const Condition& c : conditions) {
-    ScheduleTrial t{c.name, c.words};
+    ScheduleTrial t;
+    t.perturbation = c.name;
+    t.words = c.words;
     const auto c0 = Clock::now();
     const long long l0 = o.launches;
     if (since(t0) > opt.schedule_seconds) {
