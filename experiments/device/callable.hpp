@@ -8,12 +8,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/kernel.hpp"
 #include "reference/distributions.hpp"
 
 namespace gemmlab {
+
+// What a callable returned is not C (None, not a tensor, another shape, dtype or device): the
+// callable's failure whatever the schedule (explain stops at it even under a perturbation).
+struct CallableOutputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct CallableKernel {
   std::string name, family, description;
