@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `gemmlab explain` on Triton's fp32 flavours with split operands: input_precision "tf32x3" (two tf32
 # pieces), "bf16x3" (two bf16 pieces) and "bf16x6" (three bf16 pieces).
-# Usage: scripts/gpu_split.sh BIN_DIR OUT_DIR. BIN_DIR holds gemmlab, gemmlab_cpu_tests and
+# Usage: scripts/lab/gpu_split.sh BIN_DIR OUT_DIR. BIN_DIR holds gemmlab, gemmlab_cpu_tests and
 # gemmlab_gpu_tests; PYTHONPATH must hold the gemmlab wheel (with gemmlab._gpu); Triton 3.6 and torch.
 # 1. the GPU tests of explain and the CPU tests of the split schemes (regressions: no built-in kernel
 #    splits its operands, so the split itself is tested on synthetic CPU kernels);

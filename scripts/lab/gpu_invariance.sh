@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Determinism and batch invariance on one lent GPU (issue 24), with prebuilt binaries:
-#   scripts/gpu_invariance.sh BIN_DIR OUT_DIR
+# Determinism and batch invariance on one GPU (issue 24), with prebuilt binaries:
+#   scripts/lab/gpu_invariance.sh BIN_DIR OUT_DIR
 # BIN_DIR holds gemmlab and gemmlab_gpu_tests; CSVs (+ .meta.json) and logs go to OUT_DIR, and a
 # short table is printed last. Each part is skipped when its CSV is already there (a second call
 # after a cut-short one does only what is missing). About 5 minutes on an H100.
@@ -47,7 +47,7 @@ part vllm_orders_k256 -k cublas_gemmex_bf16_f32,cublaslt_bf16_f32 -s 512x4096x25
 part te_batch_sizes -k cublas_gemmex_bf16_f32,cublaslt_bf16_f32 -s 64x4096x4096 --m 1,2,4,8,16,32 --repeats 3 \
   --settings 'default;ws=0'
 
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -e "$out/fw_done" ]; then
   echo "== frameworks: already there"
 elif python3 -c 'import gemmlab, torch, triton; gemmlab.invariance' 2>/dev/null; then

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Post-processing of scripts/gpu_fprevgroups.sh's OUT_DIR (FPRev unit groups, issue 20; run locally).
+"""Post-processing of scripts/lab/gpu_fprevgroups.sh's OUT_DIR (FPRev unit groups, issue 20; run locally).
 
-    python3 scripts/fprevgroups_results.py OUT_DIR results/explain/h100_<date>_fprevgroups
-    python3 scripts/fprevgroups_results.py OUT_DIR --table-only      # print the table, write nothing
+    python3 scripts/lab/fprevgroups_results.py OUT_DIR results/explain/h100_<date>_fprevgroups
+    python3 scripts/lab/fprevgroups_results.py OUT_DIR --table-only      # print the table, write nothing
 
 Prints one row per explained kernel: identified or the failed stage, the FPRev masks' group size, the
 launches and the compared outputs that differ. With DEST: copies each explain CSV (and its judged CSV)
@@ -52,7 +52,7 @@ def row_of(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", help="OUT_DIR of scripts/gpu_fprevgroups.sh")
+    ap.add_argument("out_dir", help="OUT_DIR of scripts/lab/gpu_fprevgroups.sh")
     ap.add_argument("dest", nargs="?", help="results folder to write, e.g. results/explain/h100_20261125_fprevgroups")
     ap.add_argument("--table-only", action="store_true", help="print the table only")
     a = ap.parse_args()
@@ -60,7 +60,7 @@ def main():
         ap.error("give DEST or --table-only")
     paths = explain_csvs(a.out_dir)
     if not paths:
-        print(f"{a.out_dir} has no explain CSV: run scripts/gpu_fprevgroups.sh BIN {a.out_dir} first", file=sys.stderr)
+        print(f"{a.out_dir} has no explain CSV: run scripts/lab/gpu_fprevgroups.sh BIN {a.out_dir} first", file=sys.stderr)
         return 2
     table = [row_of(p) for p in paths]
     cols = list(table[0])
@@ -84,7 +84,7 @@ def main():
         w.writeheader()
         w.writerows(table)
     os.replace(tmp, os.path.join(a.dest, "fprevgroups_table.csv"))
-    meta = {"produced_by": "scripts/fprevgroups_results.py", "source": os.path.abspath(a.out_dir),
+    meta = {"produced_by": "scripts/lab/fprevgroups_results.py", "source": os.path.abspath(a.out_dir),
             "rows_from": [os.path.basename(p) for p in paths],
             "columns": {"unit_group": "FPRev units per item (reference/fprev.hpp)",
                         "items_per_pair": "items (launch slots) per FPRev pair"}}

@@ -3,7 +3,11 @@
 # by one fake Device (fake.hpp: exact result rounded to the output format, every 7th entry perturbed
 # by 2^-20, sm_90a kernels not_supported, one kernel raising an error), on all kernels x all
 # distributions + logunif_-4_14 + cancel_-20 at 256x256x128, seeds 1,2: the CSVs must be byte-identical.
-#   results/engine/old_vs_new_loop/check.sh [BUILD_DIR]    (from the repository root; default build)
+#   scripts/lab/old_vs_new_loop/check.sh [BUILD_DIR]    (from the repository root; default build)
+# It held at commit 50fcdc9 (1472 rows, IDENTICAL), on a build of that commit. The old loop is compiled
+# against the tree's own headers and libraries, so on a later tree it no longer matches (the report
+# layer moved on: e.g. Timing gained time_ms_iqr after time_ms_max, which the old loop's aggregate
+# initialiser now fills with tflops); run it on a checkout and build of 50fcdc9 to repeat the check.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)

@@ -2,7 +2,7 @@
 """gemmlab's tensor-core model against MMA-Sim (microsoft/MMA-Sim, arXiv 2511.10909) on the probes,
 the adversarial corpus and the committed H100 outcomes, case by case.
 
-    results/probes/mmasim_crosscheck.py MMASIM_CHECKOUT GEMMLAB OUT_DIR
+    scripts/lab/probes/mmasim_crosscheck.py MMASIM_CHECKOUT GEMMLAB OUT_DIR
 
 MMASIM_CHECKOUT is a checkout (or git directory) of MMA-Sim: its simulator/arithmetic.py is read and
 run as it is (nothing of it is copied here). MMA-Sim needs PyTorch for its tensors; this script gives
@@ -30,6 +30,8 @@ import sys
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The committed probe results: results/probes/ of this repository.
+PROBES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "results", "probes")
 
 # gemmlab instruction -> (A format, B format, output, MMA-Sim fraction bits, MMA-Sim output type)
 MODELLED = {
@@ -182,7 +184,7 @@ def load_mmasim(checkout):
 def committed_h100():
     """The H100's probe outputs of 2026-11-23, per instruction in probe order."""
     out = {}
-    with open(os.path.join(HERE, "h100_probes_20261123_outputs.csv"), newline="") as f:
+    with open(os.path.join(PROBES, "h100_probes_20261123_outputs.csv"), newline="") as f:
         for r in csv.DictReader(f):
             out[r["instruction"]] = r["output_bits"].split()
     return out

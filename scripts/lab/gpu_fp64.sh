@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 23 (fp64 and emulated GEMM) on a lent GPU, with prebuilt binaries:
-#   scripts/gpu_fp64.sh BIN_DIR OUT_DIR
+# Issue 23 (fp64 and emulated GEMM) on a GPU machine, with prebuilt binaries:
+#   scripts/lab/gpu_fp64.sh BIN_DIR OUT_DIR
 # BIN_DIR holds gemmlab and gemmlab_gpu_tests (a build with the fp64 and cpu families); everything
 # goes to OUT_DIR, a short table is printed last. About 5 minutes on an H100. Each step skips itself
 # when its output is complete, and a `gemmlab run` cut short continues from its journal, so calling
@@ -14,10 +14,10 @@
 #  5. bits: native DGEMM vs the EAGER emulation, and BF16x9 vs cuBLAS fp32 pedantic / default, on the
 #     same inputs (1024^3, outputs saved as .npy): equal bits mean the emulation did not engage; and
 #     the f64 tensor-core kernel vs the DFMA kernel: equal bits everywhere support MMA-Sim's model of
-#     mma.sync f64 (a chain of IEEE FMAs over k from C), a first answer before the probes model it;
+#     mma.sync f64 (a chain of IEEE FMAs over k from C), which the probes of scripts/lab/gpu_tc_f64.sh
+#     then established instruction by instruction;
 #  6. gemmlab predict of the DFMA kernel (bit for bit against the CPU's binary64 FMA chain).
-# Not here yet: probes of the f64 tensor-core instruction (not modelled in tc_model; see the report).
-# Post-processing on the integrator's machine: scripts/fp64_results.sh OUT_DIR (results/README.md).
+# Post-processing on any machine (no GPU): scripts/lab/fp64_results.sh OUT_DIR TAG -> results/fp64/.
 set -uo pipefail
 bin=$1; out=$2
 mkdir -p "$out"

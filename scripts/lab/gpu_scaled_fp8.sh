@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Issue 22 (scaled fp8) on a lent Hopper GPU, with prebuilt binaries:
-#   scripts/gpu_scaled_fp8.sh BIN_DIR OUT_DIR
+# Issue 22 (scaled fp8) on a Hopper GPU, with prebuilt binaries:
+#   scripts/lab/gpu_scaled_fp8.sh BIN_DIR OUT_DIR
 # BIN_DIR holds gemmlab and gemmlab_gpu_tests (built with the cublas and hopper families, sm_90a);
 # everything goes under OUT_DIR, and a short table is printed last. About 5 to 6 minutes on an H100
-# (estimated: the scaled suite's problems are quantized and judged on the host, about 4 s per 4096^3
-# problem and 12 s per 8192x8192x7168 one), plus up to 150 s when the DeepGEMM wheel is there: run the
-# script a second time with the same OUT_DIR if a call's limit cuts it (finished steps are skipped):
+# (the scaled suite's problems are quantized and judged on the host: about 4 s per 4096^3 problem and
+# 12 s per 8192x8192x7168 one), plus up to 150 s when the DeepGEMM wheel is there: run the script a
+# second time with the same OUT_DIR if a call's limit cuts it (finished steps are skipped):
 #  1. the topic's GPU tests (ScaledFp8Gpu*: quantization on the GPU = the CPU's bits, every scaled
 #     kernel within its bound at K = 640 and 400, gemmlab's scaled kernels predicted bit for bit, the
 #     cuBLASLt modes against the candidate orders);
@@ -23,7 +23,7 @@
 #  5. the speed table: hgemm_wgmma_11 block-scaled / cuBLASLt VEC128 x BLK128x128 and / the unscaled fp8
 #     kernels, per size, from the same run.
 # Idempotent: a step whose output exists is skipped; a suite run cut short continues its journal.
-# Post-processing (on any machine): python3 scripts/scaled_fp8_results.py OUT_DIR results/scaled_fp8
+# Post-processing (on any machine): python3 scripts/lab/scaled_fp8_results.py OUT_DIR results/scaled_fp8
 set -uo pipefail
 bin=$1; out=$2
 mkdir -p "$out"
@@ -96,7 +96,7 @@ grep -iE "tree|blocks|promot" "$out/order.log" | tail -n 12
 # 4. DeepGEMM through the callable path, if a wheel of it was carried here. sgl-deep-gemm wheels are
 #    built against one PyTorch each (its README), so every carried one is tried, newest first, until
 #    one imports; torch's and CUDA's libraries go on the loader path (the wheel has no RPATH to them).
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 wheels=$(ls "$bin"/sgl_deep_gemm-*.whl 2>/dev/null | sort -rV)
 if [ -e "$out/deepgemm.csv" ]; then
   echo "deepgemm.csv exists: skipped"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 20, FPRev unit groups on a GPU. Usage: scripts/gpu_fprevgroups.sh BIN_DIR OUT_DIR
+# Issue 20, FPRev unit groups on a GPU. Usage: scripts/lab/gpu_fprevgroups.sh BIN_DIR OUT_DIR
 # 1. the GPU test of the groups (a built-in e4m3 kernel promoted every 128 at K = 1536);
 # 2. the two kernels whose FPRev counts failed at 4096^3 before groups: Triton e4m3 with
 #    max_num_imprecise_acc=128 and torch._scaled_mm rowwise (bf16 output), through
@@ -24,4 +24,4 @@ if [ ! -s "$out/frameworks/explain_table.csv" ]; then
     --sizes 4096 --only triton_e4m3_f32_imprecise128,torch_scaled_mm_rowwise_e4m3 > "$out/frameworks.log" 2>&1
   echo "frameworks rc=$?"
 fi
-python3 scripts/fprevgroups_results.py "$out" --table-only
+python3 scripts/lab/fprevgroups_results.py "$out" --table-only

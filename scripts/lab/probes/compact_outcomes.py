@@ -3,7 +3,7 @@
 of its probes in `gemmlab probe`'s order, and the sha256 of the probe ids in that order (so a reader
 can check that its own probe set, tc::make_probes, is the same one).
 
-    results/probes/compact_outcomes.py OUTCOMES.csv[.xz] OUT.csv
+    scripts/lab/probes/compact_outcomes.py OUTCOMES.csv[.xz] OUT.csv
 
 OUTCOMES is the `<out>_outcomes.csv` that `gemmlab probe` writes (columns instruction, probe, ...,
 output_bits, ...), or its `<out>_corpus_outcomes.csv` (the corpus: the id column is `case`), plain or

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Post-processing of scripts/gpu_invariance.sh: OUT_DIR -> results/invariance/<gpu>_<date>/.
+"""Post-processing of scripts/lab/gpu_invariance.sh: OUT_DIR -> results/invariance/<gpu>_<date>/.
 
-    python3 scripts/invariance_results.py OUT_DIR [DEST]
+    python3 scripts/lab/invariance_results.py OUT_DIR [DEST]
 
 Copies every CSV with its .meta.json (a CSV without one is refused: no result without its
 metadata), draws the invariance matrix of each (plots/invariance.py: matrix_cublas.png, ...; for
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from collections import defaultdict
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository (this file is in scripts/lab/)
 
 
 def rows_of(path):
@@ -111,7 +111,7 @@ def main():
     out_dir = sys.argv[1]
     csvs = sorted(f for f in os.listdir(out_dir) if f.endswith(".csv"))
     if not csvs:
-        sys.exit(f"{out_dir}: no CSV (run scripts/gpu_invariance.sh BIN_DIR {out_dir} first)")
+        sys.exit(f"{out_dir}: no CSV (run scripts/lab/gpu_invariance.sh BIN_DIR {out_dir} first)")
     for f in csvs:
         if not os.path.exists(os.path.join(out_dir, f[:-4] + ".meta.json")):
             sys.exit(f"{out_dir}/{f}: no .meta.json beside it; a result is committed only with its metadata")

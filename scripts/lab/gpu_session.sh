@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One call on a lent GPU machine with prebuilt binaries (no compiler or MPFR headers needed there):
-#   scripts/gpu_session.sh BIN_DIR OUT_DIR PART...
+# One call on a GPU machine with prebuilt binaries (no compiler or MPFR headers needed there):
+#   scripts/lab/gpu_session.sh BIN_DIR OUT_DIR PART...
 # PART: tests | default-a | default-b | default | experiments | probes | tc-corpus | engine | plugin |
 # predict-kernels | predict-library | judge-tests | judge  (default-a/-b split the
 # default suite's distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR;
@@ -174,7 +174,7 @@ hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma,hgemm_wgmma_10_epioverlap_sm16_bf16
       # adversarial corpus (reference/tc_corpus.hpp, 1,000 cases per rule class), every model
       # parameter inferred from their outcomes (the special rules from the corpus), then TC_TILES
       # random tiles per instruction from tile TC_FIRST_TILE of seed 1 (calls with TC_FIRST_TILE = 0,
-      # TC_TILES, 2 TC_TILES, ... add up to one long validation). results/probes/tc_corpus_postprocess.py
+      # TC_TILES, 2 TC_TILES, ... add up to one long validation). scripts/lab/probes/tc_corpus_postprocess.py
       # turns OUT_DIR into the committed CSVs and the tables.
       tiles=${TC_TILES:-200000} first=${TC_FIRST_TILE:-0}
       t0=$(date +%s)

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Post-processing of scripts/gpu_scaled_fp8.sh's OUT_DIR into committed results (run locally).
+"""Post-processing of scripts/lab/gpu_scaled_fp8.sh's OUT_DIR into committed results (run locally).
 
-    python3 scripts/scaled_fp8_results.py OUT_DIR results/scaled_fp8 [--gpu h100]
+    python3 scripts/lab/scaled_fp8_results.py OUT_DIR results/scaled_fp8 [--gpu h100]
 
 Copies each CSV with its .meta.json (written by gemmlab beside it) as <stem>_<gpu>.csv, the GPU test
-log, and renders plots/scaled_fp8.py's figure; prints the numbers the README's TO FILL FROM GPU RUN
-places need: the speed ratios (block-scaled / cuBLASLt VEC128xBLK128x128, / unscaled fp8 kernels),
+log, and renders plots/scaled_fp8.py's figure; prints the numbers results/scaled_fp8 and the README
+report: the speed ratios (block-scaled / cuBLASLt VEC128xBLK128x128, / unscaled fp8 kernels),
 prediction mismatches per kernel and candidate order, and the unpromoted fp8 error at K = 4096 beside
 DeepSeek-V3's "nearly 2%". Refuses (exit 2, nothing written) a folder without the suite's CSV or a CSV
 without its .meta.json.
@@ -17,19 +17,19 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository (this file is in scripts/lab/)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out_dir", help="OUT_DIR of scripts/gpu_scaled_fp8.sh")
+    ap.add_argument("out_dir", help="OUT_DIR of scripts/lab/gpu_scaled_fp8.sh")
     ap.add_argument("dest", help="results folder, e.g. results/scaled_fp8")
     ap.add_argument("--gpu", help="suffix naming the GPU (default: from gpu.txt, e.g. h100)")
     a = ap.parse_args()
     suites = sorted(os.path.join(a.out_dir, f) for f in os.listdir(a.out_dir)
                     if f.startswith("scaled_fp8_") and f.endswith(".csv"))
     if not suites:
-        sys.exit(f"{a.out_dir} has no scaled_fp8_*.csv: run scripts/gpu_scaled_fp8.sh BIN {a.out_dir} first")
+        sys.exit(f"{a.out_dir} has no scaled_fp8_*.csv: run scripts/lab/gpu_scaled_fp8.sh BIN {a.out_dir} first")
     gpu = a.gpu
     if not gpu:
         name = open(os.path.join(a.out_dir, "gpu.txt")).read().split(",")[0] if os.path.exists(

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Turns the OUT_DIR of `scripts/gpu_session.sh BIN_DIR OUT_DIR tc-corpus` into the committed files and
+"""Turns the OUT_DIR of `scripts/lab/gpu_session.sh BIN_DIR OUT_DIR tc-corpus` into the committed files and
 prints the tables for results/probes/README.md.
 
-    results/probes/tc_corpus_postprocess.py OUT_DIR GPU DATE [DEST] [--more-tiles DIR ...] [--gemmlab BIN]
+    scripts/lab/probes/tc_corpus_postprocess.py OUT_DIR GPU DATE [DEST] [--more-tiles DIR ...] [--gemmlab BIN]
                                             [--run STEM] [--also CSV ...]
 
-The fp64 tensor-core run (scripts/gpu_tc_f64.sh) is the same kind of run under another stem:
-    results/probes/tc_corpus_postprocess.py OUT_DIR h100 DATE --run tc_f64 --also predict_f64.csv --gemmlab BIN
+The fp64 tensor-core run (scripts/lab/gpu_tc_f64.sh) is the same kind of run under another stem:
+    scripts/lab/probes/tc_corpus_postprocess.py OUT_DIR h100 DATE --run tc_f64 --also predict_f64.csv --gemmlab BIN
 
-GPU is a short tag (h100, h200), DATE yyyymmdd; DEST defaults to this folder. --more-tiles names
+GPU is a short tag (h100, h200), DATE yyyymmdd; DEST defaults to results/probes/. --more-tiles names
 the OUT_DIRs of further calls that validated the next random tiles (TC_FIRST_TILE = N, 2N, ...; only
 their tc_corpus_validation.csv and tc_corpus.log are read): their counts are summed into one table,
 which must then cover one contiguous range of tiles from the same seed per instruction. --gemmlab
@@ -46,6 +46,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The committed probe results (the default DEST): results/probes/ of this repository.
+PROBES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(HERE))), "results", "probes")
 RULES = ("nan_encoding", "overflow", "zero_sign", "zero_operand_alignment", "tf32_low_bits")
 
 
@@ -131,7 +133,7 @@ def merge_validation(parts, dst_csv):
          "seed_and_tiles": sorted({f"seed {s0}, tiles [{f0}, {f0 + n0})" for rs in ranges.values()
                                    for f0, n0, s0, _, p in rs if p == path})}
         for i, (m, (path, _)) in enumerate(zip(metas, tables))]
-    meta["merge"] = ("results/probes/tc_corpus_postprocess.py: tiles, outputs, mismatching_outputs and mismatching_bits "
+    meta["merge"] = ("scripts/lab/probes/tc_corpus_postprocess.py: tiles, outputs, mismatching_outputs and mismatching_bits "
                      "summed over the calls; first_tile is the first call's")
     write_meta(dst_csv, meta)
     return [merged[k] for k in order if k[1] == "all"]
@@ -178,7 +180,7 @@ def replay(gemmlab, out_dir, gpu_name, dst_csv, run="tc_corpus"):
     write_csv(dst_csv, ["instruction", "gpu", "class", "cases", "mismatching_outputs_run_model", "mismatching_outputs",
                         "first_mismatch"], table)
     write_meta(dst_csv, {
-        "produced_by": "results/probes/tc_corpus_postprocess.py --gemmlab BIN (tc-eval --write-cases, then tc-eval --in)",
+        "produced_by": "scripts/lab/probes/tc_corpus_postprocess.py --gemmlab BIN (tc-eval --write-cases, then tc-eval --in)",
         "what": "every hardware outcome of the tc-corpus run (probes: class `probes`; corpus: its rule classes) against "
                 "the model the run inferred on the GPU (mismatching_outputs_run_model, from the run's outcomes CSVs) and "
                 "against gemmlab's committed model, tc::measured_hopper_params, replayed here through tc-eval "
@@ -198,7 +200,7 @@ def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None, run="tc_corpus",
     need = [f"{run}.csv", f"{run}_corpus.csv", f"{run}_outcomes.csv", f"{run}_corpus_outcomes.csv"]
     missing = [n for n in need if not os.path.exists(os.path.join(out_dir, n))]
     if missing:
-        sys.exit(f"{out_dir}: missing {', '.join(missing)}; run scripts/gpu_session.sh BIN_DIR OUT_DIR tc-corpus (or, for --run tc_f64, scripts/gpu_tc_f64.sh BIN_DIR OUT_DIR) first")
+        sys.exit(f"{out_dir}: missing {', '.join(missing)}; run scripts/lab/gpu_session.sh BIN_DIR OUT_DIR tc-corpus (or, for --run tc_f64, scripts/lab/gpu_tc_f64.sh BIN_DIR OUT_DIR) first")
     src = lambda n: os.path.join(out_dir, n)
     copy_with_meta(src(f"{run}.csv"), stem + ".csv")
     copy_with_meta(src(f"{run}_corpus.csv"), stem + "_corpus.csv")
@@ -226,7 +228,7 @@ def main(out_dir, gpu, date, dest, more_tiles=(), gemmlab=None, run="tc_corpus",
     run_meta = json.load(open(src(f"{run}.meta.json"))) if os.path.exists(src(f"{run}.meta.json")) else {}
     for suffix, raw in (("_outputs.csv", f"{run}_outcomes.csv"), ("_corpus_outputs.csv", f"{run}_corpus_outcomes.csv")):
         write_meta(stem + suffix, {
-            "produced_by": f"results/probes/compact_outcomes.py {raw} {os.path.basename(stem + suffix)}",
+            "produced_by": f"scripts/lab/probes/compact_outcomes.py {raw} {os.path.basename(stem + suffix)}",
             "what": "the hardware's D bits per instruction in the order gemmlab builds the cases (tc::make_probes / "
                     "tc::make_corpus), with the sha256 of the case ids; replayed by tests/cpu/test_tc_eval.cpp",
             "columns": ["instruction", "probes", "probe_ids_sha256", "output_bits"],
@@ -377,11 +379,11 @@ if __name__ == "__main__":
     ap.add_argument("out_dir")
     ap.add_argument("gpu")
     ap.add_argument("date")
-    ap.add_argument("dest", nargs="?", default=HERE)
+    ap.add_argument("dest", nargs="?", default=PROBES)
     ap.add_argument("--more-tiles", nargs="*", default=[], metavar="DIR")
     ap.add_argument("--gemmlab", metavar="BIN")
     ap.add_argument("--run", default="tc_corpus",
-                    help="the stem of the run's CSVs in OUT_DIR (tc_corpus; tc_f64 for scripts/gpu_tc_f64.sh); "
+                    help="the stem of the run's CSVs in OUT_DIR (tc_corpus; tc_f64 for scripts/lab/gpu_tc_f64.sh); "
                          "the committed files are <GPU>_<RUN>_<DATE>*")
     ap.add_argument("--also", nargs="*", default=[], metavar="CSV",
                     help="further CSVs of OUT_DIR to commit with their .meta.json as <GPU>_<NAME>_<DATE>.csv")

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Issue 22's speed target on a lent Hopper GPU, with prebuilt binaries:
-#   scripts/gpu_fp8speed.sh BIN_DIR OUT_DIR
+# Issue 22's speed target on a Hopper GPU, with prebuilt binaries:
+#   scripts/lab/gpu_fp8speed.sh BIN_DIR OUT_DIR
 # BIN_DIR holds gemmlab and gemmlab_gpu_tests (built with the cublas and hopper families, sm_90a).
 # The schedules of hgemm_wgmma_11's block-scaled kernel (every hopper kernel whose name starts with
-# hgemm_wgmma_11x_, registered for this comparison only; kernels/hopper/hgemm_wgmma_11_fp8scaled.cu)
-# against the kernel itself, cuBLASLt's VEC128 x BLK128x128 mode and the unscaled e4m3 kernels, in
-# one run (round 3, at commit e22e6de: nine schedules, the kernel's with one or two knobs changed, 219 s
-# with the build on an H100; round 4 at 903f29b, 567993d and cada655: 175-285 s each, with ncu):
+# hgemm_wgmma_11x_; kernels/hopper/hgemm_wgmma_11_fp8scaled.cu) against the kernel itself, cuBLASLt's
+# VEC128 x BLK128x128 mode and the unscaled e4m3 kernels, in one run. The schedules are registered
+# only for a round of measurements (round 3 at e22e6de: nine schedules, 219 s with the build on an
+# H100; round 4 at 903f29b, 567993d and cada655: 175-285 s each, with ncu; round 5 at 693135e); between
+# rounds none is registered, and the script stops with exit 2 saying so. The rounds' figures are in
+# the kernel's NOTES and results/scaled_fp8/schedules_round*:
 #  1. the topic's GPU tests (ScaledFp8Gpu*: every schedule within its bound, predicted bit for bit,
 #     and the kernel's bits with more tiles than SMs at two sizes); at
 #     most 150 s;

@@ -2,7 +2,7 @@
 """The Khattak-Mikaitis validation vectors (repository north-numerical-computing/MATLAB-tensor-core,
 folder model_validation/<GPU>/) as `gemmlab tc-eval` cases, and gemmlab's model held against them.
 
-    results/probes/km_vectors.py CHECKOUT GEMMLAB OUT_DIR [GPU ...]
+    scripts/lab/probes/km_vectors.py CHECKOUT GEMMLAB OUT_DIR [GPU ...]
 
 CHECKOUT is a checkout (or git directory) of that repository (its files are read, never copied here),
 GEMMLAB the gemmlab binary, GPU H100 and/or H200 (default both). For every format folder it writes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 20 on a GPU: `gemmlab explain` and gemmlab.explain. Usage: scripts/gpu_explain.sh BIN_DIR OUT_DIR [PART]
+# Issue 20 on a GPU: `gemmlab explain` and gemmlab.explain. Usage: scripts/lab/gpu_explain.sh BIN_DIR OUT_DIR [PART]
 # PART: tests (the GPU and Python tests of explain), cli (gemmlab explain on cuBLAS baselines and
 # built-in kernels at 4096^3), frameworks (experiments/examples/explain_frameworks.py: Triton and torch
 # at 4096^3 and 2048x8192x3072; EXPLAIN_ONLY / EXPLAIN_SIZES narrow it), all (the three). PYTHONPATH

@@ -3,7 +3,7 @@
 kernel of a built gemmlab binary, so its speed can be compared with the unpatched binary's.
 
     cuobjdump -sass build/CMakeFiles/gemmlab_kernels.dir/kernels/hopper/hgemm_wgmma_11_fp8scaled.cu.o > sass.txt
-    python3 scripts/patch_ffma_yield.py sass.txt FastestE build/gemmlab gemmlab_deepgemm deepgemm
+    python3 scripts/lab/patch_ffma_yield.py sass.txt FastestE build/gemmlab gemmlab_deepgemm deepgemm
 
 The kernel is the one function of SASS whose name contains FUNCTION; its instruction bytes (both
 64-bit words of each 128-bit instruction, as cuobjdump prints them) must occur exactly once in

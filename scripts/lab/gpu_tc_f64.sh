@@ -1,25 +1,27 @@
 #!/usr/bin/env bash
-# Issue 23 (the fp64 tensor-core instructions in the probes and the model) on a lent GPU, with
+# Issue 23 (the fp64 tensor-core instructions in the probes and the model) on a GPU machine, with
 # prebuilt binaries:
-#   scripts/gpu_tc_f64.sh BIN_DIR OUT_DIR
+#   scripts/lab/gpu_tc_f64.sh BIN_DIR OUT_DIR
 # BIN_DIR holds gemmlab and gemmlab_gpu_tests (a build with the fp64 family); everything goes to
 # OUT_DIR, a short table is printed last. Under 4 minutes on an H100. Each step skips itself when its
 # output is complete, so calling the script again with the same OUT_DIR resumes it.
 #  1. the GPU tests of the topic: each f64 instruction's probes (mma_m8n8k4_f64; on sm_90 also
 #     mma_m16n8k{4,8,16}_f64) infer a model that explains every probe and matches 1,000 random
 #     tiles; dgemm_mma_01_m8n8k4 predicted bit for bit at 256^3 through m8n8k4's; the instruction
-#     list's own test (every instruction runs; the f64 ones as hypotheses);
+#     list's own test (every instruction runs, and every probed one, the f64 ones included, gives the
+#     model's bits);
 #  2. gemmlab probe --corpus on the four f64 instructions: the probes (reference/tc_infer.cpp, with
 #     the step_rounding probes that tell an FMA chain, its order, its steps and fused roundings
 #     apart: is m16n8k16 a chain of k4 steps?), the adversarial corpus (12 rule classes x 1,000
 #     cases, step_rounding among them), the inference, and 10^6 random tiles each against the
 #     inferred model;
 #  3. gemmlab predict of the f64 tensor-core kernel and the DFMA kernel at 1024^3 (the tensor-core
-#     kernel through the committed model: the hypothesis until measured_hopper_params is updated).
-# Post-processing on the integrator's machine (results/README.md):
-#   results/probes/tc_corpus_postprocess.py OUT_DIR h100 DATE --run tc_f64 --also predict_f64.csv --gemmlab BIN
-# then put each inferred model (OUT_DIR/tc_f64.csv, feature model_fit) into reference/tc_model.cpp
-# measured_hopper_params and model_evidence ("probed: ...").
+#     kernel through the committed model, reference/tc_model.cpp measured_hopper_params, which holds
+#     the model these probes inferred on the H100 and the H200, 2026-11-24).
+# Post-processing on any machine (no GPU):
+#   scripts/lab/probes/tc_corpus_postprocess.py OUT_DIR h100 DATE --run tc_f64 --also predict_f64.csv --gemmlab BIN
+# writes results/probes/<gpu>_tc_f64_<date>*; where a run infers another model than the committed one
+# (OUT_DIR/tc_f64.csv, feature model_fit), measured_hopper_params and model_evidence must follow it.
 set -uo pipefail
 bin=$1; out=$2
 mkdir -p "$out"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Post-processing of scripts/gpu_fp64.sh on the integrator's machine (no GPU needed):
-#   scripts/fp64_results.sh OUT_DIR TAG        e.g.  scripts/fp64_results.sh /tmp/fp64_out h100_20261124
+# Post-processing of scripts/lab/gpu_fp64.sh's OUT_DIR, on any machine (no GPU needed):
+#   scripts/lab/fp64_results.sh OUT_DIR TAG        e.g.  scripts/lab/fp64_results.sh /tmp/fp64_out h100_20261124
 # Copies the CSVs with their .meta.json (written by gemmlab beside each CSV) and the logs into
 # results/fp64/ as <name>_<TAG>.*, and renders the figure results/fp64/fp64_emulation_<TAG>.png with
 # plots/fp64_emulation.py (the project's .venv from scripts/setup.sh has matplotlib).
 set -euo pipefail
 src=$1; tag=$2
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
 dst=$here/results/fp64
 mkdir -p "$dst"
 for name in fp64_emulation_1024 fp64_emulation_4096 fp64_cpu_reference bits_1024 bench_reference_fp64 predict_fp64; do
