@@ -8,12 +8,13 @@
 //                      than before (an order that depends on what ran before: counters or caches left
 //                      by earlier launches);
 //   the oracle's perturbations (on a GPU: fewer SMs in a green context, SMs held by a concurrent kernel).
-// An entry follows the tree when every pair meets in the node the tree says. Entries that follow another
-// order are grouped by the counts they showed; each group is a variant, revealed (reveal() at those
-// entries under the same condition) where its entries keep to one tree while they are asked again.
+// Each entry is compared with its own undisturbed counts (a baseline pass first: an entry whose order
+// differs from the tree's by its position, a stream-K tail, keeps its own). Entries that show other
+// counts are grouped by them; each group is a variant, revealed (reveal() at those entries under the
+// same condition) where its entries keep to one tree while they are asked again.
 //
-// The verdict: "depends" where any entry left the tree (or the tree stage's own two passes disagreed),
-// "unchanged" where every trial that ran saw the tree at every entry. The bound the kernel is judged by
+// The verdict: "depends" where any entry changed its order (or the tree stage's own two passes
+// disagreed), "unchanged" where in every trial that ran every entry kept its order. The bound the kernel is judged by
 // must cover every order seen: bound_over_orders() takes the largest of the orders' bounds (order_bound,
 // the place of the bound of any revealed tree), and claims none where an order seen could not be
 // revealed or has no bound.
@@ -91,6 +92,18 @@ class Budgeted : public Oracle {
   long long budget_;
 };
 
+// The counts each entry of E shows for `pairs`, the pairs asked in `order` (one launch per pair and
+// unit group, every entry answering): out[e][x].
+std::vector<std::vector<int>> observe(Fprev& f, const std::vector<Entry>& E, const Pairs& pairs,
+                                      const std::vector<std::size_t>& order) {
+  std::vector<std::vector<int>> out(E.size(), std::vector<int>(pairs.size()));
+  for (std::size_t x : order) {
+    const std::vector<int> sizes = f.sizes(E, Pairs(E.size(), pairs[x]));
+    for (std::size_t e = 0; e < E.size(); ++e) out[e][x] = sizes[e];
+  }
+  return out;
+}
+
 struct Condition {
   std::string name, words;
   int perturbation = -1;  // index into the oracle's perturbations(), -1: none
@@ -109,7 +122,17 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
   const int K = o.K();
   Fprev f{o, tree_masks(o)};  // the tree stage counted with these masks: they exist
   const Pairs pairs = schedule_pairs(K, opt.schedule_pairs, opt.seed);
-  const std::vector<int> expected = lca_sizes(tree.tree, pairs);
+  std::vector<std::size_t> in_order(pairs.size());
+  for (std::size_t x = 0; x < in_order.size(); ++x) in_order[x] = x;
+  // Each entry's counts undisturbed: what every trial is compared with, entry by entry (an entry whose
+  // order differs from the tree's by its position, a stream-K tail, keeps its own).
+  std::vector<std::vector<int>> baseline;
+  try {
+    baseline = observe(f, E, pairs, in_order);
+  } catch (const std::runtime_error& e) {  // a count that is no count (a KernelFailed goes on up)
+    st.why = std::string("the undisturbed counts could not be taken: ") + e.what();
+    return st;
+  }
 
   std::vector<Condition> conditions{
       {"repeat", "the same launches again, undisturbed", -1, false},
@@ -142,29 +165,22 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
       }
     }
     try {
-      std::vector<std::size_t> order(pairs.size());
-      for (std::size_t x = 0; x < order.size(); ++x) order[x] = x;
+      std::vector<std::size_t> order = in_order;
       if (c.shuffled) {
         SplitMix rng{opt.seed ^ 0x5b0ffull};
         for (std::size_t x = order.size(); x > 1; --x) std::swap(order[x - 1], order[rng.next() % x]);
         if (order.size() > 1 && std::is_sorted(order.begin(), order.end())) std::reverse(order.begin(), order.end());
       }
-      std::vector<std::vector<int>> seen(pairs.size());  // seen[x][e]: pair x at entry E[e]
-      for (std::size_t x : order) seen[x] = f.sizes(E, Pairs(E.size(), pairs[x]));
-      // Entries grouped by the counts they showed.
+      const std::vector<std::vector<int>> seen = observe(f, E, pairs, order);
+      // Entries that kept their undisturbed counts; the others grouped by the counts they showed.
       std::map<std::vector<int>, std::vector<Entry>> groups;
-      for (std::size_t e = 0; e < E.size(); ++e) {
-        std::vector<int> counts(pairs.size());
-        for (std::size_t x = 0; x < pairs.size(); ++x) counts[x] = seen[x][e];
-        groups[counts].push_back(E[e]);
-      }
       t.entries = static_cast<int>(E.size());
+      for (std::size_t e = 0; e < E.size(); ++e) {
+        if (seen[e] == baseline[e]) ++t.following;
+        else groups[seen[e]].push_back(E[e]);
+      }
       for (const auto& [counts, at] : groups) {
         const int n = static_cast<int>(at.size());
-        if (counts == expected) {
-          t.following += n;
-          continue;
-        }
         auto v = std::find(variant_counts.begin(), variant_counts.end(), counts);
         if (v == variant_counts.end()) {
           // A new order: revealed at its entries under this same condition, where they keep to it.
@@ -244,7 +260,7 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
   for (const ScheduleTrial& t : st.trials) {
     s << " " << t.perturbation;
     if (!t.not_applied.empty()) s << " (" << t.not_applied << ")";
-    else s << " (" << t.following << "/" << t.entries << " entries followed the tree)";
+    else s << " (" << t.following << "/" << t.entries << " entries kept their order)";
     s << (&t == &st.trials.back() ? "" : ",");
   }
   st.text = s.str();

@@ -116,7 +116,7 @@ TEST(ExplainSchedule, UnchangedOrderSaysWhatWasTried) {
   EXPECT_EQ(r.schedule.verdict, "unchanged") << r.schedule.text;
   EXPECT_TRUE(r.schedule.exposed_by.empty());
   EXPECT_TRUE(r.schedule.variants.empty());
-  // Every trial ran, at every entry, and every entry followed the tree.
+  // Every trial ran, at every entry, and every entry kept its order.
   ASSERT_EQ(r.schedule.trials.size(), 4u);
   for (const char* name : {"repeat", "shuffled_launches", "fewer_sms_8", "busy_sms_4"}) {
     const ScheduleTrial* t = trial(r, name);
@@ -214,6 +214,20 @@ TEST(ExplainSchedule, OrderChangingBetweenUndisturbedCallsStopsAtTheTreeWithTheS
   EXPECT_EQ(r.schedule.verdict, "depends");
   EXPECT_TRUE(contains(r.reason, "the order depends on scheduling")) << r.reason;
   EXPECT_FALSE(r.numerics.has_value());
+}
+
+TEST(ExplainSchedule, OrderThatDiffersByPositionIsNotTakenForScheduling) {
+  // Rows from 16 on sum in another order (a stream-K tail): every entry keeps its own order in every
+  // trial, so the verdict is unchanged, and the tree stage still says the entries differ.
+  SyntheticKernel k = fma_kernel();
+  k.other_tree = halves_tree(64);
+  k.other_from_row = 16;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_GT(r.tree.entries_differing, 0);
+  EXPECT_EQ(r.schedule.verdict, "unchanged") << r.schedule.text;
+  for (const ScheduleTrial& t : r.schedule.trials) EXPECT_EQ(t.following, t.entries) << t.perturbation;
 }
 
 TEST(ExplainSchedule, OffSkipsTheStage) {
