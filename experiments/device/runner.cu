@@ -359,13 +359,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // into C after each launch, outside the timed region. The first launch's C is kept and compared
 // with the last's bit for bit (KernelRun::nondeterministic). `consume(dC, stream)` sees the last
 // output. Fills every field of KernelRun but c, unwritten and wall_seconds.
-// The Perturber of GPU `device` (perturb.hpp), made on first use and kept for the process.
+// The Perturber of GPU `device` (perturb.hpp), made on first use and kept for the process (never
+// destroyed: at exit the CUDA driver may already be gone).
 Perturber& perturber_of(int device) {
   static std::mutex mu;
-  static std::map<int, std::unique_ptr<Perturber>> all;
+  static auto* all = new std::map<int, Perturber*>;
   std::lock_guard<std::mutex> lock(mu);
-  auto& p = all[device];
-  if (!p) p = std::make_unique<Perturber>(device);
+  Perturber*& p = (*all)[device];
+  if (!p) p = new Perturber(device);
   return *p;
 }
 
