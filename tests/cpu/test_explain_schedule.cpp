@@ -216,6 +216,21 @@ TEST(ExplainSchedule, OrderChangingBetweenUndisturbedCallsStopsAtTheTreeWithTheS
   EXPECT_FALSE(r.numerics.has_value());
 }
 
+TEST(ExplainSchedule, OrderRacingSoThatNoTreeFormsIsStillReportedAsDependingOnScheduling) {
+  // Every other call sums pairwise instead of in one chain: the tree stage's counts form no tree at
+  // all, yet the scheduling stage, comparing each entry with itself call to call, says why.
+  SyntheticKernel k = fma_kernel();
+  k.other_tree = pairwise_tree(64);
+  k.alternate_calls = true;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_TRUE(r.tree.text.empty()) << "a tree formed: " << r.tree.text;
+  EXPECT_EQ(r.schedule.verdict, "depends") << r.schedule.text;
+  // (Strict alternation: the repeat's launches fall on the baseline's parities, the shuffled ones do not.)
+  EXPECT_TRUE(contains(r.reason, "the order depends on scheduling: first seen under shuffled_launches")) << r.reason;
+}
+
 TEST(ExplainSchedule, OrderThatDiffersByPositionIsNotTakenForScheduling) {
   // Rows from 16 on sum in another order (a stream-K tail): every entry keeps its own order in every
   // trial, so the verdict is unchanged, and the tree stage still says the entries differ.
