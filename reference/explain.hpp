@@ -206,8 +206,9 @@ struct ScheduleStage {
   std::vector<ScheduleTrial> trials;
   std::vector<ScheduleVariant> variants;
   std::string exposed_by;        // the first trial under which the order changed
-  // Why no bound covers every order seen ("" when the report's numerics covers them: its bound is the
-  // largest of theirs), in which case the report has no numerics: judged, the kernel claims no bound.
+  // Why no bound covers every order seen ("" when the report's numerics covers them: it is the record
+  // of the order with the largest bound), in which case the report has no numerics: judged, the kernel
+  // claims no bound.
   std::string bound_note;
   std::string text;              // what was tried and what changed, in words
   double seconds = 0;

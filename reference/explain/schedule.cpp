@@ -15,9 +15,9 @@
 //
 // The verdict: "depends" where any entry changed its order (or the tree stage's own two passes
 // disagreed), "unchanged" where in every trial that ran every entry kept its order. The bound the kernel is judged by
-// must cover every order seen: bound_over_orders() takes the largest of the orders' bounds (order_bound,
-// the place of the bound of any revealed tree), and claims none where an order seen could not be
-// revealed or has no bound.
+// must cover every order seen: bound_over_orders() judges by the record of the order with the largest
+// bound (order_bound, the place where the bound of any revealed tree comes in), and claims none where an
+// order seen could not be revealed or has no record.
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -270,19 +270,25 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
 
 namespace {
 
-// The bound of one order of summation, or nullopt with `why`. HOOK(tree bound): until the bound of any
-// revealed tree lands (issue 37: along each root-to-leaf path, the roundings of its nodes), every order
-// is judged by the record's bound. That bound depends on K, the formats and the nodes' rounding alone
-// (gamma_K(u_eff), reference/error_stats.hpp: Higham, ASNA 2nd ed. §3.1 and §4.2, any order of summing
-// K terms through roundings of at most u_eff each), so it covers every tree of these K products whose
-// nodes are all of the kinds the nodes stage modelled; a tree with other nodes gets none.
-std::optional<double> order_bound(const SummationTree& t, Oracle& o, const Report& r, std::string& why) {
+// The bound factor of one order of summation and the record it comes from, or nullopt with `why`: the
+// order's own record (numerics_for: its tree with the nodes and conversion found), bounded as the judge
+// bounds it (gamma_bound_factor of bound_model). HOOK(tree bound): numerics_for names gemmlab's orders
+// (fma chains, in_mma / external / promoted blocks, split-K halves) and, once the numerics record can
+// hold any revealed tree (issue 37), every other tree too, with a bound from the tree itself; until then
+// an order the vocabulary does not name has no record, and so no bound.
+std::optional<std::pair<double, Numerics>> order_bound(const SummationTree& t, Oracle& o, const Report& r,
+                                                       std::string& why) {
   const emulation::SplitScheme* split = r.nodes.split ? &*r.nodes.split : nullptr;
   if (std::string gap = emulation::tree_gap(t, node_model(r.nodes.kinds), info(o.input()).name, split); !gap.empty()) {
     why = "its nodes are not all of the kinds the nodes stage modelled (" + gap + ")";
     return std::nullopt;
   }
-  return gamma_bound_factor(bound_model(*r.numerics, o.K()));
+  const std::optional<Numerics> n = numerics_for(t, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);
+  if (!n) {
+    why = "its tree is none of the orders gemmlab's numerics record names, so it has no record and no bound";
+    return std::nullopt;
+  }
+  return std::make_pair(gamma_bound_factor(bound_model(*n, o.K())), *n);
 }
 
 }  // namespace
@@ -296,16 +302,22 @@ void bound_over_orders(Oracle& o, Report& r) {
   };
   if (st.variants.empty())
     return claim_none("the tree stage saw the order change between its two passes, and no trial caught the other order");
-  std::string why;
-  double worst = *order_bound(r.tree.tree, o, r, why);  // the composition checked the tree's nodes
+  // The record judged is the order's with the largest bound: its bound covers every order seen.
+  double worst = gamma_bound_factor(bound_model(*r.numerics, o.K()));
+  Numerics judged = *r.numerics;
   for (std::size_t v = 0; v < st.variants.size(); ++v) {
     const ScheduleVariant& x = st.variants[v];
     const std::string which = "variant " + std::to_string(v + 1) + " (first under " + x.first_seen + ")";
     if (!x.revealed) return claim_none(which + " was " + x.why);
-    const std::optional<double> b = order_bound(x.tree, o, r, why);
+    std::string why;
+    const auto b = order_bound(x.tree, o, r, why);
     if (!b) return claim_none(which + ": " + why);
-    worst = std::max(worst, *b);
+    if (b->first > worst) {
+      worst = b->first;
+      judged = b->second;
+    }
   }
+  r.numerics = judged;
   std::ostringstream s;
   s << "judged by the largest bound of the " << st.variants.size() + 1 << " orders seen (f = " << worst << ")";
   st.text += "; " + s.str();

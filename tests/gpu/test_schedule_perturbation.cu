@@ -4,7 +4,8 @@
 //    its blocks ran on, read with %smid);
 //  * a CUDA-core kernel that splits K in two when its stream has fewer SMs than the GPU (as a library
 //    that sizes its split-K by the SMs it sees) is reported by explain as "order depends on
-//    scheduling", exposed by the green context, its other order revealed, identified and bounded; the
+//    scheduling", exposed by the green context, its other order revealed, identified, and judged by a
+//    bound covering both orders where the record names them (else by none, saying why); the
 //    timing helper's perturbed launch (gemmlab.judge's determinism check) sees its bits change under
 //    fewer_sms and not under busy_sms;
 //  * a kernel that hits an illegal memory access leaves explain's report unidentified and oracle_lost,
@@ -209,7 +210,11 @@ TEST(SchedulePerturbation, ExplainReportsAnOrderThatFollowsTheSmCount) {
     const bool fewer = t.perturbation.rfind("fewer_sms_", 0) == 0;
     EXPECT_EQ(t.following, fewer ? 0 : t.entries) << t.perturbation;
   }
-  ASSERT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;  // both orders are FMA chains and fp32 adds
+  // Judged by the record of the order with the larger bound where the record names both orders; by none
+  // (said in bound_note) where it names only the chain.
+  const auto own = explain::numerics_for(halves_tree(K), Format::fp32, Format::fp32, explain::Conversion::as_is, {});
+  if (own) EXPECT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;
+  else EXPECT_TRUE(!r.numerics.has_value() && contains(r.schedule.bound_note, "no bound covers")) << r.schedule.bound_note;
   const nlohmann::json j = report_to_json(r);
   EXPECT_EQ(j["schedule"]["verdict"], "depends");
   EXPECT_EQ(j["schedule"]["trials"].size(), r.schedule.trials.size());
