@@ -15,8 +15,10 @@ if ! command -v nvcc >/dev/null 2>&1; then
   fi
 fi
 
+# ccache: scripts/test.sh compiles each kernel once for the wheel's build and the test build.
+# unzip: scripts/build_wheel.sh looks into the wheel it built.
 pkgs=(cmake ninja-build g++ pkg-config libmpfr-dev libgmp-dev libeigen3-dev libgtest-dev libcli11-dev
-      nlohmann-json3-dev libtomlplusplus-dev libssl-dev python3-venv python3-dev)
+      nlohmann-json3-dev libtomlplusplus-dev libssl-dev python3-venv python3-dev ccache unzip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

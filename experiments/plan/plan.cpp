@@ -36,16 +36,17 @@ namespace {
   throw UsageError("suite file " + file + ": '" + key + "' " + what);
 }
 
-std::vector<std::string> string_list(const toml::node& n, const std::string& file, const std::string& key) {
+std::vector<std::string> string_list(const toml::node& n, const std::string& file, const std::string& key,
+                                     bool may_be_empty = false) {
   const toml::array* a = n.as_array();
-  if (!a) bad(file, key, "must be an array of strings, e.g. [\"all\"]");
+  if (!a) bad(file, key, std::string("must be an array of strings, e.g. ") + (key == "exclude" ? "[\"family:cpu\"]" : "[\"all\"]"));
   std::vector<std::string> out;
   for (const auto& e : *a) {
     auto v = e.value<std::string>();
     if (!v || v->empty()) bad(file, key, "must hold only non-empty strings");
     out.push_back(*v);
   }
-  if (out.empty()) bad(file, key, "must not be empty");
+  if (out.empty() && !may_be_empty) bad(file, key, "must not be empty");
   return out;
 }
 
@@ -108,9 +109,9 @@ RunPlan load_suite(const std::string& path) {
   }
   RunPlan p;
   p.name = fs::path(path).stem().string();
-  static const std::set<std::string> known = {"name",  "description", "kernels",   "distributions", "sizes",  "seeds",
-                                              "reps",  "warmup",      "reference", "spot_checks",   "plugins",
-                                              "invariance"};
+  static const std::set<std::string> known = {"name",      "description", "kernels", "exclude",   "distributions",
+                                              "sizes",     "seeds",       "reps",    "warmup",    "reference",
+                                              "spot_checks", "plugins",   "invariance"};
   for (const auto& [k, v] : t) {
     std::string key(k.str());
     if (!known.count(key)) {
@@ -126,6 +127,7 @@ RunPlan load_suite(const std::string& path) {
     p.name = *v;
   }
   if (auto n = t.get("kernels")) p.kernels = string_list(*n, path, "kernels");
+  if (auto n = t.get("exclude")) p.exclude = string_list(*n, path, "exclude", true);
   if (auto n = t.get("distributions")) p.distributions = string_list(*n, path, "distributions");
   if (auto n = t.get("plugins"))
     for (const std::string& lib : string_list(*n, path, "plugins"))
@@ -192,6 +194,11 @@ std::vector<fs::path> suite_dirs() {
 #ifdef GEMMLAB_SOURCE_DIR
   d.push_back(fs::path(GEMMLAB_SOURCE_DIR) / "experiments" / "suites");
 #endif
+  // Beside the executable: the gemmlab command of the Python package (gemmlab/_bin/gemmlab) has
+  // its suites in gemmlab/_bin/suites.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) d.push_back(exe.parent_path() / "suites");
   return d;
 }
 }  // namespace

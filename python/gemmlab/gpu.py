@@ -30,6 +30,7 @@ from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
+from . import _cuda_libs
 from ._checks import check_format
 from .evaluate import ACC_ROUNDING
 from .results import load_results
@@ -67,6 +68,9 @@ class GpuContextLost(RuntimeError):
 
 
 _GPU_IMPORT_ERROR: str | None = None
+# Set when gemmlab._gpu is installed but the cuBLAS it links was found nowhere (_cuda_libs says what
+# to install).
+_GPU_MISSING_CUDA: str | None = None
 try:  # the GPU half is built only where a CUDA toolkit was found at install time
     # The engine's CUDA translation units instantiate some libstdc++ templates themselves (nvcc's
     # front end), among them the static ids of locale facets. Python loads extension modules with
@@ -80,7 +84,13 @@ try:  # the GPU half is built only where a CUDA toolkit was found at install tim
         _ctypes.CDLL("libstdc++.so.6", mode=_ctypes.RTLD_GLOBAL)
     except OSError:
         pass
+    # cuBLAS is not in the package: loaded from NVIDIA's pip wheels or the system's CUDA first, so
+    # that the module's references to it bind to that copy.
+    _cuda_libs.load()
     from . import _gpu  # type: ignore[attr-defined]
+except _cuda_libs.CudaLibrariesNotFound as e:  # pragma: no cover - depends on the machine
+    _gpu = None
+    _GPU_MISSING_CUDA = str(e)
 except ImportError as e:  # pragma: no cover - depends on the installation
     _gpu = None
     _GPU_IMPORT_ERROR = str(e)
@@ -90,6 +100,9 @@ def gpu_module(device: int = 0):
     """The GPU engine, or ``GpuUnavailable`` naming what is missing: a CPU-only installation (no
     CUDA toolkit when ``pip install .`` ran), a module that cannot load, or no usable GPU."""
     if _gpu is None:
+        if _GPU_MISSING_CUDA:
+            raise GpuUnavailable(f"gemmlab's GPU engine needs cuBLAS, which is not part of the package: "
+                                 f"{_GPU_MISSING_CUDA}")
         if _GPU_IMPORT_ERROR and "_gpu" not in _GPU_IMPORT_ERROR:
             raise GpuUnavailable(f"gemmlab's GPU engine (gemmlab._gpu) is installed but cannot be loaded: "
                                  f"{_GPU_IMPORT_ERROR}. Check that the CUDA runtime libraries (libcublas) are on the "

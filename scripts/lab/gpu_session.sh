@@ -6,6 +6,8 @@
 # default suite's distributions so each half fits one 10-minute call). Logs and CSVs go to OUT_DIR;
 # a short table is printed last. A run cut short (the call's time limit, a kill) leaves its journal
 # in OUT_DIR, and calling the same PART again with the same OUT_DIR continues it (--resume).
+# `default` runs the README's main job, then scripts/check_main_job.py on its metadata (rc 1 when the
+# time outside the launches exceeds 5% of them).
 # `engine` checks --gpus on a multi-GPU host: the plan ENGINE_PLAN (default: the default suite at
 # 2048^3 on two distributions) on GPU 0 alone, then on every GPU (statistics must be identical bit
 # for bit, wall time about 1/n), then on every GPU SIGKILLed after ENGINE_KILL_AFTER seconds (default:
@@ -17,6 +19,9 @@
 # bytes change, and with the original bytes back it completes to the same rows.
 set -uo pipefail
 bin=$1; out=$2; shift 2
+# scripts/, where check_main_job.py lies (this script may live in scripts/lab/).
+here=$(cd "$(dirname "$0")" && pwd)
+[ -e "$here/check_main_job.py" ] || here=$(cd "$here/.." && pwd)
 mkdir -p "$out"
 # gemmlab run into CSV, continuing its journal if an earlier call was cut short.
 run() {
@@ -147,6 +152,8 @@ import json, sys
 t = json.load(open(sys.argv[1]))["timing_seconds"]
 print("main job: " + ", ".join(f"{k} {v:.2f}" for k, v in t.items()))
 PY
+      # The guard (issue 33): everything outside the launches at most 5% of them.
+      python3 "$here/check_main_job.py" "$out/default_full.meta.json"; echo "main job guard rc=$?"
       ;;
     judge-tests)
       # The Python package's GPU tests (gemmlab.judge, evaluate on GPU tensors) with the gemmlab CLI
