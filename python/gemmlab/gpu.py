@@ -385,7 +385,11 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
                 json.dumps(numerics) if numerics else "", perturbation)
         except gpu.CudaContextLost as e:
             journal = Path(f"{csv}.journal")
-            raise GpuContextLost(f"gemmlab.judge of {e}", _journal_rows(journal),
+            kept = _journal_rows(journal)
+            where = (f"; the {len(kept)} rows finished before are in {journal}: call judge again with out={str(out)!r}, "
+                     "resume=True in a new process" if out is not None and journal.exists()
+                     else f"; the {len(kept)} rows finished before are in this exception's .rows")
+            raise GpuContextLost(f"gemmlab.judge of {e}{where}", kept,
                                  journal if out is not None and journal.exists() else None) from None
         rows = load_results(csv)
     _warn(rows)
