@@ -176,9 +176,12 @@ TEST(SchedulePerturbation, HeldSmsRunNoneOfTheKernelsBlocks) {
       continue;
     }
     const int free = p.kind == Perturbation::Kind::busy_sms ? pr.sm_count() - p.sms : p.sms;
+    // A green context may also use 2 more SMs where a module with dynamic parallelism is loaded (cuda.h,
+    // "Green Contexts"); held SMs are held.
+    const int slack = p.kind == Perturbation::Kind::fewer_sms ? 2 : 0;
     const int used = distinct_sms(pr, &p);
     std::printf("[ perturb  ] %-14s blocks on %3d SMs (at most %d free)\n", p.name().c_str(), used, free);
-    EXPECT_LE(used, free) << p.name();
+    EXPECT_LE(used, free + slack) << p.name();
     EXPECT_GT(all, free) << "undisturbed, the blocks used no more SMs than " << p.name() << " leaves: the check says nothing";
   }
   if (!why.empty()) GTEST_SKIP() << "some perturbations cannot run here: " << why;
