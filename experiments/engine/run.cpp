@@ -496,6 +496,10 @@ class ProblemRunner {
       row.status = Status::not_supported;
       row.note = e.what();
       ctx.log(who + "   " + k.name + ": not supported: " + e.what());
+    } catch (const CudaContextLost&) {
+      // Nothing more runs on this GPU in this process: no row for it (it has no result), and the run
+      // stops with the rows before it in the journal (the engine says how to resume).
+      throw;
     } catch (const std::exception& e) {
       time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
       row.status = Status::error;
@@ -531,6 +535,19 @@ class ProblemRunner {
       row.note = std::to_string(run.nondeterministic) + " of " + std::to_string(stats.entries) +
                  " entries differ bit for bit between the first and the last launch on the same inputs; the "
                  "statistics are those of the last launch; " + row.note;
+    }
+    if (!run.perturbation.empty()) {
+      // TimingOptions::perturbation: one more launch with the schedule disturbed.
+      if (!run.perturbation_not_applied.empty()) {
+        row.note = "determinism under " + run.perturbation + " not checked: " + run.perturbation_not_applied + "; " +
+                   row.note;
+      } else if (run.perturbed_differences) {
+        row.status = Status::nondeterministic;
+        row.note = std::to_string(run.perturbed_differences) + " of " + std::to_string(stats.entries) +
+                   " entries differ bit for bit between the last launch and one under " + run.perturbation +
+                   " (the schedule disturbed): its order of summation depends on scheduling; the statistics are "
+                   "those of the last undisturbed launch; " + row.note;
+      }
     }
     // A host kernel says where and how it ran (its SIMD path and threads: kernels/cpu/eigen_gemm.cpp).
     if (k.row_note) row.note = k.row_note + row.note;
@@ -617,6 +634,8 @@ class ProblemRunner {
           record(row, m.run, m.stats, *k, d, device);
           host_paths_.record(row, m);
           log_row(row, m.run, *k, ctx, who);
+        } catch (const CudaContextLost&) {
+          throw;  // as in run_row: the run stops, the rows before it kept
         } catch (const std::exception& e) {
           time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
           row.status = Status::error;

@@ -203,3 +203,19 @@ def test_evaluate_gpu_tensors_equals_cpu_row():
     assert gpu["reference"].startswith("gpu_int8_ozaki+mpfr_spot") and cpu["reference"].endswith("+mpfr_spot16")
     with pytest.raises(ValueError, match="all be GPU tensors"):
         gemmlab.evaluate(At, B, Ct, **kw)
+
+
+def test_rows_of_an_interrupted_run_come_back_from_its_journal(tmp_path, root):
+    # GpuContextLost carries the rows finished before the GPU's context was lost, read from the run's
+    # journal (engine/journal.hpp: a JSON identity line, then one CSV row per line).
+    from gemmlab.gpu import _journal_rows
+    header, *rows = (root / "tests" / "data" / "dry_run.csv").read_text().splitlines()
+    journal = tmp_path / "x.csv.journal"
+    journal.write_text(json.dumps({"gemmlab_journal": 1, "columns": header.split(",")}) + "\n" +
+                       "".join(r + "\n" for r in rows[:2]))
+    got = _journal_rows(journal)
+    assert list(got.columns) == list(gemmlab.COLUMNS) and len(got) == 2
+    assert list(got["kernel"]) == [r.split(",")[0] for r in rows[:2]]
+    assert _journal_rows(tmp_path / "none.journal").empty
+    e = gemmlab.GpuContextLost("lost", got, journal)
+    assert isinstance(e, RuntimeError) and len(e.rows) == 2 and e.journal == journal
