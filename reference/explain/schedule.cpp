@@ -271,11 +271,10 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
 namespace {
 
 // The bound factor of one order of summation and the record it comes from, or nullopt with `why`: the
-// order's own record (numerics_for: its tree with the nodes and conversion found), bounded as the judge
-// bounds it (gamma_bound_factor of bound_model). HOOK(tree bound): numerics_for names gemmlab's orders
-// (fma chains, in_mma / external / promoted blocks, split-K halves) and, once the numerics record can
-// hold any revealed tree (issue 37), every other tree too, with a bound from the tree itself; until then
-// an order the vocabulary does not name has no record, and so no bound.
+// order's own record (record_for: its tree with the nodes and conversion found; a named order of
+// gemmlab's vocabulary, else the revealed tree itself in compact form, tree_form.hpp), bounded as the
+// judge bounds it (gamma_bound_factor of bound_model: along the tree's worst root-to-leaf path,
+// tree_bound.hpp).
 std::optional<std::pair<double, Numerics>> order_bound(const SummationTree& t, Oracle& o, const Report& r,
                                                        std::string& why) {
   const emulation::SplitScheme* split = r.nodes.split ? &*r.nodes.split : nullptr;
@@ -283,9 +282,9 @@ std::optional<std::pair<double, Numerics>> order_bound(const SummationTree& t, O
     why = "its nodes are not all of the kinds the nodes stage modelled (" + gap + ")";
     return std::nullopt;
   }
-  const std::optional<Numerics> n = numerics_for(t, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);
+  const std::optional<Numerics> n = record_for(t, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);
   if (!n) {
-    why = "its tree is none of the orders gemmlab's numerics record names, so it has no record and no bound";
+    why = "its fused nodes need a model no single instruction of gemmlab's has, so it has no record and no bound";
     return std::nullopt;
   }
   return std::make_pair(gamma_bound_factor(bound_model(*n, o.K())), *n);
