@@ -16,6 +16,7 @@ file(GLOB GEMMLAB_CORE_SOURCES CONFIGURE_DEPENDS ${GEMMLAB_ROOT}/experiments/pla
      ${GEMMLAB_ROOT}/experiments/report/*.cpp ${GEMMLAB_ROOT}/experiments/engine/*.cpp)
 set(GEMMLAB_GPU_ENGINE_SOURCES
     ${GEMMLAB_ROOT}/experiments/device/runner.cu
+    ${GEMMLAB_ROOT}/experiments/device/perturb.cu
     ${GEMMLAB_ROOT}/experiments/device/inputs_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/quantize_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/exact_reference_gpu.cu

@@ -122,15 +122,20 @@ struct Callable {
   int device = 0;
   // Tensors of the current row's buffers, made once per row: a buffer's address can come back for
   // the next problem with another shape (pooled or freed and allocated again), so the key is the
-  // address and the size.
+  // address and the size. JAX's are made again for every launch: a JAX array is immutable by
+  // contract, and where its DLPack import copies (a layout XLA does not take as it is) a view made
+  // once would keep the first launch's operands while gemmlab writes new ones in place (explain).
   std::tuple<const void*, const void*, const void*, int, int, int> key{};
   nb::object ta, tb, tc, result;
+
+  // The framework runs on streams gemmlab cannot see (JAX: XLA's own).
+  bool foreign_streams() const { return framework == "jax"; }
 
   void launch(const GemmArgs& a) {
     nb::gil_scoped_acquire gil;
     try {
       const auto now = std::make_tuple(a.A, a.B, static_cast<const void*>(a.C), a.M, a.N, a.K);
-      if (now != key || !ta.is_valid()) {
+      if (now != key || !ta.is_valid() || foreign_streams()) {
         ta = wrap(framework, a.A, in, a.M, a.K, la, device);
         tb = wrap(framework, a.B, in, a.K, a.N, lb, device);
         tc = returns_output ? nb::object() : wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device);
@@ -172,6 +177,9 @@ struct Callable {
       throw std::runtime_error("the callable returned a tensor of DLPack dtype (code " + std::to_string(dt.code) + ", " +
                                std::to_string(dt.bits) + " bits); it must return " + want);
     device::copy_strided(arr.data(), dt.bits / 8, a.M, a.N, arr.stride(0), arr.stride(1), a.C, a.stream);
+    // `r` dies with this call: where its memory belongs to a framework on other streams (JAX), the
+    // copy must be done before the framework may hand that memory to its next computation.
+    if (foreign_streams()) device::synchronize(a.stream);
   }
 };
 
@@ -354,7 +362,7 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   {
     nb::gil_scoped_release nogil;
     void* s = !stream ? nullptr : *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*stream);
-    KernelOracle oracle(judged.ck->kernel, M, N, K, device, s);
+    KernelOracle oracle(judged.ck->kernel, M, N, K, device, s, judged.state->foreign_streams());
     r = explain::explain_kernel(oracle, opt);
   }
   nlohmann::json report = report_to_json(r);

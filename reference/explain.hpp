@@ -16,9 +16,16 @@
 //     writing a narrower format than the instruction (bf16 from fp32) hides the bits the inference
 //     reads: there each candidate instruction's measured model is checked on the probes as rounded
 //     to that output (NodeKind::checked_through), not inferred.
+// Between the tree and the conversion, the scheduling stage (schedule.cpp): the tree's checks are
+// asked again with the schedule disturbed (ScheduleStage): the same launches again, in another order,
+// and under each of the oracle's perturbations (on a GPU: fewer SMs through a green context, SMs held
+// by a concurrent kernel). Where the order changes, the kernel's order depends on scheduling: the
+// other orders seen (variants) are revealed where they hold still long enough, counted, and the
+// kernel is judged by a bound that covers them all.
 // Then composition: tree + conversion + node model predict C (kernel_emulation.hpp), compared bit
 // for bit with the kernel's C on several distributions at full size. A kernel is identified only
-// when every stage is and the prediction is exact; otherwise the report names the stage and why.
+// when every stage is and the prediction is exact (an output that a revealed variant of the order
+// predicts counts as predicted); otherwise the report names the stage and why.
 //
 // This header is the one entry; each stage has its own file under reference/explain/ (internal.hpp
 // lists them: gemm_check, tree, conversion, nodes, composition, driver).
@@ -32,7 +39,10 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <optional>
+#include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +82,37 @@ struct SparseInputs {  // A and B zero except these rows of A and columns of B
   std::vector<SparseVector> a_rows, b_cols;
 };
 
+// One way an oracle can disturb how its kernel is scheduled (the scheduling stage tries each): a name
+// (an identity: the CSV's and the JSON's) and what it does, in words.
+struct Perturbation {
+  std::string name;   // e.g. "fewer_sms_64"
+  std::string words;  // e.g. "in a green context of 64 of the GPU's 132 SMs"
+};
+
+// Thrown by an oracle whose kernel could not be run: it raised, returned something that is not C, or
+// the GPU reported an error. explain stops at the stage with the message as the reason; nothing is
+// inferred from a launch that failed. Not a std::runtime_error, which the stages use for answers that
+// are no answers (a count of no whole number of units), so that no stage mistakes it for one.
+class KernelFailed : public std::exception {
+ public:
+  explicit KernelFailed(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+// The oracle can answer no more (the GPU reported an error after which nothing runs in this process:
+// an illegal memory access). Report::oracle_lost says so.
+struct OracleLost : KernelFailed {
+  using KernelFailed::KernelFailed;
+};
+// The kernel's output is not C (another shape, dtype or device): its own failure under any schedule, so
+// also under a perturbation (where a launch that raised may be the perturbation's doing: a framework
+// that cannot run in a green context).
+struct BadOutput : KernelFailed {
+  using KernelFailed::KernelFailed;
+};
+
 // The kernel under study at one size. Values are exact in input(); answers are output bits.
 class Oracle {
  public:
@@ -83,6 +124,11 @@ class Oracle {
   virtual Format output() const = 0;
   virtual std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) = 0;
   virtual std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) = 0;
+  // The perturbations of the schedule this oracle can apply (none by default).
+  virtual std::vector<Perturbation> perturbations() { return {}; }
+  // The launches from now on run under perturbations()[i] (-1: undisturbed). Returns "" or why the
+  // perturbation cannot be applied here (then the launches run undisturbed).
+  virtual std::string perturb(int i) { return i < 0 ? "" : "this oracle has no perturbations"; }
   long long launches = 0;  // kept by implementations
 };
 
@@ -102,6 +148,11 @@ struct Options {
   long long max_probes = 20000;    // embedded probes per node kind
   int threads = 0;
   std::vector<KnownKernel> known;  // candidates for "behaves exactly like"
+  // The scheduling stage: whether it runs, the pairs asked at every entry under each perturbation,
+  // and the wall time it may take (trials left when it is spent are reported as not tried).
+  bool schedule = true;
+  int schedule_pairs = 16;
+  double schedule_seconds = 12;
 };
 
 struct TreeStage {
@@ -114,6 +165,50 @@ struct TreeStage {
   std::string differing;           // where the order differs between entries, in words
   bool deterministic = true;       // the verification's two passes gave the same counts
   std::string masks;
+  double seconds = 0;
+};
+
+// The scheduling stage. A trial asks the tree's pairs at every entry under one condition: "repeat"
+// (the same launches again, undisturbed), "shuffled_launches" (the same launches in a seeded random
+// order, so each follows another launch than before), or one of the oracle's perturbations. An entry
+// follows the tree when every pair meets in the node the tree says.
+struct ScheduleTrial {
+  std::string perturbation;      // "repeat", "shuffled_launches", or the oracle's name
+  std::string words;
+  std::string not_applied;       // why it was not applied or did not finish ("" when it ran)
+  int entries = 0;               // entries observed
+  int following = 0;             // ... whose counts follow the tree
+  std::vector<int> variant_entries;  // ... that follow each of ScheduleStage::variants (same indices)
+  int unexplained = 0;           // ... that follow neither the tree nor a revealed variant
+  long long launches = 0;
+  double seconds = 0;
+};
+
+// An order other than the tree's, seen in some trial: revealed (its tree) where the entries that
+// followed it kept to it while they were asked again under the same perturbation, else described by
+// the pairs' counts that were seen.
+struct ScheduleVariant {
+  bool revealed = false;
+  SummationTree tree{1};
+  std::string text;              // describe(tree), or the counts seen
+  std::string why;               // not revealed: why
+  std::string first_seen;        // the trial that exposed it
+  long long entries = 0;         // entries seen following it, over all trials
+};
+
+struct ScheduleStage {
+  bool ran = false;
+  // "unchanged": every trial that ran saw the tree at every entry; "depends": the order changed
+  // (between calls or under a perturbation); "" not checked (why).
+  std::string verdict;
+  std::string why;               // verdict "": why the stage did not run
+  std::vector<ScheduleTrial> trials;
+  std::vector<ScheduleVariant> variants;
+  std::string exposed_by;        // the first trial under which the order changed
+  // Why no bound covers every order seen ("" when the report's numerics covers them: its bound is the
+  // largest of theirs), in which case the report has no numerics: judged, the kernel claims no bound.
+  std::string bound_note;
+  std::string text;              // what was tried and what changed, in words
   double seconds = 0;
 };
 
@@ -158,14 +253,20 @@ struct Comparison {
   std::string distribution;
   long long outputs = 0, mismatches = 0;
   std::string first_mismatch;  // "(i,j): predicted 0x.. kernel 0x.."
+  // Outputs that the tree's prediction misses but a revealed variant of the order predicts (counted
+  // as predicted, not in mismatches).
+  long long by_variant = 0;
 };
 
 struct Report {
   bool identified = false;
-  std::string failed_stage;  // gemm | tree | conversion | nodes | composition ("" when identified)
+  std::string failed_stage;  // gemm | tree | scheduling | conversion | nodes | composition ("" when identified)
   std::string reason;
+  // The oracle could answer no more (OracleLost: the GPU context is lost); the reason says where.
+  bool oracle_lost = false;
   std::string gemm_check;    // what stage 1 saw
   TreeStage tree;
+  ScheduleStage schedule;
   ConversionStage conversion;
   NodeStage nodes;
   std::vector<Comparison> comparisons;
@@ -216,6 +317,8 @@ class SyntheticKernel : public Oracle {
   Format output() const override { return output_format; }
   std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override;
   std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override;
+  std::vector<Perturbation> perturbations() override { return offered; }
+  std::string perturb(int i) override;
 
   Format output_format = Format::fp32;       // the fp32 sum rounded to nearest even in this (a kernel writing bf16)
   double add_constant = 0;                   // not a GEMM: C + this
@@ -223,6 +326,13 @@ class SyntheticKernel : public Oracle {
   std::optional<SummationTree> other_tree;   // used for entries with i >= other_from_row ...
   int other_from_row = 1 << 30;
   bool alternate_calls = false;              // ... or on every other call (order differs between calls)
+  // Perturbations this kernel offers (perturbations()), and the tree it sums in under some of them:
+  // under_perturbation[name] for every entry, or on every other call where alternate_under is set (an
+  // order that changes from call to call under that perturbation, as atomics racing do).
+  std::vector<Perturbation> offered;
+  std::map<std::string, SummationTree> under_perturbation;
+  std::set<std::string> alternate_under;
+  std::string refuse;                        // perturb() refuses every perturbation with this reason
   std::optional<emulation::SplitScheme> split;  // operands split into tf32 or bf16 pieces, conv_* as_is
 
  private:
@@ -235,6 +345,7 @@ class SyntheticKernel : public Oracle {
   emulation::NodeModel model_;
   Conversion conv_a_, conv_b_;
   long long calls_ = 0;
+  int perturbed_ = -1;  // index into offered, -1: undisturbed
 };
 
 }  // namespace gemmlab::explain

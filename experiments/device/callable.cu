@@ -97,5 +97,7 @@ void copy_strided(const void* src, std::size_t elem_bytes, int rows, int cols, l
   GEMMLAB_LAUNCH_CHECK("copy_strided");
 }
 
+void synchronize(void* stream) { GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
+
 }  // namespace device
 }  // namespace gemmlab

@@ -8,12 +8,19 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "kernels/kernel.hpp"
 #include "reference/distributions.hpp"
 
 namespace gemmlab {
+
+// What a callable returned is not C (None, not a tensor, another shape, dtype or device): the
+// callable's failure whatever the schedule (explain stops at it even under a perturbation).
+struct CallableOutputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct CallableKernel {
   std::string name, family, description;
@@ -42,6 +49,9 @@ void free_owned(void* p) noexcept;
 // Throws std::runtime_error on a CUDA error.
 void copy_strided(const void* src, std::size_t elem_bytes, int rows, int cols, long long s0, long long s1, void* dst,
                   void* stream);
+// Waits on the host for everything enqueued on `stream` (a cudaStream_t). Throws std::runtime_error
+// on a CUDA error.
+void synchronize(void* stream);
 }  // namespace device
 
 }  // namespace gemmlab

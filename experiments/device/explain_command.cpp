@@ -160,6 +160,11 @@ int explain_command(const ExplainRequest& req) {
   if (nlohmann::json plugins = plugins_metadata({k->name}); !plugins.empty()) meta["plugins"] = plugins;
   write_table(req.out_csv, explain_columns(), explain_rows(k->name, r, req.M, req.N, req.K, req.seed), meta);
   std::cout << "  wrote " << req.out_csv << "\n";
+  if (r.oracle_lost) {
+    // Nothing more runs on the GPU in this process: the report is written, no judging.
+    std::cerr << "gemmlab explain: " << k->name << " stopped at its " << r.failed_stage << " stage: " << r.reason << "\n";
+    return 3;
+  }
 
   if (!req.judge_csv.empty()) {
     // The kernel again, under the numerics it was found to have (unknown when it was not identified:

@@ -1,6 +1,8 @@
 // `gemmlab explain` on the GPU; see explain_gpu.hpp.
 #include "experiments/device/explain_gpu.hpp"
 
+#include "experiments/device/callable.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -12,9 +14,53 @@
 
 namespace gemmlab {
 
-KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, void* stream)
-    : k_(k), M_(M), N_(N), K_(K),
-      runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream)) {}
+KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, void* stream, bool foreign_streams)
+    : k_(k), M_(M), N_(N), K_(K), device_(device), foreign_streams_(foreign_streams),
+      runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream, foreign_streams)) {}
+
+KernelOracle::~KernelOracle() = default;
+
+template <class F>
+auto KernelOracle::guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const CudaContextLost& e) {
+    // Every launch is waited for (EntryRunner): the error is this one's.
+    throw explain::OracleLost("call " + std::to_string(launches) + " of " + k_.name + ": " + e.what());
+  } catch (const CallableOutputError& e) {
+    throw explain::BadOutput(e.what());
+  } catch (const std::exception& e) {
+    throw explain::KernelFailed(e.what());
+  }
+}
+
+std::vector<explain::Perturbation> KernelOracle::perturbations() {
+  if (!perturber_) {
+    perturber_ = std::make_unique<Perturber>(device_);
+    offered_ = default_perturbations(perturber_->sm_count());
+  }
+  std::vector<explain::Perturbation> out;
+  for (const Perturbation& p : offered_) out.push_back({p.name(), p.words(perturber_->sm_count())});
+  return out;
+}
+
+std::string KernelOracle::perturb(int i) {
+  if (i < 0) {
+    guarded([&] { runner_->perturb(nullptr, nullptr); });
+    return "";
+  }
+  if (!perturber_) perturbations();
+  if (i >= static_cast<int>(offered_.size())) throw std::out_of_range("KernelOracle::perturb: no perturbation " + std::to_string(i));
+  const Perturbation& p = offered_[i];
+  if (p.kind == Perturbation::Kind::fewer_sms && foreign_streams_)
+    return "the kernel launches on streams of its own (JAX: XLA's), which gemmlab cannot move into a green context";
+  if (p.kind == Perturbation::Kind::fewer_sms && k_.numerics.k_chunked)
+    return std::string(k_.name) + " cuts K by blocks co-resident on the whole GPU (stream-K): in a green context of "
+                                  "fewer SMs its blocks could wait for each other forever";
+  if (std::string why = perturber_->available(p); !why.empty()) return why;
+  guarded([&] { runner_->perturb(&p, perturber_.get()); });
+  return "";
+}
 
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {
@@ -35,19 +81,19 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
     if (!rows.count(i)) zero_rows.push_back(i);
   for (int j : cols_set_)
     if (!cols.count(j)) zero_cols.push_back(j);
-  runner_->set_lines(a, b, zero_rows, zero_cols, dense_);
+  guarded([&] { runner_->set_lines(a, b, zero_rows, zero_cols, dense_); });
   dense_ = false;
   rows_set_.assign(rows.begin(), rows.end());
   cols_set_.assign(cols.begin(), cols.end());
-  return runner_->run_entries(entries);
+  return guarded([&] { return runner_->run_entries(entries); });
 }
 
 std::vector<std::uint64_t> KernelOracle::run_full(const Matrix& A, const Matrix& B,
                                                   const std::vector<explain::Entry>& entries) {
   ++launches;
-  runner_->set_operands(A, B);
+  guarded([&] { runner_->set_operands(A, B); });
   dense_ = true;
-  return runner_->run_entries(entries);
+  return guarded([&] { return runner_->run_entries(entries); });
 }
 
 std::vector<explain::KnownKernel> known_kernels(const std::vector<const Kernel*>& kernels) {
@@ -164,6 +210,12 @@ std::string numerics_signature(const explain::Report& r) {
   for (const explain::NodeKind& k : r.nodes.kinds) s << "|" << k.leaves << (k.carry ? "c" : "") << ":" << k.params.describe();
   // Split operands: the scheme in words (every field of it), so that two schemes never share a signature.
   if (r.nodes.split) s << "|split:" << r.nodes.split->describe();
+  // An order that depends on scheduling: the orders seen are part of what decides the bits.
+  if (r.schedule.verdict == "depends") {
+    s << "|schedule";
+    for (const explain::ScheduleVariant& v : r.schedule.variants)
+      s << ":" << (v.revealed ? std::to_string(std::hash<std::string>{}(v.tree.canonical())) : "unrevealed");
+  }
   return std::to_string(std::hash<std::string>{}(s.str()));
 }
 
@@ -183,6 +235,34 @@ nlohmann::json report_to_json(const explain::Report& r) {
                {"deterministic", r.tree.deterministic},
                {"masks", r.tree.masks},
                {"seconds", r.tree.seconds}};
+  nlohmann::json trials = nlohmann::json::array(), variants = nlohmann::json::array();
+  for (const explain::ScheduleTrial& t : r.schedule.trials)
+    trials.push_back({{"perturbation", t.perturbation},
+                      {"words", t.words},
+                      {"not_applied", t.not_applied},
+                      {"entries", t.entries},
+                      {"following", t.following},
+                      {"variant_entries", t.variant_entries},
+                      {"unexplained", t.unexplained},
+                      {"launches", t.launches},
+                      {"seconds", t.seconds}});
+  for (const explain::ScheduleVariant& v : r.schedule.variants)
+    variants.push_back({{"revealed", v.revealed},
+                        {"text", v.text},
+                        {"canonical", v.revealed ? v.tree.canonical() : std::string()},
+                        {"why", v.why},
+                        {"first_seen", v.first_seen},
+                        {"entries", v.entries}});
+  j["schedule"] = {{"ran", r.schedule.ran},
+                   {"verdict", r.schedule.verdict},
+                   {"why", r.schedule.why},
+                   {"exposed_by", r.schedule.exposed_by},
+                   {"bound_note", r.schedule.bound_note},
+                   {"text", r.schedule.text},
+                   {"trials", trials},
+                   {"variants", variants},
+                   {"seconds", r.schedule.seconds}};
+  j["oracle_lost"] = r.oracle_lost;
   j["conversion"] = {{"ok", r.conversion.ok},
                      {"a", explain::to_string(r.conversion.a)},
                      {"b", explain::to_string(r.conversion.b)},
@@ -213,6 +293,7 @@ nlohmann::json report_to_json(const explain::Report& r) {
     cmp.push_back({{"distribution", c.distribution},
                    {"outputs", c.outputs},
                    {"mismatches", c.mismatches},
+                   {"by_variant", c.by_variant},
                    {"first_mismatch", c.first_mismatch}});
   j["comparisons"] = cmp;
   j["numerics"] = r.numerics ? numerics_to_json(*r.numerics) : nlohmann::json(nullptr);
@@ -229,9 +310,9 @@ const std::vector<std::string>& explain_columns() {
   static const std::vector<std::string> c{
       "kernel",          "M",           "N",          "K",           "seed",         "distribution",
       "identified",      "failed_stage", "reason",    "tree",        "tree_entries", "tree_entries_verified",
-      "tree_entries_differing", "conversion_a", "conversion_b", "node_models", "node_probes", "numerics",
-      "signature",       "behaves_like", "compared_outputs", "mismatches", "first_mismatch", "launches",
-      "explain_seconds"};
+      "tree_entries_differing", "scheduling", "scheduling_trials", "conversion_a", "conversion_b", "node_models",
+      "node_probes",     "numerics",    "signature",  "behaves_like", "compared_outputs", "mismatches",
+      "predicted_by_variant", "first_mismatch", "launches", "explain_seconds"};
   return c;
 }
 
@@ -246,7 +327,20 @@ std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, co
               std::to_string(k.probes);
   }
   for (const std::string& b : r.behaves_like) like += (like.empty() ? "" : " ") + b;
-  auto row = [&](const std::string& dist, long long outputs, long long mism, const std::string& first) {
+  // Each trial of the scheduling stage: "name following/entries", "+v<i>:<n>" per variant, or why not.
+  std::string trials;
+  for (const explain::ScheduleTrial& t : r.schedule.trials) {
+    trials += (trials.empty() ? "" : "; ") + t.perturbation + " ";
+    if (!t.not_applied.empty()) {
+      trials += "not applied: " + t.not_applied;
+      continue;
+    }
+    trials += std::to_string(t.following) + "/" + std::to_string(t.entries);
+    for (std::size_t v = 0; v < t.variant_entries.size(); ++v)
+      if (t.variant_entries[v]) trials += " v" + std::to_string(v + 1) + ":" + std::to_string(t.variant_entries[v]);
+  }
+  auto row = [&](const std::string& dist, long long outputs, long long mism, long long by_variant,
+                 const std::string& first) {
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.3f", r.seconds);
     return std::vector<std::string>{kernel,
@@ -262,6 +356,8 @@ std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, co
                                     std::to_string(r.tree.entries_used),
                                     std::to_string(r.tree.entries_verified),
                                     std::to_string(r.tree.entries_differing),
+                                    r.schedule.verdict,
+                                    trials,
                                     !r.conversion.ok ? "" : r.conversion.split ? "split" : explain::to_string(r.conversion.a),
                                     !r.conversion.ok ? "" : r.conversion.split ? "split" : explain::to_string(r.conversion.b),
                                     models,
@@ -271,13 +367,15 @@ std::vector<std::vector<std::string>> explain_rows(const std::string& kernel, co
                                     like,
                                     outputs < 0 ? "" : std::to_string(outputs),
                                     mism < 0 ? "" : std::to_string(mism),
+                                    by_variant < 0 ? "" : std::to_string(by_variant),
                                     first,
                                     std::to_string(r.launches),
                                     secs};
   };
   std::vector<std::vector<std::string>> rows;
-  for (const explain::Comparison& c : r.comparisons) rows.push_back(row(c.distribution, c.outputs, c.mismatches, c.first_mismatch));
-  if (rows.empty()) rows.push_back(row("", -1, -1, ""));
+  for (const explain::Comparison& c : r.comparisons)
+    rows.push_back(row(c.distribution, c.outputs, c.mismatches, c.by_variant, c.first_mismatch));
+  if (rows.empty()) rows.push_back(row("", -1, -1, -1, ""));
   return rows;
 }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/device/perturb.hpp"
 #include "experiments/device/runner.hpp"
 #include "kernels/kernel.hpp"
 #include "reference/explain.hpp"
@@ -22,20 +23,36 @@ namespace gemmlab {
 // size and the GPU.
 class KernelOracle : public explain::Oracle {
  public:
-  // `stream`: as for EntryRunner (a Python callable's framework stream; nullptr: the runner's own).
-  KernelOracle(const Kernel& k, int M, int N, int K, int device = 0, void* stream = nullptr);
+  // `stream`, `foreign_streams`: as for EntryRunner (a Python callable's framework stream, nullptr:
+  // the runner's own; a JAX callable launches on XLA's streams).
+  KernelOracle(const Kernel& k, int M, int N, int K, int device = 0, void* stream = nullptr,
+               bool foreign_streams = false);
+  ~KernelOracle() override;
   int M() const override { return M_; }
   int N() const override { return N_; }
   int K() const override { return K_; }
   Format input() const override { return k_.numerics.input; }
   Format output() const override { return k_.numerics.output; }
+  // A launch that fails throws explain::KernelFailed with the reason (explain::OracleLost where the
+  // GPU's context is lost), so that no stage takes it for an answer.
   std::vector<std::uint64_t> run_sparse(const explain::SparseInputs& in, const std::vector<explain::Entry>& entries) override;
   std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<explain::Entry>& entries) override;
+  // default_perturbations() of this GPU (experiments/device/perturb.hpp). fewer_sms is refused for a
+  // kernel on streams of its own (JAX) and for stream-K kernels (k_chunked: their blocks wait for each
+  // other, all assumed resident).
+  std::vector<explain::Perturbation> perturbations() override;
+  std::string perturb(int i) override;
 
  private:
+  template <class F>
+  auto guarded(F&& f) -> decltype(f());
   const Kernel& k_;
   int M_, N_, K_;
+  int device_;
+  bool foreign_streams_;
   std::unique_ptr<EntryRunner> runner_;
+  std::unique_ptr<Perturber> perturber_;  // made on first use
+  std::vector<Perturbation> offered_;
   std::vector<int> rows_set_, cols_set_;  // non-zero rows of A and columns of B on the GPU now
   bool dense_ = false;                    // run_full left whole operands there
 };

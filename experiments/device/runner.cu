@@ -25,6 +25,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <tuple>
@@ -32,6 +33,7 @@
 #include "experiments/device/error_stats_gpu.hpp"
 #include "experiments/device/exact_reference_gpu.hpp"
 #include "experiments/device/inputs_gpu.hpp"
+#include "experiments/device/perturb.hpp"
 #include "experiments/report/result.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
@@ -40,6 +42,46 @@
 
 namespace gemmlab {
 namespace {
+
+// The errors the CUDA runtime documents as leaving the context unusable until the process ends
+// (driver_types.h: "the process must be terminated and relaunched").
+bool context_lost(cudaError_t e) {
+  switch (e) {
+    case cudaErrorContained:
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    case cudaErrorTensorMemoryLeak:
+    case cudaErrorMpsClientTerminated:
+    case cudaErrorExternalDevice: return true;
+    default: return false;
+  }
+}
+
+const char* context_lost_advice() {
+  return "the CUDA context of this process is lost: nothing more can run on this GPU in it. Start a new process "
+         "to go on (what was finished before is kept; compute-sanitizer --tool memcheck finds a faulting access, "
+         "and CUDA_LAUNCH_BLOCKING=1 makes the error surface at the launch that caused it)";
+}
+
+// f(), with a std::runtime_error that leaves the GPU's context lost turned into CudaContextLost.
+template <class F>
+auto guarded(int device, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const CudaContextLost&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw_if_context_lost(e.what(), device);
+    throw;
+  }
+}
 
 std::size_t storage_bytes(Format f) {
   int bits = info(f).storage_bits;
@@ -114,7 +156,7 @@ struct Scratch {
 // the first launch's C (determinism check), the kernel's workspace, the L2 flush buffer, the output
 // widened to binary64, a scratch for checks, the harness's stream and a counter.
 struct RowBuffers {
-  Scratch c, first, workspace, flush, widened, check;
+  Scratch c, first, workspace, flush, widened, check, perturbed;
   cudaStream_t stream = nullptr;
   unsigned long long* count = nullptr;  // device counter of count_differences
   RowBuffers() {
@@ -317,10 +359,92 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // into C after each launch, outside the timed region. The first launch's C is kept and compared
 // with the last's bit for bit (KernelRun::nondeterministic). `consume(dC, stream)` sees the last
 // output. Fills every field of KernelRun but c, unwritten and wall_seconds.
-KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
-                    const DeviceInfo& dev, RowBuffers& buf,
-                    const std::function<void(const void*, cudaStream_t)>& consume, const float* scale_a = nullptr,
-                    const float* scale_b = nullptr) {
+// The Perturber of GPU `device` (perturb.hpp), made on first use and kept for the process.
+Perturber& perturber_of(int device) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<Perturber>> all;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& p = all[device];
+  if (!p) p = std::make_unique<Perturber>(device);
+  return *p;
+}
+
+// Waits on the host until `stream` is done, at most `seconds`: a launch that has not ended by then
+// (one that waits for blocks that cannot all be resident under a perturbation) keeps the GPU, so
+// nothing more can run in this process.
+void wait_or_lost(cudaStream_t stream, double seconds, const std::string& what) {
+  cudaEvent_t done;
+  GEMMLAB_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  struct Guard {
+    cudaEvent_t e;
+    ~Guard() { cudaEventDestroy(e); }
+  } guard{done};
+  GEMMLAB_CUDA_CHECK(cudaEventRecord(done, stream));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    const cudaError_t q = cudaEventQuery(done);
+    if (q == cudaSuccess) return;
+    if (q != cudaErrorNotReady) GEMMLAB_CUDA_CHECK(q);
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds)
+      throw CudaContextLost(what + " has not ended after " + std::to_string(static_cast<int>(seconds)) +
+                            " s: it may wait for blocks that cannot all be resident there (a persistent or stream-K "
+                            "kernel sized for the whole GPU), and the GPU stays held by it: " + context_lost_advice());
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+// TimingOptions::perturbation's one launch: into a C of its own (dP), compared bit for bit with the
+// last launch's C (dC), on `stream` or the perturbation's. Fills run.perturbation*.
+void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions& opt, const DeviceInfo& dev,
+                      RowBuffers& buf, const void* dC, std::size_t n, std::size_t out_bytes, cudaStream_t stream,
+                      KernelRun& run) {
+  std::optional<Perturbation> p = opt.perturbation == "auto"
+                                      ? std::optional(Perturbation{Perturbation::Kind::busy_sms, dev.sm_count / 2})
+                                      : parse_perturbation(opt.perturbation);
+  if (!p)
+    throw std::invalid_argument("perturbation '" + opt.perturbation +
+                                "' is not one: give fewer_sms_<N> (a green context of N SMs), busy_sms_<N> (N SMs "
+                                "held by another kernel) or auto");
+  run.perturbation = p->name();
+  Perturber& pr = perturber_of(dev.device);
+  if (std::string why = pr.available(*p); !why.empty()) {
+    run.perturbation_not_applied = why;
+    return;
+  }
+  if (p->kind == Perturbation::Kind::fewer_sms && opt.host_timer) {
+    run.perturbation_not_applied = "the kernel launches on streams of its own (JAX: XLA's), which gemmlab cannot "
+                                   "move into a green context";
+    return;
+  }
+  if (p->kind == Perturbation::Kind::fewer_sms && k.numerics.k_chunked) {
+    run.perturbation_not_applied = std::string(k.name) + " cuts K by blocks co-resident on the whole GPU (stream-K): "
+                                   "in a green context of fewer SMs its blocks could wait for each other forever";
+    return;
+  }
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto ps = static_cast<cudaStream_t>(pr.stream(*p, stream));
+  const std::size_t c_bytes = n * out_bytes;
+  void* dP = buf.perturbed.get(c_bytes);
+  GemmArgs pa = args;
+  pa.C = dP;
+  pa.stream = ps;
+  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dP, 0xFF, c_bytes, ps));
+  pr.before(*p, ps);
+  if (opt.host_timer) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(ps));
+  k.launch(pa);
+  if (k.collect) k.collect(pa);
+  wait_or_lost(ps, 20, std::string("a launch of ") + k.name + " " + p->words(dev.sm_count));
+  if (std::string late = pr.after(*p, ps); !late.empty()) {
+    run.perturbation_not_applied = late;
+    return;
+  }
+  run.perturbed_differences = count_differences(dC, dP, n, out_bytes, buf, stream);
+}
+
+KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
+                         const DeviceInfo& dev, RowBuffers& buf,
+                         const std::function<void(const void*, cudaStream_t)>& consume, const float* scale_a,
+                         const float* scale_b) {
   const std::size_t out_bytes = storage_bytes(k.numerics.output);
   const std::size_t n = static_cast<std::size_t>(M) * N;
   const std::size_t c_bytes = n * out_bytes;
@@ -395,8 +519,16 @@ KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const 
   run.time_ms_iqr = interquartile_range(std::vector<double>(sorted.begin(), sorted.end()));
   run.tflops = 2.0 * M * N * double(K) / (run.time_ms_median * 1e-3) / 1e12;
   if (launched > 1) run.nondeterministic = count_differences(dFirst, dC, n, out_bytes, buf, stream);
+  if (!opt.perturbation.empty()) perturbed_launch(k, args, opt, dev, buf, dC, n, out_bytes, stream, run);
   consume(dC, stream);
   return run;
+}
+
+KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
+                    const DeviceInfo& dev, RowBuffers& buf,
+                    const std::function<void(const void*, cudaStream_t)>& consume, const float* scale_a = nullptr,
+                    const float* scale_b = nullptr) {
+  return guarded(dev.device, [&] { return run_timed_once(k, M, N, K, dA, dB, opt, dev, buf, consume, scale_a, scale_b); });
 }
 
 std::vector<double> download(const void* dC, Format out, std::size_t n) {
@@ -406,6 +538,17 @@ std::vector<double> download(const void* dC, Format out, std::size_t n) {
 }
 
 }  // namespace
+
+void throw_if_context_lost(const std::string& what, int device) {
+  int current = 0;
+  if (cudaGetDevice(&current) == cudaSuccess && current != device) cudaSetDevice(device);
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (context_lost(e))
+    throw CudaContextLost(what + (what.find(cudaGetErrorName(e)) == std::string::npos
+                                      ? std::string(" (the GPU reports ") + cudaGetErrorName(e) + ")"
+                                      : std::string()) +
+                          ": " + context_lost_advice());
+}
 
 KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device,
                      const OperandScales* scales) {
@@ -483,11 +626,15 @@ struct EntryRunner::Impl {
   // set_lines' line jobs and listed values, run_entries' offsets and gathered bits: kept between
   // launches (thousands per explain).
   Scratch jobs, at_k, at_bits, offsets, gathered;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;       // where everything is enqueued now
+  cudaStream_t base_stream = nullptr;  // ... when no perturbation moves it
   bool own_stream = true;
+  bool foreign_streams = false;  // the kernel launches on streams of its own (EntryRunner's constructor)
+  const Perturbation* perturbation = nullptr;  // EntryRunner::perturb
+  Perturber* perturber = nullptr;
   GemmArgs args;
 
-  Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream)
+  Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream, bool foreign)
       : k(k_), dev(query_device(device)), M(a.rows), N(b.cols), K(a.cols), eb_in(storage_bytes(k_.numerics.input)),
         eb_out(storage_bytes(k_.numerics.output)), a_bytes(static_cast<std::size_t>(a.rows) * a.cols * eb_in),
         b_bytes(static_cast<std::size_t>(b.rows) * b.cols * eb_in), A(a_bytes), B(b_bytes),
@@ -499,6 +646,8 @@ struct EntryRunner::Impl {
     } else {
       GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     }
+    foreign_streams = foreign;
+    base_stream = stream;
     upload(a, b);
     args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
     if (k.scale_a != ScaleGranularity::none) {
@@ -515,7 +664,23 @@ struct EntryRunner::Impl {
     }
   }
   ~Impl() {
-    if (stream && own_stream) cudaStreamDestroy(stream);
+    if (base_stream && own_stream) cudaStreamDestroy(base_stream);
+  }
+
+  // One launch of the kernel on the current inputs (C poisoned first), its output in C. A kernel on
+  // streams of its own is launched only once the runner's writes are done: nothing else orders them.
+  // Under a perturbation: busy_sms holds its SMs from before the launch to its end, and a launch that
+  // does not end is reported (CudaContextLost) instead of waited for.
+  void launch() {
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(C.p, 0xFF, static_cast<std::size_t>(M) * N * eb_out, stream));
+    if (perturbation) perturber->before(*perturbation, stream);
+    if (foreign_streams) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    k.launch(args);
+    if (k.collect) k.collect(args);
+    if (perturbation) {
+      wait_or_lost(stream, 20, std::string("a launch of ") + k.name + " " + perturbation->words(dev.sm_count));
+      if (std::string late = perturber->after(*perturbation, stream); !late.empty()) throw std::runtime_error(late);
+    }
   }
 
   // Both operands packed in the kernel's format and layouts and uploaded whole.
@@ -528,12 +693,13 @@ struct EntryRunner::Impl {
   }
 };
 
-EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device, void* stream) {
+EntryRunner::EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device, void* stream,
+                         bool foreign_streams) {
   if (A.cols != B.rows) throw std::invalid_argument("EntryRunner: A is (M,K) and B must be (K,N)");
   const DeviceInfo& dev = query_device(device);
   if (!dev.present) throw std::runtime_error("EntryRunner: no CUDA GPU: " + dev.why_absent);
   GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
-  impl_ = std::make_unique<Impl>(k, A, B, device, stream);
+  impl_ = std::make_unique<Impl>(k, A, B, device, stream, foreign_streams);
 }
 
 EntryRunner::~EntryRunner() = default;
@@ -560,6 +726,11 @@ void EntryRunner::set_b_col(int j, const std::vector<double>& v) {
 
 void EntryRunner::set_lines(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols,
                             const std::vector<int>& zero_rows, const std::vector<int>& zero_cols, bool zero_all) {
+  guarded(impl_->dev.device, [&] { set_lines_once(a_rows, b_cols, zero_rows, zero_cols, zero_all); });
+}
+
+void EntryRunner::set_lines_once(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols,
+                                 const std::vector<int>& zero_rows, const std::vector<int>& zero_cols, bool zero_all) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
   if (zero_all) {  // bits 0 are +0 in every format
@@ -635,12 +806,13 @@ void EntryRunner::set_lines(const std::vector<Line>& a_rows, const std::vector<L
 }
 
 std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<int, int>>& entries) {
+  return guarded(impl_->dev.device, [&] { return run_entries_once(entries); });
+}
+
+std::vector<std::uint64_t> EntryRunner::run_entries_once(const std::vector<std::pair<int, int>>& entries) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
-  const std::size_t bytes = static_cast<std::size_t>(m.M) * m.N * m.eb_out;
-  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, bytes, m.stream));
-  m.k.launch(m.args);
-  if (m.k.collect) m.k.collect(m.args);
+  m.launch();
   std::vector<std::uint64_t> out(entries.size(), 0);
   // Many entries: gathered on the GPU, one copy of their offsets up and one of their bits down (the
   // whole of C would be 64 MB at 4096^2 fp32, most of a launch's time); a few: one copy each.
@@ -678,18 +850,40 @@ void EntryRunner::set_operands(const Matrix& A, const Matrix& B) {
   Impl& m = *impl_;
   if (A.rows != m.M || A.cols != m.K || B.rows != m.K || B.cols != m.N)
     throw std::invalid_argument("EntryRunner: set_operands needs A (M, K) and B (K, N) of the runner's size");
-  GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
-  m.upload(A, B);
+  guarded(m.dev.device, [&] {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+    m.upload(A, B);
+  });
+}
+
+void EntryRunner::perturb(const Perturbation* p, Perturber* perturber) {
+  Impl& m = *impl_;
+  guarded(m.dev.device, [&] {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());  // nothing of the old stream's is left behind
+    m.perturbation = nullptr;
+    m.perturber = nullptr;
+    m.stream = m.base_stream;
+    if (p) {
+      if (std::string why = perturber->available(*p); !why.empty()) throw std::runtime_error(why);
+      m.stream = static_cast<cudaStream_t>(perturber->stream(*p, m.base_stream));
+      m.perturbation = p;
+      m.perturber = perturber;
+    }
+    m.args.stream = m.stream;
+  });
 }
 
 const Kernel& EntryRunner::kernel() const { return impl_->k; }
 
 double EntryRunner::run_entry(int i, int j) {
+  return guarded(impl_->dev.device, [&] { return run_entry_once(i, j); });
+}
+
+double EntryRunner::run_entry_once(int i, int j) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
-  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, static_cast<std::size_t>(m.M) * m.N * m.eb_out, m.stream));
-  m.k.launch(m.args);
-  if (m.k.collect) m.k.collect(m.args);
+  m.launch();
   std::uint64_t bits = 0;
   GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&bits, static_cast<const unsigned char*>(m.C.p) +
                                                 (static_cast<std::size_t>(i) * m.N + j) * m.eb_out,

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,9 @@
 #include "reference/matrix.hpp"
 
 namespace gemmlab {
+
+struct Perturbation;  // experiments/device/perturb.hpp
+class Perturber;
 
 struct DeviceInfo {
   bool present = false;
@@ -32,6 +36,17 @@ struct DeviceInfo {
   long long l2_bytes = 0, global_mem_bytes = 0;
   int cc() const { return cc_major * 10 + cc_minor; }
 };
+
+// A CUDA error after which nothing more runs on the GPU in this process (an illegal memory access, a
+// misaligned address, a trap: the CUDA runtime documents these as leaving the context unusable until
+// the process ends), or a launch that never ends. The runner's entry points (run_kernel, the GPU
+// Device's measure, EntryRunner) throw it instead of a plain std::runtime_error, so that the engine and
+// gemmlab.explain stop at once, say what to do, and keep what was finished before.
+struct CudaContextLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// If GPU `device`'s context is lost, throws CudaContextLost with `what` and what to do; else returns.
+void throw_if_context_lost(const std::string& what, int device);
 
 // GPUs the CUDA runtime sees (0 when none or when the runtime fails).
 int device_count();
@@ -52,6 +67,11 @@ struct TimingOptions {
   // Time each launch by the host clock around the launch and a device synchronisation, instead of
   // CUDA events on `stream`: for callables that run on streams the harness cannot see (JAX).
   bool host_timer = false;
+  // A schedule perturbation (experiments/device/perturb.hpp: "busy_sms_66", "fewer_sms_64"; "auto":
+  // busy_sms at half the GPU's SMs; "": none). After the timed repetitions, one more launch runs under
+  // it, into a C of its own, and is compared bit for bit with the last (KernelRun::perturbed_*): the
+  // determinism check then covers the schedule too, not only two calls on an idle GPU.
+  std::string perturbation;
 };
 
 struct KernelRun {
@@ -64,6 +84,11 @@ struct KernelRun {
   // Entries of C whose bits differ between the first launch and the last: a kernel that is not
   // deterministic run to run (its row says so instead of judging one arbitrary output).
   long long nondeterministic = 0;
+  // TimingOptions::perturbation: its name, the entries whose bits differ between the last launch and
+  // the perturbed one, and why it could not be applied ("" when it ran).
+  std::string perturbation;
+  long long perturbed_differences = 0;
+  std::string perturbation_not_applied;
   double launch_seconds = 0;     // wall time of the warm-up and timed launches with their flushes and poisons
   double wall_seconds = 0;       // run_kernel's whole wall time: packing, copies, warm-up, timed reps, unpacking
 };
@@ -89,8 +114,12 @@ class EntryRunner {
   // A (M, K) and B (K, N) as the first inputs (values exact in the kernel's input format). `stream`
   // (a cudaStream_t; (void*)1 is the legacy default stream): where everything is enqueued, the
   // caller's for a kernel that launches on it (a Python callable runs on its framework's current
-  // stream); nullptr: a stream of the runner's own.
-  EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device = 0, void* stream = nullptr);
+  // stream); nullptr: a stream of the runner's own. `foreign_streams`: the kernel launches on streams
+  // the runner cannot see (JAX: XLA's own), so nothing orders its reads of A and B after the runner's
+  // writes on `stream`; the runner then waits for its stream on the host before every launch (a
+  // launch that read inputs half written gave JAX counts of no whole number of units).
+  EntryRunner(const Kernel& k, const Matrix& A, const Matrix& B, int device = 0, void* stream = nullptr,
+              bool foreign_streams = false);
   ~EntryRunner();
   EntryRunner(const EntryRunner&) = delete;
   EntryRunner& operator=(const EntryRunner&) = delete;
@@ -116,9 +145,19 @@ class EntryRunner {
   std::vector<std::uint64_t> run_entries(const std::vector<std::pair<int, int>>& entries);
   // Replaces both operands (values exact in the kernel's input format).
   void set_operands(const Matrix& A, const Matrix& B);
+  // The launches from now on run under `p` through `perturber` (both kept by the caller; nullptr: no
+  // perturbation): fewer_sms moves everything the runner enqueues to the green context's stream (after
+  // a device synchronisation), busy_sms holds SMs around each launch. A perturbed launch that has not
+  // ended within 20 s throws CudaContextLost (a kernel waiting for blocks that cannot all be resident:
+  // the GPU stays held by it). Throws std::runtime_error where p cannot be applied.
+  void perturb(const Perturbation* p, Perturber* perturber);
   const Kernel& kernel() const;
 
  private:
+  void set_lines_once(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols,
+                      const std::vector<int>& zero_rows, const std::vector<int>& zero_cols, bool zero_all);
+  std::vector<std::uint64_t> run_entries_once(const std::vector<std::pair<int, int>>& entries);
+  double run_entry_once(int i, int j);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -448,6 +448,10 @@ class ProblemRunner {
       row.status = Status::not_supported;
       row.note = e.what();
       ctx.log(who + "   " + k.name + ": not supported: " + e.what());
+    } catch (const CudaContextLost&) {
+      // Nothing more runs on this GPU in this process: no row for it (it has no result), and the run
+      // stops with the rows before it in the journal (the engine says how to resume).
+      throw;
     } catch (const std::exception& e) {
       time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
       row.status = Status::error;
@@ -483,6 +487,19 @@ class ProblemRunner {
       row.note = std::to_string(run.nondeterministic) + " of " + std::to_string(stats.entries) +
                  " entries differ bit for bit between the first and the last launch on the same inputs; the "
                  "statistics are those of the last launch; " + row.note;
+    }
+    if (!run.perturbation.empty()) {
+      // TimingOptions::perturbation: one more launch with the schedule disturbed.
+      if (!run.perturbation_not_applied.empty()) {
+        row.note = "determinism under " + run.perturbation + " not checked: " + run.perturbation_not_applied + "; " +
+                   row.note;
+      } else if (run.perturbed_differences) {
+        row.status = Status::nondeterministic;
+        row.note = std::to_string(run.perturbed_differences) + " of " + std::to_string(stats.entries) +
+                   " entries differ bit for bit between the last launch and one under " + run.perturbation +
+                   " (the schedule disturbed): its order of summation depends on scheduling; the statistics are "
+                   "those of the last undisturbed launch; " + row.note;
+      }
     }
   }
 
@@ -570,6 +587,8 @@ class ProblemRunner {
           time_.add(&TimeSplit::statistics, seconds_since(t1));
           record(row, run, stats, *k, d, device);
           log_row(row, run, *k, ctx, who);
+        } catch (const CudaContextLost&) {
+          throw;  // as in run_row: the run stops, the rows before it kept
         } catch (const std::exception& e) {
           time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
           row.status = Status::error;

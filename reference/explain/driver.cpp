@@ -14,6 +14,7 @@ std::string Report::summary() const {
   if (!gemm_check.empty()) s << "  gemm: " << gemm_check << "\n";
   if (tree.ok || !tree.text.empty()) s << "  tree: " << tree.text << " (" << tree.entries_used << " entries answered, "
                                        << tree.entries_verified << " verified)\n";
+  if (schedule.ran) s << "  scheduling: " << schedule.text << (schedule.bound_note.empty() ? "" : "; " + schedule.bound_note) << "\n";
   if (conversion.ok)
     s << "  operands: "
       << (conversion.split ? std::string("split (each single product hi + mid of two bf16 pieces)")
@@ -29,6 +30,7 @@ std::string Report::summary() const {
       << (k.checked_through.empty() ? "" : "; checked through the " + k.checked_through + " output, not inferred") << ")\n";
   for (const Comparison& c : comparisons)
     s << "  " << c.distribution << ": " << c.mismatches << " of " << c.outputs << " outputs differ from the prediction"
+      << (c.by_variant ? " (" + std::to_string(c.by_variant) + " predicted by another order seen)" : std::string())
       << (c.first_mismatch.empty() ? "" : " (first " + c.first_mismatch + ")") << "\n";
   if (!numerics_text.empty()) s << "  numerics: " << numerics_text << "\n";
   if (!behaves_like.empty()) {
@@ -53,7 +55,13 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   r.tree = reveal(o, E, opt);
   note("tree");
   if (r.tree.text.empty()) return fail("tree", r.tree.why);
-  if (!r.tree.deterministic) return fail("tree", r.tree.why);
+  // The scheduling stage describes an order that changes; one that changed between the tree stage's
+  // own two passes, undisturbed, leaves no tree to infer nodes on: the report stops there, with it.
+  stage = "scheduling";
+  r.schedule = check_schedule(o, E, r.tree, opt);
+  note("scheduling");
+  if (!r.tree.deterministic)
+    return fail("tree", r.tree.why + (r.schedule.ran ? "; " + r.schedule.text : std::string()));
   stage = "conversion";
   r.conversion = infer_conversion(o, E);
   note("conversion");
@@ -66,6 +74,7 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   // Composition at full size on each distribution.
   long long total_mismatches = 0;
   if (std::string gap = compose(o, opt, r, total_mismatches); !gap.empty()) return fail("nodes", gap);
+  bound_over_orders(o, r);
   if (!r.tree.ok) {
     fail("tree", r.tree.why + "; " + std::to_string(total_mismatches) + " compared outputs differ from the prediction");
     return r;
@@ -75,6 +84,7 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
     s << total_mismatches << " compared outputs differ from the prediction (" << r.comparisons[0].first_mismatch << ")";
     for (const Comparison& c : r.comparisons)
       if (c.mismatches && c.distribution != r.comparisons[0].distribution) s << "; " << c.distribution << " " << c.first_mismatch;
+    if (r.schedule.verdict == "depends") s << " (" << r.schedule.text << ")";
     return fail("composition", s.str());
   }
   r.identified = true;
@@ -111,6 +121,11 @@ Report explain_kernel(Oracle& o, const Options& opt) {
   std::string stage = "gemm";
   try {
     return explain_stages(o, opt, E, r, stage, note, fail, t0, launches0);
+  } catch (const OracleLost& e) {
+    // Nothing found before counts: the report keeps only the stage and the reason.
+    r = Report{};
+    r.oracle_lost = true;
+    return fail(stage, e.what());
   } catch (const std::exception& e) {
     return fail(stage, e.what());
   }

@@ -4,6 +4,7 @@
 //   tree.cpp         stage 2: the summation tree (FPRev), the entries it is asked and checked at
 //   conversion.cpp   stage 3: how an operand reaches the multiplier (and the Conversion vocabulary)
 //   nodes.cpp        stage 4: the arithmetic of each kind of fused node (split operands included)
+//   schedule.cpp     the scheduling stage: the tree asked again with the schedule disturbed
 //   composition.cpp  tree + conversion + nodes predict C at full size; the Numerics record found
 //   driver.cpp       the stages in order, and the report's summary
 //   synthetic.cpp    SyntheticKernel, the CPU kernels of known numerics the tests explain
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "reference/explain.hpp"
+#include "reference/fprev.hpp"
 
 namespace gemmlab::explain::detail {
 
@@ -46,8 +48,36 @@ std::uint64_t output_bits(Format f, double v, std::uint64_t nan_bits);
 // power-of-two products tell; else why not. `seen` says what was checked.
 std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen);
 
+// FPRev's queries (reference/fprev.hpp), each pair's units split into the masks' groups: a pair of
+// groups(K - 2) items, whose counts add up to the pair's count (tree.cpp; the scheduling stage asks
+// them too).
+struct Fprev {
+  Oracle& o;
+  FprevMasks m;
+  // Pair (p, q) (p < 0: no masks, every product a unit) with only the units of group g non-zero:
+  // the units in increasing k, p and q skipped, m.group of them to a group. One group: every unit.
+  // A group is the k range from its first unit to its last, p and q inside it overwritten by M.
+  Item item(int p, int q, int g) const;
+  // Units counted for each pair, pair t answered at entry E[t % |E|] (all its groups there, so that
+  // a count is one entry's): |E| pairs take one launch per group. Throws when a group's count is not
+  // a whole number of its units.
+  std::vector<int> counts(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs);
+  // lca sizes of `pairs`, pair t answered at entry E[t % |E|].
+  std::vector<int> sizes(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs);
+};
+// The masks the tree stage asks with, for the oracle's formats and K (choose_fprev_masks, grouped
+// units). Throws std::invalid_argument where no unit can be counted.
+FprevMasks tree_masks(const Oracle& o);
+
 // Stage 2 (tree.cpp): the tree revealed at the entries E, verified entry by entry and call by call.
 TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt);
+
+// The scheduling stage (schedule.cpp): the tree's pairs asked again at the entries E, repeated, in
+// another order and under each of the oracle's perturbations; other orders seen are revealed where
+// they hold still. Rethrows OracleLost; any other failure of a trial is that trial's not_applied.
+ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeStage& tree, const Options& opt);
+// After the composition: the record covering every order seen (r.numerics, r.schedule.bound_note).
+void bound_over_orders(Oracle& o, Report& r);
 
 // Stage 3 (conversion.cpp): how A's and B's operands reach the multiplier, from single products.
 ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 
 #include "reference/explain/internal.hpp"
 
@@ -21,7 +22,15 @@ std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<void(int
                                                     const std::function<void(int, double*)>& col_b,
                                                     const std::vector<Entry>& entries) {
   ++launches;
-  const bool other_call = alternate_calls && (calls_++ % 2 == 1);
+  const long long call = calls_++;
+  const bool other_call = alternate_calls && call % 2 == 1;
+  // Under a perturbation with a tree of its own: that tree (on every other call where it alternates).
+  const SummationTree* own_tree = &tree_;
+  if (perturbed_ >= 0) {
+    const std::string& name = offered[perturbed_].name;
+    auto it = under_perturbation.find(name);
+    if (it != under_perturbation.end() && (!alternate_under.count(name) || call % 2 == 1)) own_tree = &it->second;
+  }
   const int n = static_cast<int>(entries.size());
   // Entry e's row of A and column of B, converted, as row e of A (n, K) and column e of B (K, n):
   // one emulate_tree_at call per tree sums them all (its plan built once, not once per entry).
@@ -44,7 +53,7 @@ std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<void(int
   std::vector<double> c(n);
   for (const auto* which : {&own, &other}) {
     if (which->empty()) continue;
-    const std::vector<double> sums = emulation::emulate_tree_at(which == &own ? tree_ : *other_tree, model_, A, B,
+    const std::vector<double> sums = emulation::emulate_tree_at(which == &own ? *own_tree : *other_tree, model_, A, B,
                                                                 *which, 0, split ? &*split : nullptr);
     for (std::size_t t = 0; t < which->size(); ++t) c[(*which)[t].first] = sums[t];
   }
@@ -54,6 +63,13 @@ std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<void(int
     out[e] = output_bits(output_format, static_cast<float>(v), all_ones_nan(output_format));
   }
   return out;
+}
+
+std::string SyntheticKernel::perturb(int i) {
+  if (i >= static_cast<int>(offered.size())) throw std::out_of_range("SyntheticKernel::perturb: no perturbation " + std::to_string(i));
+  if (i >= 0 && !refuse.empty()) return refuse;
+  perturbed_ = i;
+  return "";
 }
 
 std::vector<std::uint64_t> SyntheticKernel::run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) {

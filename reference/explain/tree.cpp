@@ -70,87 +70,80 @@ int lca_size(const SummationTree& t, int p, int q) {
 
 namespace detail {
 
-namespace {
+FprevMasks tree_masks(const Oracle& o) {
+  return choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), o.K(), FprevUnits::grouped);
+}
 
-// FPRev's queries (reference/fprev.hpp), each pair's units split into the masks' groups: a pair of
-// groups(K - 2) items, whose counts add up to the pair's count.
-struct Fprev {
-  Oracle& o;
-  FprevMasks m;
-  // Pair (p, q) (p < 0: no masks, every product a unit) with only the units of group g non-zero:
-  // the units in increasing k, p and q skipped, m.group of them to a group. One group: every unit.
-  // A group is the k range from its first unit to its last, p and q inside it overwritten by M.
-  Item item(int p, int q, int g) const {
-    const int K = o.K(), units = p >= 0 ? K - 2 : K;
-    Item it;
-    it.b.fill = m.b_unit();
-    it.a.fill = m.a_unit();
-    if (m.groups(units) > 1) {
-      const int lo = std::min(p, q), hi = std::max(p, q);
-      auto k_of_rank = [&](int r) {  // the k of the r-th unit: lo and hi skipped
-        if (lo >= 0 && r >= lo) ++r;
-        if (hi >= 0 && r >= hi) ++r;
-        return r;
-      };
-      it.a.fill_from = k_of_rank(g * m.group);
-      it.a.fill_to = k_of_rank(std::min((g + 1) * m.group, units) - 1) + 1;
-    }
-    if (p >= 0) {
-      it.a.at.push_back({p, m.a_big()});
-      it.a.at.push_back({q, m.a_big()});
-      it.b.at = {{p, m.b_big()}, {q, -m.b_big()}};
-    }
-    return it;
+Item Fprev::item(int p, int q, int g) const {
+  const int K = o.K(), units = p >= 0 ? K - 2 : K;
+  Item it;
+  it.b.fill = m.b_unit();
+  it.a.fill = m.a_unit();
+  if (m.groups(units) > 1) {
+    const int lo = std::min(p, q), hi = std::max(p, q);
+    auto k_of_rank = [&](int r) {  // the k of the r-th unit: lo and hi skipped
+      if (lo >= 0 && r >= lo) ++r;
+      if (hi >= 0 && r >= hi) ++r;
+      return r;
+    };
+    it.a.fill_from = k_of_rank(g * m.group);
+    it.a.fill_to = k_of_rank(std::min((g + 1) * m.group, units) - 1) + 1;
   }
-  // Units counted for each pair, pair t answered at entry E[t % |E|] (all its groups there, so that
-  // a count is one entry's): |E| pairs take one launch per group. Throws when a group's count is not
-  // a whole number of its units.
-  std::vector<int> counts(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs) {
-    const int K = o.K();
-    std::vector<int> out(pairs.size(), 0);
-    for (std::size_t first = 0; first < pairs.size(); first += E.size()) {
-      const std::size_t n = std::min(E.size(), pairs.size() - first);
-      const int units = pairs[first].first >= 0 ? K - 2 : K, G = m.groups(units);
-      for (int g = 0; g < G; ++g) {
-        std::vector<Item> items;
-        for (std::size_t t = 0; t < n; ++t) items.push_back(item(pairs[first + t].first, pairs[first + t].second, g));
-        const std::vector<std::uint64_t> bits = run_items(o, E, items);
-        const int in_group = std::min(m.group, units - g * m.group);
-        for (std::size_t t = 0; t < n; ++t) {
-          const auto [p, q] = pairs[first + t];
-          const double c = from_bits(o.output(), bits[t]), x = c / m.unit();
-          if (!std::isfinite(c) || x != std::floor(x) || x < 0 || x > in_group) {
-            std::ostringstream s;
-            s << "FPRev at " << entry_text(E[t]) << ": with ";
-            if (p >= 0) s << "products " << p << " = +M and " << q << " = -M and ";
-            s << (G > 1 ? "the " + std::to_string(in_group) + " units of group " + std::to_string(g) + " of " +
-                              std::to_string(G)
-                        : std::string(p >= 0 ? "every other product" : "every product") + " a unit")
-              << " the kernel returned " << value_text(c) << ", not a whole number of units u in [0, " << in_group
-              << "] (" << m.describe() << "): " << (p >= 0 ? "the masks did not cancel exactly" : "the units are not summed exactly");
-            throw std::runtime_error(s.str());
-          }
-          out[first + t] += static_cast<int>(x);
+  if (p >= 0) {
+    it.a.at.push_back({p, m.a_big()});
+    it.a.at.push_back({q, m.a_big()});
+    it.b.at = {{p, m.b_big()}, {q, -m.b_big()}};
+  }
+  return it;
+}
+
+std::vector<int> Fprev::counts(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs) {
+  const int K = o.K();
+  std::vector<int> out(pairs.size(), 0);
+  for (std::size_t first = 0; first < pairs.size(); first += E.size()) {
+    const std::size_t n = std::min(E.size(), pairs.size() - first);
+    const int units = pairs[first].first >= 0 ? K - 2 : K, G = m.groups(units);
+    for (int g = 0; g < G; ++g) {
+      std::vector<Item> items;
+      for (std::size_t t = 0; t < n; ++t) items.push_back(item(pairs[first + t].first, pairs[first + t].second, g));
+      const std::vector<std::uint64_t> bits = run_items(o, E, items);
+      const int in_group = std::min(m.group, units - g * m.group);
+      for (std::size_t t = 0; t < n; ++t) {
+        const auto [p, q] = pairs[first + t];
+        const double c = from_bits(o.output(), bits[t]), x = c / m.unit();
+        if (!std::isfinite(c) || x != std::floor(x) || x < 0 || x > in_group) {
+          std::ostringstream s;
+          s << "FPRev at " << entry_text(E[t]) << ": with ";
+          if (p >= 0) s << "products " << p << " = +M and " << q << " = -M and ";
+          s << (G > 1 ? "the " + std::to_string(in_group) + " units of group " + std::to_string(g) + " of " +
+                            std::to_string(G)
+                      : std::string(p >= 0 ? "every other product" : "every product") + " a unit")
+            << " the kernel returned " << value_text(c) << ", not a whole number of units u in [0, " << in_group
+            << "] (" << m.describe() << "): " << (p >= 0 ? "the masks did not cancel exactly" : "the units are not summed exactly");
+          throw std::runtime_error(s.str());
         }
+        out[first + t] += static_cast<int>(x);
       }
     }
-    return out;
   }
-  // lca sizes of `pairs`, pair t answered at entry E[t % |E|].
-  std::vector<int> sizes(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs) {
-    std::vector<int> out = counts(E, pairs);
-    const int K = o.K();
-    for (std::size_t t = 0; t < pairs.size(); ++t) {
-      if (out[t] > K - 2)
-        throw std::runtime_error("FPRev at " + entry_text(E[t % E.size()]) + ": with products " +
-                                 std::to_string(pairs[t].first) + " = +M and " + std::to_string(pairs[t].second) +
-                                 " = -M the groups counted " + std::to_string(out[t]) + " units, more than the K - 2 = " +
-                                 std::to_string(K - 2) + " there are (" + m.describe() + ")");
-      out[t] = K - out[t];
-    }
-    return out;
+  return out;
+}
+
+std::vector<int> Fprev::sizes(const std::vector<Entry>& E, const std::vector<std::pair<int, int>>& pairs) {
+  std::vector<int> out = counts(E, pairs);
+  const int K = o.K();
+  for (std::size_t t = 0; t < pairs.size(); ++t) {
+    if (out[t] > K - 2)
+      throw std::runtime_error("FPRev at " + entry_text(E[t % E.size()]) + ": with products " +
+                               std::to_string(pairs[t].first) + " = +M and " + std::to_string(pairs[t].second) +
+                               " = -M the groups counted " + std::to_string(out[t]) + " units, more than the K - 2 = " +
+                               std::to_string(K - 2) + " there are (" + m.describe() + ")");
+    out[t] = K - out[t];
   }
-};
+  return out;
+}
+
+namespace {
 
 std::string where_differs(const SummationTree& t, const Entry& e, int p, int q, int seen) {
   std::ostringstream s;
@@ -171,7 +164,7 @@ TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt) {
   }
   Fprev f{o, {}};
   try {
-    f.m = choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), K, FprevUnits::grouped);
+    f.m = tree_masks(o);
   } catch (const std::invalid_argument& e) {
     st.why = e.what();
     return st;

@@ -1,0 +1,302 @@
+// The scheduling stage of `gemmlab explain` (reference/explain/schedule.cpp) and its reports on bad
+// kernels, on synthetic CPU kernels whose order under each perturbation is known: an order that never
+// changes must be reported unchanged with every trial listed; an order that changes under one
+// perturbation must be reported as depending on scheduling, exposed by that perturbation, with the
+// other order revealed and counted, and the kernel still identified and bounded; an order that changes
+// from call to call under a perturbation must be seen but not revealed, and then no bound is claimed;
+// an order that changes between undisturbed calls stops at the tree with the scheduling stage's words.
+// A kernel that fails (raises, loses the GPU) must leave the report unidentified at the stage where it
+// failed, with its message, never identified.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "reference/explain.hpp"
+#include "reference/kernel_emulation.hpp"
+#include "reference/summation_tree.hpp"
+#include "reference/tc_model.hpp"
+
+using namespace gemmlab;
+using namespace gemmlab::explain;
+
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+emulation::NodeModel model_of(tc::Instruction ins) {
+  const tc::TcParams p = *tc::measured_hopper_params(ins);
+  const int k = tc::info(ins).k;
+  return [p, k](int leaves) -> std::optional<tc::TcParams> {
+    if (leaves != k) return std::nullopt;
+    return p;
+  };
+}
+
+Options quick() {
+  Options o;
+  o.distributions = {"uniform_0_1"};
+  o.verify_pairs = 16;
+  o.max_probes = 2000;
+  o.schedule_seconds = 60;
+  return o;
+}
+
+// Two FMA chains over the halves of K, added at the end (a split-K of two parts).
+SummationTree halves_tree(int K) {
+  SummationTree t(K);
+  int part[2];
+  for (int h = 0; h < 2; ++h) {
+    int node = t.add_node({h * K / 2, h * K / 2 + 1});
+    for (int k = h * K / 2 + 2; k < (h + 1) * K / 2; ++k) node = t.add_node({node, k});
+    part[h] = node;
+  }
+  t.add_node({part[0], part[1]});
+  return t;
+}
+
+// A CUDA-core fp32 kernel at K = 64 (one FMA chain in increasing k), offering two perturbations named
+// as the GPU's are. (FMA chains keep the stages after the tree cheap: no fused node to infer.)
+SyntheticKernel fma_kernel() {
+  SyntheticKernel k(32, 32, 64, Format::fp32, sequential_tree(64), [](int) { return std::nullopt; });
+  k.offered = {{"fewer_sms_8", "in a green context of 8 SMs"}, {"busy_sms_4", "beside a kernel holding 4 SMs"}};
+  return k;
+}
+
+const ScheduleTrial* trial(const Report& r, const std::string& name) {
+  for (const ScheduleTrial& t : r.schedule.trials)
+    if (t.perturbation == name) return &t;
+  return nullptr;
+}
+
+// A kernel that runs `inner` until its `fail_on`-th launch, which throws `what` as `How`: a callable
+// that raises on its third call (KernelFailed), returns another shape (BadOutput), a GPU context lost
+// mid-way (OracleLost).
+enum class How { raised, bad_output, lost };
+class Failing : public Oracle {
+ public:
+  Failing(Oracle& inner, long long fail_on, std::string what, How how)
+      : inner_(inner), fail_on_(fail_on), what_(std::move(what)), how_(how) {}
+  int M() const override { return inner_.M(); }
+  int N() const override { return inner_.N(); }
+  int K() const override { return inner_.K(); }
+  Format input() const override { return inner_.input(); }
+  Format output() const override { return inner_.output(); }
+  std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
+    call();
+    return inner_.run_sparse(in, entries);
+  }
+  std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override {
+    call();
+    return inner_.run_full(A, B, entries);
+  }
+  std::vector<Perturbation> perturbations() override { return inner_.perturbations(); }
+  std::string perturb(int i) override { return inner_.perturb(i); }
+
+ private:
+  void call() {
+    if (++launches != fail_on_) return;
+    const std::string m = "call " + std::to_string(launches) + ": " + what_;
+    if (how_ == How::lost) throw OracleLost(m);
+    if (how_ == How::bad_output) throw BadOutput(m);
+    throw KernelFailed(m);
+  }
+  Oracle& inner_;
+  long long fail_on_;
+  std::string what_;
+  How how_;
+};
+
+}  // namespace
+
+TEST(ExplainSchedule, UnchangedOrderSaysWhatWasTried) {
+  SyntheticKernel k = fma_kernel();
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_TRUE(r.schedule.ran);
+  EXPECT_EQ(r.schedule.verdict, "unchanged") << r.schedule.text;
+  EXPECT_TRUE(r.schedule.exposed_by.empty());
+  EXPECT_TRUE(r.schedule.variants.empty());
+  // Every trial ran, at every entry, and every entry followed the tree.
+  ASSERT_EQ(r.schedule.trials.size(), 4u);
+  for (const char* name : {"repeat", "shuffled_launches", "fewer_sms_8", "busy_sms_4"}) {
+    const ScheduleTrial* t = trial(r, name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_TRUE(t->not_applied.empty()) << name << ": " << t->not_applied;
+    EXPECT_EQ(t->entries, 32) << name;
+    EXPECT_EQ(t->following, t->entries) << name;
+    EXPECT_GT(t->launches, 0) << name;
+    EXPECT_TRUE(contains(r.schedule.text, name)) << r.schedule.text;
+  }
+  EXPECT_TRUE(contains(r.summary(), "scheduling: the order did not change")) << r.summary();
+  ASSERT_TRUE(r.numerics.has_value());
+}
+
+TEST(ExplainSchedule, OrderUnderOnePerturbationIsRevealedCountedAndBounded) {
+  // Under fewer_sms_8 the kernel splits K in two halves added at the end (as a library that sizes its
+  // split-K by the SMs it sees would): deterministic there, so the variant is revealed.
+  SyntheticKernel k = fma_kernel();
+  const SummationTree split = halves_tree(64);
+  k.under_perturbation.emplace("fewer_sms_8", split);
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();  // undisturbed, the tree predicts every compared output
+  EXPECT_EQ(r.schedule.verdict, "depends") << r.schedule.text;
+  EXPECT_EQ(r.schedule.exposed_by, "fewer_sms_8");
+  ASSERT_EQ(r.schedule.variants.size(), 1u) << r.schedule.text;
+  const ScheduleVariant& v = r.schedule.variants[0];
+  EXPECT_TRUE(v.revealed) << v.why;
+  EXPECT_EQ(v.tree.canonical(), split.canonical());
+  EXPECT_EQ(v.first_seen, "fewer_sms_8");
+  EXPECT_EQ(v.entries, 32);
+  const ScheduleTrial* under = trial(r, "fewer_sms_8");
+  ASSERT_NE(under, nullptr);
+  EXPECT_EQ(under->following, 0);
+  ASSERT_EQ(under->variant_entries.size(), 1u);
+  EXPECT_EQ(under->variant_entries[0], 32);
+  EXPECT_EQ(under->unexplained, 0);
+  for (const char* name : {"repeat", "shuffled_launches", "busy_sms_4"}) {
+    const ScheduleTrial* t = trial(r, name);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->following, t->entries) << name;
+  }
+  // Both orders' nodes are the kinds modelled: the record's bound (gamma_K, any order) covers them.
+  ASSERT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;
+  EXPECT_TRUE(r.schedule.bound_note.empty()) << r.schedule.bound_note;
+  EXPECT_TRUE(contains(r.schedule.text, "judged by the largest bound of the 2 orders seen")) << r.schedule.text;
+  EXPECT_TRUE(contains(r.summary(), "the order depends on scheduling: first seen under fewer_sms_8")) << r.summary();
+}
+
+TEST(ExplainSchedule, OrderThatRacesUnderAPerturbationIsSeenNotRevealedAndNotBounded) {
+  // Under busy_sms_4 every other call sums in another order (atomics finishing in another order):
+  // the trial sees it, the variant cannot be revealed (asked again it does not hold still), and no
+  // bound is claimed for an order that was never seen whole.
+  SyntheticKernel k = fma_kernel();
+  k.under_perturbation.emplace("busy_sms_4", halves_tree(64));
+  k.alternate_under.insert("busy_sms_4");
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.schedule.verdict, "depends") << r.schedule.text;
+  EXPECT_EQ(r.schedule.exposed_by, "busy_sms_4");
+  ASSERT_FALSE(r.schedule.variants.empty());
+  bool any_unrevealed = false;
+  for (const ScheduleVariant& v : r.schedule.variants) any_unrevealed = any_unrevealed || !v.revealed;
+  EXPECT_TRUE(any_unrevealed) << r.schedule.text;
+  const ScheduleTrial* t = trial(r, "busy_sms_4");
+  ASSERT_NE(t, nullptr);
+  EXPECT_LT(t->following, t->entries);
+  EXPECT_GT(t->unexplained, 0);
+  EXPECT_FALSE(r.numerics.has_value()) << "a bound was claimed over an order never revealed";
+  EXPECT_TRUE(contains(r.schedule.bound_note, "no bound covers every order seen")) << r.schedule.bound_note;
+}
+
+TEST(ExplainSchedule, RefusedPerturbationsAreListedWithTheirReason) {
+  SyntheticKernel k = fma_kernel();
+  k.refuse = "no green contexts in this driver";
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.schedule.verdict, "unchanged");  // repeat and shuffled_launches ran
+  for (const char* name : {"fewer_sms_8", "busy_sms_4"}) {
+    const ScheduleTrial* t = trial(r, name);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->not_applied, "no green contexts in this driver");
+    EXPECT_EQ(t->entries, 0);
+  }
+  EXPECT_TRUE(contains(r.schedule.text, "busy_sms_4 (no green contexts in this driver)")) << r.schedule.text;
+}
+
+TEST(ExplainSchedule, OrderChangingBetweenUndisturbedCallsStopsAtTheTreeWithTheStagesWords) {
+  SyntheticKernel k(64, 64, 64, Format::fp16, blocked_tree(64, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.other_tree = sequential_tree(64);
+  k.alternate_calls = true;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_FALSE(r.tree.deterministic);
+  EXPECT_EQ(r.schedule.verdict, "depends");
+  EXPECT_TRUE(contains(r.reason, "the order depends on scheduling")) << r.reason;
+  EXPECT_FALSE(r.numerics.has_value());
+}
+
+TEST(ExplainSchedule, OffSkipsTheStage) {
+  SyntheticKernel k = fma_kernel();
+  k.under_perturbation.emplace("fewer_sms_8", halves_tree(64));
+  Options o = quick();
+  o.schedule = false;
+  const Report r = explain_kernel(k, o);
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_FALSE(r.schedule.ran);
+  EXPECT_EQ(r.schedule.verdict, "");
+  EXPECT_TRUE(r.schedule.trials.empty());
+}
+
+// Bad input at the Oracle level: the report stops where the kernel failed, names the call and keeps
+// the message, and never identifies.
+TEST(ExplainBadInput, KernelRaisingOnItsThirdCallStopsThere) {
+  SyntheticKernel k = fma_kernel();
+  Failing f(k, 3, "the callable raised ValueError: boom", How::raised);
+  const Report r = explain_kernel(f, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_FALSE(r.oracle_lost);
+  // Stage 1 takes two launches (zeros, then single products): the third is the tree's first.
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_EQ(r.reason, "call 3: the callable raised ValueError: boom");
+  EXPECT_EQ(r.launches, 3);
+  EXPECT_FALSE(r.numerics.has_value());
+}
+
+TEST(ExplainBadInput, KernelFailingLateStopsAtThatStageNeverIdentified) {
+  SyntheticKernel k = fma_kernel();
+  Options o = quick();
+  Failing never(k, -1, "", How::raised);
+  const Report clean = explain_kernel(never, o);
+  ASSERT_TRUE(clean.identified) << clean.summary();
+  const long long total = clean.launches;
+  ASSERT_GT(total, 10);
+  // At every stage: half way (the scheduling stage's trials, under a perturbation among them), the last
+  // launches (the composition). An output that is not C stops explain wherever it comes.
+  for (long long at : {total / 4, total / 2, 3 * total / 4, total - 1, total}) {
+    SyntheticKernel again = fma_kernel();
+    Failing f(again, at, "the callable returned a tensor of shape (32, 31)", How::bad_output);
+    const Report r = explain_kernel(f, o);
+    EXPECT_FALSE(r.identified) << "failing at launch " << at << " of " << total;
+    EXPECT_FALSE(r.failed_stage.empty());
+    EXPECT_TRUE(contains(r.reason, "shape (32, 31)")) << r.reason;
+  }
+}
+
+TEST(ExplainBadInput, LostOracleKeepsNothingButTheStageAndReason) {
+  SyntheticKernel k = fma_kernel();
+  Failing f(k, 40, "CUDA error cudaErrorIllegalAddress: the CUDA context of this process is lost", How::lost);
+  const Report r = explain_kernel(f, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_TRUE(r.oracle_lost);
+  EXPECT_FALSE(r.failed_stage.empty());
+  EXPECT_TRUE(contains(r.reason, "call 40: CUDA error cudaErrorIllegalAddress")) << r.reason;
+  EXPECT_TRUE(r.tree.text.empty());  // nothing found before is kept
+  EXPECT_FALSE(r.numerics.has_value());
+}
+
+TEST(ExplainBadInput, KernelFailingUnderAPerturbationIsThatTrialsNotTheKernels) {
+  // A launch that fails only under a perturbation (a framework that cannot run in a green context)
+  // leaves that trial not applied, with the message; the kernel is identified from the rest.
+  class FailsUnder : public SyntheticKernel {
+   public:
+    using SyntheticKernel::SyntheticKernel;
+    std::string perturb(int i) override {
+      now = i;
+      return SyntheticKernel::perturb(i);
+    }
+    std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
+      if (now == 0) throw KernelFailed("the callable raised RuntimeError: invalid resource handle");
+      return SyntheticKernel::run_sparse(in, entries);
+    }
+    int now = -1;
+  };
+  FailsUnder k(32, 32, 64, Format::fp32, sequential_tree(64), [](int) { return std::nullopt; });
+  k.offered = {{"fewer_sms_8", "in a green context of 8 SMs"}, {"busy_sms_4", "beside a kernel holding 4 SMs"}};
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  const ScheduleTrial* t = trial(r, "fewer_sms_8");
+  ASSERT_NE(t, nullptr);
+  EXPECT_TRUE(contains(t->not_applied, "the kernel failed under it: the callable raised RuntimeError")) << t->not_applied;
+  EXPECT_EQ(r.schedule.verdict, "unchanged");
+}
