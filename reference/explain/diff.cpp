@@ -55,6 +55,25 @@ std::string bits_text(Format f, std::uint64_t bits) {
   return tc::hex_bits(bits, f) + " (" + detail::value_text(from_bits(f, bits)) + ")";
 }
 
+// "identified: <numerics>" or "unidentified at <stage>: <reason>".
+std::string identification(const Report& r) {
+  if (r.identified) return "identified: " + r.numerics_text;
+  return "unidentified at " + r.failed_stage + ": " + r.reason.substr(0, 300);
+}
+
+// Whether the kernel's order depends on scheduling, in words.
+std::string scheduling_words(const Report& r) {
+  if (!r.tree.text.empty() && !r.tree.deterministic) return "its order changes between calls: " + r.tree.why;
+  if (r.schedule.verdict == "depends" || r.schedule.verdict == "unchanged") return r.schedule.text;
+  return "the same order on every call of the tree stage" +
+         (r.schedule.why.empty() ? std::string() : " (the scheduling stage did not run: " + r.schedule.why + ")");
+}
+
+// Whether a report reached a stage (its result is there to compare).
+bool has_tree(const Report& r) { return !r.tree.text.empty(); }
+bool has_conversion(const Report& r) { return has_tree(r) && r.tree.deterministic && r.conversion.ok; }
+bool has_nodes(const Report& r) { return has_conversion(r) && r.nodes.ok; }
+
 std::string conversion_words(const ConversionStage& c) {
   if (c.split) return "operands split into two bf16 pieces, each single product hi + mid";
   if (c.a == c.b) return std::string("operands ") + in_words(c.a);
@@ -164,6 +183,38 @@ struct Pair {
 // ---------------------------------------------------------------------------------------------
 // The witnesses, one per aspect.
 
+// FPRev's query (p, q) as the tree stage asks it (detail::Fprev::item): one item per group of units,
+// with the masks of the narrower output (its counts must be exact; the wider one holds them too), and
+// each item in words. Throws std::invalid_argument where no masks count units here.
+struct PairQuery {
+  FprevMasks m;
+  std::vector<Item> items;
+  std::vector<std::string> words;
+};
+
+PairQuery pair_query(const Pair& P, int p, int q) {
+  PairQuery Q;
+  Q.m = choose_fprev_masks(P.a.input(), P.a.input(), Format::fp32, P.common, P.a.K(), FprevUnits::grouped);
+  const detail::Fprev f{P.a, Q.m};
+  const int units = P.a.K() - 2, G = Q.m.groups(units);
+  for (int g = 0; g < G; ++g) {
+    Q.items.push_back(f.item(p, q, g));
+    std::ostringstream w;
+    w << "products " << p << " = +M and " << q << " = -M, "
+      << (G > 1 ? "the " + std::to_string(std::min(Q.m.group, units - g * Q.m.group)) + " units of group " +
+                      std::to_string(g) + " of " + std::to_string(G) + " (the other products 0)"
+                : std::string("every other product a unit u"))
+      << " (" << Q.m.describe() << ")";
+    Q.words.push_back(w.str());
+  }
+  return Q;
+}
+
+std::string meet_words(int p, int q, int la, const std::string& a, int lb, const std::string& b) {
+  return "products " + std::to_string(p) + " and " + std::to_string(q) + " meet in a node of " + std::to_string(la) +
+         " products in " + a + "'s tree, of " + std::to_string(lb) + " in " + b + "'s";
+}
+
 void tree_witness(const Pair& P, Difference& diff) {
   const SummationTree &ta = P.d.a.tree.tree, &tb = P.d.b.tree.tree;
   const auto pq = first_differing_pair(ta, tb);
@@ -172,56 +223,122 @@ void tree_witness(const Pair& P, Difference& diff) {
     return;
   }
   const auto [p, q] = *pq;
-  const int K = P.a.K(), la = Lca(ta).size(p, q), lb = Lca(tb).size(p, q);
-  // The masks of the narrower output (its counts must be exact; the wider one holds them too).
-  FprevMasks m;
+  const std::string meet = meet_words(p, q, Lca(ta).size(p, q), P.d.a_name, Lca(tb).size(p, q), P.d.b_name);
+  PairQuery Q;
   try {
-    m = choose_fprev_masks(P.a.input(), P.a.input(), Format::fp32, P.common, K, FprevUnits::grouped);
+    Q = pair_query(P, p, q);
   } catch (const std::invalid_argument& e) {
-    diff.note = std::string("products ") + std::to_string(p) + " and " + std::to_string(q) + " meet in a node of " +
-                std::to_string(la) + " products in " + P.d.a_name + "'s tree, of " + std::to_string(lb) + " in " +
-                P.d.b_name + "'s, but no FPRev masks count units here: " + e.what();
+    diff.note = meet + ", but no FPRev masks count units here: " + e.what();
     return;
   }
-  // The pair's item with the units of group g (tree.cpp's Fprev::item, p < q): every product but p and q
-  // a unit, cut into groups of m.group units in increasing k.
-  const int units = K - 2, G = m.groups(units);
-  auto k_of_rank = [&](int r) {
-    if (r >= p) ++r;
-    if (r >= q) ++r;
-    return r;
-  };
-  for (int g = 0; g < G; ++g) {
-    Item it;
-    it.a.fill = m.a_unit();
-    it.b.fill = m.b_unit();
-    if (G > 1) {
-      it.a.fill_from = k_of_rank(g * m.group);
-      it.a.fill_to = k_of_rank(std::min((g + 1) * m.group, units) - 1) + 1;
-    }
-    it.a.at = {{p, m.a_big()}, {q, m.a_big()}};
-    it.b.at = {{p, m.b_big()}, {q, -m.b_big()}};
-    std::ostringstream words;
-    words << "products " << p << " = +M and " << q << " = -M, "
-          << (G > 1 ? "the " + std::to_string(std::min(m.group, units - g * m.group)) + " units of group " +
-                          std::to_string(g) + " of " + std::to_string(G) + " (the other products 0)"
-                    : std::string("every other product a unit u"))
-          << " (" << m.describe() << ")";
-    const int n = std::min<int>(P.opt.witness_entries, static_cast<int>(P.E.size()));
-    const std::vector<Item> items(n, it);
-    std::ostringstream note;
-    note << "products " << p << " and " << q << " meet in a node of " << la << " products in " << P.d.a_name
-         << "'s tree, of " << lb << " in " << P.d.b_name << "'s, so the units added after they cancel differ";
-    if (P.witness(items, std::vector<std::string>(n, words.str()), diff, note.str())) {
-      const double ca = from_bits(P.a.output(), diff.a_bits) / m.unit(), cb = from_bits(P.b.output(), diff.b_bits) / m.unit();
+  // Each group's item at the first entries, one launch per group: the first whose bits differ.
+  const int n = std::min<int>(P.opt.witness_entries, static_cast<int>(P.E.size()));
+  for (std::size_t g = 0; g < Q.items.size(); ++g) {
+    if (P.witness(std::vector<Item>(n, Q.items[g]), std::vector<std::string>(n, Q.words[g]), diff,
+                  meet + ", so the units added after they cancel differ")) {
+      const double ca = from_bits(P.a.output(), diff.a_bits) / Q.m.unit(), cb = from_bits(P.b.output(), diff.b_bits) / Q.m.unit();
       diff.note += " (counts " + detail::value_text(ca) + " u and " + detail::value_text(cb) + " u)";
       return;
     }
   }
-  diff.note = "products " + std::to_string(p) + " and " + std::to_string(q) + " meet in a node of " + std::to_string(la) +
-              " products in " + P.d.a_name + "'s tree, of " + std::to_string(lb) + " in " + P.d.b_name +
-              "'s, but FPRev's masks for that pair gave the same bits at the first " +
-              std::to_string(std::min<int>(P.opt.witness_entries, static_cast<int>(P.E.size()))) + " entries";
+  diff.note = meet + ", but FPRev's masks for that pair gave the same bits at the first " + std::to_string(n) + " entries";
+}
+
+// The kernel whose order depends on scheduling (`moving`, its report r) against the steady one: under
+// the trial that exposed it (its perturbation, or none for "repeat" and "shuffled_launches"), FPRev's
+// masks at the first pair where a revealed variant of its order and the steady tree differ, launched up
+// to `tries` times, else the full inputs of the first distribution; the steady kernel undisturbed. The
+// first launch whose bits differ from the steady kernel's is the witness.
+void scheduling_witness(const Pair& P, Difference& diff, bool a_moves) {
+  Oracle& moving = a_moves ? P.a : P.b;
+  Oracle& steady = a_moves ? P.b : P.a;
+  const Report& r = a_moves ? P.d.a : P.d.b;
+  const Report& s = a_moves ? P.d.b : P.d.a;
+  const std::string& mover = a_moves ? P.d.a_name : P.d.b_name;
+  const std::string& other = a_moves ? P.d.b_name : P.d.a_name;
+  int index = -1;
+  std::string under = "undisturbed";
+  const std::vector<Perturbation> offered = moving.perturbations();
+  for (std::size_t i = 0; i < offered.size(); ++i)
+    if (offered[i].name == r.schedule.exposed_by) {
+      index = static_cast<int>(i);
+      under = offered[i].words;
+    }
+  if (index >= 0)
+    if (std::string why = moving.perturb(index); !why.empty()) {
+      diff.note = "the perturbation that exposed it (" + r.schedule.exposed_by + ") cannot be applied again: " + why;
+      return;
+    }
+  struct Undo {
+    Oracle& o;
+    ~Undo() { o.perturb(-1); }
+  } undo{moving};
+  const int tries = 8;
+  auto record = [&](const Entry& e, std::uint64_t moved, std::uint64_t kept, const std::string& inputs,
+                    const std::string& how) {
+    diff.confirmed = true;
+    diff.entry = e;
+    diff.inputs = inputs;
+    diff.a_bits = a_moves ? moved : kept;
+    diff.b_bits = a_moves ? kept : moved;
+    diff.note = mover + " " + under + " gave " + bits_text(moving.output(), moved) + how + ", " + other + " " +
+                bits_text(steady.output(), kept);
+  };
+  // FPRev's masks where a revealed variant and the steady tree differ.
+  const int n = std::min<int>(P.opt.witness_entries, static_cast<int>(P.E.size()));
+  for (const ScheduleVariant& v : r.schedule.variants) {
+    if (!v.revealed || !has_tree(s)) continue;
+    const auto pq = first_differing_pair(v.tree, s.tree.tree);
+    if (!pq) continue;
+    PairQuery Q;
+    try {
+      Q = pair_query(P, pq->first, pq->second);
+    } catch (const std::invalid_argument&) {
+      break;
+    }
+    const std::string meet = meet_words(pq->first, pq->second, Lca(v.tree).size(pq->first, pq->second),
+                                        mover + " (variant " + v.text.substr(0, 80) + ")",
+                                        Lca(s.tree.tree).size(pq->first, pq->second), other);
+    for (std::size_t g = 0; g < Q.items.size(); ++g) {
+      const std::vector<Item> items(n, Q.items[g]);
+      const std::vector<std::uint64_t> kept = detail::run_items(steady, P.E, items);
+      for (int t = 0; t < tries; ++t) {
+        const std::vector<std::uint64_t> moved = detail::run_items(moving, P.E, items);
+        for (int e = 0; e < n; ++e)
+          if (!P.same_through_common(moved[e], kept[e])) {
+            record(P.E[e], moved[e], kept[e], Q.words[g], " on launch " + std::to_string(t + 1));
+            diff.a_row = items[e].a;
+            diff.b_col = items[e].b;
+            diff.a_row.index = P.E[e].first;
+            diff.b_col.index = P.E[e].second;
+            diff.note += "; " + meet;
+            return;
+          }
+      }
+    }
+  }
+  // The full inputs of the first distribution.
+  const Distribution dist = parse_distribution(P.opt.explain.distributions.at(0));
+  const Matrix A = generate(dist, Operand::A, P.a.M(), P.a.K(), P.a.input(), P.opt.explain.seed, P.opt.explain.threads);
+  const Matrix B = generate(dist, Operand::B, P.a.K(), P.a.N(), P.a.input(), P.opt.explain.seed, P.opt.explain.threads);
+  const std::vector<Entry> rows = [&] {
+    std::vector<Entry> out;
+    for (int i : {0, P.a.M() / 2, P.a.M() - 1})
+      for (int j = 0; j < P.a.N(); ++j) out.emplace_back(i, j);
+    return out;
+  }();
+  const std::vector<std::uint64_t> kept = steady.run_full(A, B, rows);
+  for (int t = 0; t < tries; ++t) {
+    const std::vector<std::uint64_t> moved = moving.run_full(A, B, rows);
+    for (std::size_t e = 0; e < rows.size(); ++e)
+      if (!P.same_through_common(moved[e], kept[e])) {
+        record(rows[e], moved[e], kept[e], "the full inputs of " + dist.name(), " on launch " + std::to_string(t + 1));
+        return;
+      }
+  }
+  diff.note = mover + " " + under + " gave the same bits as " + other + " in " + std::to_string(tries) +
+              " launches of FPRev's masks at its variants and of the full inputs of " + dist.name() +
+              " (rows 0, M/2, M-1): the order it was seen to take is not caught again";
 }
 
 // x on A's side (or B's) against 1 at product 0: the two kernels' single products.
@@ -431,17 +548,6 @@ void confirm(Oracle& a, Oracle& b, const DiffOptions& opt, DiffReport& d) {
   }
 }
 
-// "identified: <numerics>" or "unidentified at <stage>: <reason>".
-std::string identification(const Report& r) {
-  if (r.identified) return "identified: " + r.numerics_text;
-  return "unidentified at " + r.failed_stage + ": " + r.reason.substr(0, 300);
-}
-
-// Whether a report reached a stage (its result is there to compare).
-bool has_tree(const Report& r) { return !r.tree.text.empty(); }
-bool has_conversion(const Report& r) { return has_tree(r) && r.tree.deterministic && r.conversion.ok; }
-bool has_nodes(const Report& r) { return has_conversion(r) && r.nodes.ok; }
-
 std::string unreached(const DiffReport& d, const std::string& what) {
   std::string why;
   for (const Report* r : {&d.a, &d.b}) {
@@ -559,16 +665,22 @@ DiffReport explain_diff(Oracle& a, Oracle& b, const std::string& a_name, const s
     }
   };
 
-  // Scheduling: an order that changes between calls (the tree stage's check call by call).
+  // Scheduling: an order that changed between the tree stage's own calls (explain stops there), or
+  // that the scheduling stage saw change (repeated, reordered or perturbed launches).
   const bool a_moves = has_tree(d.a) && !d.a.tree.deterministic, b_moves = has_tree(d.b) && !d.b.tree.deterministic;
-  if (a_moves != b_moves)
-    add("scheduling", a_moves ? "its order changes between calls: " + d.a.tree.why : "the same order on every call",
-        b_moves ? "its order changes between calls: " + d.b.tree.why : "the same order on every call")
-        .note = "seen by the tree stage, call by call";
-  else if (a_moves)
-    d.not_compared.push_back("tree: both kernels' orders change between calls");
+  const bool a_depends = a_moves || d.a.schedule.verdict == "depends";
+  const bool b_depends = b_moves || d.b.schedule.verdict == "depends";
+  if (a_depends != b_depends)
+    guarded(add("scheduling", scheduling_words(d.a), scheduling_words(d.b)),
+            [&](Difference& x) { scheduling_witness(P, x, a_depends); });
+  else if (a_depends)
+    d.not_compared.push_back("scheduling: both kernels' orders depend on scheduling (" + d.a_name + ": " +
+                             scheduling_words(d.a) + "; " + d.b_name + ": " + scheduling_words(d.b) + ")");
+  else
+    d.same.push_back("scheduling: " + scheduling_words(d.a));
+  if (a_moves && b_moves) d.not_compared.push_back("tree: both kernels' orders change between calls");
 
-  // Tree.
+  // Tree (at rest: the tree each revealed, where it held between the tree stage's calls).
   if (has_tree(d.a) && has_tree(d.b) && !a_moves && !b_moves) {
     if (d.a.tree.tree.canonical() != d.b.tree.tree.canonical())
       guarded(add("tree", d.a.tree.text, d.b.tree.text), [&](Difference& x) { tree_witness(P, x); });
@@ -676,25 +788,35 @@ DiffReport explain_diff(Oracle& a, Oracle& b, const std::string& a_name, const s
     Difference* x = nullptr;
     for (Difference& y : d.differences)
       if (y.aspect == "scheduling") x = &y;
-    if (!x) x = &add("scheduling", moves_a ? "its bits change between launches" : "the same bits on every launch",
-                     moves_a ? "the same bits on every launch" : "its bits change between launches");
+    if (!x) {
+      x = &add("scheduling", moves_a ? "its bits change between launches" : "the same bits on every launch",
+               moves_a ? "the same bits on every launch" : "its bits change between launches");
+      std::erase_if(d.same, [](const std::string& y) { return y.rfind("scheduling:", 0) == 0; });
+    }
     const std::string& mover = moves_a ? d.a_name : d.b_name;
     const DiffComparison::Seen& seen = moves_a ? c.a_first_unstable : c.b_first_unstable;
     const Format f = moves_a ? a.output() : b.output();
-    x->confirmed = true;
-    x->entry = seen.at;
-    x->inputs = "the full inputs of " + c.distribution + ", each kernel launched twice";
-    x->a_bits = seen.a;
-    x->b_bits = seen.b;
-    x->note = mover + " gave " + tc::hex_bits(moves_a ? seen.a : seen.b, f) + " then " + tc::hex_bits(seen.again, f) +
-              " (" + std::to_string(moves_a ? a_unstable : b_unstable) + " outputs changed between its two launches, over " +
-              std::to_string(d.comparisons.size()) + " distributions); " + (moves_a ? d.b_name : d.a_name) + " gave " +
-              tc::hex_bits(moves_a ? seen.b : seen.a, moves_a ? b.output() : a.output()) + " both times";
+    const std::string words =
+        mover + " gave " + tc::hex_bits(moves_a ? seen.a : seen.b, f) + " then " + tc::hex_bits(seen.again, f) + " at " +
+        detail::entry_text(seen.at) + " (" + std::to_string(moves_a ? a_unstable : b_unstable) +
+        " outputs changed between its two undisturbed launches of the full inputs, over " +
+        std::to_string(d.comparisons.size()) + " distributions); " + (moves_a ? d.b_name : d.a_name) + " gave " +
+        tc::hex_bits(moves_a ? seen.b : seen.a, moves_a ? b.output() : a.output()) + " both times";
+    if (x->confirmed) {
+      x->note += "; also " + words;  // the scheduling witness stands; this confirms it undisturbed
+    } else {
+      x->note = words + (x->note.empty() ? "" : "; " + x->note);
+      x->confirmed = true;
+      x->entry = seen.at;
+      x->inputs = "the full inputs of " + c.distribution + ", each kernel launched twice";
+      x->a_bits = seen.a;
+      x->b_bits = seen.b;
+    }
   } else if (has_scheduling && a_unstable == 0 && b_unstable == 0) {
     for (Difference& y : d.differences)
       if (y.aspect == "scheduling")
-        y.note += "; on full inputs both kernels gave the same bits on their two launches of every distribution";
-  } else if (a_unstable > 0 && b_unstable > 0) {
+        y.note += "; undisturbed, both kernels gave the same bits on their two launches of every distribution";
+  } else if (a_unstable > 0 && b_unstable > 0 && !(a_depends && b_depends)) {
     d.not_compared.push_back("scheduling: both kernels' bits change between launches");
   }
   // Outputs that differ where no aspect differs (an order that changes between launches explains any).

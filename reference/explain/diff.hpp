@@ -6,8 +6,10 @@
 //
 // How. explain_kernel (reference/explain.hpp) runs on each kernel; nothing of its stages is done again.
 // Their reports are compared aspect by aspect, each only where both reports reached it:
-//   tree                the summation tree revealed at the first entry (canonical forms compared);
-//   scheduling          whether the order changes between calls (the tree stage's call-by-call check);
+//   scheduling          whether the order depends on scheduling: it changed between the tree stage's
+//                       own calls, or the scheduling stage (ScheduleStage) saw it change under repeated,
+//                       reordered or perturbed launches;
+//   tree                the summation tree revealed at the first entry, at rest (canonical forms);
 //   operand_conversion  how fp32 operands reach the multiplier (as is, tf32 / bf16 / fp16, split);
 //   node_arithmetic     the model of each kind of fused node (the instruction model and its
 //                       parameters), and the split scheme of split operands;
@@ -15,6 +17,10 @@
 // Each aspect that differs gets a witness: an input built to expose that difference alone, whose
 // output bits the two kernels are run on (the same launch places it at a few entries; the first entry
 // whose bits differ is shown with both kernels' bits, and what each report predicts there):
+//   scheduling          the kernel whose order moves, under the perturbation that exposed it (none for
+//                       a repeat), on FPRev's masks at the first pair where a revealed variant of its
+//                       order and the other kernel's tree differ, launched up to 8 times, else on the
+//                       full inputs of the first distribution; the other kernel undisturbed;
 //   tree                FPRev's masks (reference/fprev.hpp) at the first pair of products (p, q) that
 //                       meet in nodes of different sizes in the two trees: products p = +M, q = -M,
 //                       every other product a unit u; each kernel returns the units added after p and

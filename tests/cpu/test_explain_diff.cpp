@@ -64,7 +64,7 @@ void expect_only(const DiffReport& r, const std::string& aspect, Oracle& a, Orac
   EXPECT_EQ(*d.a_predicted, d.a_bits) << r.summary();
   EXPECT_EQ(*d.b_predicted, d.b_bits) << r.summary();
   EXPECT_TRUE(r.not_compared.empty()) << r.summary();
-  EXPECT_EQ(r.same.size(), 3u) << r.summary();  // the other three of tree, conversion, nodes, output
+  EXPECT_EQ(r.same.size(), 4u) << r.summary();  // the other four of scheduling, tree, conversion, nodes, output
 }
 
 // In-MMA blocks of 16 from the last block to the first (Triton walking K downwards).
@@ -89,7 +89,7 @@ TEST(ExplainDiff, SameNumericsAreBitIdenticalByConstruction) {
   ASSERT_TRUE(r.a.identified && r.b.identified) << r.summary();
   EXPECT_EQ(r.verdict, "identical_by_construction") << r.summary();
   EXPECT_TRUE(r.differences.empty()) << r.summary();
-  EXPECT_EQ(r.same.size(), 4u) << r.summary();
+  EXPECT_EQ(r.same.size(), 5u) << r.summary();
   ASSERT_EQ(r.comparisons.size(), 2u);
   for (const DiffComparison& c : r.comparisons) {
     EXPECT_EQ(c.outputs, 64 * 64) << c.distribution;  // every output
@@ -179,8 +179,47 @@ TEST(ExplainDiff, AnOrderThatChangesBetweenCallsIsScheduling) {
     EXPECT_EQ(c.b_unstable, 0);
   }
   EXPECT_GT(unstable, 0);
+  for (const std::string& x : r.same) EXPECT_NE(x.rfind("scheduling", 0), 0u) << r.summary();
   // The later stages were not reached for the racing kernel: said, not guessed.
   EXPECT_FALSE(r.not_compared.empty()) << r.summary();
+}
+
+TEST(ExplainDiff, AnOrderThatChangesUnderAPerturbationIsScheduling) {
+  // Undisturbed both are one FMA chain; under fewer_sms_8 the first splits K in two halves added at the
+  // end (a split-K sized by the SMs it sees): only the scheduling differs, and the witness, launched
+  // under that perturbation, gives bits the steady kernel does not.
+  const int K = 64;
+  SyntheticKernel a(32, 32, K, Format::fp32, sequential_tree(K), no_fused_nodes());
+  a.offered = {{"fewer_sms_8", "in a green context of 8 SMs"}};
+  SummationTree halves(K);
+  {
+    int part[2];
+    for (int h = 0; h < 2; ++h) {
+      int node = halves.add_node({h * K / 2, h * K / 2 + 1});
+      for (int k = h * K / 2 + 2; k < (h + 1) * K / 2; ++k) node = halves.add_node({node, k});
+      part[h] = node;
+    }
+    halves.add_node({part[0], part[1]});
+  }
+  a.under_perturbation.emplace("fewer_sms_8", halves);
+  SyntheticKernel b(32, 32, K, Format::fp32, sequential_tree(K), no_fused_nodes());
+  const DiffReport r = explain_diff(a, b, "sized_by_sms", "one_chain", quick());
+  ASSERT_TRUE(r.a.identified && r.b.identified) << r.summary();
+  EXPECT_EQ(r.a.schedule.verdict, "depends");
+  ASSERT_EQ(r.verdict, "different") << r.summary();
+  ASSERT_EQ(r.differences.size(), 1u) << r.summary();
+  const Difference& d = r.differences[0];
+  EXPECT_EQ(d.aspect, "scheduling");
+  ASSERT_TRUE(d.confirmed) << r.summary();
+  EXPECT_NE(d.a_bits, d.b_bits);
+  EXPECT_EQ(r.same.size(), 4u) << r.summary();  // the tree at rest, conversion, nodes, output
+  // Again from the witness's row and column: under the perturbation a's bits, undisturbed b's (and a's
+  // own undisturbed bits are b's: at rest the two are the same).
+  ASSERT_EQ(a.perturb(0), "");
+  EXPECT_EQ(rerun(a, d), d.a_bits) << r.summary();
+  ASSERT_EQ(a.perturb(-1), "");
+  EXPECT_EQ(rerun(b, d), d.b_bits) << r.summary();
+  EXPECT_EQ(rerun(a, d), d.b_bits) << r.summary();
 }
 
 TEST(ExplainDiff, AnUnidentifiedKernelLeavesTheRestUncompared) {
@@ -189,7 +228,7 @@ TEST(ExplainDiff, AnUnidentifiedKernelLeavesTheRestUncompared) {
   SyntheticKernel b(32, 32, 64, Format::fp16, blocked_tree(64, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
   const DiffReport r = explain_diff(a, b, "plus_half", "gemm", quick());
   EXPECT_FALSE(r.a.identified);
-  EXPECT_EQ(r.not_compared.size(), 3u) << r.summary();  // tree, conversion, nodes
+  EXPECT_EQ(r.not_compared.size(), 3u) << r.summary();  // tree, conversion, nodes (the stages after gemm)
   // Their bits differ on full inputs: an unexplained difference, with its entry.
   ASSERT_EQ(r.differences.size(), 1u) << r.summary();
   EXPECT_EQ(r.differences[0].aspect, "unexplained");
