@@ -416,7 +416,8 @@ std::string explain_diff(nb::callable launcher_a, const std::string& framework_a
     auto handle = [](std::optional<std::uintptr_t> s) -> void* {
       return !s ? nullptr : *s == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*s);
     };
-    KernelOracle a(ja.ck->kernel, M, N, K, device, handle(stream_a)), b(jb.ck->kernel, M, N, K, device, handle(stream_b));
+    KernelOracle a(ja.ck->kernel, M, N, K, device, handle(stream_a), ja.state->foreign_streams());
+    KernelOracle b(jb.ck->kernel, M, N, K, device, handle(stream_b), jb.state->foreign_streams());
     d = explain::explain_diff(a, b, name_a, name_b, opt);
   }
   nlohmann::json j = diff_to_json(d);

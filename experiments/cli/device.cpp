@@ -123,8 +123,9 @@ Command add_explain(CLI::App& app, const std::string& command_line) {
   cmd->footer(
       "With --diff A B: where two kernels' numerics differ (tree, order that depends on scheduling, operand "
       "conversion, node arithmetic, output conversion), each difference shown on an input where their bits differ, "
-      "else 'bit-identical by construction', confirmed on full inputs. For making one kernel reproduce another bit for "
-      "bit (a Triton GEMM that must give cuBLAS's bits), or checking that a refactor kept the numerics.");
+      "else 'bit-identical by construction', confirmed on full inputs; exit 5 when either kernel is not identified (the "
+      "aspects after its failed stage are not compared). For making one kernel reproduce another bit for bit (a Triton "
+      "GEMM that must give cuBLAS's bits), or checking that a refactor kept the numerics.");
   struct Options {
     ExplainRequest r;
     std::string size = "4096";

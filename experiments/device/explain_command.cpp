@@ -97,6 +97,13 @@ int explain_diff_command(const ExplainRequest& req) {
   if (nlohmann::json plugins = plugins_metadata({k[0]->name, k[1]->name}); !plugins.empty()) meta["plugins"] = plugins;
   write_table(req.out_csv, explain_diff_columns(), explain_diff_rows(d, req.seed), meta);
   std::cout << "  wrote " << req.out_csv << "\n";
+  for (const auto* r : {&d.a, &d.b})
+    if (r->oracle_lost) {
+      // Nothing more ran on the GPU in this process after that: the diff is written as far as it got.
+      std::cerr << "gemmlab explain: " << (r == &d.a ? d.a_name : d.b_name) << " stopped at its " << r->failed_stage
+                << " stage: " << r->reason << "\n";
+      return 3;
+    }
   return d.a.identified && d.b.identified ? 0 : 5;
 }
 

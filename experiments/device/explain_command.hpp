@@ -27,7 +27,8 @@ struct ExplainRequest {
 // Returns 0 when the kernel was identified, 5 when it was not (the CSV says which stage and why);
 // 2 for a request that cannot be served (unknown kernel, size, no usable GPU), with nothing written.
 // With --diff: 0 when both kernels were identified (the diff compared every aspect), 5 when either
-// was not; 2 as above, and for two kernels that cannot take the same inputs (sizes, input formats).
+// was not, 3 when either lost the GPU (the diff written as far as it got); 2 as above, and for two
+// kernels that cannot take the same inputs (sizes, input formats).
 int explain_command(const ExplainRequest& r);
 
 }  // namespace gemmlab
