@@ -551,7 +551,9 @@ void confirm(Oracle& a, Oracle& b, const DiffOptions& opt, DiffReport& d) {
 std::string unreached(const DiffReport& d, const std::string& what) {
   std::string why;
   for (const Report* r : {&d.a, &d.b}) {
-    const bool reached = what == "tree" ? has_tree(*r) : what == "operand_conversion" ? has_conversion(*r) : has_nodes(*r);
+    const bool reached = what == "tree"                 ? has_tree(*r) && r->tree.deterministic
+                         : what == "operand_conversion" ? has_conversion(*r)
+                                                        : has_nodes(*r);
     if (!reached)
       why += (why.empty() ? "" : "; ") + (r == &d.a ? d.a_name : d.b_name) + " unidentified at " +
              (r->failed_stage.empty() ? std::string("?") : r->failed_stage) + " (" + r->reason.substr(0, 200) + ")";
@@ -686,7 +688,7 @@ DiffReport explain_diff(Oracle& a, Oracle& b, const std::string& a_name, const s
       guarded(add("tree", d.a.tree.text, d.b.tree.text), [&](Difference& x) { tree_witness(P, x); });
     else
       d.same.push_back("tree: " + d.a.tree.text);
-  } else if (!a_moves && !b_moves) {
+  } else if (!(a_moves && b_moves)) {
     d.not_compared.push_back(unreached(d, "tree"));
   }
 
@@ -698,7 +700,7 @@ DiffReport explain_diff(Oracle& a, Oracle& b, const std::string& a_name, const s
               [&](Difference& x) { conversion_witness(P, x); });
     else
       d.same.push_back("operand conversion: " + conversion_words(ca));
-  } else if (!a_moves && !b_moves) {
+  } else {
     d.not_compared.push_back(unreached(d, "operand_conversion"));
   }
 
@@ -750,7 +752,7 @@ DiffReport explain_diff(Oracle& a, Oracle& b, const std::string& a_name, const s
     } else {
       d.same.push_back("node arithmetic: " + a_words);
     }
-  } else if (!a_moves && !b_moves) {
+  } else {
     d.not_compared.push_back(unreached(d, "node_arithmetic"));
   }
 
