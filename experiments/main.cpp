@@ -3,7 +3,8 @@
 //
 // Exit codes: 0 success; 1 internal error; 2 bad input (the message says what and what to do);
 // 3 the run (or `gemmlab invariance`) finished but some kernel raised an error (its CSV row says which), or `gemmlab compare`
-// found a statistic or a status changed; 4 `gemmlab order` (or `predict` for a library kernel) found
+// found a statistic or a status changed, or a kernel hit a GPU error that loses the CUDA context (`gemmlab run` stops, its
+// journal keeping the rows before; `gemmlab explain` writes its CSV row, which says at which call); 4 `gemmlab order` (or `predict` for a library kernel) found
 // outputs that do not form a summation tree, or a tree gemmlab cannot compose, or `gemmlab compare`
 // found a row slower beyond the noise; 5 `gemmlab predict` / `tc-eval` found outputs that
 // differ from the model, or `gemmlab explain` could not identify the kernel; 128 + signal: `gemmlab run` stopped by SIGINT or
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "experiments/cli/commands.hpp"
+#include "experiments/device/runner.hpp"
 #include "experiments/plan/plan.hpp"
 
 using namespace gemmlab;
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gemmlab: %s\n", e.what());
     return 2;
+  } catch (const CudaContextLost& e) {  // a kernel's fault, not gemmlab's: the message says what to do
+    std::fprintf(stderr, "gemmlab: %s\n", e.what());
+    return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemmlab: internal error: %s\n", e.what());
     return 1;

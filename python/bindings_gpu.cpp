@@ -114,7 +114,10 @@ std::string expected_output(Format out, int M, int N, int device) {
 
 // The state of one callable kernel while it is judged (Python objects: touched with the GIL only).
 struct Callable {
-  nb::callable launcher;  // launcher(A, B, C_or_None) -> returned C or None
+  // launcher(A, B, C_or_None, stream) -> returned C or None. `stream` (an integer cudaStream_t, 1 the
+  // legacy default stream) is where gemmlab wants the launch: the framework's current stream, or a
+  // perturbation's (a green context's), which the Python side makes current around the call.
+  nb::callable launcher;
   std::string framework;
   bool returns_output = false;
   Format in = Format::fp32, out = Format::fp32;
@@ -127,12 +130,25 @@ struct Callable {
   // once would keep the first launch's operands while gemmlab writes new ones in place (explain).
   std::tuple<const void*, const void*, const void*, int, int, int> key{};
   nb::object ta, tb, tc, result;
+  long long calls = 0;  // launches so far, for messages ("call 3")
 
   // The framework runs on streams gemmlab cannot see (JAX: XLA's own).
   bool foreign_streams() const { return framework == "jax"; }
 
+  // What went wrong with call `calls` as the C++ error: CudaContextLost where the GPU's context is lost
+  // (torch raises RuntimeError for a CUDA error it sees first), CallableOutputError for an output that
+  // is not C, else std::runtime_error.
+  [[noreturn]] void fail(const std::string& what, bool bad_output = false) const {
+    const std::string m = "call " + std::to_string(calls) + ": the callable " + what;
+    throw_if_context_lost(m, device);
+    if (bad_output) throw CallableOutputError(m);
+    throw std::runtime_error(m);
+  }
+
   void launch(const GemmArgs& a) {
     nb::gil_scoped_acquire gil;
+    ++calls;
+    std::string raised;
     try {
       const auto now = std::make_tuple(a.A, a.B, static_cast<const void*>(a.C), a.M, a.N, a.K);
       if (now != key || !ta.is_valid() || foreign_streams()) {
@@ -141,10 +157,11 @@ struct Callable {
         tc = returns_output ? nb::object() : wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device);
         key = now;
       }
-      result = launcher(ta, tb, returns_output ? nb::none() : tc);
+      result = launcher(ta, tb, returns_output ? nb::none() : tc, reinterpret_cast<std::uintptr_t>(a.stream));
     } catch (nb::python_error& e) {
-      throw std::runtime_error("the callable raised " + python_message(e));
+      raised = "raised " + python_message(e);
     }
+    if (!raised.empty()) fail(raised);
   }
 
   void collect(const GemmArgs& a) {
@@ -153,29 +170,26 @@ struct Callable {
     result = nb::object();
     const std::string want = expected_output(out, a.M, a.N, device);
     if (!r.is_valid() || r.is_none())
-      throw std::runtime_error("the callable returned None; it must return C, " + want +
-                               " (or take an `out` argument and write into it: style='out')");
+      fail("returned None; it must return C, " + want + " (or take an `out` argument and write into it: style='out')", true);
     nb::ndarray<> arr;
     try {
       arr = nb::cast<nb::ndarray<>>(r);
     } catch (const std::exception&) {
-      throw std::runtime_error("the callable returned a " + std::string(nb::type_name(r.type()).c_str()) +
-                               ", not a tensor; it must return " + want);
+      fail("returned a " + std::string(nb::type_name(r.type()).c_str()) + ", not a tensor; it must return " + want, true);
     }
     if (arr.device_type() != nb::device::cuda::value || arr.device_id() != device)
-      throw std::runtime_error("the callable returned a tensor on another device (DLPack device type " +
-                               std::to_string(arr.device_type()) + ", id " + std::to_string(arr.device_id()) +
-                               "); it must return " + want);
+      fail("returned a tensor on another device (DLPack device type " + std::to_string(arr.device_type()) + ", id " +
+           std::to_string(arr.device_id()) + "); it must return " + want, true);
     if (arr.ndim() != 2 || arr.shape(0) != static_cast<std::size_t>(a.M) || arr.shape(1) != static_cast<std::size_t>(a.N)) {
       std::string shape;
       for (std::size_t d = 0; d < arr.ndim(); ++d) shape += (d ? ", " : "") + std::to_string(arr.shape(d));
-      throw std::runtime_error("the callable returned a tensor of shape (" + shape + "); it must return " + want);
+      fail("returned a tensor of shape (" + shape + "); it must return " + want, true);
     }
     const auto dt = arr.dtype(), expect = dlpack_dtype(out);
     const bool raw16 = out == Format::bf16 && dt == nb::dtype<std::uint16_t>();
     if (!(dt == expect) && !raw16)
-      throw std::runtime_error("the callable returned a tensor of DLPack dtype (code " + std::to_string(dt.code) + ", " +
-                               std::to_string(dt.bits) + " bits); it must return " + want);
+      fail("returned a tensor of DLPack dtype (code " + std::to_string(dt.code) + ", " + std::to_string(dt.bits) +
+           " bits); it must return " + want, true);
     device::copy_strided(arr.data(), dt.bits / 8, a.M, a.N, arr.stride(0), arr.stride(1), a.C, a.stream);
     // `r` dies with this call: where its memory belongs to a framework on other streams (JAX), the
     // copy must be done before the framework may hand that memory to its next computation.
@@ -256,7 +270,7 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
           const std::vector<std::uint64_t>& seeds, int reps, int warmup, bool flush_l2, const std::string& reference,
           int spot_checks, int device, std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv,
           bool resume, bool force, const std::string& caller_json, const std::string& command_line, bool quiet,
-          const std::string& numerics_json) {
+          const std::string& numerics_json, const std::string& perturbation) {
   JudgedKernel judged(launcher, framework, name, family, description,
                       judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
                                       promotion_interval_k, numerics_json),
@@ -283,8 +297,15 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
   req.timing.flush_l2 = flush_l2;
   req.timing.host_timer = host_timer;
   req.timing.stream = timing_stream(stream);
-  nb::gil_scoped_release nogil;
-  return run_experiment(req, gpu_device(device));
+  req.timing.perturbation = perturbation;
+  try {
+    nb::gil_scoped_release nogil;
+    return run_experiment(req, gpu_device(device));
+  } catch (const CudaContextLost& e) {
+    throw CudaContextLost(name + ", at or before call " + std::to_string(judged.state->calls) +
+                          " (launches are asynchronous: gemmlab.explain runs one call at a time and names the call): " +
+                          e.what());
+  }
 }
 
 // Determinism and batch invariance of one callable kernel through the invariance core
@@ -331,9 +352,13 @@ int invariance(nb::callable launcher, const std::string& framework, const std::s
   if (!caller_json.empty()) req.meta["caller"] = nlohmann::json::parse(caller_json);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> devnull(quiet ? std::fopen("/dev/null", "w") : nullptr, &std::fclose);
   req.log = devnull ? devnull.get() : stderr;
-  nb::gil_scoped_release nogil;
-  dev.bind_thread();
-  return run_invariance(req, dev);
+  try {
+    nb::gil_scoped_release nogil;
+    dev.bind_thread();
+    return run_invariance(req, dev);
+  } catch (const CudaContextLost& e) {
+    throw CudaContextLost(name + ", at or before call " + std::to_string(judged.state->calls) + ": " + e.what());
+  }
 }
 
 // gemmlab.explain's engine: the stages of reference/explain.hpp on the callable at (M, N, K); returns
@@ -343,7 +368,8 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
                     const std::string& layout_b, bool returns_output, int M, int N, int K,
                     const std::vector<std::string>& distributions, std::uint64_t seed, long long compare_outputs,
                     int verify_entries, int device, std::optional<std::uintptr_t> stream, const std::string& known_json,
-                    const std::string& out_csv, const std::string& caller_json, const std::string& command_line) {
+                    const std::string& out_csv, const std::string& caller_json, const std::string& command_line,
+                    bool schedule, double schedule_seconds) {
   const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), Accumulation::unknown);
   if (M < 1 || N < 1 || K < 2) throw std::invalid_argument("explain needs M, N >= 1 and K >= 2");
   for (const std::string& d : distributions)
@@ -355,6 +381,8 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   opt.seed = seed;
   opt.compare_outputs = compare_outputs;
   opt.verify_entries = verify_entries;
+  opt.schedule = schedule;
+  opt.schedule_seconds = schedule_seconds;
   if (!known_json.empty()) opt.known = known_kernels_from_json(nlohmann::json::parse(known_json));
   JudgedKernel judged(launcher, framework, name, "user", "explained by gemmlab.explain", n, layout_a, layout_b,
                       returns_output, device);
@@ -389,7 +417,8 @@ std::string explain_diff(nb::callable launcher_a, const std::string& framework_a
                          const std::vector<std::string>& distributions, std::uint64_t seed, long long compare_outputs,
                          long long confirm_outputs, int verify_entries, int device, const std::string& known_json,
                          const std::string& out_csv, const std::string& out_csv_a, const std::string& out_csv_b,
-                         const std::string& caller_json, const std::string& command_line) {
+                         const std::string& caller_json, const std::string& command_line, bool schedule,
+                         double schedule_seconds) {
   if (name_a == name_b) throw std::invalid_argument("explain_diff needs two different names, got '" + name_a + "' twice");
   const Numerics na = declared_numerics(format_of(input_format), format_of(output_a), Accumulation::unknown);
   const Numerics nbr = declared_numerics(format_of(input_format), format_of(output_b), Accumulation::unknown);
@@ -405,6 +434,8 @@ std::string explain_diff(nb::callable launcher_a, const std::string& framework_a
   opt.explain.compare_outputs = compare_outputs;
   opt.explain.verify_entries = verify_entries;
   opt.compare_outputs = confirm_outputs;
+  opt.explain.schedule = schedule;
+  opt.explain.schedule_seconds = schedule_seconds;
   if (!known_json.empty()) opt.explain.known = known_kernels_from_json(nlohmann::json::parse(known_json));
   JudgedKernel ja(launcher_a, framework_a, name_a, "user", "explained by gemmlab.explain_diff", na, layout_a_a, layout_b_a,
                   returns_a, device);
@@ -481,6 +512,8 @@ void print_native_backtrace(int sig) {
 
 NB_MODULE(_gpu, m) {
   if (std::getenv("GEMMLAB_SEGV_BACKTRACE")) std::signal(SIGSEGV, print_native_backtrace);
+  // The GPU's context is lost (an illegal memory access, ...): gemmlab.GpuContextLost on the Python side.
+  nb::exception<CudaContextLost>(m, "CudaContextLost", PyExc_RuntimeError);
   m.doc() = "gemmlab's GPU engine: judge(), evaluate() on GPU tensors (see gemmlab.judge)";
 
   m.def("device_status", [](int device) {
@@ -491,20 +524,23 @@ NB_MODULE(_gpu, m) {
   m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
         "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
         "verify_entries"_a, "device"_a, "stream"_a.none(), "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
-        "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON");
+        "schedule"_a = true, "schedule_seconds"_a = 12.0,
+        "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON "
+        "(report['oracle_lost']: the GPU context was lost, the files written, nothing more can run)");
 
   m.def("explain_diff", &explain_diff, "launcher_a"_a, "framework_a"_a, "name_a"_a, "output_a"_a, "layout_a_a"_a,
         "layout_b_a"_a, "returns_a"_a, "stream_a"_a.none(), "launcher_b"_a, "framework_b"_a, "name_b"_a, "output_b"_a,
         "layout_a_b"_a, "layout_b_b"_a, "returns_b"_a, "stream_b"_a.none(), "input_format"_a, "M"_a, "N"_a, "K"_a,
         "distributions"_a, "seed"_a, "compare_outputs"_a, "confirm_outputs"_a, "verify_entries"_a, "device"_a,
-        "known_json"_a, "out_csv"_a, "out_csv_a"_a, "out_csv_b"_a, "caller_json"_a, "command_line"_a,
-        "Where two callables' numerics differ, each difference on an input where their bits differ; the diff as JSON");
+        "known_json"_a, "out_csv"_a, "out_csv_a"_a, "out_csv_b"_a, "caller_json"_a, "command_line"_a, "schedule"_a,
+        "schedule_seconds"_a, "Where two callables' numerics differ, each difference on an input where their bits differ; the diff as JSON");
 
   m.def("judge", &judge, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a, "input_format"_a,
         "compute_format"_a, "accumulator_format"_a, "output_format"_a, "accumulation"_a, "promotion_interval_k"_a,
         "layout_a"_a, "layout_b"_a, "returns_output"_a, "sizes"_a, "distributions"_a, "seeds"_a, "reps"_a, "warmup"_a,
         "flush_l2"_a, "reference"_a, "spot_checks"_a, "device"_a, "stream"_a.none(), "host_timer"_a, "out_csv"_a,
         "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a, "numerics_json"_a = "",
+        "perturbation"_a = "",
         "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
 
   m.def("invariance", &invariance, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a,

@@ -168,18 +168,19 @@ struct TreeStage {
   double seconds = 0;
 };
 
-// The scheduling stage. A trial asks the tree's pairs at every entry under one condition: "repeat"
-// (the same launches again, undisturbed), "shuffled_launches" (the same launches in a seeded random
-// order, so each follows another launch than before), or one of the oracle's perturbations. An entry
-// follows the tree when every pair meets in the node the tree says.
+// The scheduling stage. The tree's pairs are first asked at every entry undisturbed (each entry's
+// baseline); a trial asks them again under one condition: "repeat" (the same launches again,
+// undisturbed), "shuffled_launches" (the same launches in a seeded random order, so each follows another
+// launch than before), or one of the oracle's perturbations. An entry keeps its order in a trial when
+// every pair meets in a node of the size its baseline showed.
 struct ScheduleTrial {
   std::string perturbation;      // "repeat", "shuffled_launches", or the oracle's name
   std::string words;
   std::string not_applied;       // why it was not applied or did not finish ("" when it ran)
   int entries = 0;               // entries observed
-  int following = 0;             // ... whose counts follow the tree
-  std::vector<int> variant_entries;  // ... that follow each of ScheduleStage::variants (same indices)
-  int unexplained = 0;           // ... that follow neither the tree nor a revealed variant
+  int following = 0;             // ... that kept their order (their baseline's counts)
+  std::vector<int> variant_entries;  // ... that followed each of ScheduleStage::variants (same indices)
+  int unexplained = 0;           // ... that followed another order, not revealed
   long long launches = 0;
   double seconds = 0;
 };
@@ -198,15 +199,16 @@ struct ScheduleVariant {
 
 struct ScheduleStage {
   bool ran = false;
-  // "unchanged": every trial that ran saw the tree at every entry; "depends": the order changed
+  // "unchanged": in every trial that ran every entry kept its order; "depends": the order changed
   // (between calls or under a perturbation); "" not checked (why).
   std::string verdict;
   std::string why;               // verdict "": why the stage did not run
   std::vector<ScheduleTrial> trials;
   std::vector<ScheduleVariant> variants;
   std::string exposed_by;        // the first trial under which the order changed
-  // Why no bound covers every order seen ("" when the report's numerics covers them: its bound is the
-  // largest of theirs), in which case the report has no numerics: judged, the kernel claims no bound.
+  // Why no bound covers every order seen ("" when the report's numerics covers them: it is the record
+  // of the order with the largest bound), in which case the report has no numerics: judged, the kernel
+  // claims no bound.
   std::string bound_note;
   std::string text;              // what was tried and what changed, in words
   double seconds = 0;

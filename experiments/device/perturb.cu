@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -25,6 +26,11 @@ std::string Perturbation::words(int sm_count) const {
   const std::string of = std::to_string(sms) + " of the GPU's " + std::to_string(sm_count) + " SMs";
   return kind == Kind::fewer_sms ? "in a green context of " + of
                                  : "beside a kernel holding " + of + " from before each launch to its end";
+}
+
+double Perturbation::patience_seconds(double undisturbed, int sm_count) const {
+  const int left = kind == Kind::fewer_sms ? sms : sm_count - sms;
+  return std::max(20.0, 50.0 * undisturbed * sm_count / std::max(1, left));
 }
 
 std::optional<Perturbation> parse_perturbation(const std::string& name) {
@@ -103,7 +109,9 @@ F driver_entry(const char* symbol, unsigned version) {
 
 std::string cu_error(CUresult r) { return "CUDA driver error " + std::to_string(static_cast<int>(r)); }
 
-constexpr unsigned long long kHoldLimitNs = 60ull * 1000 * 1000 * 1000;  // the spinner's own time limit
+// The spinner's own time limit: a kernel that needs every SM at once (stream-K) still ends, after it.
+// Below the 20 s a perturbed launch may take before the runner gives up on it.
+constexpr unsigned long long kHoldLimitNs = 10ull * 1000 * 1000 * 1000;
 constexpr unsigned long long kResidentLimitNs = 1000ull * 1000 * 1000;   // waiting for it to hold its SMs
 
 }  // namespace

@@ -7,7 +7,7 @@
 //   busy_sms_<N>   beside a kernel that holds N SMs: N blocks, each taking an SM's whole shared memory
 //                  and 1024 threads, spin on another stream from before the launch (the host waits
 //                  until all N are resident) until after it (released on the launch's stream, or by
-//                  their own time limit, so that a kernel that needs every SM still finishes).
+//                  their own time limit of 10 s, so that a kernel that needs every SM still finishes).
 // The driver's green-context API is reached through cudaGetDriverEntryPointByVersion (no link to
 // libcuda): where the driver lacks it, or the GPU cannot be split, the perturbation says why and the
 // stage goes on without it.
@@ -27,6 +27,9 @@ struct Perturbation {
   int sms = 0;
   std::string name() const;                  // "fewer_sms_64", "busy_sms_66": an identity (CSV, JSON)
   std::string words(int sm_count) const;     // "in a green context of 64 of the GPU's 132 SMs"
+  // How long a launch that takes `undisturbed` seconds on the whole GPU may take under this perturbation
+  // before it is taken for one that never ends: 50 times its share of the SMs' time, at least 20 s.
+  double patience_seconds(double undisturbed, int sm_count) const;
 };
 // The perturbation a name gives ("fewer_sms_64"), or nullopt.
 std::optional<Perturbation> parse_perturbation(const std::string& name);

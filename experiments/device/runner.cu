@@ -359,13 +359,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // into C after each launch, outside the timed region. The first launch's C is kept and compared
 // with the last's bit for bit (KernelRun::nondeterministic). `consume(dC, stream)` sees the last
 // output. Fills every field of KernelRun but c, unwritten and wall_seconds.
-// The Perturber of GPU `device` (perturb.hpp), made on first use and kept for the process.
+// The Perturber of GPU `device` (perturb.hpp), made on first use and kept for the process (never
+// destroyed: at exit the CUDA driver may already be gone).
 Perturber& perturber_of(int device) {
   static std::mutex mu;
-  static std::map<int, std::unique_ptr<Perturber>> all;
+  static auto* all = new std::map<int, Perturber*>;
   std::lock_guard<std::mutex> lock(mu);
-  auto& p = all[device];
-  if (!p) p = std::make_unique<Perturber>(device);
+  Perturber*& p = (*all)[device];
+  if (!p) p = new Perturber(device);
   return *p;
 }
 
@@ -433,7 +434,8 @@ void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions
   if (opt.host_timer) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(ps));
   k.launch(pa);
   if (k.collect) k.collect(pa);
-  wait_or_lost(ps, 20, std::string("a launch of ") + k.name + " " + p->words(dev.sm_count));
+  wait_or_lost(ps, p->patience_seconds(run.time_ms_max * 1e-3, dev.sm_count),
+               std::string("a launch of ") + k.name + " " + p->words(dev.sm_count));
   if (std::string late = pr.after(*p, ps); !late.empty()) {
     run.perturbation_not_applied = late;
     return;
@@ -632,6 +634,7 @@ struct EntryRunner::Impl {
   bool foreign_streams = false;  // the kernel launches on streams of its own (EntryRunner's constructor)
   const Perturbation* perturbation = nullptr;  // EntryRunner::perturb
   Perturber* perturber = nullptr;
+  double undisturbed_seconds = 0;  // the longest undisturbed launch so far (launch to its end, host clock)
   GemmArgs args;
 
   Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream, bool foreign)
@@ -675,13 +678,21 @@ struct EntryRunner::Impl {
     GEMMLAB_CUDA_CHECK(cudaMemsetAsync(C.p, 0xFF, static_cast<std::size_t>(M) * N * eb_out, stream));
     if (perturbation) perturber->before(*perturbation, stream);
     if (foreign_streams) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    launched_at = std::chrono::steady_clock::now();
     k.launch(args);
     if (k.collect) k.collect(args);
     if (perturbation) {
-      wait_or_lost(stream, 20, std::string("a launch of ") + k.name + " " + perturbation->words(dev.sm_count));
+      wait_or_lost(stream, perturbation->patience_seconds(undisturbed_seconds, dev.sm_count),
+                   std::string("a launch of ") + k.name + " " + perturbation->words(dev.sm_count));
       if (std::string late = perturber->after(*perturbation, stream); !late.empty()) throw std::runtime_error(late);
     }
   }
+  // After the stream is synchronised: an undisturbed launch's time (with what was queued before it: an
+  // overestimate, which only makes the patience under a perturbation longer).
+  void launch_done() {
+    if (!perturbation) undisturbed_seconds = std::max(undisturbed_seconds, seconds_since(launched_at));
+  }
+  std::chrono::steady_clock::time_point launched_at;
 
   // Both operands packed in the kernel's format and layouts and uploaded whole.
   void upload(const Matrix& a, const Matrix& b) {
@@ -833,6 +844,7 @@ std::vector<std::uint64_t> EntryRunner::run_entries_once(const std::vector<std::
     GEMMLAB_CUDA_CHECK(cudaGetLastError());
     GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(bits.data(), d_out, bits.size(), cudaMemcpyDeviceToHost, m.stream));
     GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    m.launch_done();
     for (std::size_t e = 0; e < entries.size(); ++e) std::memcpy(&out[e], bits.data() + e * m.eb_out, m.eb_out);
   } else {
     for (std::size_t e = 0; e < entries.size(); ++e)
@@ -841,6 +853,7 @@ std::vector<std::uint64_t> EntryRunner::run_entries_once(const std::vector<std::
                                                          m.eb_out,
                                          m.eb_out, cudaMemcpyDeviceToHost, m.stream));
     GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    m.launch_done();
   }
   GEMMLAB_CUDA_CHECK(cudaGetLastError());
   return out;
@@ -889,6 +902,7 @@ double EntryRunner::run_entry_once(int i, int j) {
                                                 (static_cast<std::size_t>(i) * m.N + j) * m.eb_out,
                                      m.eb_out, cudaMemcpyDeviceToHost, m.stream));
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+  m.launch_done();
   GEMMLAB_CUDA_CHECK(cudaGetLastError());
   return from_bits(m.k.numerics.output, bits);
 }

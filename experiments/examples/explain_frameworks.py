@@ -6,10 +6,12 @@ the numerics found.
         [--sizes 4096 2048x8192x3072] [--only triton_fp16_f32,...] [--dists uniform_0_1,normal_0_1,logunif_-8_8]
 
 Every flavour of experiments/examples/triton_matmul.py (fp16, bf16, e4m3 with and without
-max_num_imprecise_acc, fp32 with every input_precision this Triton compiles), torch.matmul in fp16,
-bf16 (fp32 output through out_dtype where this torch has it), fp32 and TF32, and torch._scaled_mm
-rowwise (unit scales). Per kernel and size: <kernel>_<size>.csv (+ .meta.json) with the explain rows,
-<kernel>_<size>_judged.csv with the rows judged by the identified numerics, and a table on stdout.
+max_num_imprecise_acc, fp32 with every input_precision this Triton compiles), the split-K kernels of
+experiments/examples/splitk_atomic.py (parts added with atomics: the scheduling stage's case),
+torch.matmul in fp16, bf16 (fp32 output through out_dtype where this torch has it), fp32 and TF32, and
+torch._scaled_mm rowwise (unit scales). Per kernel and size: <kernel>_<size>.csv (+ .meta.json) with the
+explain rows, <kernel>_<size>_judged.csv with the rows judged by the identified numerics, and a table on
+stdout. (jnp.matmul and torch.compile, each best in a process of its own: scripts/lab/explain37.py.)
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import torch
 import gemmlab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from splitk_atomic import flavours as splitk_flavours  # noqa: E402
 from triton_matmul import flavours  # noqa: E402
 
 SEED = 20261124
@@ -78,7 +81,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    todo = {**flavours(), **torch_flavours()}
+    todo = {**flavours(), **splitk_flavours(), **torch_flavours()}
     if args.only:
         keep = args.only.split(",")
         unknown = [k for k in keep if k not in todo]
@@ -111,7 +114,7 @@ def main() -> int:
             table.append(dict(kernel=name, size=tag, identified=e.identified, stage=r["failed_stage"],
                               conversion=r["conversion"]["a"] if r["conversion"]["ok"] else "",
                               numerics=(r["numerics_text"] or "")[:120], mismatches=f"{mism}/{outs}",
-                              status=status, behaves_like=" ".join(e.behaves_like[:3]),
+                              status=status, scheduling=e.scheduling, behaves_like=" ".join(e.behaves_like[:3]),
                               explain_s=round(r["seconds"], 1), wall_s=round(wall, 1),
                               reason=(r["reason"] or "")[:160]))
             print(e.summary, f"  [{r['launches']} launches, explain {r['seconds']:.1f} s, wall {wall:.1f} s]",

@@ -16,6 +16,9 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
   too, and judges them on the GPU;
 * ``invariance(fn, ...)``: determinism and batch invariance of such a callable, bit for bit, as
   ``gemmlab invariance`` measures a built-in kernel (the same C++);
+* ``explain(fn, ...)``: what such a callable does to the numbers (tree, operand conversion, node
+  arithmetic, whether its order depends on scheduling), predicted bit for bit. A GPU error after which
+  nothing more runs in the process raises ``GpuContextLost``, the rows finished before kept;
 * ``explain_diff(a, b, ...)``: where two such callables' numerics differ (tree, scheduling, operand
   conversion, node arithmetic, output conversion), each difference on an input where their bits differ,
   or that they are bit-identical by construction (``gemmlab explain --diff``'s C++).
@@ -26,7 +29,7 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
-from .gpu import GpuUnavailable, JudgeError, framework_metadata, gpu_available, invariance, judge
+from .gpu import GpuContextLost, GpuUnavailable, JudgeError, framework_metadata, gpu_available, invariance, judge
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .explain_diff import KernelDiff, explain_diff
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
@@ -36,7 +39,8 @@ from .results import COLUMNS, STATUSES, load_results, to_frame
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuUnavailable", "INPUTS_FORMAT_VERSION",
+    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuContextLost", "GpuUnavailable",
+    "INPUTS_FORMAT_VERSION",
     "Inputs", "JudgeError", "framework_metadata", "gpu_available", "invariance", "judge", "explain", "Explanation",
     "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",

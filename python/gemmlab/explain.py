@@ -8,6 +8,14 @@ of each kind of fused tensor-core node (gemmlab's tensor-core probes embedded in
 node's leaves, inferred as ``gemmlab probe`` infers an instruction). Then tree + conversion + node
 model predict C, compared bit for bit with the callable's C on several distributions at full size.
 
+Between the tree and the conversion, the scheduling stage asks the tree's pairs again with the GPU's
+schedule disturbed: the same launches repeated, in a shuffled order, in a CUDA green context of fewer
+SMs (not for JAX, whose streams gemmlab cannot move), and beside a kernel holding half the SMs. Where
+the order changes, the report says the order depends on scheduling (``scheduling == "depends"``),
+which perturbation exposed it, the other orders seen and how often; the kernel is judged by a bound
+that covers them all, or by none where an order seen could not be revealed. Where nothing changes,
+the report lists what was tried.
+
 Identified, the callable is judged by the bound of the numerics it was found to have (``passed`` or
 ``failed_bound`` instead of ``no_bound``); otherwise the report names the stage that failed and why.
 """
@@ -24,7 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .gpu import _prepare, gpu_module, judge
+from .gpu import GpuContextLost, _prepare, gpu_module, judge
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -44,11 +52,13 @@ class Explanation:
     identified: bool = field(init=False)
     numerics: dict | None = field(init=False)
     behaves_like: list = field(init=False)
+    scheduling: str = field(init=False)  # "unchanged", "depends", or "" (not checked)
 
     def __post_init__(self):
         self.identified = bool(self.report["identified"])
         self.numerics = self.report["numerics"]
         self.behaves_like = list(self.report["behaves_like"])
+        self.scheduling = self.report.get("schedule", {}).get("verdict", "")
 
     @property
     def summary(self) -> str:
@@ -72,15 +82,20 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
             name: str | None = None, framework: str = "torch", style: str = "auto", layout_a: str = "row",
             layout_b: str = "row", compare_outputs: int = 1 << 16, verify_entries: int = 256, device: int = 0,
             judge_rows: bool = True, reps: int = 20, warmup: int = 3, out: str | Path | None = None,
-            judge_out: str | Path | None = None) -> Explanation:
+            judge_out: str | Path | None = None, schedule: bool = True, schedule_seconds: float = 12.0) -> Explanation:
     """Explain ``fn`` (``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) at ``size``.
 
     ``compare_outputs``: outputs predicted per distribution, whole rows including the first, middle,
     last and tile-edge rows (0: every output). ``out`` writes the explain CSV with its ``.meta.json``;
     ``judge_out`` the judged rows. With ``judge_rows`` the callable is then judged on the same
     distributions under the numerics found (unknown when not identified: status ``no_bound``).
+    ``schedule``: run the scheduling stage (``schedule_seconds``: the most it may take; trials left
+    then are reported as not tried).
 
-    Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments.
+    Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
+    ``GpuContextLost`` when the GPU reported an error after which nothing more runs in this process
+    (an illegal memory access in the callable): ``out`` is written first (one row, the stage and the
+    call in its reason) and the exception's ``explanation`` holds the report.
     """
     gpu = gpu_module(device)
     p = _prepare(fn, name, framework, style, input_format, output_format, "unknown", device, None, "gemmlab.explain")
@@ -94,9 +109,15 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
         text = gpu.explain(p.launcher, framework, kernel, p.input_format, p.output_format, layout_a, layout_b,
                            how == "return", M, N, K, distributions, int(seed), int(compare_outputs),
                            int(verify_entries), int(device), p.stream, _known_kernels(), str(csv), json.dumps(caller),
-                           "gemmlab.explain " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]))
+                           "gemmlab.explain " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]),
+                           bool(schedule), float(schedule_seconds))
         rows = pd.read_csv(csv, keep_default_na=False)
     report = json.loads(text)
+    if report.get("oracle_lost"):
+        # Nothing more runs on the GPU in this process: no judging, the report as it stopped.
+        e = Explanation(report=report, rows=rows, judged=None, name=kernel)
+        raise GpuContextLost(f"gemmlab.explain of {kernel} stopped at its {report['failed_stage']} stage: "
+                             f"{report['reason']}", rows=rows, explanation=e)
     judged = None
     if judge_rows:
         judged = judge(fn, input_format=p.input_format, output_format=p.output_format, sizes=[(M, N, K)],

@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, _known_kernels
-from .gpu import _prepare, gpu_module
+from .gpu import GpuContextLost, _prepare, gpu_module
 
 
 @dataclass
@@ -76,7 +76,8 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
                  names: tuple[str | None, str | None] = (None, None), framework: str | tuple[str, str] = "torch",
                  style: str | tuple[str, str] = "auto", layout_a: str | tuple[str, str] = "row",
                  layout_b: str | tuple[str, str] = "row", compare_outputs: int = 1 << 16, confirm_outputs: int = 0,
-                 verify_entries: int = 256, device: int = 0, out: str | Path | None = None) -> KernelDiff:
+                 verify_entries: int = 256, device: int = 0, out: str | Path | None = None, schedule: bool = True,
+                 schedule_seconds: float = 12.0) -> KernelDiff:
     """Where ``a`` and ``b`` (each ``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) differ
     in their numerics at ``size``, each difference with an entry and inputs where their bits differ; or
     that they are bit-identical by construction, confirmed on full inputs.
@@ -89,8 +90,11 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
     ``compare_outputs``: outputs each explanation predicts per distribution (0: every output);
     ``confirm_outputs``: outputs compared between the two on full inputs per distribution (0: every
     output). ``out`` writes the explain_diff CSV (one row per difference) with its ``.meta.json``.
+    ``schedule``, ``schedule_seconds``: each explanation's scheduling stage, as for ``gemmlab.explain``.
 
-    Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments.
+    Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
+    ``GpuContextLost`` when a callable made the GPU unusable in this process (``out`` is written first,
+    the diff as far as it got in the exception's ``explanation``).
     """
     outputs, frameworks = _pair(output_format, "output_format"), _pair(framework, "framework")
     styles, las, lbs = _pair(style, "style"), _pair(layout_a, "layout_a"), _pair(layout_b, "layout_b")
@@ -116,10 +120,16 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
             pb.launcher, frameworks[1], pb.kernel, pb.output_format, las[1], lbs[1], pb.how == "return", pb.stream,
             pa.input_format, M, N, K, distributions, int(seed), int(compare_outputs), int(confirm_outputs),
             int(verify_entries), int(device), _known_kernels(), str(csv), str(csv_a), str(csv_b), json.dumps(caller),
-            "gemmlab.explain_diff " + shlex.join([pa.kernel, pb.kernel]))
+            "gemmlab.explain_diff " + shlex.join([pa.kernel, pb.kernel]), bool(schedule), float(schedule_seconds))
         rows = pd.read_csv(csv, keep_default_na=False)
         rows_a = pd.read_csv(csv_a, keep_default_na=False)
         rows_b = pd.read_csv(csv_b, keep_default_na=False)
     report = json.loads(text)
-    return KernelDiff(report=report, rows=rows, a=Explanation(report=report["a"], rows=rows_a, name=pa.kernel),
+    diff = KernelDiff(report=report, rows=rows, a=Explanation(report=report["a"], rows=rows_a, name=pa.kernel),
                       b=Explanation(report=report["b"], rows=rows_b, name=pb.kernel))
+    for side, name in (("a", pa.kernel), ("b", pb.kernel)):
+        if report[side].get("oracle_lost"):
+            # Nothing more runs on the GPU in this process: the diff as far as it got.
+            raise GpuContextLost(f"gemmlab.explain_diff: {name} stopped at its {report[side]['failed_stage']} stage: "
+                                 f"{report[side]['reason']}", rows=rows, explanation=diff)
+    return diff

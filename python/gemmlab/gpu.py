@@ -24,7 +24,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -49,6 +49,21 @@ class JudgeError(RuntimeError):
     def __init__(self, message: str, rows: pd.DataFrame):
         super().__init__(message)
         self.rows = rows
+
+
+class GpuContextLost(RuntimeError):
+    """The GPU reported an error after which nothing more runs on it in this process (an illegal memory
+    access, a misaligned address, a trap in a kernel): the message names the callable, the call and what
+    to do. The rows finished before are kept: ``rows`` (a DataFrame, possibly empty) and, where the run
+    wrote files, ``journal`` (the ``<out>.csv.journal`` that ``resume=True`` continues from in a new
+    process). ``explanation``: gemmlab.explain's report up to where it stopped (its CSV is written)."""
+
+    def __init__(self, message: str, rows: pd.DataFrame | None = None, journal: Path | None = None,
+                 explanation: Any = None):
+        super().__init__(message)
+        self.rows = rows if rows is not None else pd.DataFrame()
+        self.journal = journal
+        self.explanation = explanation
 
 
 _GPU_IMPORT_ERROR: str | None = None
@@ -132,6 +147,41 @@ def _jax_adapter(input_format: str, output_format: str):
 
 
 _ADAPTERS = {"torch": _torch_adapter, "cupy": _cupy_adapter, "jax": _jax_adapter}
+
+
+def _stream_switch(framework: str, base: int | None, device: int) -> Callable[[int], Any]:
+    """``on(stream)``: a context in which ``stream`` (an integer cudaStream_t; 1 the legacy default
+    stream) is the framework's current stream. gemmlab asks for another stream than the caller's for a
+    schedule perturbation (a green context's: fewer SMs); for the caller's own, nothing changes."""
+    def same(stream: int) -> bool:
+        return base is None or stream == base or (stream == 1 and base == 0)
+
+    if framework == "torch":
+        import torch
+        cache: dict[int, Any] = {}
+
+        def on(stream: int):
+            if same(stream):
+                return nullcontext()
+            if stream not in cache:
+                cache[stream] = torch.cuda.ExternalStream(stream, device=torch.device("cuda", device))
+            return torch.cuda.stream(cache[stream])
+        return on
+    if framework == "cupy":
+        import cupy
+        cache2: dict[int, Any] = {}
+
+        def on(stream: int):
+            if same(stream):
+                return nullcontext()
+            if stream not in cache2:
+                cache2[stream] = cupy.cuda.ExternalStream(stream, device)
+            return cache2[stream]
+        return on
+
+    def on(stream: int):  # jax: XLA's streams; gemmlab never moves them (it refuses fewer_sms instead)
+        return nullcontext()
+    return on
 
 
 def _current_stream(framework: str, device: int) -> int | None:
@@ -228,19 +278,22 @@ def _prepare(fn: Callable, name: str | None, framework: str, style: Style, input
     if framework == "jax" and how == "out":
         raise ValueError("JAX arrays are immutable: use style='return' (fn(A, B) -> C) with framework='jax'")
     view_in, view_out, out_of = _ADAPTERS[framework](input_format, output_format)
+    base = _current_stream(framework, device) if stream is None else stream
+    on = _stream_switch(framework, base, device)
 
     if how == "return":
-        def launcher(a, b, _c):
-            return out_of(fn(view_in(a), view_in(b)))
+        def launcher(a, b, _c, s):
+            with on(s):
+                return out_of(fn(view_in(a), view_in(b)))
     else:
-        def launcher(a, b, c):
-            fn(view_in(a), view_in(b), view_out(c))
+        def launcher(a, b, c, s):
+            with on(s):
+                fn(view_in(a), view_in(b), view_out(c))
             return None
     caller = framework_metadata(framework)
     caller.update({"judged": judged_by, "callable": getattr(fn, "__qualname__", kernel),
                    "module": getattr(fn, "__module__", None), "style": how})
-    return _Prepared(kernel, how, launcher, input_format, output_format,
-                     _current_stream(framework, device) if stream is None else stream, caller)
+    return _Prepared(kernel, how, launcher, input_format, output_format, base, caller)
 
 
 @contextmanager
@@ -265,7 +318,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           promotion_interval_k: int = 0, reps: int = 20, warmup: int = 3, flush_l2: bool = True,
           reference: str = "auto", spot_checks: int = 16, device: int = 0, stream: int | None = None,
           out: str | os.PathLike | None = None, resume: bool = False, force: bool = False, quiet: bool = True,
-          errors: Literal["raise", "rows"] = "raise", numerics: dict | None = None) -> pd.DataFrame:
+          errors: Literal["raise", "rows"] = "raise", numerics: dict | None = None,
+          perturbation: str = "auto") -> pd.DataFrame:
     """Judge ``fn`` as ``gemmlab run`` judges its built-in kernels; one row per size x distribution x seed.
 
     ``fn(A, B) -> C`` or ``fn(A, B, out)``: A (M, K) and B (K, N) are tensors of ``framework`` in
@@ -289,6 +343,17 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     returned something that is not C (shape, dtype, device), or wrote into A or B. A callable whose
     first and last call differ bit for bit gets status ``nondeterministic``; NaN in C, status
     ``failed_bound``: both with a warning.
+
+    ``perturbation``: after the timed repetitions, one more launch runs with the GPU's schedule
+    disturbed and is compared bit for bit with the last; a row whose bits change gets status
+    ``nondeterministic`` and a note naming the perturbation. ``"auto"``: ``busy_sms_<half the SMs>``
+    (another kernel holds half the SMs from before the launch to its end; works for every framework);
+    ``"fewer_sms_<N>"``: the launch in a CUDA green context of N SMs (not for JAX, whose streams gemmlab
+    cannot move); ``""``: none.
+
+    Raises ``GpuContextLost`` when the GPU reports an error after which nothing more runs in this
+    process (an illegal memory access): the rows finished before are in its ``rows`` (and, with
+    ``out``, in ``out``'s journal, which ``resume=True`` continues from in a new process).
     """
     gpu = gpu_module(device)
     if errors not in ("raise", "rows"):
@@ -296,14 +361,19 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.judge")
     with _csv_path(out, p.kernel, "gemmlab-judge-") as csv:
-        rc = gpu.judge(
-            p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
-            p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
-            int(promotion_interval_k), layout_a, layout_b, p.how == "return", _sizes(sizes), list(distributions),
-            [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks), int(device),
-            p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
-            "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet),
-            json.dumps(numerics) if numerics else "")
+        try:
+            rc = gpu.judge(
+                p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
+                p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
+                int(promotion_interval_k), layout_a, layout_b, p.how == "return", _sizes(sizes), list(distributions),
+                [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks),
+                int(device), p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
+                "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet),
+                json.dumps(numerics) if numerics else "", perturbation)
+        except gpu.CudaContextLost as e:
+            journal = Path(f"{csv}.journal")
+            raise GpuContextLost(f"gemmlab.judge of {e}", _journal_rows(journal),
+                                 journal if out is not None and journal.exists() else None) from None
         rows = load_results(csv)
     _warn(rows)
     bad = rows[rows["status"] == "error"]
@@ -312,6 +382,21 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
                           for r in bad.itertuples())
         raise JudgeError(f"{len(bad)} of {len(rows)} rows of {p.kernel} are errors:\n{lines}", rows)
     return rows
+
+
+def _journal_rows(journal: Path) -> pd.DataFrame:
+    """The finished rows of an interrupted run's journal (engine/journal.hpp: a JSON identity line, then
+    one CSV row per line), typed as ``load_results`` types a CSV; empty where there is none."""
+    if not journal.exists():
+        return pd.DataFrame()
+    identity, _, rows = journal.read_text().partition("\n")
+    if not identity:
+        return pd.DataFrame()
+    columns = json.loads(identity).get("columns", [])
+    with tempfile.TemporaryDirectory(prefix="gemmlab-journal-") as d:
+        f = Path(d) / "rows.csv"
+        f.write_text(",".join(columns) + "\n" + rows)  # the rows are CSV lines, quoted as the CSV's
+        return load_results(f)
 
 
 def _warn(rows: pd.DataFrame) -> None:
@@ -337,6 +422,15 @@ def _sweep(values, what: str) -> list[str]:
         else:
             raise ValueError(f"{what} holds whole numbers >= 1 or 'default', got {v!r}")
     return out
+
+
+@contextmanager
+def _context_lost(what: str):
+    """The engine's CudaContextLost as ``GpuContextLost`` (no rows kept: a run without a journal)."""
+    try:
+        yield
+    except _gpu.CudaContextLost as e:  # type: ignore[union-attr]
+        raise GpuContextLost(f"{what} of {e}") from None
 
 
 def invariance(fn: Callable, *, input_format: str, output_format: str = "fp32",
@@ -369,7 +463,7 @@ def invariance(fn: Callable, *, input_format: str, output_format: str = "fp32",
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.invariance")
     (full,) = _sizes([size])
-    with _csv_path(out, p.kernel, "gemmlab-invariance-") as csv:
+    with _csv_path(out, p.kernel, "gemmlab-invariance-") as csv, _context_lost("gemmlab.invariance"):
         rc = gpu.invariance(
             p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
             p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,

@@ -54,14 +54,16 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   stage = "tree";
   r.tree = reveal(o, E, opt);
   note("tree");
-  if (r.tree.text.empty()) return fail("tree", r.tree.why);
-  // The scheduling stage describes an order that changes; one that changed between the tree stage's
-  // own two passes, undisturbed, leaves no tree to infer nodes on: the report stops there, with it.
+  // The scheduling stage describes an order that changes, with or without a tree: an order that
+  // changes from call to call (atomics racing) can keep the counts from forming one tree at all. Without
+  // a tree, or with one that changed between the tree stage's own two passes, there is nothing to infer
+  // nodes on: the report stops at the tree, with the scheduling stage's words.
+  if (r.tree.text.empty() && r.tree.masks.empty()) return fail("tree", r.tree.why);  // no counts to ask
   stage = "scheduling";
   r.schedule = check_schedule(o, E, r.tree, opt);
   note("scheduling");
-  if (!r.tree.deterministic)
-    return fail("tree", r.tree.why + (r.schedule.ran ? "; " + r.schedule.text : std::string()));
+  if (r.tree.text.empty() || !r.tree.deterministic)
+    return fail("tree", r.tree.why + (r.schedule.verdict == "depends" ? "; " + r.schedule.text : std::string()));
   stage = "conversion";
   r.conversion = infer_conversion(o, E);
   note("conversion");

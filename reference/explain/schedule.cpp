@@ -8,15 +8,16 @@
 //                      than before (an order that depends on what ran before: counters or caches left
 //                      by earlier launches);
 //   the oracle's perturbations (on a GPU: fewer SMs in a green context, SMs held by a concurrent kernel).
-// An entry follows the tree when every pair meets in the node the tree says. Entries that follow another
-// order are grouped by the counts they showed; each group is a variant, revealed (reveal() at those
-// entries under the same condition) where its entries keep to one tree while they are asked again.
+// Each entry is compared with its own undisturbed counts (a baseline pass first: an entry whose order
+// differs from the tree's by its position, a stream-K tail, keeps its own). Entries that show other
+// counts are grouped by them; each group is a variant, revealed (reveal() at those entries under the
+// same condition) where its entries keep to one tree while they are asked again.
 //
-// The verdict: "depends" where any entry left the tree (or the tree stage's own two passes disagreed),
-// "unchanged" where every trial that ran saw the tree at every entry. The bound the kernel is judged by
-// must cover every order seen: bound_over_orders() takes the largest of the orders' bounds (order_bound,
-// the place of the bound of any revealed tree), and claims none where an order seen could not be
-// revealed or has no bound.
+// The verdict: "depends" where any entry changed its order (or the tree stage's own two passes
+// disagreed), "unchanged" where in every trial that ran every entry kept its order. The bound the kernel is judged by
+// must cover every order seen: bound_over_orders() judges by the record of the order with the largest
+// bound (order_bound, the place where the bound of any revealed tree comes in), and claims none where an
+// order seen could not be revealed or has no record.
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -91,6 +92,18 @@ class Budgeted : public Oracle {
   long long budget_;
 };
 
+// The counts each entry of E shows for `pairs`, the pairs asked in `order` (one launch per pair and
+// unit group, every entry answering): out[e][x].
+std::vector<std::vector<int>> observe(Fprev& f, const std::vector<Entry>& E, const Pairs& pairs,
+                                      const std::vector<std::size_t>& order) {
+  std::vector<std::vector<int>> out(E.size(), std::vector<int>(pairs.size()));
+  for (std::size_t x : order) {
+    const std::vector<int> sizes = f.sizes(E, Pairs(E.size(), pairs[x]));
+    for (std::size_t e = 0; e < E.size(); ++e) out[e][x] = sizes[e];
+  }
+  return out;
+}
+
 struct Condition {
   std::string name, words;
   int perturbation = -1;  // index into the oracle's perturbations(), -1: none
@@ -109,7 +122,17 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
   const int K = o.K();
   Fprev f{o, tree_masks(o)};  // the tree stage counted with these masks: they exist
   const Pairs pairs = schedule_pairs(K, opt.schedule_pairs, opt.seed);
-  const std::vector<int> expected = lca_sizes(tree.tree, pairs);
+  std::vector<std::size_t> in_order(pairs.size());
+  for (std::size_t x = 0; x < in_order.size(); ++x) in_order[x] = x;
+  // Each entry's counts undisturbed: what every trial is compared with, entry by entry (an entry whose
+  // order differs from the tree's by its position, a stream-K tail, keeps its own).
+  std::vector<std::vector<int>> baseline;
+  try {
+    baseline = observe(f, E, pairs, in_order);
+  } catch (const std::runtime_error& e) {  // a count that is no count (a KernelFailed goes on up)
+    st.why = std::string("the undisturbed counts could not be taken: ") + e.what();
+    return st;
+  }
 
   std::vector<Condition> conditions{
       {"repeat", "the same launches again, undisturbed", -1, false},
@@ -142,29 +165,22 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
       }
     }
     try {
-      std::vector<std::size_t> order(pairs.size());
-      for (std::size_t x = 0; x < order.size(); ++x) order[x] = x;
+      std::vector<std::size_t> order = in_order;
       if (c.shuffled) {
         SplitMix rng{opt.seed ^ 0x5b0ffull};
         for (std::size_t x = order.size(); x > 1; --x) std::swap(order[x - 1], order[rng.next() % x]);
         if (order.size() > 1 && std::is_sorted(order.begin(), order.end())) std::reverse(order.begin(), order.end());
       }
-      std::vector<std::vector<int>> seen(pairs.size());  // seen[x][e]: pair x at entry E[e]
-      for (std::size_t x : order) seen[x] = f.sizes(E, Pairs(E.size(), pairs[x]));
-      // Entries grouped by the counts they showed.
+      const std::vector<std::vector<int>> seen = observe(f, E, pairs, order);
+      // Entries that kept their undisturbed counts; the others grouped by the counts they showed.
       std::map<std::vector<int>, std::vector<Entry>> groups;
-      for (std::size_t e = 0; e < E.size(); ++e) {
-        std::vector<int> counts(pairs.size());
-        for (std::size_t x = 0; x < pairs.size(); ++x) counts[x] = seen[x][e];
-        groups[counts].push_back(E[e]);
-      }
       t.entries = static_cast<int>(E.size());
+      for (std::size_t e = 0; e < E.size(); ++e) {
+        if (seen[e] == baseline[e]) ++t.following;
+        else groups[seen[e]].push_back(E[e]);
+      }
       for (const auto& [counts, at] : groups) {
         const int n = static_cast<int>(at.size());
-        if (counts == expected) {
-          t.following += n;
-          continue;
-        }
         auto v = std::find(variant_counts.begin(), variant_counts.end(), counts);
         if (v == variant_counts.end()) {
           // A new order: revealed at its entries under this same condition, where they keep to it.
@@ -244,7 +260,7 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
   for (const ScheduleTrial& t : st.trials) {
     s << " " << t.perturbation;
     if (!t.not_applied.empty()) s << " (" << t.not_applied << ")";
-    else s << " (" << t.following << "/" << t.entries << " entries followed the tree)";
+    else s << " (" << t.following << "/" << t.entries << " entries kept their order)";
     s << (&t == &st.trials.back() ? "" : ",");
   }
   st.text = s.str();
@@ -254,19 +270,25 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
 
 namespace {
 
-// The bound of one order of summation, or nullopt with `why`. HOOK(tree bound): until the bound of any
-// revealed tree lands (issue 37: along each root-to-leaf path, the roundings of its nodes), every order
-// is judged by the record's bound. That bound depends on K, the formats and the nodes' rounding alone
-// (gamma_K(u_eff), reference/error_stats.hpp: Higham, ASNA 2nd ed. §3.1 and §4.2, any order of summing
-// K terms through roundings of at most u_eff each), so it covers every tree of these K products whose
-// nodes are all of the kinds the nodes stage modelled; a tree with other nodes gets none.
-std::optional<double> order_bound(const SummationTree& t, Oracle& o, const Report& r, std::string& why) {
+// The bound factor of one order of summation and the record it comes from, or nullopt with `why`: the
+// order's own record (numerics_for: its tree with the nodes and conversion found), bounded as the judge
+// bounds it (gamma_bound_factor of bound_model). HOOK(tree bound): numerics_for names gemmlab's orders
+// (fma chains, in_mma / external / promoted blocks, split-K halves) and, once the numerics record can
+// hold any revealed tree (issue 37), every other tree too, with a bound from the tree itself; until then
+// an order the vocabulary does not name has no record, and so no bound.
+std::optional<std::pair<double, Numerics>> order_bound(const SummationTree& t, Oracle& o, const Report& r,
+                                                       std::string& why) {
   const emulation::SplitScheme* split = r.nodes.split ? &*r.nodes.split : nullptr;
   if (std::string gap = emulation::tree_gap(t, node_model(r.nodes.kinds), info(o.input()).name, split); !gap.empty()) {
     why = "its nodes are not all of the kinds the nodes stage modelled (" + gap + ")";
     return std::nullopt;
   }
-  return gamma_bound_factor(bound_model(*r.numerics, o.K()));
+  const std::optional<Numerics> n = numerics_for(t, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);
+  if (!n) {
+    why = "its tree is none of the orders gemmlab's numerics record names, so it has no record and no bound";
+    return std::nullopt;
+  }
+  return std::make_pair(gamma_bound_factor(bound_model(*n, o.K())), *n);
 }
 
 }  // namespace
@@ -280,16 +302,22 @@ void bound_over_orders(Oracle& o, Report& r) {
   };
   if (st.variants.empty())
     return claim_none("the tree stage saw the order change between its two passes, and no trial caught the other order");
-  std::string why;
-  double worst = *order_bound(r.tree.tree, o, r, why);  // the composition checked the tree's nodes
+  // The record judged is the order's with the largest bound: its bound covers every order seen.
+  double worst = gamma_bound_factor(bound_model(*r.numerics, o.K()));
+  Numerics judged = *r.numerics;
   for (std::size_t v = 0; v < st.variants.size(); ++v) {
     const ScheduleVariant& x = st.variants[v];
     const std::string which = "variant " + std::to_string(v + 1) + " (first under " + x.first_seen + ")";
     if (!x.revealed) return claim_none(which + " was " + x.why);
-    const std::optional<double> b = order_bound(x.tree, o, r, why);
+    std::string why;
+    const auto b = order_bound(x.tree, o, r, why);
     if (!b) return claim_none(which + ": " + why);
-    worst = std::max(worst, *b);
+    if (b->first > worst) {
+      worst = b->first;
+      judged = b->second;
+    }
   }
+  r.numerics = judged;
   std::ostringstream s;
   s << "judged by the largest bound of the " << st.variants.size() + 1 << " orders seen (f = " << worst << ")";
   st.text += "; " + s.str();

@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "reference/error_stats.hpp"
 #include "reference/explain.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/summation_tree.hpp"
@@ -116,7 +117,7 @@ TEST(ExplainSchedule, UnchangedOrderSaysWhatWasTried) {
   EXPECT_EQ(r.schedule.verdict, "unchanged") << r.schedule.text;
   EXPECT_TRUE(r.schedule.exposed_by.empty());
   EXPECT_TRUE(r.schedule.variants.empty());
-  // Every trial ran, at every entry, and every entry followed the tree.
+  // Every trial ran, at every entry, and every entry kept its order.
   ASSERT_EQ(r.schedule.trials.size(), 4u);
   for (const char* name : {"repeat", "shuffled_launches", "fewer_sms_8", "busy_sms_4"}) {
     const ScheduleTrial* t = trial(r, name);
@@ -132,10 +133,12 @@ TEST(ExplainSchedule, UnchangedOrderSaysWhatWasTried) {
 }
 
 TEST(ExplainSchedule, OrderUnderOnePerturbationIsRevealedCountedAndBounded) {
-  // Under fewer_sms_8 the kernel splits K in two halves added at the end (as a library that sizes its
-  // split-K by the SMs it sees would): deterministic there, so the variant is revealed.
-  SyntheticKernel k = fma_kernel();
-  const SummationTree split = halves_tree(64);
+  // An in-MMA fp16 kernel that, under fewer_sms_8, deals its blocks of 16 to two partial sums added at
+  // the end (as a library that sizes its split-K by the SMs it sees would): deterministic there, so the
+  // variant is revealed, and both orders have records (in_mma, split-K 1 and 2) whose bounds cover them.
+  SyntheticKernel k(32, 32, 64, Format::fp16, blocked_tree(64, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  k.offered = {{"fewer_sms_8", "in a green context of 8 SMs"}, {"busy_sms_4", "beside a kernel holding 4 SMs"}};
+  const SummationTree split = split_blocked_tree(64, 16, 2, true);
   k.under_perturbation.emplace("fewer_sms_8", split);
   const Report r = explain_kernel(k, quick());
   ASSERT_TRUE(r.identified) << r.summary();  // undisturbed, the tree predicts every compared output
@@ -158,8 +161,13 @@ TEST(ExplainSchedule, OrderUnderOnePerturbationIsRevealedCountedAndBounded) {
     ASSERT_NE(t, nullptr);
     EXPECT_EQ(t->following, t->entries) << name;
   }
-  // Both orders' nodes are the kinds modelled: the record's bound (gamma_K, any order) covers them.
+  // Both orders have a record; the one judged is the order with the larger bound.
   ASSERT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;
+  const double base = gamma_bound_factor(bound_model(*numerics_for(r.tree.tree, Format::fp16, Format::fp32,
+                                                                   Conversion::as_is, r.nodes.kinds), 64));
+  const double other = gamma_bound_factor(bound_model(*numerics_for(split, Format::fp16, Format::fp32,
+                                                                    Conversion::as_is, r.nodes.kinds), 64));
+  EXPECT_EQ(gamma_bound_factor(bound_model(*r.numerics, 64)), std::max(base, other));
   EXPECT_TRUE(r.schedule.bound_note.empty()) << r.schedule.bound_note;
   EXPECT_TRUE(contains(r.schedule.text, "judged by the largest bound of the 2 orders seen")) << r.schedule.text;
   EXPECT_TRUE(contains(r.summary(), "the order depends on scheduling: first seen under fewer_sms_8")) << r.summary();
@@ -214,6 +222,56 @@ TEST(ExplainSchedule, OrderChangingBetweenUndisturbedCallsStopsAtTheTreeWithTheS
   EXPECT_EQ(r.schedule.verdict, "depends");
   EXPECT_TRUE(contains(r.reason, "the order depends on scheduling")) << r.reason;
   EXPECT_FALSE(r.numerics.has_value());
+}
+
+TEST(ExplainSchedule, OrderRacingSoThatNoTreeFormsIsStillReportedAsDependingOnScheduling) {
+  // Every other call sums pairwise instead of in one chain: the tree stage's counts form no tree at
+  // all, yet the scheduling stage, comparing each entry with itself call to call, says why.
+  SyntheticKernel k = fma_kernel();
+  k.other_tree = pairwise_tree(64);
+  k.alternate_calls = true;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_TRUE(r.tree.text.empty()) << "a tree formed: " << r.tree.text;
+  EXPECT_EQ(r.schedule.verdict, "depends") << r.schedule.text;
+  // (Strict alternation: the repeat's launches fall on the baseline's parities, the shuffled ones do not.)
+  EXPECT_TRUE(contains(r.reason, "the order depends on scheduling: first seen under shuffled_launches")) << r.reason;
+}
+
+TEST(ExplainSchedule, AVariantIsBoundedByItsOwnRecordOrNotAtAll) {
+  // Under fewer_sms_8 the FMA chain becomes two chains over the halves added at the end, revealed. Where
+  // the numerics record names that tree, its record bounds it; where it does not (a record that holds
+  // only gemmlab's named orders), no bound is claimed for it, nor for the kernel.
+  SyntheticKernel k = fma_kernel();
+  k.under_perturbation.emplace("fewer_sms_8", halves_tree(64));
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  ASSERT_EQ(r.schedule.variants.size(), 1u);
+  EXPECT_TRUE(r.schedule.variants[0].revealed);
+  const std::optional<Numerics> own = numerics_for(halves_tree(64), Format::fp32, Format::fp32, Conversion::as_is, {});
+  if (own) {
+    ASSERT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;
+    EXPECT_GE(gamma_bound_factor(bound_model(*r.numerics, 64)), gamma_bound_factor(bound_model(*own, 64)));
+  } else {
+    EXPECT_FALSE(r.numerics.has_value());
+    EXPECT_TRUE(contains(r.schedule.bound_note, "variant 1 (first under fewer_sms_8): its tree is none of the orders"))
+        << r.schedule.bound_note;
+  }
+}
+
+TEST(ExplainSchedule, OrderThatDiffersByPositionIsNotTakenForScheduling) {
+  // Rows from 16 on sum in another order (a stream-K tail): every entry keeps its own order in every
+  // trial, so the verdict is unchanged, and the tree stage still says the entries differ.
+  SyntheticKernel k = fma_kernel();
+  k.other_tree = halves_tree(64);
+  k.other_from_row = 16;
+  const Report r = explain_kernel(k, quick());
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "tree") << r.summary();
+  EXPECT_GT(r.tree.entries_differing, 0);
+  EXPECT_EQ(r.schedule.verdict, "unchanged") << r.schedule.text;
+  for (const ScheduleTrial& t : r.schedule.trials) EXPECT_EQ(t.following, t.entries) << t.perturbation;
 }
 
 TEST(ExplainSchedule, OffSkipsTheStage) {
