@@ -9,6 +9,7 @@
 //    no copy, no host round trip, on the caller's stream.
 //  * invariance(): the same run-time Kernel through `gemmlab invariance`'s core (journaled rows).
 //  * evaluate(): tensors already on the GPU (handed in through DLPack) judged on the GPU.
+//  * explain() / explain_diff(): reference/explain.hpp's stages (and explain/diff.hpp) on callables.
 //
 // The typed API with its checks is python/gemmlab/gpu.py; errors raised here are the last line of
 // defence (UsageError and std::invalid_argument arrive as ValueError, std::runtime_error as
@@ -34,6 +35,7 @@
 
 #include "experiments/device/callable.hpp"
 #include "experiments/device/evaluate_gpu.hpp"
+#include "experiments/device/explain_diff.hpp"
 #include "experiments/device/explain_gpu.hpp"
 #include "experiments/device/runner.hpp"
 #include "experiments/engine/evaluate.hpp"
@@ -402,6 +404,74 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   return report.dump();
 }
 
+// gemmlab.explain_diff's engine: two callables (each its launcher, framework, name, output format,
+// layouts, style and stream) at one size, reference/explain/diff.hpp on both; returns the diff as JSON
+// text, and writes the diff CSV (+ metadata) to out_csv and each kernel's explain CSV to out_csv_a /
+// out_csv_b when given.
+std::string explain_diff(nb::callable launcher_a, const std::string& framework_a, const std::string& name_a,
+                         const std::string& output_a, const std::string& layout_a_a, const std::string& layout_b_a,
+                         bool returns_a, std::optional<std::uintptr_t> stream_a, nb::callable launcher_b,
+                         const std::string& framework_b, const std::string& name_b, const std::string& output_b,
+                         const std::string& layout_a_b, const std::string& layout_b_b, bool returns_b,
+                         std::optional<std::uintptr_t> stream_b, const std::string& input_format, int M, int N, int K,
+                         const std::vector<std::string>& distributions, std::uint64_t seed, long long compare_outputs,
+                         long long confirm_outputs, int verify_entries, int device, const std::string& known_json,
+                         const std::string& out_csv, const std::string& out_csv_a, const std::string& out_csv_b,
+                         const std::string& caller_json, const std::string& command_line, bool schedule,
+                         double schedule_seconds) {
+  if (name_a == name_b) throw std::invalid_argument("explain_diff needs two different names, got '" + name_a + "' twice");
+  const Numerics na = declared_numerics(format_of(input_format), format_of(output_a), Accumulation::unknown);
+  const Numerics nbr = declared_numerics(format_of(input_format), format_of(output_b), Accumulation::unknown);
+  if (M < 1 || N < 1 || K < 2) throw std::invalid_argument("explain_diff needs M, N >= 1 and K >= 2");
+  for (const std::string& d : distributions)
+    if (std::string why = unusable_reason(parse_distribution(d), na.input); !why.empty())
+      throw std::invalid_argument("distribution " + d + ": " + why);
+  for (const std::string* csv : {&out_csv, &out_csv_a, &out_csv_b})
+    if (!csv->empty()) check_writable(*csv);
+  explain::DiffOptions opt;
+  opt.explain.distributions = distributions;
+  opt.explain.seed = seed;
+  opt.explain.compare_outputs = compare_outputs;
+  opt.explain.verify_entries = verify_entries;
+  opt.compare_outputs = confirm_outputs;
+  opt.explain.schedule = schedule;
+  opt.explain.schedule_seconds = schedule_seconds;
+  if (!known_json.empty()) opt.explain.known = known_kernels_from_json(nlohmann::json::parse(known_json));
+  JudgedKernel ja(launcher_a, framework_a, name_a, "user", "explained by gemmlab.explain_diff", na, layout_a_a, layout_b_a,
+                  returns_a, device);
+  JudgedKernel jb(launcher_b, framework_b, name_b, "user", "explained by gemmlab.explain_diff", nbr, layout_a_b,
+                  layout_b_b, returns_b, device);
+  explain::DiffReport d;
+  {
+    nb::gil_scoped_release nogil;
+    auto handle = [](std::optional<std::uintptr_t> s) -> void* {
+      return !s ? nullptr : *s == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*s);
+    };
+    KernelOracle a(ja.ck->kernel, M, N, K, device, handle(stream_a), ja.state->foreign_streams());
+    KernelOracle b(jb.ck->kernel, M, N, K, device, handle(stream_b), jb.state->foreign_streams());
+    d = explain::explain_diff(a, b, name_a, name_b, opt);
+  }
+  nlohmann::json j = diff_to_json(d);
+  auto meta_for = [&](const std::string& csv) {
+    nlohmann::json meta = base_metadata("explain", command_line, csv);
+    add_device_metadata(meta, query_device(device), software_versions(device), current_sm_clock_mhz(device));
+    if (!caller_json.empty()) meta["caller"] = nlohmann::json::parse(caller_json);
+    return meta;
+  };
+  if (!out_csv.empty()) {
+    nlohmann::json meta = meta_for(out_csv);
+    meta["diff"] = j;
+    write_table(out_csv, explain_diff_columns(), explain_diff_rows(d, seed), meta);
+  }
+  for (const auto& [csv, r, name] : {std::tuple{&out_csv_a, &d.a, &name_a}, std::tuple{&out_csv_b, &d.b, &name_b}}) {
+    if (csv->empty()) continue;
+    nlohmann::json meta = meta_for(*csv);
+    meta["report"] = report_to_json(*r);
+    write_table(*csv, explain_columns(), explain_rows(*name, *r, M, N, K, seed), meta);
+  }
+  return j.dump();
+}
+
 device::DeviceMatrix device_matrix(const nb::ndarray<>& t, const std::string& format, const char* what, int device) {
   if (t.device_type() != nb::device::cuda::value)
     throw std::invalid_argument(std::string(what) + " is not on a CUDA device");
@@ -457,6 +527,13 @@ NB_MODULE(_gpu, m) {
         "schedule"_a = true, "schedule_seconds"_a = 12.0,
         "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON "
         "(report['oracle_lost']: the GPU context was lost, the files written, nothing more can run)");
+
+  m.def("explain_diff", &explain_diff, "launcher_a"_a, "framework_a"_a, "name_a"_a, "output_a"_a, "layout_a_a"_a,
+        "layout_b_a"_a, "returns_a"_a, "stream_a"_a.none(), "launcher_b"_a, "framework_b"_a, "name_b"_a, "output_b"_a,
+        "layout_a_b"_a, "layout_b_b"_a, "returns_b"_a, "stream_b"_a.none(), "input_format"_a, "M"_a, "N"_a, "K"_a,
+        "distributions"_a, "seed"_a, "compare_outputs"_a, "confirm_outputs"_a, "verify_entries"_a, "device"_a,
+        "known_json"_a, "out_csv"_a, "out_csv_a"_a, "out_csv_b"_a, "caller_json"_a, "command_line"_a, "schedule"_a,
+        "schedule_seconds"_a, "Where two callables' numerics differ, each difference on an input where their bits differ; the diff as JSON");
 
   m.def("judge", &judge, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a, "input_format"_a,
         "compute_format"_a, "accumulator_format"_a, "output_format"_a, "accumulation"_a, "promotion_interval_k"_a,

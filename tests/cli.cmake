@@ -380,6 +380,23 @@ gemmlab_cli_test(explain_no_gpu 2 "no usable GPU" ${_out}/x3.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> explain -k sgemm_01_naive -s 64 -o ${_out}/x3.csv)
 gemmlab_cli_test(explain_not_csv 2 "--out must name a .csv file" ${_out}/x4.txt
   -- $<TARGET_FILE:gemmlab> explain -k sgemm_01_naive -s 64 -o ${_out}/x4.txt)
+# `gemmlab explain --diff A B` on bad input: one name, an unknown kernel, the same kernel twice, kernels
+# of different input formats, --judge with it, neither -k nor --diff, no GPU; nothing written.
+gemmlab_cli_test(explain_diff_one_name 2 "At least 2 required" ${_out}/xd1.csv
+  -- $<TARGET_FILE:gemmlab> explain --diff sgemm_01_naive -s 64 -o ${_out}/xd1.csv)
+gemmlab_cli_test(explain_diff_unknown_kernel 2 "unknown kernel 'no_such_kernel'" ${_out}/xd2.csv
+  -- $<TARGET_FILE:gemmlab> explain --diff sgemm_01_naive no_such_kernel -s 64 -o ${_out}/xd2.csv)
+gemmlab_cli_test(explain_diff_same_kernel 2 "the same kernel twice" ${_out}/xd3.csv
+  -- $<TARGET_FILE:gemmlab> explain --diff sgemm_01_naive sgemm_01_naive -s 64 -o ${_out}/xd3.csv)
+gemmlab_cli_test(explain_diff_input_formats 2 "different input formats" ${_out}/xd4.csv
+  -- $<TARGET_FILE:gemmlab> explain --diff sgemm_01_naive cublas_gemmex_fp16_f32 -s 64 -o ${_out}/xd4.csv)
+gemmlab_cli_test(explain_diff_judge 2 "--judge applies to one kernel" ${_out}/xd5.csv
+  -- $<TARGET_FILE:gemmlab> explain --diff sgemm_01_naive sgemm_02_coalesce -s 64 --judge ${_out}/xd6.csv
+     -o ${_out}/xd5.csv)
+gemmlab_cli_test(explain_neither 2 "give -k KERNEL, or --diff A B" -
+  -- $<TARGET_FILE:gemmlab> explain -s 64)
+gemmlab_cli_test(explain_diff_no_gpu 2 "no usable GPU" ${_out}/xd7.csv --skip-if-gpu
+  -- $<TARGET_FILE:gemmlab> explain --diff sgemm_01_naive sgemm_02_coalesce -s 64 -o ${_out}/xd7.csv)
 add_test(NAME cli.builtin_numerics_in_sync
          COMMAND ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_builtin_numerics.py $<TARGET_FILE:gemmlab>
                  ${CMAKE_CURRENT_SOURCE_DIR}/python/gemmlab/builtin_numerics.json ${_out}/builtin_numerics.json)

@@ -120,20 +120,33 @@ Command add_order(CLI::App& app, const std::string& command_line) {
 Command add_explain(CLI::App& app, const std::string& command_line) {
   auto* cmd = app.add_subcommand(
       "explain", "reveal a kernel's summation tree, operand conversion and tensor-core arithmetic, and predict its bits");
+  cmd->footer(
+      "With --diff A B: where two kernels' numerics differ (tree, order that depends on scheduling, operand "
+      "conversion, node arithmetic, output conversion), each difference shown on an input where their bits differ, "
+      "else 'bit-identical by construction', confirmed on full inputs; exit 5 when either kernel is not identified (the "
+      "aspects after its failed stage are not compared). For making one kernel reproduce another bit for bit (a Triton "
+      "GEMM that must give cuBLAS's bits), or checking that a refactor kept the numerics.");
   struct Options {
     ExplainRequest r;
     std::string size = "4096";
     std::vector<std::string> dists, plugins;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("-k,--kernel", o->r.kernel, "registered kernel (built-in, cuBLAS, or a --plugin's)")->required();
+  auto* kernel = cmd->add_option("-k,--kernel", o->r.kernel, "registered kernel (built-in, cuBLAS, or a --plugin's)");
+  cmd->add_option("--diff", o->r.diff, "A B: compare two registered kernels' numerics instead (see below)")
+      ->expected(2)
+      ->excludes(kernel);
+  cmd->add_option("--confirm-outputs", o->r.confirm_outputs,
+                  "with --diff: outputs compared bit for bit per distribution on full inputs (default 0: every output)");
   cmd->add_option("-s,--size", o->size, "N or MxNxK (default 4096)");
   cmd->add_option("-d,--dists", o->dists,
                   "distributions of the full-size comparison (default uniform_0_1,normal_0_1,logunif_-8_8)");
   cmd->add_option("--seed", o->r.seed, "seed of the compared inputs and of the entries chosen");
   cmd->add_option("--compare-outputs", o->r.compare_outputs,
                   "outputs predicted per distribution, whole rows (0: every output; default 65536)");
-  cmd->add_option("-o,--out", o->r.out_csv, "CSV: one row per distribution (default results/explain-<kernel>.csv)");
+  cmd->add_option("-o,--out", o->r.out_csv,
+                  "CSV: one row per distribution (default results/explain-<kernel>.csv); with --diff one row per "
+                  "difference (default results/explain-diff-<A>-vs-<B>.csv)");
   cmd->add_option("--judge", o->r.judge_csv,
                   "also run the kernel under the numerics found and write those rows here (status by that bound)");
   add_plugin_option(cmd, o->plugins);
@@ -142,6 +155,10 @@ Command add_explain(CLI::App& app, const std::string& command_line) {
             const Size z = parse_size(o->size);
             if (!o->dists.empty()) o->r.distributions = split_commas(o->dists);
             if (o->r.compare_outputs < 0) throw UsageError("--compare-outputs must be 0 (every output) or more");
+            if (o->r.confirm_outputs < 0) throw UsageError("--confirm-outputs must be 0 (every output) or more");
+            if (o->r.kernel.empty() && o->r.diff.empty()) throw UsageError("give -k KERNEL, or --diff A B");
+            if (!o->r.diff.empty() && o->r.out_csv.empty())
+              o->r.out_csv = "results/explain-diff-" + o->r.diff[0] + "-vs-" + o->r.diff[1] + ".csv";
             if (o->r.out_csv.empty()) o->r.out_csv = "results/explain-" + o->r.kernel + ".csv";
             require_csv(o->r.out_csv);
             if (!o->r.judge_csv.empty()) require_csv(o->r.judge_csv);

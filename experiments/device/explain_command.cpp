@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "experiments/device/explain_diff.hpp"
 #include "experiments/device/explain_gpu.hpp"
 #include "experiments/device/runner.hpp"
 #include "experiments/engine/plugin.hpp"
@@ -15,7 +16,101 @@
 
 namespace gemmlab {
 
+namespace {
+
+// `gemmlab explain --diff A B`: both kernels checked as explain checks one, then explain_diff.
+int explain_diff_command(const ExplainRequest& req) {
+  if (req.diff.size() != 2) {
+    std::cerr << "gemmlab explain: --diff takes two kernel names, got " << req.diff.size() << "\n";
+    return 2;
+  }
+  if (req.diff[0] == req.diff[1]) {
+    std::cerr << "gemmlab explain: --diff " << req.diff[0] << " " << req.diff[1]
+              << ": the same kernel twice (its bits are its own; give two different kernels)\n";
+    return 2;
+  }
+  if (!req.judge_csv.empty()) {
+    std::cerr << "gemmlab explain: --judge applies to one kernel, not to --diff (explain each with -k ... --judge)\n";
+    return 2;
+  }
+  const Kernel* k[2];
+  for (int s = 0; s < 2; ++s) {
+    k[s] = find_kernel(req.diff[s]);
+    if (!k[s]) {
+      std::cerr << "gemmlab explain: --diff: unknown kernel '" << req.diff[s] << "' (gemmlab list shows the names)\n";
+      return 2;
+    }
+    if (std::string why = check_size(*k[s], req.M, req.N, req.K); !why.empty()) {
+      std::cerr << "gemmlab explain: --diff: " << why << "\n";
+      return 2;
+    }
+  }
+  if (k[0]->numerics.input != k[1]->numerics.input) {
+    std::cerr << "gemmlab explain: --diff " << k[0]->name << " " << k[1]->name << ": they take different input formats ("
+              << info(k[0]->numerics.input).name << ", " << info(k[1]->numerics.input).name
+              << "), so they cannot be given the same inputs; compare kernels of one input format\n";
+    return 2;
+  }
+  for (const std::string& d : req.distributions) {
+    try {
+      if (std::string why = unusable_reason(parse_distribution(d), k[0]->numerics.input); !why.empty()) {
+        std::cerr << "gemmlab explain: distribution " << d << ": " << why << "\n";
+        return 2;
+      }
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "gemmlab explain: " << e.what() << "\n";
+      return 2;
+    }
+  }
+  const DeviceInfo& dev = query_device();
+  if (!dev.present) {
+    std::cerr << "gemmlab explain: no usable GPU: " << dev.why_absent << "\n";
+    return 2;
+  }
+  for (const Kernel* x : k)
+    if (std::string why = hardware_support(*x, dev); !why.empty()) {
+      std::cerr << "gemmlab explain: " << x->name << " cannot run here: " << why << "\n";
+      return 2;
+    }
+  try {
+    check_writable(req.out_csv);
+  } catch (const std::exception& e) {
+    std::cerr << "gemmlab explain: " << e.what() << "\n";
+    return 2;
+  }
+
+  explain::DiffOptions opt;
+  opt.explain.distributions = req.distributions;
+  opt.explain.seed = req.seed;
+  opt.explain.compare_outputs = req.compare_outputs;
+  opt.compare_outputs = req.confirm_outputs;
+  for (const explain::KnownKernel& kk : known_kernels(all_kernels()))
+    if (kk.name != k[0]->name && kk.name != k[1]->name) opt.explain.known.push_back(kk);
+  KernelOracle a(*k[0], req.M, req.N, req.K), b(*k[1], req.M, req.N, req.K);
+  const explain::DiffReport d = explain::explain_diff(a, b, k[0]->name, k[1]->name, opt);
+  std::cout << d.summary() << "  " << d.launches << " launches, " << d.seconds << " s\n";
+
+  nlohmann::json meta = base_metadata("explain", req.command_line, req.out_csv);
+  add_device_metadata(meta, dev, software_versions(), current_sm_clock_mhz());
+  meta["diff"] = diff_to_json(d);
+  meta["declared_numerics"] = {{k[0]->name, numerics_to_json(k[0]->numerics)}, {k[1]->name, numerics_to_json(k[1]->numerics)}};
+  if (nlohmann::json plugins = plugins_metadata({k[0]->name, k[1]->name}); !plugins.empty()) meta["plugins"] = plugins;
+  write_table(req.out_csv, explain_diff_columns(), explain_diff_rows(d, req.seed), meta);
+  std::cout << "  wrote " << req.out_csv << "\n";
+  for (const auto* r : {&d.a, &d.b})
+    if (r->oracle_lost) {
+      // Nothing more ran on the GPU in this process after that: the diff is written as far as it got.
+      std::cerr << "gemmlab explain: " << (r == &d.a ? d.a_name : d.b_name) << " stopped at its " << r->failed_stage
+                << " stage: " << r->reason << "\n";
+      return 3;
+    }
+  return d.a.identified && d.b.identified ? 0 : 5;
+}
+
+}  // namespace
+
 int explain_command(const ExplainRequest& req) {
+  if (!req.diff.empty()) return explain_diff_command(req);
   const Kernel* k = find_kernel(req.kernel);
   if (!k) {
     std::cerr << "gemmlab explain: unknown kernel '" << req.kernel << "' (gemmlab list shows the names)\n";

@@ -18,7 +18,10 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
   ``gemmlab invariance`` measures a built-in kernel (the same C++);
 * ``explain(fn, ...)``: what such a callable does to the numbers (tree, operand conversion, node
   arithmetic, whether its order depends on scheduling), predicted bit for bit. A GPU error after which
-  nothing more runs in the process raises ``GpuContextLost``, the rows finished before kept.
+  nothing more runs in the process raises ``GpuContextLost``, the rows finished before kept;
+* ``explain_diff(a, b, ...)``: where two such callables' numerics differ (tree, scheduling, operand
+  conversion, node arithmetic, output conversion), each difference on an input where their bits differ,
+  or that they are bit-identical by construction (``gemmlab explain --diff``'s C++).
 """
 
 from . import tc
@@ -28,6 +31,7 @@ from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
 from .gpu import GpuContextLost, GpuUnavailable, JudgeError, framework_metadata, gpu_available, invariance, judge
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
+from .explain_diff import KernelDiff, explain_diff
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
@@ -38,7 +42,7 @@ __all__ = [
     "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuContextLost", "GpuUnavailable",
     "INPUTS_FORMAT_VERSION",
     "Inputs", "JudgeError", "framework_metadata", "gpu_available", "invariance", "judge", "explain", "Explanation",
-    "DEFAULT_EXPLAIN_DISTRIBUTIONS",
+    "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",

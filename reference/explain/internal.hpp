@@ -9,6 +9,8 @@
 //   driver.cpp       the stages in order, and the report's summary
 //   synthetic.cpp    SyntheticKernel, the CPU kernels of known numerics the tests explain
 //   common.cpp       the helpers below
+//   diff.cpp         `explain --diff`: two kernels' reports compared, each difference with a witness
+//                    (its own entry, reference/explain/diff.hpp)
 //
 // Plain C++ (no CUDA header).
 #pragma once

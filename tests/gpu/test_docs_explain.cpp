@@ -1,7 +1,9 @@
 // docs/csv.md's explain CSV columns against the explain writer (experiments/device/explain_gpu.cpp),
-// in both directions. No GPU needed: it lives here because the writer is part of the GPU engine.
+// and the explain_diff columns against theirs (experiments/device/explain_diff.cpp), in both directions.
+// No GPU needed: it lives here because the writers are part of the GPU engine.
 #include <gtest/gtest.h>
 
+#include "experiments/device/explain_diff.hpp"
 #include "experiments/device/explain_gpu.hpp"
 #include "tests/docs_tables.hpp"
 
@@ -11,4 +13,10 @@ TEST(Docs, ExplainColumnsAreTheWritersColumns) {
   const auto documented =
       docs::documented_list(std::string(GEMMLAB_SOURCE_DIR) + "/docs/csv.md", "<!-- columns: explain -->");
   EXPECT_EQ(docs::list_difference(documented, explain_columns(), "explain CSV columns"), "");
+}
+
+TEST(Docs, ExplainDiffColumnsAreTheWritersColumns) {
+  const auto documented =
+      docs::documented_list(std::string(GEMMLAB_SOURCE_DIR) + "/docs/csv.md", "<!-- columns: explain_diff -->");
+  EXPECT_EQ(docs::list_difference(documented, explain_diff_columns(), "explain_diff CSV columns"), "");
 }

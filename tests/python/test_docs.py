@@ -71,8 +71,8 @@ def test_every_parameter_is_documented_and_exists(name):
 def test_every_signature_block_has_its_parameter_table():
     assert markers(PY_DOC, "signature"), "docs/python.md has no signature block"
     assert set(markers(PY_DOC, "signature")) == set(markers(PY_DOC, "parameters"))
-    for name in ("gemmlab.judge", "gemmlab.explain", "gemmlab.invariance", "gemmlab.evaluate", "gemmlab.load_results",
-                 "gemmlab.tc.emulate", "gemmlab.tc.dot"):
+    for name in ("gemmlab.judge", "gemmlab.explain", "gemmlab.explain_diff", "gemmlab.invariance", "gemmlab.evaluate",
+                 "gemmlab.load_results", "gemmlab.tc.emulate", "gemmlab.tc.dot"):
         assert name in markers(PY_DOC, "signature"), f"docs/python.md does not document {name}"
 
 
@@ -83,12 +83,13 @@ def test_signature_blocks_are_the_packages():
         f"docs/python.md's signatures differ from the package's: refresh them with {gen.REFRESH_PYTHON}")
 
 
-def test_explanation_attributes_are_documented():
-    cls = gemmlab.Explanation
+@pytest.mark.parametrize("name", ["Explanation", "KernelDiff"])
+def test_report_attributes_are_documented(name):
+    cls = getattr(gemmlab, name)
     code = [f.name for f in dataclasses.fields(cls)] + [
         n for n, v in vars(cls).items() if isinstance(v, property) and not n.startswith("_")]
-    doc = documented(PY_DOC, "<!-- attributes: gemmlab.Explanation -->")
-    assert sorted(doc) == sorted(code), f"docs/python.md's Explanation attributes {doc} vs the class's {code}"
+    doc = documented(PY_DOC, f"<!-- attributes: gemmlab.{name} -->")
+    assert sorted(doc) == sorted(code), f"docs/python.md's {name} attributes {doc} vs the class's {code}"
 
 
 def python_examples():
