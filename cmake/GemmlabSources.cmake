@@ -2,14 +2,16 @@
 # compile, so that the Python package runs the same C++ as the gemmlab CLI, never a copy.
 # GEMMLAB_ROOT: the repository's root.
 #
-#  GEMMLAB_REFERENCE_SOURCES   reference/: plain C++ (MPFR, Eigen), no CUDA
+#  GEMMLAB_REFERENCE_SOURCES   reference/ and its stage folders (reference/explain/): plain C++ (MPFR,
+#                              Eigen), no CUDA
 #  GEMMLAB_CORE_SOURCES        experiments/plan, report, engine: plain C++ (the run loop, the CSV,
 #                              journals), reaching a GPU only through the Device interface
 #  GEMMLAB_GPU_ENGINE_SOURCES  experiments/device's engine: the timing helper and Device of a GPU
 #                              (runner.cu), inputs generated on the GPU, the exact GPU reference, the
 #                              GPU statistics and run-time (callable) kernels. CUDA, but no kernel
 #                              of kernels/: the Python package's gemmlab._gpu is built from these.
-file(GLOB GEMMLAB_REFERENCE_SOURCES CONFIGURE_DEPENDS ${GEMMLAB_ROOT}/reference/*.cpp)
+file(GLOB GEMMLAB_REFERENCE_SOURCES CONFIGURE_DEPENDS ${GEMMLAB_ROOT}/reference/*.cpp
+     ${GEMMLAB_ROOT}/reference/explain/*.cpp)
 file(GLOB GEMMLAB_CORE_SOURCES CONFIGURE_DEPENDS ${GEMMLAB_ROOT}/experiments/plan/*.cpp
      ${GEMMLAB_ROOT}/experiments/report/*.cpp ${GEMMLAB_ROOT}/experiments/engine/*.cpp)
 set(GEMMLAB_GPU_ENGINE_SOURCES

@@ -6,7 +6,7 @@
 // found a statistic or a status changed; 4 `gemmlab order` (or `predict` for a library kernel) found
 // outputs that do not form a summation tree, or a tree gemmlab cannot compose, or `gemmlab compare`
 // found a row slower beyond the noise; 5 `gemmlab predict` / `tc-eval` found outputs that
-// differ from the model; 128 + signal: `gemmlab run` stopped by SIGINT or
+// differ from the model, or `gemmlab explain` could not identify the kernel; 128 + signal: `gemmlab run` stopped by SIGINT or
 // SIGTERM after the row in progress (the journal keeps every finished row; the log says how to resume).
 #include <CLI/CLI.hpp>
 

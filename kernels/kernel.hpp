@@ -98,6 +98,18 @@ struct Kernel {
   // ScaleGranularity). They run only on distributions with a recipe of exactly these granularities
   // (SOURCE@RECIPE); an unscaled kernel (none, none) runs on none.
   ScaleGranularity scale_a = ScaleGranularity::none, scale_b = ScaleGranularity::none;
+  // Why `all` leaves this kernel out (nullptr: `all` runs it). Every kernel whose launch is a CPU
+  // computation sets it (family cpu): at 4096^3 a launch takes far longer than a GPU kernel's, so
+  // the main job would spend most of its time there. Its name, family:<family> or a suite that names
+  // it still runs it; `gemmlab list` shows the reason.
+  const char* left_out_of_all = nullptr;
+  // Optional: called before each launch, outside the timed region (after the L2 flush and the NaN
+  // poison of C): a host kernel copies A and B from the GPU to its host buffers here, so that the
+  // timed launch is its product alone. Throws std::runtime_error on a CUDA error.
+  void (*prepare)(const GemmArgs&) = nullptr;
+  // Optional: said at the start of every measured row's note (a host kernel: which SIMD path and how
+  // many threads ran it, and that it ran on the CPU). Lives for the process.
+  const char* row_note = nullptr;
   // The forms beyond C = A*B it takes (reference/gemm_form.hpp; none: plain problems only, and rows of other
   // forms are not_applicable saying why), how it computes their epilogue (its part of the numerics record:
   // C0's and the bias's formats, where they enter), and its own form: the problem it is a baseline of, run

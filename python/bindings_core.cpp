@@ -320,10 +320,9 @@ void bind_stats(nb::module_& m) {
   }, "The statistics columns that are counts (GEMMLAB_ERROR_STATS_FIELDS of an integer type).");
   m.def("statuses", [] {
     std::vector<std::string> v;
-    for (Status st : all_statuses())
-      if (st != Status::planned) v.push_back(to_string(st));
+    for (Status st : all_statuses()) v.push_back(to_string(st));
     return v;
-  }, "The values of the status column (report/result.hpp Status; `planned` only in dry runs).");
+  }, "The values of the status column (report/result.hpp Status, all eight; `planned` only in dry runs).");
   m.def("accumulations", [] {
     std::vector<std::string> v;
     for (Accumulation a : all_accumulations()) v.push_back(to_string(a));

@@ -20,6 +20,9 @@
 // for bit with the kernel's C on several distributions at full size. A kernel is identified only
 // when every stage is and the prediction is exact; otherwise the report names the stage and why.
 //
+// This header is the one entry; each stage has its own file under reference/explain/ (internal.hpp
+// lists them: gemm_check, tree, conversion, nodes, composition, driver).
+//
 // The stages talk to the kernel through Oracle, so CPU tests drive them with synthetic kernels of
 // known numerics (tests/cpu/test_explain.cpp) and the GPU adapter (experiments/device/explain_gpu.*)
 // with any Kernel: built-in, plugin or Python callable.
@@ -193,7 +196,7 @@ std::optional<Numerics> numerics_for(const SummationTree& tree, Format input, Fo
 // pass. tf32 pieces: big rounded to nearest even, to nearest away or toward zero; the passes
 // small*big, big*small, big*big in each of their 6 orders, alone or with small*small first or last.
 // bf16 pieces (rounded to nearest even): 2 pieces in those orders; 3 pieces in Triton's bf16x6 order
-// and 5 orders near it (explain.cpp lists them and says why the first three are not permuted).
+// and 5 orders near it (explain/nodes.cpp lists them and says why the first three are not permuted).
 std::vector<emulation::SplitScheme> split_candidates(
     int longest_chain, emulation::SplitScheme::PieceFormat format = emulation::SplitScheme::PieceFormat::tf32);
 

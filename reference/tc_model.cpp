@@ -855,7 +855,7 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
     case Instruction::mma_m16n8k4_f64:
     case Instruction::mma_m16n8k8_f64:
     case Instruction::mma_m16n8k16_f64: {
-      // Probed on the H100 and the H200 (2026-11-24, scripts/gpu_tc_f64.sh; results/probes/README.md,
+      // Probed on the H100 and the H200 (2026-11-24, scripts/lab/gpu_tc_f64.sh; results/probes/README.md,
       // "The fp64 tensor core"): one chain of correctly rounded binary64 FMAs from C in increasing k
       // over all k (m16n8k8 and m16n8k16 too: the probes at the k4 step boundaries rule the steps
       // out), subnormals kept, overflow by rounding (to infinity), the sign of zero as IEEE 754 gives

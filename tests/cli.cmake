@@ -106,6 +106,16 @@ gemmlab_cli_test_nores(run_threads_zero 2 "--threads 0: give at least 1 CPU thre
   -- $<TARGET_FILE:gemmlab> run --threads 0 -k sgemm_01_naive -s 64)
 gemmlab_cli_test_nores(run_threads_negative 2 "--threads -2: give at least 1 CPU thread"
   -- $<TARGET_FILE:gemmlab> run --threads -2 -k sgemm_01_naive -s 64 --dry-run)
+# --threads 0 is refused by every command that takes --threads, as by run, before anything is read or written.
+gemmlab_cli_test(inputs_threads_zero 2 "--threads 0: give at least 1 CPU thread" ${_out}/inputs_threads0
+  -- $<TARGET_FILE:gemmlab> inputs -d normal_0_1 -s 64 --threads 0 -o ${_out}/inputs_threads0)
+gemmlab_cli_test(evaluate_threads_zero 2 "--threads 0: give at least 1 CPU thread" ${_out}/evaluate_threads0.csv
+  -- $<TARGET_FILE:gemmlab> evaluate ${_out}/no_such_inputs --output ${_out}/c.npy --name mine --threads 0
+     -o ${_out}/evaluate_threads0.csv)
+gemmlab_cli_test(bench_reference_threads_zero 2 "--threads 0: give at least 1 CPU thread" ${_out}/bench_threads0.csv
+  -- $<TARGET_FILE:gemmlab> bench-reference --no-gpu -s 64 --threads 0 -o ${_out}/bench_threads0.csv)
+gemmlab_cli_test(bench_reference_threads_negative 2 "--threads -3: give at least 1 CPU thread" ${_out}/bench_threads3.csv
+  -- $<TARGET_FILE:gemmlab> bench-reference --no-gpu -s 64 --threads -3 -o ${_out}/bench_threads3.csv)
 gemmlab_cli_test_nores(order_unknown_kernel_first 2 "unknown kernel 'nope'"
   -- $<TARGET_FILE:gemmlab> order -k nope -s 64)
 gemmlab_cli_test_nores(probe_unknown_instruction_first 2 "--instructions: unknown instruction 'bogus'"
@@ -125,6 +135,22 @@ set_tests_properties(slurm.local_job_array PROPERTIES LABELS slurm SKIP_RETURN_C
 
 add_test(NAME cli.list COMMAND $<TARGET_FILE:gemmlab> list)
 set_tests_properties(cli.list PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "sgemm_01_naive.*cublas_gemmex_fp16_f32")
+# `all` leaves the host kernels out and `gemmlab list` says so, with the reason.
+if("cpu" IN_LIST GEMMLAB_FAMILIES)
+  add_test(NAME cli.list_left_out_of_all COMMAND $<TARGET_FILE:gemmlab> list)
+  set_tests_properties(cli.list_left_out_of_all PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION
+    "left out of `all` \\(run them by name, family:<family> or a suite that names them\\):\n  eigen_gemm_fp32 +runs on the host CPU \\(Eigen\\)")
+endif()
+# A plan's exclude (suite key and --exclude): an unknown name or family is refused as in -k, nothing written.
+gemmlab_cli_test(exclude_unknown_kernel 2 "unknown kernel 'no_such_kernel' in exclude" ${_out}/excl1.csv*
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k all --exclude no_such_kernel -s 64 -o ${_out}/excl1.csv)
+gemmlab_cli_test(exclude_unknown_family 2 "no kernel of family 'nope' is registered in exclude" ${_out}/excl2.csv*
+  -- $<TARGET_FILE:gemmlab> run --dry-run --exclude family:nope -s 64 -o ${_out}/excl2.csv)
+gemmlab_cli_test(exclude_everything 2 "kernels \\[sgemm_01_naive\\] select no kernel" ${_out}/excl3.csv*
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive --exclude family:simt -s 64 -o ${_out}/excl3.csv)
+file(WRITE ${_out}/exclude_suite.toml "kernels = [\"family:simt\"]\nexclude = [\"sgemm_01_naiv\"]\nsizes = [64]\n")
+gemmlab_cli_test(exclude_in_suite 2 "unknown kernel 'sgemm_01_naiv' in exclude \\(did you mean: sgemm_01_naive" ${_out}/excl4.csv*
+  -- $<TARGET_FILE:gemmlab> run --dry-run --suite ${_out}/exclude_suite.toml -o ${_out}/excl4.csv)
 
 # Plots read only CSV: render each figure script from a small CSV checked into tests/data.
 set(GEMMLAB_PYTHON "" CACHE STRING "Python with matplotlib for the plot tests (default: .venv/bin/python, else python3)")

@@ -45,6 +45,9 @@ std::vector<std::string> split_commas(const std::vector<std::string>& in);
 std::vector<std::uint64_t> parse_seeds(const std::vector<std::string>& in);
 // Throws UsageError unless path ends in .csv.
 void require_csv(const std::string& path);
+// `--threads N` as every command takes it: at least 1 when given (`option` counts whether it was);
+// left out, all of the CPU's threads. Throws UsageError naming the value otherwise.
+void require_threads(const CLI::Option* option, int threads);
 // `--plugin PATH` (repeatable) on a subcommand: shared libraries whose kernels join the registry
 // (experiments/engine/plugin.hpp). The action loads them before it resolves a kernel name.
 void add_plugin_option(CLI::App* command, std::vector<std::string>& paths);

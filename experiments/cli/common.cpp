@@ -33,6 +33,12 @@ void require_csv(const std::string& path) {
   if (path.size() < 5 || path.substr(path.size() - 4) != ".csv") throw UsageError("--out must name a .csv file");
 }
 
+void require_threads(const CLI::Option* option, int threads) {
+  if (option->count() && threads < 1)
+    throw UsageError("--threads " + std::to_string(threads) +
+                     ": give at least 1 CPU thread, or leave --threads out to use all of them");
+}
+
 void add_plugin_option(CLI::App* command, std::vector<std::string>& paths) {
   command->add_option("--plugin", paths,
                       "shared library of kernels built against kernels/plugin/gemmlab_plugin.h (repeatable); its "

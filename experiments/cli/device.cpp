@@ -168,9 +168,10 @@ Command add_bench_reference(CLI::App& app, const std::string& command_line) {
   bench->add_option("--cpu", o->b.cpu, "CPU engine: all, none, or N (only at sizes up to N^3)");
   bench->add_flag("--no-gpu", o->no_gpu, "CPU engine only (no GPU needed)");
   bench->add_option("--stats", o->b.stats_n, "also time the statistics of one (n, n) output, CPU vs GPU");
-  bench->add_option("--threads", o->b.threads, "CPU threads (0: all)");
+  auto* threads = bench->add_option("--threads", o->b.threads, "CPU threads, at least 1 (default: all)");
   bench->add_option("-o,--out", o->b.out_csv, "CSV of one row per engine x problem (metadata beside it)");
-  return {bench, [o, command_line] {
+  return {bench, [o, threads, command_line] {
+            require_threads(threads, o->b.threads);
             require_csv(o->b.out_csv);
             if (!o->sizes.empty()) {
               o->b.sizes.clear();

@@ -53,8 +53,9 @@ Command add_inputs(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--format", o->format, "input format of your kernel: " + format_names());
   cmd->add_option("-o,--out", o->dir, "folder to write A.npy, B.npy and inputs.json into")->required();
   cmd->add_flag("--force", o->force, "overwrite the files of an existing non-empty folder");
-  cmd->add_option("--threads", o->threads, "CPU threads (default: all)");
-  return {cmd, [o, command_line] {
+  auto* threads = cmd->add_option("--threads", o->threads, "CPU threads, at least 1 (default: all)");
+  return {cmd, [o, threads, command_line] {
+            require_threads(threads, o->threads);
             o->spec.distribution = o->dist;
             const Size z = parse_size(o->size);
             o->spec.M = z.M, o->spec.N = z.N, o->spec.K = z.K;
@@ -98,9 +99,11 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
                 "count NaN/Inf in C in the row (status failed_bound) instead of refusing C");
   cmd->add_option("-o,--out", o->out, "output CSV (default DIR/<name>.csv); metadata beside it");
   cmd->add_option("--spot-checks", o->spot_checks, "entries of the reference checked against MPFR (default 16, as run)");
-  cmd->add_option("--threads", o->threads, "CPU threads for the reference and statistics (default: all)");
-  return {cmd, [o, command_line] {
+  auto* threads =
+      cmd->add_option("--threads", o->threads, "CPU threads for the reference and statistics, at least 1 (default: all)");
+  return {cmd, [o, threads, command_line] {
             // Everything is checked before the reference is computed and before anything is written.
+            require_threads(threads, o->threads);
             const InputsFolder in = read_inputs(o->dir);
             for (const auto& w : in.warnings) std::fprintf(stderr, "gemmlab: warning: %s\n", w.c_str());
             if (o->name.empty() || o->name.find_first_of(",\"\n") != std::string::npos)

@@ -22,7 +22,7 @@ namespace {
 
 // Everything a run of the invariance core needs from the command line or a suite.
 struct InvarianceJob {
-  std::vector<std::string> kernels, distributions, settings;
+  std::vector<std::string> kernels, exclude, distributions, settings;
   std::vector<Size> sizes;
   std::vector<std::uint64_t> seeds;
   InvariancePlan sweeps;
@@ -38,6 +38,7 @@ int run_job(const InvarianceJob& job) {
   require_csv(job.out);
   RunPlan plan;
   plan.kernels = job.kernels;
+  plan.exclude = job.exclude;
   plan.distributions = job.distributions;
   const ResolvedPlan resolved = resolve(plan);
   std::vector<LibrarySetting> settings;
@@ -127,6 +128,7 @@ int run_invariance_suite(const RunRequest& req) {
     throw UsageError("a suite with [invariance] runs as one journaled job on GPU 0: leave out --dry-run and --shard");
   InvarianceJob job;
   job.kernels = req.plan.kernels;
+  job.exclude = req.plan.exclude;
   job.distributions = req.plan.distributions;
   job.sizes = req.plan.sizes;
   job.seeds = req.plan.seeds;

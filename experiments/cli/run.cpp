@@ -16,7 +16,7 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   auto* run = app.add_subcommand("run", "run kernels on controlled inputs and write a tidy CSV plus metadata");
   struct Options {
     RunRequest req;
-    std::vector<std::string> kernels, dists, sizes, seeds, plugins, forms;
+    std::vector<std::string> kernels, exclude, dists, sizes, seeds, plugins, forms;
     std::string suite, reference, gpus;
     int reps = -1, warmup = -1, spot = -1;
   };
@@ -24,7 +24,10 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   for (const auto& a : argv) o->req.command_line += (o->req.command_line.empty() ? "" : " ") + a;
   o->req.argv = argv;
   run->add_option("--suite", o->suite, "suite file or name (experiments/suites/<name>.toml); flags below override it");
-  run->add_option("-k,--kernels", o->kernels, "kernel names, 'all', or 'family:<name>' (comma-separated)");
+  run->add_option("-k,--kernels", o->kernels,
+                  "kernel names, 'all', or 'family:<name>' (comma-separated); 'all' leaves out the host (CPU) kernels: "
+                  "`gemmlab list` says which");
+  run->add_option("--exclude", o->exclude, "kernel names or 'family:<name>' to leave out of -k (comma-separated; replaces a suite's exclude)");
   run->add_option("-d,--dists", o->dists, "distributions, e.g. uniform_0_1,normal_0_1,logunif_-8_8, or 'all'");
   run->add_option("-s,--size", o->sizes, "N (for N^3) or MxNxK; repeatable / comma-separated");
   run->add_option("--seeds", o->seeds, "seeds (comma-separated non-negative integers)");
@@ -49,13 +52,12 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   return {run, [o, threads] {
             RunRequest& req = o->req;
             // Options are checked before anything about the output (a missing results/ folder).
-            if (threads->count() && req.threads < 1)
-              throw UsageError("--threads " + std::to_string(req.threads) +
-                               ": give at least 1 CPU thread, or leave --threads out to use all of them");
+            require_threads(threads, req.threads);
             if (!o->suite.empty()) req.plan = load_suite(find_suite(o->suite));
             // The suite's plugins and these: run_experiment loads them all before it resolves -k.
             req.plan.plugins.insert(req.plan.plugins.end(), o->plugins.begin(), o->plugins.end());
             if (!o->kernels.empty()) req.plan.kernels = split_commas(o->kernels);
+            if (!o->exclude.empty()) req.plan.exclude = split_commas(o->exclude);
             if (!o->dists.empty()) req.plan.distributions = split_commas(o->dists);
             if (!o->sizes.empty()) {
               req.plan.sizes.clear();
@@ -113,6 +115,13 @@ Command add_list(CLI::App& app) {
               std::printf("  %-48s %-7s %-5s %-5s %-5s %-5s %-9s %-9s %s\n", k->name, k->family, info(n.input).name,
                           info(n.compute).name, info(n.accumulator).name, info(n.output).name,
                           to_string(n.accumulation), mult.c_str(), needs.c_str());
+            }
+            bool any_left_out = false;
+            for (auto* k : all_kernels()) any_left_out = any_left_out || k->left_out_of_all;
+            if (any_left_out) {
+              std::printf("\nleft out of `all` (run them by name, family:<family> or a suite that names them):\n");
+              for (auto* k : all_kernels())
+                if (k->left_out_of_all) std::printf("  %-48s %s\n", k->name, k->left_out_of_all);
             }
             for (const LoadedPlugin& p : loaded_plugins()) {
               std::printf("\nplugin %s (%s, ABI %d, sha256 %s):\n", p.name.c_str(), p.path.c_str(), p.abi_version,

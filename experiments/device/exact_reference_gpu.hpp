@@ -124,6 +124,11 @@ GpuReference exact_gemm_gpu(const Matrix& A, const Matrix& B);
 // subset of fp32: a runner widens its fp16 / bf16 / fp8 / tf32 buffers to float first), row-major
 // A (M, K) and B (K, N) device pointers. No host transfer.
 GpuReference exact_gemm_gpu_device(const float* device_A, const float* device_B, int M, int N, int K);
+// The same from binary64 values on the GPU (fp64 operands; the dequantized operands s q of a scaled
+// fp8 problem): any finite doubles, split under the digit limit above (a row of A or column of B
+// wider than kMaxDigits digits throws GpuReferenceUnavailable: compute that reference on the CPU).
+// A is read where it lies; B is transposed into a scratch copy.
+GpuReference exact_gemm_gpu_device(const double* device_A, const double* device_B, int M, int N, int K);
 
 // The same from binary64 operands already on the GPU: A (M, K) and B transposed, (N, K), both row-major (a
 // form's augmented operands, reference/gemm_form.hpp, whose alpha a and s b are exact in binary64 but not

@@ -13,7 +13,11 @@
 // pack: row-major output is an elementwise map; column-major output goes through (32, 32) tiles in
 // shared memory, so that both the read of the rows and the write of the columns are coalesced.
 //
-// widen: an elementwise map; fp16 and bf16 widen through float, which holds them exactly.
+// widen: an elementwise map; fp16 and bf16 widen through float, which holds them exactly; fp64 is a
+// copy (every bit of a NaN kept).
+//
+// fp64 operands are generated as binary64 values (the same kernel with a double output) and packed
+// by the same two kernels with an 8-byte element (encode<fp64>: the bits, NaN canonical).
 #include "experiments/device/inputs_gpu.hpp"
 
 #include <cuda_bf16.h>
@@ -48,22 +52,43 @@ void check_shape(const char* fn, int rows, int cols) {
 // ---- generate ----------------------------------------------------------------------------------
 
 // (rows, cols) row-major entries of one operand. p.kind == Kind: fixing it at compile time lets the
-// compiler drop the other kinds' code from dist_detail::entry's switch.
-template <DistKind Kind>
-__global__ void generate_kernel(dist_detail::EntryPlan p, int cols, std::size_t n, float* __restrict__ out) {
+// compiler drop the other kinds' code from dist_detail::entry's switch. T is float (exact: the value
+// is in fmt, and fmt within fp32) or double (any fmt).
+template <DistKind Kind, class T>
+__global__ void generate_kernel(dist_detail::EntryPlan p, int cols, std::size_t n, T* __restrict__ out) {
   p.kind = Kind;
   for (std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; idx < n;
        idx += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const int i = static_cast<int>(idx / static_cast<std::size_t>(cols));
     const int j = static_cast<int>(idx - static_cast<std::size_t>(i) * cols);
-    out[idx] = static_cast<float>(dist_detail::entry(p, i, j));  // exact: the value is in fmt, fmt within fp32
+    out[idx] = static_cast<T>(dist_detail::entry(p, i, j));
   }
 }
 
-template <DistKind Kind>
-void launch_generate(const dist_detail::EntryPlan& p, int cols, std::size_t n, float* out, cudaStream_t s) {
-  generate_kernel<Kind><<<blocks_for(n), kThreads, 0, s>>>(p, cols, n, out);
+template <DistKind Kind, class T>
+void launch_generate(const dist_detail::EntryPlan& p, int cols, std::size_t n, T* out, cudaStream_t s) {
+  generate_kernel<Kind, T><<<blocks_for(n), kThreads, 0, s>>>(p, cols, n, out);
   GEMMLAB_LAUNCH_CHECK("generate_kernel");
+}
+
+template <class T>
+void generate_into(const Distribution& d, Operand which, int rows, int cols, Format fmt, std::uint64_t seed,
+                   T* device_out, void* stream) {
+  const dist_detail::EntryPlan p = dist_detail::entry_plan(d, which, rows, cols, fmt, seed);
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  if (n == 0) return;
+  if (!device_out) throw std::invalid_argument("generate_gpu: device_out is null");
+  const cudaStream_t s = as_stream(stream);
+  switch (d.kind) {
+    case DistKind::uniform01: return launch_generate<DistKind::uniform01>(p, cols, n, device_out, s);
+    case DistKind::uniform_pm1: return launch_generate<DistKind::uniform_pm1>(p, cols, n, device_out, s);
+    case DistKind::normal: return launch_generate<DistKind::normal>(p, cols, n, device_out, s);
+    case DistKind::logunif: return launch_generate<DistKind::logunif>(p, cols, n, device_out, s);
+    case DistKind::cancel: return launch_generate<DistKind::cancel>(p, cols, n, device_out, s);
+    case DistKind::exactint: return launch_generate<DistKind::exactint>(p, cols, n, device_out, s);
+    case DistKind::expspread: return launch_generate<DistKind::expspread>(p, cols, n, device_out, s);
+  }
+  throw std::invalid_argument("generate_gpu: unknown distribution kind " + std::to_string(static_cast<int>(d.kind)));
 }
 
 // ---- pack --------------------------------------------------------------------------------------
@@ -76,12 +101,19 @@ void launch_generate(const dist_detail::EntryPlan& p, int cols, std::size_t n, f
 // to_bits' canonical NaN (CUDA's conversions return other NaN patterns).
 template <Format F>
 struct Storage;
+template <> struct Storage<Format::fp64> { using type = std::uint64_t; };
 template <> struct Storage<Format::fp32> { using type = std::uint32_t; };
 template <> struct Storage<Format::tf32> { using type = std::uint32_t; };
 template <> struct Storage<Format::fp16> { using type = std::uint16_t; };
 template <> struct Storage<Format::bf16> { using type = std::uint16_t; };
 template <> struct Storage<Format::e4m3> { using type = std::uint8_t; };
 template <> struct Storage<Format::e5m2> { using type = std::uint8_t; };
+
+template <Format F>
+__device__ __forceinline__ typename Storage<F>::type encode(double x) {  // fp64 values: the bits
+  static_assert(F == Format::fp64, "binary64 values are packed into fp64 only");
+  return isnan(x) ? 0x7FF8000000000000ull : static_cast<std::uint64_t>(__double_as_longlong(x));
+}
 
 template <Format F>
 __device__ __forceinline__ typename Storage<F>::type encode(float x) {
@@ -104,8 +136,8 @@ __device__ __forceinline__ typename Storage<F>::type encode(float x) {
   }
 }
 
-template <Format F>
-__global__ void pack_row_major_kernel(const float* __restrict__ in, std::size_t n, typename Storage<F>::type* __restrict__ out) {
+template <Format F, class V>
+__global__ void pack_row_major_kernel(const V* __restrict__ in, std::size_t n, typename Storage<F>::type* __restrict__ out) {
   for (std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; idx < n;
        idx += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     out[idx] = encode<F>(in[idx]);
@@ -116,8 +148,8 @@ constexpr int kTile = 32, kTileRows = 8;  // (32, 32) tile, block (32, 8): 4 ent
 // Entry (i, j) of the (rows, cols) row-major input goes to j * rows + i. Block (bx, by) handles the
 // tiles at column tile bx and row tiles by, by + gridDim.y, ...: reads along a row of the tile, writes
 // along a column, both coalesced; the padding column avoids shared-memory bank conflicts.
-template <Format F>
-__global__ void pack_col_major_kernel(const float* __restrict__ in, int rows, int cols,
+template <Format F, class V>
+__global__ void pack_col_major_kernel(const V* __restrict__ in, int rows, int cols,
                                       typename Storage<F>::type* __restrict__ out) {
   using T = typename Storage<F>::type;
   __shared__ T tile[kTile][kTile + 1];
@@ -138,17 +170,17 @@ __global__ void pack_col_major_kernel(const float* __restrict__ in, int rows, in
   }
 }
 
-template <Format F>
-void launch_pack(const float* in, int rows, int cols, Layout layout, void* out, cudaStream_t s) {
+template <Format F, class V>
+void launch_pack(const V* in, int rows, int cols, Layout layout, void* out, cudaStream_t s) {
   using T = typename Storage<F>::type;
   if (layout == Layout::row_major) {
     const std::size_t n = static_cast<std::size_t>(rows) * cols;
-    pack_row_major_kernel<F><<<blocks_for(n), kThreads, 0, s>>>(in, n, static_cast<T*>(out));
+    pack_row_major_kernel<F, V><<<blocks_for(n), kThreads, 0, s>>>(in, n, static_cast<T*>(out));
     GEMMLAB_LAUNCH_CHECK("pack_row_major_kernel");
   } else {
     const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
                     static_cast<unsigned>(std::min((rows + kTile - 1) / kTile, 65535)));
-    pack_col_major_kernel<F><<<grid, dim3(kTile, kTileRows), 0, s>>>(in, rows, cols, static_cast<T*>(out));
+    pack_col_major_kernel<F, V><<<grid, dim3(kTile, kTileRows), 0, s>>>(in, rows, cols, static_cast<T*>(out));
     GEMMLAB_LAUNCH_CHECK("pack_col_major_kernel");
   }
 }
@@ -157,7 +189,9 @@ void launch_pack(const float* in, int rows, int cols, Layout layout, void* out, 
 
 template <Format F>
 __device__ __forceinline__ double decode(const void* base, std::size_t at) {
-  if constexpr (F == Format::fp32) {
+  if constexpr (F == Format::fp64) {
+    return static_cast<const double*>(base)[at];
+  } else if constexpr (F == Format::fp32) {
     return static_cast<const float*>(base)[at];
   } else if constexpr (F == Format::fp16) {
     return __half2float(static_cast<const __half*>(base)[at]);
@@ -187,22 +221,14 @@ void generate_gpu(const Distribution& d, Operand which, int rows, int cols, Form
                   float* device_out, void* stream) {
   if (fmt == Format::fp64)
     throw std::invalid_argument("generate_gpu: fp64 values do not fit the fp32 output; generate fp64 operands "
-                                "with generate() on the CPU, or choose an input format within fp32");
-  const dist_detail::EntryPlan p = dist_detail::entry_plan(d, which, rows, cols, fmt, seed);
-  const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  if (n == 0) return;
-  if (!device_out) throw std::invalid_argument("generate_gpu: device_out is null");
-  const cudaStream_t s = as_stream(stream);
-  switch (d.kind) {
-    case DistKind::uniform01: return launch_generate<DistKind::uniform01>(p, cols, n, device_out, s);
-    case DistKind::uniform_pm1: return launch_generate<DistKind::uniform_pm1>(p, cols, n, device_out, s);
-    case DistKind::normal: return launch_generate<DistKind::normal>(p, cols, n, device_out, s);
-    case DistKind::logunif: return launch_generate<DistKind::logunif>(p, cols, n, device_out, s);
-    case DistKind::cancel: return launch_generate<DistKind::cancel>(p, cols, n, device_out, s);
-    case DistKind::exactint: return launch_generate<DistKind::exactint>(p, cols, n, device_out, s);
-    case DistKind::expspread: return launch_generate<DistKind::expspread>(p, cols, n, device_out, s);
-  }
-  throw std::invalid_argument("generate_gpu: unknown distribution kind " + std::to_string(static_cast<int>(d.kind)));
+                                "as binary64 values (generate_gpu into a double array), or choose an input format "
+                                "within fp32");
+  generate_into(d, which, rows, cols, fmt, seed, device_out, stream);
+}
+
+void generate_gpu(const Distribution& d, Operand which, int rows, int cols, Format fmt, std::uint64_t seed,
+                  double* device_out, void* stream) {
+  generate_into(d, which, rows, cols, fmt, seed, device_out, stream);
 }
 
 void pack_gpu(const float* device_in, int rows, int cols, Format fmt, Layout layout, void* device_out, void* stream) {
@@ -225,19 +251,30 @@ void pack_gpu(const float* device_in, int rows, int cols, Format fmt, Layout lay
   throw std::invalid_argument("pack_gpu: unknown format " + std::to_string(static_cast<int>(fmt)));
 }
 
+void pack_gpu(const double* device_in, int rows, int cols, Format fmt, Layout layout, void* device_out, void* stream) {
+  check_shape("pack_gpu", rows, cols);
+  if (fmt != Format::fp64)
+    throw std::invalid_argument(std::string("pack_gpu: binary64 values are packed into fp64 only, not ") + info(fmt).name +
+                                "; pack the formats within fp32 from fp32 values");
+  if (static_cast<std::size_t>(rows) * cols == 0) return;
+  if (!device_in || !device_out) throw std::invalid_argument("pack_gpu: a device pointer is null");
+  launch_pack<Format::fp64>(device_in, rows, cols, layout, device_out, as_stream(stream));
+}
+
 void widen_gpu(const void* device_in, Format fmt, int rows, int cols, long long ld, double* device_out, void* stream) {
   check_shape("widen_gpu", rows, cols);
   if (ld < cols)
     throw std::invalid_argument("widen_gpu: leading dimension " + std::to_string(ld) + " is below the " +
                                 std::to_string(cols) + " columns; ld must be >= cols");
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  if (fmt != Format::fp32 && fmt != Format::fp16 && fmt != Format::bf16)
+  if (fmt != Format::fp64 && fmt != Format::fp32 && fmt != Format::fp16 && fmt != Format::bf16)
     throw std::invalid_argument(std::string("widen_gpu: cannot widen ") + info(fmt).name +
-                                "; kernel outputs are fp32, fp16 or bf16");
+                                "; kernel outputs are fp64, fp32, fp16 or bf16");
   if (n == 0) return;
   if (!device_in || !device_out) throw std::invalid_argument("widen_gpu: a device pointer is null");
   const cudaStream_t s = as_stream(stream);
-  if (fmt == Format::fp32) launch_widen<Format::fp32>(device_in, cols, ld, n, device_out, s);
+  if (fmt == Format::fp64) launch_widen<Format::fp64>(device_in, cols, ld, n, device_out, s);
+  else if (fmt == Format::fp32) launch_widen<Format::fp32>(device_in, cols, ld, n, device_out, s);
   else if (fmt == Format::fp16) launch_widen<Format::fp16>(device_in, cols, ld, n, device_out, s);
   else launch_widen<Format::bf16>(device_in, cols, ld, n, device_out, s);
 }

@@ -5,6 +5,7 @@
 //            block (tensor and rowwise A, 1x128 A) reduces in registers first and issues one atomic.
 //  scale:    one thread per block: scaled_detail::block_scale, and the first block with a problem.
 //  quantize: one thread per entry: scaled_detail::quantize_entry.
+// dequantize_gpu is one more elementwise pass: q s in binary64 (exact).
 #include "experiments/device/quantize_gpu.hpp"
 
 #include <cuda_runtime.h>
@@ -76,6 +77,16 @@ __global__ void quantize_kernel(const float* __restrict__ x, const float* __rest
   }
 }
 
+__global__ void dequantize_kernel(const float* __restrict__ q, const float* __restrict__ scales,
+                                  scaled_detail::QuantPlan p, int cols, std::size_t n, double* __restrict__ out) {
+  for (std::size_t idx = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; idx < n;
+       idx += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(idx / static_cast<std::size_t>(cols));
+    const int j = static_cast<int>(idx - static_cast<std::size_t>(i) * cols);
+    out[idx] = __dmul_rn(static_cast<double>(q[idx]), static_cast<double>(scales[scaled_detail::scale_index(p, i, j)]));
+  }
+}
+
 struct Scratch {
   void* p = nullptr;
   explicit Scratch(std::size_t bytes) { GEMMLAB_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1))); }
@@ -117,6 +128,16 @@ void quantize_gpu(const float* device_source, Operand which, ScaleGranularity g,
   }
   quantize_kernel<<<blocks_for(n), kThreads, 0, s>>>(device_source, device_scales, p, cols, n, device_q);
   GEMMLAB_LAUNCH_CHECK("quantize_kernel");
+}
+
+void dequantize_gpu(const float* device_q, const float* device_scales, Operand which, ScaleGranularity g, Format fp8,
+                    bool ue8m0, int rows, int cols, double* device_out, void* stream) {
+  const scaled_detail::QuantPlan p = quant_plan(which, g, fp8, ue8m0, rows, cols);
+  const std::size_t n = static_cast<std::size_t>(rows) * cols;
+  if (n == 0) return;
+  dequantize_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(device_q, device_scales, p, cols,
+                                                                                       n, device_out);
+  GEMMLAB_LAUNCH_CHECK("dequantize_kernel");
 }
 
 }  // namespace gemmlab::device

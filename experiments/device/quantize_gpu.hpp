@@ -21,4 +21,11 @@ namespace gemmlab::device {
 void quantize_gpu(const float* device_source, Operand which, ScaleGranularity g, Format fp8, bool ue8m0, int rows,
                   int cols, float* device_q, float* device_scales, void* stream = nullptr);
 
+// The dequantized operand s q as binary64 values, (rows, cols) row-major at device_out, from
+// quantize_gpu's fp8 values (device_q) and scale grid (device_scales) under the same granularity:
+// bit for bit ScaledOperand::dequantized() (one binary64 product of a 4-bit and a 24-bit
+// significand: exact). CUDA errors throw std::runtime_error.
+void dequantize_gpu(const float* device_q, const float* device_scales, Operand which, ScaleGranularity g, Format fp8,
+                    bool ue8m0, int rows, int cols, double* device_out, void* stream = nullptr);
+
 }  // namespace gemmlab::device

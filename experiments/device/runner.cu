@@ -1,13 +1,11 @@
 // The one timing helper every kernel goes through (STYLE habit 10), plus input conversion.
 //
 // Per repetition: L2 flushed (a memset over twice the L2), C poisoned with NaN (all-ones bytes are
-// NaN in fp32, fp16, bf16, e4m3 and e5m2), then CUDA events around the launch alone. Warm-up
+// NaN in fp64, fp32, fp16, bf16, e4m3 and e5m2), then CUDA events around the launch alone. Warm-up
 // launches first. Every repetition's time is kept; the median is what the CSV reports.
 #include "experiments/device/runner.hpp"
 
 #include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <dlfcn.h>
 #include <thrust/count.h>
 #include <thrust/device_ptr.h>
@@ -19,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <initializer_list>
 #include <map>
 #include <cmath>
 #include <cstdio>
@@ -32,7 +31,9 @@
 #include "experiments/device/error_stats_gpu.hpp"
 #include "experiments/device/exact_reference_gpu.hpp"
 #include "experiments/device/form_gpu.hpp"
+#include "experiments/device/gpu_path.hpp"
 #include "experiments/device/inputs_gpu.hpp"
+#include "experiments/device/quantize_gpu.hpp"
 #include "experiments/report/result.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
@@ -315,7 +316,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // The one timing helper: warm-up, then `reps` timed launches, each after an L2 flush and a NaN
 // poison of C, CUDA events around the launch alone (or, with opt.host_timer, the host clock around
 // the launch and a synchronisation). A kernel that returns its output (Kernel::collect) has it moved
-// into C after each launch, outside the timed region. The first launch's C is kept and compared
+// into C after each launch, outside the timed region; Kernel::prepare runs before each launch, outside
+// it too. The first launch's C is kept and compared
 // with the last's bit for bit (KernelRun::nondeterministic). `consume(dC, stream)` sees the last
 // output. Fills every field of KernelRun but c, unwritten and wall_seconds.
 KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
@@ -356,6 +358,7 @@ KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const 
   int launched = 0;
   auto launch = [&](int timed_rep) {
     prepare();
+    if (k.prepare) k.prepare(args);  // a host kernel's copies of A and B: untimed
     std::chrono::steady_clock::time_point t0;
     if (timed_rep >= 0) {
       if (opt.host_timer) {
@@ -661,6 +664,7 @@ std::vector<std::uint64_t> EntryRunner::run_entries(const std::vector<std::pair<
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
   const std::size_t bytes = static_cast<std::size_t>(m.M) * m.N * m.eb_out;
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, bytes, m.stream));
+  if (m.k.prepare) m.k.prepare(m.args);
   m.k.launch(m.args);
   if (m.k.collect) m.k.collect(m.args);
   std::vector<std::uint64_t> out(entries.size(), 0);
@@ -710,6 +714,7 @@ double EntryRunner::run_entry(int i, int j) {
   Impl& m = *impl_;
   GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.C.p, 0xFF, static_cast<std::size_t>(m.M) * m.N * m.eb_out, m.stream));
+  if (m.k.prepare) m.k.prepare(m.args);
   m.k.launch(m.args);
   if (m.k.collect) m.k.collect(m.args);
   std::uint64_t bits = 0;
@@ -810,16 +815,6 @@ SoftwareVersions software_versions(int device) {
 
 namespace {
 
-// The output of a kernel widened to binary64 on the GPU (the NaN poison stays NaN).
-__global__ void widen_kernel(const void* __restrict__ c, int fmt, std::size_t n, double* __restrict__ out) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    if (fmt == 0) out[i] = static_cast<const float*>(c)[i];
-    else if (fmt == 1) out[i] = __half2float(static_cast<const __half*>(c)[i]);
-    else out[i] = __bfloat162float(static_cast<const __nv_bfloat16*>(c)[i]);
-  }
-}
-
 struct BeyondRange {
   double max_finite;
   __device__ bool operator()(double c) const { return !(fabs(c) <= max_finite); }
@@ -857,24 +852,52 @@ class GpuProblemReference final : public ProblemReference {
   std::map<double, long long> beyond_;
 };
 
-// One problem's operands generated in GPU memory (device/inputs_gpu.hpp: bit for bit generate()), as
-// fp32 values (every input format but fp64 is a subset of fp32), and packed on the GPU into the
-// input format and each layout a kernel asks for, once per problem. The host copies are downloaded on
-// first use (a CPU reference, --save-matrices).
+// One problem's operands in GPU memory, A (M, K) and B (K, N) row-major as values: fp32 values for
+// every input format within fp32, binary64 values for fp64 (`wide`). Packed on the GPU into the input
+// format and each layout a kernel asks for, once per problem; the host copies are downloaded on first
+// use (a CPU reference, --save-matrices, a row on the host path).
 class GpuInputs final : public ProblemInputs {
  public:
-  GpuInputs(const Distribution& d, int m, int n, int k, Format in, std::uint64_t seed)
-      : a(static_cast<std::size_t>(m) * k * sizeof(float)), b(static_cast<std::size_t>(k) * n * sizeof(float)) {
+  // Room for the values of A and B in format `in`, written by generate() or by the caller (values()).
+  GpuInputs(int m, int n, int k, Format in)
+      : wide_(in == Format::fp64),
+        a(static_cast<std::size_t>(m) * k * value_bytes(in)),
+        b(static_cast<std::size_t>(k) * n * value_bytes(in)) {
     M = m, N = n, K = k;
     format = in;
-    device::generate_gpu(d, Operand::A, M, K, in, seed, static_cast<float*>(a.p));
-    device::generate_gpu(d, Operand::B, K, N, in, seed, static_cast<float*>(b.p));
+  }
+  // The operands of distribution d from `seed` (device/inputs_gpu.hpp: bit for bit generate()).
+  void generate(const Distribution& d, std::uint64_t seed) {
+    for (int which : {0, 1}) {
+      const Operand op = which == 0 ? Operand::A : Operand::B;
+      const int rows = which == 0 ? M : K, cols = which == 0 ? K : N;
+      if (wide_) device::generate_gpu(d, op, rows, cols, format, seed, static_cast<double*>(values(which)));
+      else device::generate_gpu(d, op, rows, cols, format, seed, static_cast<float*>(values(which)));
+    }
     GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
   }
+  static std::size_t value_bytes(Format in) { return in == Format::fp64 ? sizeof(double) : sizeof(float); }
+  void* values(int which) { return which == 0 ? a.p : b.p; }
   const Matrix& A() override { return host(a, M, K, host_a_); }
   const Matrix& B() override { return host(b, K, N, host_b_); }
-  const float* device_a() const { return static_cast<const float*>(a.p); }
-  const float* device_b() const { return static_cast<const float*>(b.p); }
+
+  // The exact reference of A B on this GPU, from the values where they lie.
+  device::GpuReference reference() const {
+    if (wide_)
+      return device::exact_gemm_gpu_device(static_cast<const double*>(a.p), static_cast<const double*>(b.p), M, N, K);
+    return device::exact_gemm_gpu_device(static_cast<const float*>(a.p), static_cast<const float*>(b.p), M, N, K);
+  }
+  // Row i of A and column j of B as doubles (an MPFR spot check's dot product).
+  void line(int i, int j, std::vector<double>& row, std::vector<double>& col) const {
+    const std::size_t vb = value_bytes(format);
+    std::vector<unsigned char> r(static_cast<std::size_t>(K) * vb), c(r.size());
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(r.data(), static_cast<const unsigned char*>(a.p) + static_cast<std::size_t>(i) * K * vb,
+                                  r.size(), cudaMemcpyDeviceToHost));
+    GEMMLAB_CUDA_CHECK(cudaMemcpy2D(c.data(), vb, static_cast<const unsigned char*>(b.p) + static_cast<std::size_t>(j) * vb,
+                                    static_cast<std::size_t>(N) * vb, vb, K, cudaMemcpyDeviceToHost));
+    row = widened(r, K);
+    col = widened(c, K);
+  }
 
   // Operand A (which = 0) or B (1) in the input format and `layout`, packed on first use.
   const void* packed(int which, Layout layout) {
@@ -890,7 +913,8 @@ class GpuInputs final : public ProblemInputs {
   std::size_t pack_into(int which, Layout layout, void* dst) {
     const int rows = which == 0 ? M : K, cols = which == 0 ? K : N;
     const std::size_t bytes = static_cast<std::size_t>(rows) * cols * storage_bytes(format);
-    if (dst) device::pack_gpu(static_cast<const float*>(which == 0 ? a.p : b.p), rows, cols, format, layout, dst);
+    if (dst && wide_) device::pack_gpu(static_cast<const double*>(values(which)), rows, cols, format, layout, dst);
+    else if (dst) device::pack_gpu(static_cast<const float*>(values(which)), rows, cols, format, layout, dst);
     return bytes;
   }
   // Entries of the packed operand that differ from a fresh packing (a kernel that wrote into its
@@ -909,18 +933,87 @@ class GpuInputs final : public ProblemInputs {
   }
 
  private:
+  // n values of this input's value type (float or double), as doubles (exact).
+  std::vector<double> widened(const std::vector<unsigned char>& bytes, std::size_t n) const {
+    std::vector<double> out(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      if (wide_) {
+        std::memcpy(&out[t], bytes.data() + t * sizeof(double), sizeof(double));
+      } else {
+        float f;
+        std::memcpy(&f, bytes.data() + t * sizeof(float), sizeof(float));
+        out[t] = f;
+      }
+    }
+    return out;
+  }
   const Matrix& host(const DeviceBuffer& d, int rows, int cols, std::unique_ptr<Matrix>& cache) {
     if (!cache) {
-      std::vector<float> f(static_cast<std::size_t>(rows) * cols);
-      GEMMLAB_CUDA_CHECK(cudaMemcpy(f.data(), d.p, f.size() * sizeof(float), cudaMemcpyDeviceToHost));
+      const std::size_t n = static_cast<std::size_t>(rows) * cols;
+      std::vector<unsigned char> raw(n * value_bytes(format));
+      if (n) GEMMLAB_CUDA_CHECK(cudaMemcpy(raw.data(), d.p, raw.size(), cudaMemcpyDeviceToHost));
       cache = std::make_unique<Matrix>(rows, cols);
-      std::copy(f.begin(), f.end(), cache->v.begin());
+      cache->v = widened(raw, n);
     }
     return *cache;
   }
+  bool wide_;
   DeviceBuffer a, b;
   std::unique_ptr<Matrix> host_a_, host_b_;
   std::unique_ptr<DeviceBuffer> packed_[2][2];
+};
+
+// A scaled fp8 problem made on the GPU, bit for bit make_scaled_problem: the fp32 sources generated
+// there (generate_gpu), quantized there (quantize_gpu: fp8 values and scale grids, A before B as on
+// the CPU, so a refusal names the same block), dequantized there (dequantize_gpu), and the scale
+// grids put into the kernels' layouts on the host (kernel_scales: a few hundred KB) and uploaded
+// once per problem.
+class GpuScaledInputs final : public ScaledInputs {
+ public:
+  GpuScaledInputs(const Distribution& d, int m, int n, int k, std::uint64_t seed)
+      : sources_(m, n, k, Format::fp32),
+        q_(m, n, k, d.recipe ? d.recipe->fp8 : Format::e4m3),
+        dequantized_(m, n, k, Format::fp64) {
+    if (!d.recipe) throw std::invalid_argument("make_scaled_problem: " + d.name() + " has no scaled fp8 recipe (SOURCE@RECIPE)");
+    M = m, N = n, K = k;
+    recipe = *d.recipe;
+    sources_.generate(d.source(), seed);
+    for (int which : {0, 1}) {
+      const Operand op = which == 0 ? Operand::A : Operand::B;
+      const ScaleGranularity g = which == 0 ? recipe.a : recipe.b;
+      const int rows = which == 0 ? M : K, cols = which == 0 ? K : N;
+      ScaledOperand grid;  // its plan and scales: what kernel_scales reads
+      grid.plan = quant_plan(op, g, recipe.fp8, recipe.ue8m0, rows, cols);
+      grid.grid_rows = grid_rows(grid.plan, rows);
+      grid.grid_cols = grid.plan.grid_cols;
+      grid.scales.resize(static_cast<std::size_t>(grid.grid_rows) * grid.grid_cols);
+      DeviceBuffer d_grid(grid.scales.size() * sizeof(float));
+      const auto* src = static_cast<const float*>(sources_.values(which));
+      device::quantize_gpu(src, op, g, recipe.fp8, recipe.ue8m0, rows, cols, static_cast<float*>(q_.values(which)),
+                           static_cast<float*>(d_grid.p));
+      device::dequantize_gpu(static_cast<const float*>(q_.values(which)), static_cast<const float*>(d_grid.p), op, g,
+                             recipe.fp8, recipe.ue8m0, rows, cols, static_cast<double*>(dequantized_.values(which)));
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(grid.scales.data(), d_grid.p, grid.scales.size() * sizeof(float),
+                                    cudaMemcpyDeviceToHost));
+      std::vector<float>& host = which == 0 ? scales_.a : scales_.b;
+      host = kernel_scales(grid, op, g);
+      auto& dev = kernel_scales_[which];
+      dev = std::make_unique<DeviceBuffer>(host.size() * sizeof(float));
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(dev->p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  ProblemInputs& sources() override { return sources_; }
+  ProblemInputs& dequantized() override { return dequantized_; }
+  const Matrix& q(Operand which) override { return which == Operand::A ? q_.A() : q_.B(); }
+  const OperandScales& scales() override { return scales_; }
+  GpuInputs& quantized() { return q_; }  // the fp8 values as fp32 values, packed for a kernel
+  const float* device_scales(int which) const { return static_cast<const float*>(kernel_scales_[which]->p); }
+
+ private:
+  GpuInputs sources_, q_, dequantized_;
+  OperandScales scales_;
+  std::unique_ptr<DeviceBuffer> kernel_scales_[2];
 };
 
 std::string info_name(Format f) { return gemmlab::info(f).name; }
@@ -973,14 +1066,23 @@ class GpuDevice final : public Device {
            "^3: choose a smaller size";
   }
 
-  // Generated on the GPU, where the kernels, the reference and the statistics read them. Formats
-  // wider than fp32 (fp64) are generated on the host.
+  // Generated on the GPU, where the kernels, the reference and the statistics read them: fp32 values
+  // for the formats within fp32, binary64 values for fp64.
   std::unique_ptr<ProblemInputs> inputs(const Distribution& d, int M, int N, int K, Format in, std::uint64_t seed,
-                                        int threads) override {
-    if (gemmlab::info(in).precision > 24) return Device::inputs(d, M, N, K, in, seed, threads);
+                                        int) override {
     GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
     const auto t0 = std::chrono::steady_clock::now();
-    auto p = std::make_unique<GpuInputs>(d, M, N, K, in, seed);
+    auto p = std::make_unique<GpuInputs>(M, N, K, in);
+    p->generate(d, seed);
+    p->seconds = seconds_since(t0);
+    return p;
+  }
+
+  std::unique_ptr<ScaledInputs> scaled_inputs(const Distribution& d, int M, int N, int K, std::uint64_t seed,
+                                              int) override {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto p = std::make_unique<GpuScaledInputs>(d, M, N, K, seed);
     p->seconds = seconds_since(t0);
     return p;
   }
@@ -994,14 +1096,14 @@ class GpuDevice final : public Device {
     auto* gin = dynamic_cast<GpuInputs*>(&in);
     std::unique_ptr<GpuProblemReference> ref;
     try {
-      ref = std::make_unique<GpuProblemReference>(
-          gin ? device::exact_gemm_gpu_device(gin->device_a(), gin->device_b(), in.M, in.N, in.K)
-              : device::exact_gemm_gpu(in.A(), in.B()));
+      ref = std::make_unique<GpuProblemReference>(gin ? gin->reference() : device::exact_gemm_gpu(in.A(), in.B()));
     } catch (const device::GpuReferenceUnavailable& e) {
       if (opt.mode == "gpu") throw std::runtime_error(std::string("--reference gpu: ") + e.what());
       std::fprintf(stderr, "[gemmlab] the GPU cannot compute this reference exactly (%s): the CPU engine does\n",
                    e.what());
-      return cpu_reference(in.A(), in.B(), opt);
+      auto cpu = cpu_reference(in.A(), in.B(), opt);
+      cpu->cpu_fallback = e.what();
+      return cpu;
     }
     ref->label = ref->g.engine;
     if (opt.mode != "exact" && opt.spot_checks > 0) {
@@ -1015,17 +1117,14 @@ class GpuDevice final : public Device {
         // Row i of A, column j of B and the reference's C(i, j) are read now; the MPFR dot products run
         // on the host while the first kernel runs (wait_verified), the GPU untouched by them.
         struct Entry {
-          std::vector<float> row, col;
+          std::vector<double> row, col;
           double c = 0;
         };
         auto entries = std::make_shared<std::map<long long, Entry>>();
         for (const long long idx : spot_check_entries(in.M, in.N, n, opt.seed)) {
-          const int i = static_cast<int>(idx / in.N), j = static_cast<int>(idx % in.N);
-          Entry e{std::vector<float>(in.K), std::vector<float>(in.K), read_c(idx)};
-          GEMMLAB_CUDA_CHECK(cudaMemcpy(e.row.data(), gin->device_a() + static_cast<std::size_t>(i) * in.K,
-                                        in.K * sizeof(float), cudaMemcpyDeviceToHost));
-          GEMMLAB_CUDA_CHECK(cudaMemcpy2D(e.col.data(), sizeof(float), gin->device_b() + j, in.N * sizeof(float),
-                                          sizeof(float), in.K, cudaMemcpyDeviceToHost));
+          Entry e;
+          gin->line(static_cast<int>(idx / in.N), static_cast<int>(idx % in.N), e.row, e.col);
+          e.c = read_c(idx);
           (*entries)[idx] = std::move(e);
         }
         ref->verifying = std::async(std::launch::async, [entries, M = in.M, N = in.N, K = in.K, n, seed = opt.seed,
@@ -1045,45 +1144,86 @@ class GpuDevice final : public Device {
     return ref;
   }
 
-  // With a GPU reference the output never leaves the GPU: widened to binary64 there and judged by
-  // the GPU statistics (bit for bit the CPU's). The operands are packed on the GPU once per problem
-  // and layout; after each kernel they are checked against a fresh packing (a kernel that writes
-  // into A or B gets an error row, and the next kernel clean operands).
+  // The GPU path (gpu_path.hpp): the output never leaves the GPU, widened to binary64 there and judged
+  // by the GPU statistics (bit for bit the CPU's). The operands are packed on the GPU once per problem
+  // and layout; after each kernel they are checked against a fresh packing (a kernel that writes into
+  // A or B gets an error row, and the next kernel clean operands). A row the GPU path cannot serve is
+  // judged on the host (Device::measure) and says why (Measurement::host_path).
   Measurement measure(const Kernel& k, ProblemInputs& in, ProblemReference& ref, const TimingOptions& opt,
                       const BoundModel& model, bool keep_output, int threads) override {
-    auto* g = dynamic_cast<GpuProblemReference*>(&ref);
     auto* gin = dynamic_cast<GpuInputs*>(&in);
-    const Format out = k.numerics.output;
-    const int fmt = out == Format::fp32 ? 0 : out == Format::fp16 ? 1 : out == Format::bf16 ? 2 : -1;
-    if (!g || !gin || fmt < 0) return Device::measure(k, in, ref, opt, model, keep_output, threads);
+    if (std::string why = host_path_reason(k, gin != nullptr, {&ref}); !why.empty()) {
+      Measurement m = Device::measure(k, in, ref, opt, model, keep_output, threads);
+      m.host_path = why;
+      return m;
+    }
+    return measure_on_gpu(k, *gin, nullptr, nullptr, opt, model, keep_output,
+                          dynamic_cast<GpuProblemReference&>(ref).g, nullptr);
+  }
+
+  // The same for a scaled fp8 kernel: its fp8 operands packed once per problem and layout, the scale
+  // grids uploaded once per problem, both references' statistics on the GPU.
+  Measurement measure_scaled(const Kernel& k, ScaledInputs& in, ProblemReference& gemm_ref,
+                             ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
+                             int threads) override {
+    auto* gin = dynamic_cast<GpuScaledInputs*>(&in);
+    if (std::string why = host_path_reason(k, gin != nullptr, {&gemm_ref, &total_ref}); !why.empty()) {
+      Measurement m = Device::measure_scaled(k, in, gemm_ref, total_ref, opt, model, threads);
+      m.host_path = why;
+      return m;
+    }
+    return measure_on_gpu(k, gin->quantized(), gin->device_scales(0), gin->device_scales(1), opt, model, false,
+                          dynamic_cast<GpuProblemReference&>(gemm_ref).g,
+                          &dynamic_cast<GpuProblemReference&>(total_ref).g);
+  }
+
+ private:
+  // Why a row leaves the GPU path: its kernel's formats (gpu_path.hpp), operands made on the host, or
+  // a reference on the CPU (--reference cpu or mpfr, or the GPU engine's refusal); empty when it stays.
+  static std::string host_path_reason(const Kernel& k, bool gpu_inputs, std::initializer_list<ProblemReference*> refs) {
+    if (std::string why = gpu_path_refusal(k); !why.empty()) return why;
+    if (!gpu_inputs) return "its operands were made on the host";
+    for (ProblemReference* r : refs)
+      if (!dynamic_cast<GpuProblemReference*>(r))
+        return r->cpu_fallback.empty() ? "its exact reference is on the CPU, as --reference cpu or mpfr asks"
+                                       : "its exact reference is on the CPU, the GPU engine refusing it: " + r->cpu_fallback;
+    return {};
+  }
+
+  // One row on the GPU path: operands packed in `in`, scale grids (scaled fp8 kernels) on the GPU,
+  // the launches (run_timed), the inputs' check, then C widened in place and judged against `ref`
+  // (and against `total` for a scaled kernel's total error).
+  Measurement measure_on_gpu(const Kernel& k, GpuInputs& in, const float* scale_a, const float* scale_b,
+                             const TimingOptions& opt, const BoundModel& model, bool keep_output,
+                             const device::GpuReference& ref, const device::GpuReference* total) {
     const auto wall_start = std::chrono::steady_clock::now();
     const DeviceInfo& dev = query_device(index_);
     GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    const Format out = k.numerics.output;
     const int M = in.M, K = in.K, N = in.N;
     const std::size_t n = static_cast<std::size_t>(M) * N;
     if (!buf_) buf_ = std::make_unique<RowBuffers>();
     RowBuffers& buf = *buf_;
-    const void* dA = gin->packed(0, k.layout_a);
-    const void* dB = gin->packed(1, k.layout_b);
+    const void* dA = in.packed(0, k.layout_a);
+    const void* dB = in.packed(1, k.layout_b);
     GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
-    void* x = buf.widened.get(n * sizeof(double));
+    auto* x = static_cast<double*>(buf.widened.get(n * sizeof(double)));
     std::vector<double> c;
     Measurement m;
     m.run = run_timed(k, M, N, K, dA, dB, opt, dev, buf, [&](const void* dC, cudaStream_t s) {
-      const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 65535));
-      widen_kernel<<<std::max(blocks, 1u), 256, 0, s>>>(dC, fmt, n, static_cast<double*>(x));
-      GEMMLAB_CUDA_CHECK(cudaGetLastError());
+      device::widen_gpu(dC, out, M, N, N, x, s);
       GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(s));
       if (keep_output) c = download(dC, out, n);
-    });
+    }, scale_a, scale_b);
     for (int which : {0, 1})
-      if (const long long w = gin->written(which, which == 0 ? k.layout_a : k.layout_b, buf))
+      if (const long long w = in.written(which, which == 0 ? k.layout_a : k.layout_b, buf))
         throw std::runtime_error(std::string(k.name) + " wrote into its input " + (which == 0 ? "A" : "B") + ": " +
                                  std::to_string(w) + " of its " +
                                  std::to_string(static_cast<long long>(which == 0 ? M : K) * (which == 0 ? K : N)) +
                                  " entries changed; a GEMM must leave A and B as it found them");
     const auto t0 = std::chrono::steady_clock::now();
-    m.stats = device::compute_error_stats_gpu(static_cast<const double*>(x), g->g, out, model);
+    m.stats = device::compute_error_stats_gpu(x, ref, out, model);
+    if (total) m.total = device::compute_error_stats_gpu(x, *total, out, model);
     m.stats_seconds = seconds_since(t0);
     m.run.c = std::move(c);
     m.run.unwritten = m.stats.unwritten;
@@ -1091,7 +1231,6 @@ class GpuDevice final : public Device {
     return m;
   }
 
- private:
   int index_;
   std::unique_ptr<RowBuffers> buf_;  // made on the first measurement, on this GPU
 };

@@ -162,6 +162,9 @@ class ProblemReference {
   virtual ~ProblemReference() = default;
   std::string label;    // the CSV's `reference` column: the engine that ran (+ MPFR spot checks)
   double seconds = 0;   // wall time of computing and checking it
+  // Why the GPU engine could not compute it exactly, when the CPU engine did in its place (the
+  // rows judged against it leave the GPU path and say so); empty otherwise.
+  std::string cpu_fallback;
   // Exact entries a kernel writing a format of this largest finite value cannot represent
   // (|c| > max_finite, or not finite).
   virtual long long count_beyond(double max_finite) = 0;
@@ -180,7 +183,14 @@ class ProblemReference {
 struct Measurement {
   KernelRun run;             // run.c is filled only when keep_output was asked for
   ErrorStats stats;
-  double stats_seconds = 0;
+  // A scaled fp8 row's statistics against the exact product of its fp32 sources A0 B0 (the total
+  // error, quantization included: ResultRow::total); absent for other rows.
+  std::optional<ErrorStats> total;
+  double stats_seconds = 0;  // every statistics computed for the row
+  // Why the row left a GPU's GPU path (experiments/device/gpu_path.hpp): the kernel's operands went
+  // to it from the host, its output came back and was judged on the CPU. Empty when it stayed (and
+  // on a device without a GPU path).
+  std::string host_path;
 };
 
 // One problem's operands, A (M, K) and B (K, N) with every value exact in the input format, made
@@ -231,10 +241,27 @@ class HostFormInputs final : public FormInputs {
   FormOperands o_;
 };
 
-// What the run loop (experiments/engine) needs from the machine that runs kernels. reference() and
-// measure() have CPU defaults (experiments/engine/device_defaults.cpp: the CPU exact engines and
-// statistics on run()'s output); the GPU overrides both to keep the reference, the output and the
-// statistics on the GPU.
+// One problem of a distribution with a scaled fp8 recipe (SOURCE@RECIPE, reference/scaled_fp8.hpp),
+// bit for bit make_scaled_problem's: the fp32 sources A0 (M, K), B0 (K, N), their fp8 values and
+// scale grids under the recipe, and the dequantized operands s q, made by the device where its
+// kernels read them (a GPU makes them in its memory). Host copies are made on first use.
+class ScaledInputs {
+ public:
+  virtual ~ScaledInputs() = default;
+  virtual ProblemInputs& sources() = 0;        // A0, B0 (fp32): the total error's reference operands
+  virtual ProblemInputs& dequantized() = 0;    // s q, exact in binary64: the GEMM error's reference operands
+  virtual const Matrix& q(Operand which) = 0;  // the fp8 values a kernel reads, as doubles
+  virtual const OperandScales& scales() = 0;   // as a kernel reads them (kernel_scales' layouts)
+  int M = 0, N = 0, K = 0;
+  ScaleRecipe recipe;
+  double seconds = 0;  // wall time of making them
+};
+
+// What the run loop (experiments/engine) needs from the machine that runs kernels. inputs(),
+// reference(), measure(), scaled_inputs() and measure_scaled() have CPU defaults
+// (experiments/engine/device_defaults.cpp: inputs made on the host, the CPU exact engines and
+// statistics on run()'s output); the GPU overrides them to keep the operands, the reference, the
+// output and the statistics on the GPU (its GPU path, experiments/device/gpu_path.hpp).
 class Device {
  public:
   virtual ~Device() = default;
@@ -263,6 +290,17 @@ class Device {
   // Runs k (timed as run() does) and judges its output against ref for k's output format.
   virtual Measurement measure(const Kernel& k, ProblemInputs& in, ProblemReference& ref, const TimingOptions& opt,
                               const BoundModel& model, bool keep_output, int threads);
+  // The problem of distribution d (with a recipe) at (M, N, K) from `seed`. Throws
+  // std::invalid_argument as make_scaled_problem does (the recipe refuses the data: an all-zero
+  // block, ...). The default makes it on the host with `threads` threads.
+  virtual std::unique_ptr<ScaledInputs> scaled_inputs(const Distribution& d, int M, int N, int K, std::uint64_t seed,
+                                                      int threads);
+  // Runs the scaled kernel k on in's fp8 values and scales (timed as run() does) and judges its
+  // output against gemm_ref (Measurement::stats, the GEMM's own error) and total_ref
+  // (Measurement::total). The default: run_scaled, then the CPU statistics.
+  virtual Measurement measure_scaled(const Kernel& k, ScaledInputs& in, ProblemReference& gemm_ref,
+                                     ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
+                                     int threads);
 
   // A form problem (reference/gemm_form.hpp), as the four above do a plain one. Defaults
   // (experiments/engine/form_defaults.cpp): operands made by make_form_operands on the host, the CPU exact

@@ -11,6 +11,7 @@
 #include "reference/mpfr_gemm.hpp"
 #include "reference/parallel.hpp"
 #include "reference/rng.hpp"
+#include "reference/scaled_fp8.hpp"
 
 namespace gemmlab {
 
@@ -132,6 +133,55 @@ std::unique_ptr<ProblemReference> Device::reference(ProblemInputs& in, const Ref
 
 KernelRun Device::run_scaled(const Kernel& k, const Matrix&, const Matrix&, const OperandScales&, const TimingOptions&) {
   throw std::runtime_error(std::string(k.name) + " is a scaled fp8 kernel and this device cannot run scaled kernels");
+}
+
+namespace {
+
+// make_scaled_problem's matrices on the host (members in the order they are made from it).
+class HostScaledInputs final : public ScaledInputs {
+ public:
+  HostScaledInputs(ScaledProblem p, const ScaleRecipe& r)
+      : sources_(std::move(p.A0), std::move(p.B0), Format::fp32),
+        dequantized_(p.A.dequantized(), p.B.dequantized(), Format::fp64),
+        scales_{kernel_scales(p.A, Operand::A, r.a), kernel_scales(p.B, Operand::B, r.b)},
+        qa_(std::move(p.A.q)),
+        qb_(std::move(p.B.q)) {
+    M = sources_.M, N = sources_.N, K = sources_.K;
+    recipe = r;
+  }
+  ProblemInputs& sources() override { return sources_; }
+  ProblemInputs& dequantized() override { return dequantized_; }
+  const Matrix& q(Operand which) override { return which == Operand::A ? qa_ : qb_; }
+  const OperandScales& scales() override { return scales_; }
+
+ private:
+  HostInputs sources_, dequantized_;
+  OperandScales scales_;
+  Matrix qa_, qb_;
+};
+
+}  // namespace
+
+std::unique_ptr<ScaledInputs> Device::scaled_inputs(const Distribution& d, int M, int N, int K, std::uint64_t seed,
+                                                    int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ScaledProblem problem = make_scaled_problem(d, M, N, K, seed, threads);  // throws for d without a recipe
+  auto p = std::make_unique<HostScaledInputs>(std::move(problem), *d.recipe);
+  p->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+Measurement Device::measure_scaled(const Kernel& k, ScaledInputs& in, ProblemReference& gemm_ref,
+                                   ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
+                                   int threads) {
+  Measurement m;
+  m.run = run_scaled(k, in.q(Operand::A), in.q(Operand::B), in.scales(), opt);
+  const auto t0 = std::chrono::steady_clock::now();
+  m.stats = compute_error_stats(m.run.c, gemm_ref.host(), k.numerics.output, model, threads);
+  m.total = compute_error_stats(m.run.c, total_ref.host(), k.numerics.output, model, threads);
+  m.stats_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  m.run.c.clear();
+  return m;
 }
 
 Measurement Device::measure(const Kernel& k, ProblemInputs& in, ProblemReference& ref, const TimingOptions& opt,

@@ -184,6 +184,10 @@ std::unique_ptr<PluginKernel> checked_kernel(const gemmlab_kernel_desc& d, int i
   k.requires_sm90a = c.at_least("requires_sm90a", d.requires_sm90a, 0, 1) == 1;
   if (d.workspace_bytes > (std::size_t{1} << 40)) c.bad("workspace_bytes", "is more than 1 TiB");
   k.workspace_bytes = d.workspace_bytes;
+  // Family cpu declares a host computation (gemmlab_plugin.h): `all` leaves it out, as it does
+  // gemmlab's own host kernels; its name or family:cpu still runs it.
+  if (pk->family == "cpu")
+    k.left_out_of_all = "a plugin's kernel of family cpu (a host computation): run it by name or with family:cpu";
   k.launch = nullptr;  // bound to a trampoline when registered
   k.supports = d.supports;
   k.k_chunks = nullptr;

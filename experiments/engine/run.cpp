@@ -34,32 +34,62 @@ namespace fs = std::filesystem;
 
 namespace gemmlab {
 
+namespace {
+
+// The kernels one entry of a plan's `kernels` or `exclude` list selects: a kernel's name, or
+// family:<family> (every kernel of the family, those `all` leaves out included). `list` names the
+// list in messages ("kernels" or "exclude").
+std::vector<const Kernel*> kernels_named(const std::string& name, const std::string& list) {
+  std::vector<const Kernel*> out;
+  const std::string where = list == "kernels" ? "" : " in " + list;
+  if (name.rfind("family:", 0) == 0) {
+    const std::string fam = name.substr(7);
+    for (auto* k : all_kernels())
+      if (fam == k->family) out.push_back(k);
+    if (out.empty())
+      throw UsageError("no kernel of family '" + fam + "' is registered" + where + " (`gemmlab list` shows them)");
+  } else if (const Kernel* k = find_kernel(name)) {
+    out.push_back(k);
+  } else {
+    std::string near;
+    for (auto* c : all_kernels())
+      if (std::string(c->name).find(name) != std::string::npos) near += std::string(near.empty() ? "" : ", ") + c->name;
+    throw UsageError("unknown kernel '" + name + "'" + where + (near.empty() ? "" : " (did you mean: " + near + "?)") +
+                     "; `gemmlab list` shows the " + std::to_string(all_kernels().size()) +
+                     " registered kernels (a plugin's kernels are there once it is loaded with --plugin PATH "
+                     "or a suite's plugins)");
+  }
+  return out;
+}
+
+}  // namespace
+
 ResolvedPlan resolve(const RunPlan& p) {
   ResolvedPlan r;
+  // Every exclude entry is checked (an unknown name is refused) before the selection.
+  std::set<std::string> excluded;
+  for (const auto& name : p.exclude) {
+    if (name == "all") throw UsageError("exclude: 'all' would leave no kernel; name kernels or family:<family>");
+    for (const Kernel* k : kernels_named(name, "exclude")) excluded.insert(k->name);
+  }
   std::set<std::string> seen;
   auto add = [&](const Kernel* k) {
-    if (seen.insert(k->name).second) r.kernels.push_back(k);
+    if (!excluded.count(k->name) && seen.insert(k->name).second) r.kernels.push_back(k);
   };
   for (const auto& name : p.kernels) {
     if (name == "all") {
-      for (auto* k : all_kernels()) add(k);
-    } else if (name.rfind("family:", 0) == 0) {
-      std::string fam = name.substr(7);
-      bool any = false;
+      // Every kernel but those that declare why `all` leaves them out (host kernels: Kernel::left_out_of_all).
       for (auto* k : all_kernels())
-        if (fam == k->family) add(k), any = true;
-      if (!any) throw UsageError("no kernel of family '" + fam + "' is registered (`gemmlab list` shows them)");
-    } else if (const Kernel* k = find_kernel(name)) {
-      add(k);
+        if (!k->left_out_of_all) add(k);
     } else {
-      std::string near;
-      for (auto* c : all_kernels())
-        if (std::string(c->name).find(name) != std::string::npos) near += std::string(near.empty() ? "" : ", ") + c->name;
-      throw UsageError("unknown kernel '" + name + "'" + (near.empty() ? "" : " (did you mean: " + near + "?)") +
-                       "; `gemmlab list` shows the " + std::to_string(all_kernels().size()) +
-                       " registered kernels (a plugin's kernels are there once it is loaded with --plugin PATH "
-                       "or a suite's plugins)");
+      for (const Kernel* k : kernels_named(name, "kernels")) add(k);
     }
+  }
+  if (r.kernels.empty() && !p.kernels.empty()) {
+    std::string asked;
+    for (const auto& name : p.kernels) asked += (asked.empty() ? "" : ", ") + name;
+    throw UsageError("kernels [" + asked + "] select no kernel once exclude and what `all` leaves out are taken away "
+                     "(`gemmlab list` shows the kernels `all` leaves out): name a kernel to run");
   }
   for (const auto& name : p.distributions) {
     if (name == "all") {
@@ -238,6 +268,7 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
                   {"reference", plan.reference}, {"spot_checks", plan.spot_checks}, {"forms", plan.forms}};
   for (const auto& z : plan.sizes) meta["plan"]["sizes"].push_back({z.M, z.N, z.K});
   if (!plan.plugins.empty()) meta["plan"]["plugins"] = plan.plugins;
+  if (!plan.exclude.empty()) meta["plan"]["exclude"] = plan.exclude;
   std::vector<std::string> kernel_names;
   for (const Kernel* k : p.rp.kernels) kernel_names.push_back(k->name);
   if (nlohmann::json plugins = plugins_metadata(kernel_names); !plugins.empty()) meta["plugins"] = plugins;
@@ -268,6 +299,22 @@ struct TimeSplit {
   void add(double TimeSplit::*part, double s) {
     std::lock_guard<std::mutex> lock(mu);
     this->*part += s;
+  }
+};
+
+// The rows that left a GPU's GPU path (Measurement::host_path), by reason: the metadata's
+// `gpu_path`, so that no fallback is silent.
+struct HostPaths {
+  std::mutex mu;
+  std::map<std::string, long long> rows_by_reason;
+  long long rows = 0;
+  // Notes the row (its note begins "host path: <why>; ") and counts it; nothing for a row that stayed.
+  void record(ResultRow& row, const Measurement& m) {
+    if (m.host_path.empty()) return;
+    row.note = "host path: " + m.host_path + "; " + row.note;
+    std::lock_guard<std::mutex> lock(mu);
+    ++rows;
+    ++rows_by_reason[m.host_path];
   }
 };
 
@@ -323,8 +370,8 @@ class ReferenceCache {
 class ProblemRunner {
  public:
   ProblemRunner(const RunRequest& req, const Prepared& p, const std::vector<Device*>& devices, TimeSplit& time,
-                std::atomic<int>& errors)
-      : req_(req), devices_(devices), time_(time), errors_(errors) {
+                std::atomic<int>& errors, HostPaths& host_paths)
+      : req_(req), devices_(devices), time_(time), errors_(errors), host_paths_(host_paths) {
     for (auto* k : p.rp.kernels) kernels_[k->name] = k, formats_[info(k->numerics.input).name] = k->numerics.input;
     for (const auto& d : p.rp.distributions) dists_.emplace(d.name(), d);
     const int workers = static_cast<int>(std::max<std::size_t>(1, devices.size()));
@@ -461,6 +508,7 @@ class ProblemRunner {
       time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
       time_.add(&TimeSplit::statistics, m.stats_seconds);
       record(row, run, m.stats, k, d, device);
+      host_paths_.record(row, m);
       if (!req_.save_matrices.empty()) {
         const auto t2 = std::chrono::steady_clock::now();
         write_npy((fs::path(req_.save_matrices) / (tag + "_" + k.name + "_C.npy")).string(), run.c, z.M, z.N);
@@ -489,6 +537,8 @@ class ProblemRunner {
   static void record(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Kernel& k,
                      const Distribution& d, Device& device) {
     record_measured(row, run, stats, k.numerics, d, device.sm_clock_mhz());
+    // A host kernel says where and how it ran (its SIMD path and threads: kernels/cpu/eigen_gemm.cpp).
+    if (k.row_note) row.note = k.row_note + row.note;
   }
 
   static void log_row(const ResultRow& row, const KernelRun& run, const Kernel& k, engine::WorkerContext& ctx,
@@ -532,20 +582,18 @@ class ProblemRunner {
     if (takers.empty()) return;
     Device& device = *devices_[ctx.worker];
     auto t0 = std::chrono::steady_clock::now();
-    std::unique_ptr<ScaledProblem> sp;
+    // Made where the kernels read them (a GPU quantizes in its memory, bit for bit make_scaled_problem).
+    std::unique_ptr<ScaledInputs> sp;
     try {
-      sp = std::make_unique<ScaledProblem>(make_scaled_problem(d, z.M, z.N, z.K, seed, threads_));
+      sp = device.scaled_inputs(d, z.M, z.N, z.K, seed, threads_);
     } catch (const std::invalid_argument& e) {
       for (const Kernel* k : takers) emit(not_applicable(*k, e.what()));
       return;
     }
-    const OperandScales scales{kernel_scales(sp->A, Operand::A, r.a), kernel_scales(sp->B, Operand::B, r.b)};
-    HostInputs dequantized(sp->A.dequantized(), sp->B.dequantized(), Format::fp32);
-    HostInputs sources(sp->A0, sp->B0, Format::fp32);
     time_.add(&TimeSplit::inputs, seconds_since(t0));
     const std::string tag = file_tag(d, z, seed, r.fp8);
-    ReferenceCache gemm_refs(req_, threads_, dequantized, z, seed, tag, ctx, who, time_, device);
-    ReferenceCache total_refs(req_, threads_, sources, z, seed, tag + "_source", ctx, who, time_, device);
+    ReferenceCache gemm_refs(req_, threads_, sp->dequantized(), z, seed, tag, ctx, who, time_, device);
+    ReferenceCache total_refs(req_, threads_, sp->sources(), z, seed, tag + "_source", ctx, who, time_, device);
     for (const Kernel* k : takers) {
       if (ctx.should_stop()) return;
       ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
@@ -565,16 +613,15 @@ class ProblemRunner {
       } else {
         t0 = std::chrono::steady_clock::now();
         try {
-          const KernelRun run = device.run_scaled(*k, sp->A.q, sp->B.q, scales, topt_);
-          time_.add(&TimeSplit::kernels, run.launch_seconds);
-          time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
-          const auto t1 = std::chrono::steady_clock::now();
-          const BoundModel model = bound_model(k->numerics, z.K);
-          const ErrorStats stats = compute_error_stats(run.c, ref.host(), k->numerics.output, model, threads_);
-          row.total = TotalError::of(compute_error_stats(run.c, total.host(), k->numerics.output, model, threads_));
-          time_.add(&TimeSplit::statistics, seconds_since(t1));
-          record(row, run, stats, *k, d, device);
-          log_row(row, run, *k, ctx, who);
+          const Measurement m = device.measure_scaled(*k, *sp, ref, total, topt_, bound_model(k->numerics, z.K), threads_);
+          time_.add(&TimeSplit::kernels, m.run.launch_seconds);
+          time_.add(&TimeSplit::kernel_setup, m.run.wall_seconds - m.run.launch_seconds);
+          time_.add(&TimeSplit::statistics, m.stats_seconds);
+          if (!m.total) throw std::logic_error(std::string("the device judged ") + k->name + " without its total error");
+          row.total = TotalError::of(*m.total);
+          record(row, m.run, m.stats, *k, d, device);
+          host_paths_.record(row, m);
+          log_row(row, m.run, *k, ctx, who);
         } catch (const std::exception& e) {
           time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
           row.status = Status::error;
@@ -592,6 +639,7 @@ class ProblemRunner {
   const std::vector<Device*>& devices_;
   TimeSplit& time_;
   std::atomic<int>& errors_;
+  HostPaths& host_paths_;
   std::map<std::string, const Kernel*> kernels_;
   std::map<std::string, Format> formats_;
   std::map<std::string, Distribution> dists_;
@@ -667,7 +715,8 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
   };
 
   TimeSplit time;
-  ProblemRunner runner(req, p, devices, time, errors);
+  HostPaths host_paths;
+  ProblemRunner runner(req, p, devices, time, errors, host_paths);
   auto metadata = [&] {
     if (!req.dry_run) meta["gpu"]["sm_clock_mhz_end"] = devices.front()->sm_clock_mhz();
     meta["rows"] = p.rows.size();
@@ -692,6 +741,13 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
                               {"inputs", time.inputs},
                               {"io", time.io},
                               {"other", total - time.kernels - parts}};
+    // Rows judged on the host instead of a GPU's GPU path (experiments/device/gpu_path.hpp), by reason
+    // (each such row's note says it too); 0 when every row stayed on the GPU, and on devices without one.
+    {
+      std::lock_guard<std::mutex> lock(host_paths.mu);
+      meta["gpu_path"] = {{"host_path_rows", host_paths.rows},
+                          {"host_path_reasons", nlohmann::json(host_paths.rows_by_reason)}};
+    }
     return meta;
   };
   const engine::EngineResult r =

@@ -6,7 +6,7 @@ Every flavour of experiments/examples/triton_matmul.py, torch.matmul in fp16, bf
 and on), and torch._scaled_mm with rowwise e4m3 scaling (unit scales: the product itself; scaled
 recipes are another study), each at every size on U[0,1) and N(0,1), seed 20261121: one CSV and
 .meta.json per kernel under --out, and a table on stdout. `gemmlab run` with the same -d, -s and
---seed gives the built-in kernels' rows on bit-identical inputs (scripts/gpu_session.sh part judge).
+--seed gives the built-in kernels' rows on bit-identical inputs (scripts/lab/gpu_session.sh part judge).
 """
 
 from __future__ import annotations

@@ -38,16 +38,17 @@ namespace {
   throw UsageError("suite file " + file + ": '" + key + "' " + what);
 }
 
-std::vector<std::string> string_list(const toml::node& n, const std::string& file, const std::string& key) {
+std::vector<std::string> string_list(const toml::node& n, const std::string& file, const std::string& key,
+                                     bool may_be_empty = false) {
   const toml::array* a = n.as_array();
-  if (!a) bad(file, key, "must be an array of strings, e.g. [\"all\"]");
+  if (!a) bad(file, key, std::string("must be an array of strings, e.g. ") + (key == "exclude" ? "[\"family:cpu\"]" : "[\"all\"]"));
   std::vector<std::string> out;
   for (const auto& e : *a) {
     auto v = e.value<std::string>();
     if (!v || v->empty()) bad(file, key, "must hold only non-empty strings");
     out.push_back(*v);
   }
-  if (out.empty()) bad(file, key, "must not be empty");
+  if (out.empty() && !may_be_empty) bad(file, key, "must not be empty");
   return out;
 }
 
@@ -110,9 +111,9 @@ RunPlan load_suite(const std::string& path) {
   }
   RunPlan p;
   p.name = fs::path(path).stem().string();
-  static const std::set<std::string> known = {"name",  "description", "kernels",   "distributions", "sizes",  "seeds",
-                                              "reps",  "warmup",      "reference", "spot_checks",   "plugins",
-                                              "invariance", "forms"};
+  static const std::set<std::string> known = {"name",      "description", "kernels", "exclude",   "distributions",
+                                              "sizes",     "seeds",       "reps",    "warmup",    "reference",
+                                              "spot_checks", "plugins",   "invariance", "forms"};
   for (const auto& [k, v] : t) {
     std::string key(k.str());
     if (!known.count(key)) {
@@ -128,6 +129,7 @@ RunPlan load_suite(const std::string& path) {
     p.name = *v;
   }
   if (auto n = t.get("kernels")) p.kernels = string_list(*n, path, "kernels");
+  if (auto n = t.get("exclude")) p.exclude = string_list(*n, path, "exclude", true);
   if (auto n = t.get("distributions")) p.distributions = string_list(*n, path, "distributions");
   if (auto n = t.get("forms")) p.forms = string_list(*n, path, "forms");
   if (auto n = t.get("plugins"))

@@ -33,7 +33,9 @@ struct InvariancePlan {
 
 struct RunPlan {
   std::string name = "run";                        // suite name, used in the default output name
-  std::vector<std::string> kernels = {"all"};      // names, "all", or "family:<family>"
+  std::vector<std::string> kernels = {"all"};      // names, "all", or "family:<family>"; "all" leaves out
+                                                   // the kernels that say why (Kernel::left_out_of_all)
+  std::vector<std::string> exclude;                // names or "family:<family>" taken out of `kernels`
   std::vector<std::string> distributions = {"all"};
   std::vector<Size> sizes = {{4096, 4096, 4096}};
   std::vector<std::uint64_t> seeds = {1};
@@ -55,7 +57,8 @@ struct RunPlan {
 Size parse_size(const std::string& s);
 
 // Reads a suite file; unknown keys, wrong types and bad values are UsageErrors naming the file,
-// the key and what is expected. Keys: name, description, kernels, distributions, sizes ([[M,N,K],..]
+// the key and what is expected. Keys: name, description, kernels, exclude (names or family:<family>
+// taken out of kernels; an unknown one is refused when the plan is resolved), distributions, sizes ([[M,N,K],..]
 // or [N,..]), seeds, reps, warmup, reference, spot_checks, plugins (["lib.so", ..]: a relative path
 // is relative to the suite file's folder, so a suite means the same from any working directory),
 // forms (["default", "alpha=0.5,beta=2,c0=normal_0_1", ..]: see RunPlan::forms),

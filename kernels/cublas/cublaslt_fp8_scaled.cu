@@ -6,7 +6,7 @@
 // VEC128_32F (1x128_1x128). The scales arrive in cuBLASLt's own layouts (kernel_scales). Where and
 // in which order the library applies them is not documented: that is what `gemmlab predict` and
 // the masking experiment of `gemmlab order` are run on these entries to find out
-// (scripts/gpu_scaled_fp8.sh). Fast accumulation is offered for the tensor and rowwise modes only:
+// (scripts/lab/gpu_scaled_fp8.sh). Fast accumulation is offered for the tensor and rowwise modes only:
 // the block modes refuse it (PyTorch #158037 disables it for them), so there are no such entries.
 // Operand roles: cuBLASLt's A is gemmlab's B (N side) and cuBLASLt's B is gemmlab's A (M side), as
 // PyTorch's _scaled_mm passes them, so "VEC128 x BLK128x128" in PyTorch's (and gemmlab's) order is

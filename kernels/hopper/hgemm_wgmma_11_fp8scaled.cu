@@ -27,7 +27,7 @@
 // Reading: each consumer waits for all of its block's wgmmas before promoting, and both wait on the
 // same full barrier, so their promotions (64 FFMAs a thread) coincide and the tensor cores idle
 // meanwhile. The Schedule variants below (registered under temporary hgemm_wgmma_11x_* names at commit
-// 8b8f934 and measured there by scripts/gpu_fp8speed.sh) offset the two consumers by half a block: the turn passes when
+// 8b8f934 and measured there by scripts/lab/gpu_fp8speed.sh) offset the two consumers by half a block: the turn passes when
 // only `handover` wgmmas of the giver's block are left, so the taker's block is queued behind them and
 // runs while the giver promotes. Round 1 (one run, cuBLASLt 1,161 / 1,270): the offset turns at
 // BM = 128 were slower than `together` (980 / 1,033): handed over with one wgmma left 911 / 992, two
@@ -38,7 +38,7 @@
 // early store 1,078 / 1,196 (0.92x / 0.92x: the kernel's schedule, `Fastest`); early store without the
 // TMA store 1,020 / 1,137; offset turns with the fourth stage 1,047 / 1,148, with the early store
 // 995 / 1,124. The other schedules stay selectable through Variant (register one beside the kernel
-// and run scripts/gpu_fp8speed.sh to measure it); issue 22's 1.0x is not reached. Round 3 (one run, H100
+// and run scripts/lab/gpu_fp8speed.sh to measure it); issue 22's 1.0x is not reached. Round 3 (one run, H100
 // 2026-11-24, cuBLASLt 1,166 / 1,296; round 2's schedule 1,079 / 1,188 in it; each round 2 with one
 // knob of Variant changed, registered under temporary hgemm_wgmma_11x_* names at commit e22e6de;
 // results/scaled_fp8/schedules_round3_h100.csv): the shared-memory base kept in the shared state space
@@ -79,7 +79,7 @@
 // The SASS of ptxas 13.0 already alternates the yield-hint bit over the promotion FFMAs (set on 64 of
 // 128, the ones carrying .reuse): the interleaving DeepGEMM found in NVCC 12.3's output. DeepGEMM's
 // patch on top (.reuse cleared and that bit flipped on the reused FFMAs of a run's first 9/16,
-// scripts/patch_ffma_yield.py on the built binary, 35 FFMAs) made the kernel slower: 0.913 / 0.907
+// scripts/lab/patch_ffma_yield.py on the built binary, 35 FFMAs) made the kernel slower: 0.913 / 0.907
 // and 0.920 / 0.906 of cuBLASLt against 0.947 / 0.931 and 0.944 / 0.933 unpatched in alternating
 // runs, and clearing the bit on all 128 FFMAs 0.913 / 0.903, 0.912 / 0.902 (H100, 2026-11-24,
 // results/scaled_fp8/ffma_yield_h100/). Where the time goes (same day, kscan_h100.csv): the ratio
@@ -118,7 +118,7 @@ static_assert(BN == 128, "one 128 x 128 scale block of B per tile column: the sc
 enum class Scaling { block_1x128_128x128, rowwise };
 
 // How the two consumer warpgroups share the tensor cores around the promotions (issue 22's speed
-// target; the variants are compared in one run by scripts/gpu_fp8speed.sh).
+// target; the variants are compared in one run by scripts/lab/gpu_fp8speed.sh).
 enum class Schedule {
   // Each consumer waits for the slot, issues its block's four wgmmas, waits for them, promotes.
   together,

@@ -67,7 +67,9 @@ struct gemmlab_kernel_desc {
   const char* name;         /* the CSV's `kernel` column and the name in -k: 1 to 128 characters of
                                [A-Za-z0-9_.-], not "all", new to gemmlab */
   const char* family;       /* free label for the `family` column and -k family:<family>, e.g. "plugin"
-                               or "cutlass": 1 to 64 characters of [A-Za-z0-9_.-] */
+                               or "cutlass": 1 to 64 characters of [A-Za-z0-9_.-]. "cpu" says the
+                               launch is a host computation: `all` leaves such kernels out (as it does
+                               gemmlab's own Eigen kernels); their name or family:cpu runs them */
   const char* description;  /* one line for `gemmlab list` (NULL: none) */
 
   const char* input_format;        /* format of A and B in memory */

@@ -2,7 +2,7 @@
 // Hand-computed dyadic cases for the features that set Hopper apart (truncating alignment, the
 // fp8 wgmma result cut, the fp8 mma.sync interleaved steps), the file form, the errors a user
 // meets, and every probe the H100 answered (results/probes/h100_probes_20261123_outputs.csv: the
-// hardware's D bits, compacted from the raw outcomes by results/probes/compact_outcomes.py) replayed
+// hardware's D bits, compacted from the raw outcomes by scripts/lab/probes/compact_outcomes.py) replayed
 // through tc-eval's parser and evaluation.
 #include <gtest/gtest.h>
 
@@ -156,7 +156,7 @@ TEST(TcEval, FileFormWritesEveryCaseAndCountsMismatches) {
 
 namespace {
 
-// Replays a compact file of hardware outputs (results/probes/compact_outcomes.py: one row per
+// Replays a compact file of hardware outputs (scripts/lab/probes/compact_outcomes.py: one row per
 // instruction, its outputs in probe order and the sha256 of the ids) through tc-eval: the cases are
 // rebuilt with `make` (tc::make_probes, or tc::make_corpus for the corpus), written as tc-eval bit
 // patterns with the hardware's D as the observed d. Returns the outcomes compared; failures name
@@ -239,16 +239,16 @@ TEST(TcEval, ReproducesEveryCommittedProbeOutcome) {
 }
 
 // Every committed corpus outcome (<gpu>_tc_corpus_<date>_corpus_outputs.csv, written by
-// results/probes/tc_corpus_postprocess.py from `scripts/gpu_session.sh ... tc-corpus`): the corpus
+// scripts/lab/probes/tc_corpus_postprocess.py from `scripts/lab/gpu_session.sh ... tc-corpus`): the corpus
 // rebuilt by make_corpus, each case's hardware D through tc-eval.
 TEST(TcEval, ReproducesEveryCommittedCorpusOutcome) {
   const std::vector<std::string> files = committed("_corpus_outputs.csv");
-  if (files.empty()) GTEST_SKIP() << "no corpus outcomes committed yet (scripts/gpu_session.sh BIN OUT tc-corpus)";
+  if (files.empty()) GTEST_SKIP() << "no corpus outcomes committed yet (scripts/lab/gpu_session.sh BIN OUT tc-corpus)";
   for (const std::string& path : files)
     EXPECT_GT(replay(path, [](const tc::InstructionInfo& ii) { return tc::make_corpus(ii); }), 0) << path;
 }
 
-// The fp64 tensor core's outcomes on both GPUs (scripts/gpu_tc_f64.sh, 2026-11-24; written by
+// The fp64 tensor core's outcomes on both GPUs (scripts/lab/gpu_tc_f64.sh, 2026-11-24; written by
 // tc_corpus_postprocess.py --run tc_f64): every probe (36,916 over the four instructions) and every
 // corpus case (48,000), NaN payloads included, through the committed model (nan_encoding propagate).
 TEST(TcEval, ReproducesTheCommittedF64Outcomes) {

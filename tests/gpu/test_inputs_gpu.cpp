@@ -1,8 +1,9 @@
 // Inputs on the GPU (experiments/device/inputs_gpu.hpp) against the CPU definitions, bit for bit:
 // generate_gpu against generate() for every distribution and input format (the cases the CPU
-// digests pin, tests/cpu/test_distribution_digests.cpp, plus two large operands), pack_gpu against
-// to_bits per entry in both layouts, widen_gpu against from_bits (NaN stays NaN, ld > cols), and
-// the speed of generation at 4096 x 4096. The refusals are host checks and run without a GPU.
+// digests pin, tests/cpu/test_distribution_digests.cpp, plus large operands), fp64 included as
+// binary64 values, pack_gpu against to_bits per entry in both layouts (fp64 from binary64 values),
+// widen_gpu against from_bits (NaN stays NaN, ld > cols; fp64 a copy), and the speed of generation
+// at 4096 x 4096. The refusals are host checks and run without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -59,6 +60,15 @@ struct DeviceArray {
     return v;
   }
 };
+
+// generate_gpu's binary64 form against generate(), bit for bit.
+::testing::AssertionResult gpu_doubles_equal_cpu(const Distribution& d, Operand op, int rows, int cols, Format f) {
+  DeviceArray<double> out(static_cast<std::size_t>(rows) * cols);
+  device::generate_gpu(d, op, rows, cols, f, kSeed, out.p);
+  return same_bits(out.download(), generate(d, op, rows, cols, f, kSeed).v, cols)
+         << " (" << d.name() << " " << info(f).name << " as binary64, " << (op == Operand::A ? "A" : "B") << " "
+         << rows << "x" << cols << ")";
+}
 
 const std::vector<Format>& float_formats() {
   static const std::vector<Format> f = {Format::fp32, Format::tf32, Format::fp16, Format::bf16, Format::e4m3, Format::e5m2};
@@ -144,6 +154,27 @@ TEST(InputsGpu, GenerateMatchesTheCpuGeneratorOnLargeOperands) {
   EXPECT_TRUE(gpu_equals_cpu(parse_distribution("expspread_4"), Operand::A, 1024, 1024, Format::bf16));
 }
 
+// fp64 operands, generated as binary64 values (GpuDevice::inputs for fp64 kernels): every case the
+// CPU digests pin for fp64, and operands of the main job's kind (K = 4096: cancel's pairing).
+TEST(InputsGpu, Fp64GenerateMatchesTheCpuGenerator) {
+  GEMMLAB_REQUIRE_GPU();
+  int cases = 0;
+  for (const Distribution& d : case_distributions()) {
+    if (!unusable_reason(d, Format::fp64).empty()) continue;
+    EXPECT_TRUE(gpu_doubles_equal_cpu(d, Operand::A, kCaseM, kCaseK, Format::fp64));
+    EXPECT_TRUE(gpu_doubles_equal_cpu(d, Operand::B, kCaseK, kCaseN, Format::fp64));
+    cases += 2;
+  }
+  EXPECT_EQ(cases, 22);  // the CPU digests' fp64 cases
+  for (const Distribution& d : default_distributions()) {
+    EXPECT_TRUE(gpu_doubles_equal_cpu(d, Operand::A, 1024, 4096, Format::fp64));
+    EXPECT_TRUE(gpu_doubles_equal_cpu(d, Operand::B, 4096, 768, Format::fp64));
+  }
+  EXPECT_TRUE(gpu_doubles_equal_cpu(parse_distribution("expspread_4"), Operand::A, 1000, 777, Format::fp64));
+  // The binary64 form of a format within fp32 holds the float form's values.
+  EXPECT_TRUE(gpu_doubles_equal_cpu(parse_distribution("normal_0_1"), Operand::A, kCaseM, kCaseK, Format::fp16));
+}
+
 TEST(InputsGpu, GenerateRunsFastAt4096Squared) {
   GEMMLAB_REQUIRE_GPU();
   const int n = 4096;
@@ -166,6 +197,21 @@ TEST(InputsGpu, GenerateRunsFastAt4096Squared) {
     std::sort(ms.begin(), ms.end());
     std::cout << "[ time ] generate_gpu " << d.name() << " fp32 4096x4096: median " << ms[2] << " ms\n";
     EXPECT_LT(ms[2], 5.0f) << d.name();
+  }
+  DeviceArray<double> wide(static_cast<std::size_t>(n) * n);
+  for (const Distribution& d : ds) {
+    device::generate_gpu(d, Operand::B, n, n, Format::fp64, kSeed, wide.p);  // warm-up
+    std::vector<float> ms(5);
+    for (float& t : ms) {
+      check(cudaEventRecord(start), "cudaEventRecord");
+      device::generate_gpu(d, Operand::B, n, n, Format::fp64, kSeed, wide.p);
+      check(cudaEventRecord(stop), "cudaEventRecord");
+      check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    }
+    std::sort(ms.begin(), ms.end());
+    std::cout << "[ time ] generate_gpu " << d.name() << " fp64 4096x4096: median " << ms[2] << " ms\n";
+    EXPECT_LT(ms[2], 5.0f) << d.name() << " in fp64";
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
@@ -231,7 +277,63 @@ TEST(InputsGpu, PackRoundsInexactValuesLikeRoundTo) {
       EXPECT_TRUE(same_packing(gpu_pack(v, rows, cols, f, layout), host_pack(v, rows, cols, f, layout), v, rows, cols, f, layout));
 }
 
+// fp64 from binary64 values: to_bits(fp64, x) per entry, the canonical NaN for every NaN, in both
+// layouts, on an odd shape and on a tall operand (the col-major kernel's row-tile loop).
+TEST(InputsGpu, Fp64PackMatchesToBits) {
+  GEMMLAB_REQUIRE_GPU();
+  auto pack_both = [](const std::vector<double>& v, int rows, int cols) {
+    const DeviceArray<double> in(v);
+    for (Layout layout : {Layout::row_major, Layout::col_major}) {
+      DeviceArray<std::uint64_t> out(v.size());
+      device::pack_gpu(in.p, rows, cols, Format::fp64, layout, out.p);
+      const std::vector<std::uint64_t> got = out.download();
+      std::size_t bad = 0, first = 0;
+      for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) {
+          const std::size_t src = static_cast<std::size_t>(i) * cols + j;
+          const std::size_t dst = layout == Layout::row_major ? src : static_cast<std::size_t>(j) * rows + i;
+          if (got[dst] != to_bits(Format::fp64, v[src]) && bad++ == 0) first = src;
+        }
+      EXPECT_EQ(bad, 0u) << (layout == Layout::row_major ? "row" : "col") << "-major " << rows << "x" << cols
+                         << ": first differing entry " << first << " = " << hex(v[first]);
+    }
+  };
+  std::mt19937_64 gen(kSeed + 2);
+  const int rows = 67, cols = 45;
+  std::vector<double> v = {0.0, -0.0, 1.0, -1.0, std::numeric_limits<double>::max(), -std::numeric_limits<double>::max(),
+                           std::numeric_limits<double>::denorm_min(), -std::numeric_limits<double>::denorm_min(),
+                           std::numeric_limits<double>::min(), std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(), std::bit_cast<double>(0xFFF8000000000123ull),
+                           std::bit_cast<double>(0x7FF0000000000001ull)};
+  while (v.size() < static_cast<std::size_t>(rows) * cols) v.push_back(std::bit_cast<double>(gen()));
+  pack_both(v, rows, cols);
+  const int tall = 32 * 65535 + 77;
+  std::vector<double> t(static_cast<std::size_t>(tall) * 3);
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = std::ldexp(static_cast<double>(i % 2001) - 1000.5, -60);
+  pack_both(t, tall, 3);
+}
+
 // ---- widen -------------------------------------------------------------------------------------
+
+// fp64 output (an fp64 kernel's C): a copy, every bit of every NaN kept, padding columns skipped.
+TEST(InputsGpu, WidenOfFp64IsACopy) {
+  GEMMLAB_REQUIRE_GPU();
+  std::mt19937_64 gen(kSeed + 3);
+  const int rows = 129, cols = 70;
+  const long long ld = cols + 3;
+  std::vector<std::uint64_t> buf(static_cast<std::size_t>(rows) * ld);
+  std::vector<double> want(static_cast<std::size_t>(rows) * cols);
+  for (int i = 0; i < rows; ++i)
+    for (long long j = 0; j < ld; ++j) {
+      std::uint64_t bits = j >= cols ? 0x4330DEADBEEF0000ull : j == 0 ? 0xFFFFFFFFFFFFFFFFull : gen();  // the NaN poison
+      buf[static_cast<std::size_t>(i) * ld + j] = bits;
+      if (j < cols) want[static_cast<std::size_t>(i) * cols + j] = std::bit_cast<double>(bits);
+    }
+  const DeviceArray<std::uint64_t> in(buf);
+  DeviceArray<double> out(want.size());
+  device::widen_gpu(in.p, Format::fp64, rows, cols, ld, out.p);
+  EXPECT_TRUE(same_bits(out.download(), want, cols));
+}
 
 // Every pattern of the 16-bit formats, and fp32 specials (NaNs with payloads, infinities, -0,
 // subnormals) plus random fp32 patterns, in a (rows, ld) buffer whose padding columns hold a marker
@@ -296,11 +398,19 @@ TEST(InputsGpu, BadRequestsAreRefusedAsGenerateRefusesThem) {
   EXPECT_THROW(device::generate_gpu(cancel, Operand::A, -1, 8, Format::fp32, 1, none), std::invalid_argument);
   try {
     device::generate_gpu(parse_distribution("normal_0_1"), Operand::A, 8, 8, Format::fp64, 1, none);
-    ADD_FAILURE() << "fp64 was accepted";
+    ADD_FAILURE() << "fp64 into floats was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("generate()"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("as binary64 values"), std::string::npos) << e.what();
   }
   EXPECT_THROW(device::pack_gpu(none, 4, 4, Format::fp64, Layout::row_major, none), std::invalid_argument);
+  double* no_doubles = nullptr;
+  try {
+    device::pack_gpu(no_doubles, 4, 4, Format::fp32, Layout::row_major, none);
+    ADD_FAILURE() << "binary64 values packed into fp32 were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("into fp64 only, not fp32"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(device::generate_gpu(cancel, Operand::B, 8, 8, Format::bf16, 1, no_doubles), std::invalid_argument);
   EXPECT_THROW(device::pack_gpu(none, 4, -4, Format::fp16, Layout::row_major, none), std::invalid_argument);
   EXPECT_THROW(device::widen_gpu(none, Format::e4m3, 4, 4, 4, nullptr), std::invalid_argument);
   EXPECT_THROW(device::widen_gpu(none, Format::tf32, 4, 4, 4, nullptr), std::invalid_argument);

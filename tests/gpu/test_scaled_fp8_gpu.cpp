@@ -220,7 +220,7 @@ TEST(ScaledFp8Gpu, BlockScaledKernelPredictedWithMoreTilesThanSms) {
 }
 
 // Every schedule of the block-scaled kernel registered beside it (under a temporary hgemm_wgmma_11x_*
-// name, for scripts/gpu_fp8speed.sh; none is registered between rounds, and the test says so) gives the
+// name, for scripts/lab/gpu_fp8speed.sh; none is registered between rounds, and the test says so) gives the
 // kernel's bits (itself predicted bit for bit above) with more tiles than SMs, so the persistent blocks
 // walk unequal numbers of tiles. Two sizes, K = 400 (a partial last block): M = 31 x 128, N = 9 x 128
 // (16 tile rows of 256, the last half full; an odd number of tile columns) and M = 33 x 128,

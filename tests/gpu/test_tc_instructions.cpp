@@ -2,7 +2,7 @@
 // (experiments/device/probe.cu) on 2,000 random tiles, seconds in all: every instruction probed on
 // the H100 and H200 (model_evidence "probed": all 23 since 2026-11-24) must give the model's bits
 // exactly (measured_hopper_params) and write every output; an instruction added later runs as a
-// hypothesis, its mismatch count printed, until `scripts/gpu_session.sh BIN OUT tc-corpus` infers it.
+// hypothesis, its mismatch count printed, until `scripts/lab/gpu_session.sh BIN OUT tc-corpus` infers it.
 #include <gtest/gtest.h>
 
 #include <iostream>

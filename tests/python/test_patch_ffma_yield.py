@@ -1,4 +1,4 @@
-"""scripts/patch_ffma_yield.py (issue 22's experiment): the FFMA control bits it flips, on a synthetic
+"""scripts/lab/patch_ffma_yield.py (issue 22's experiment): the FFMA control bits it flips, on a synthetic
 SASS listing and binary, and its refusals."""
 
 import importlib.util
@@ -11,7 +11,7 @@ REUSE_B, YIELD = 1 << 59, 1 << 45
 
 
 def load(root):
-    spec = importlib.util.spec_from_file_location("patch_ffma_yield", root / "scripts/patch_ffma_yield.py")
+    spec = importlib.util.spec_from_file_location("patch_ffma_yield", root / "scripts/lab/patch_ffma_yield.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -57,7 +57,7 @@ def high_words(m, path, at=64):
 
 
 def run(root, *args):
-    return subprocess.run([sys.executable, str(root / "scripts/patch_ffma_yield.py"), *map(str, args)],
+    return subprocess.run([sys.executable, str(root / "scripts/lab/patch_ffma_yield.py"), *map(str, args)],
                           capture_output=True, text=True)
 
 

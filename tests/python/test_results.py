@@ -31,6 +31,15 @@ def test_default_run_with_split_metadata_and_empty_cells(root):
     assert df.loc[df.status == "passed", "tflops"].notna().all()
 
 
+def test_a_dry_run_loads(root):
+    # tests/data/dry_run.csv: `gemmlab run --dry-run -k sgemm_01_naive,cublas_gemmex_fp16_f32 -d uniform_0_1,normal_0_1
+    # -s 64 --seeds 1`: every row `planned`, the eighth status, with no statistics.
+    df = gemmlab.load_results(root / "tests/data/dry_run.csv")
+    assert len(df) == 4 and (df["status"] == "planned").all()
+    assert "planned" in gemmlab.STATUSES and len(gemmlab.STATUSES) == 8
+    assert df["rel_mean"].isna().all() and df["entries"].isna().all()
+
+
 def test_several_files_get_a_source_column(root):
     df = gemmlab.load_results([root / "tests/data/sample_run.csv", root / "results/audit/save.csv"])
     assert set(df["source"]) == {"sample_run.csv", "save.csv"}

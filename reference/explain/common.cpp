@@ -1,0 +1,59 @@
+// The helpers the stages of `gemmlab explain` share; see internal.hpp.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "reference/explain/internal.hpp"
+#include "reference/tc_infer.hpp"
+
+namespace gemmlab::explain {
+
+double SparseVector::value(int k) const {
+  for (const auto& [kk, v] : at)
+    if (kk == k) return v;
+  return k >= fill_from && k < fill_to ? fill : 0.0;
+}
+
+namespace detail {
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string entry_text(const Entry& e) { return "C(" + std::to_string(e.first) + "," + std::to_string(e.second) + ")"; }
+
+std::string value_text(double x) { return tc::exact_text(x); }
+
+std::vector<std::uint64_t> run_items(Oracle& o, const std::vector<Entry>& entries, const std::vector<Item>& items) {
+  std::vector<std::uint64_t> out;
+  out.reserve(items.size());
+  for (std::size_t first = 0; first < items.size(); first += entries.size()) {
+    const std::size_t n = std::min(entries.size(), items.size() - first);
+    SparseInputs in;
+    std::vector<Entry> at(entries.begin(), entries.begin() + n);
+    for (std::size_t t = 0; t < n; ++t) {
+      SparseVector a = items[first + t].a, b = items[first + t].b;
+      a.index = entries[t].first;
+      b.index = entries[t].second;
+      in.a_rows.push_back(std::move(a));
+      in.b_cols.push_back(std::move(b));
+    }
+    std::vector<std::uint64_t> bits = o.run_sparse(in, at);
+    if (bits.size() != n) throw std::logic_error("explain: the oracle answered the wrong number of entries");
+    out.insert(out.end(), bits.begin(), bits.end());
+  }
+  return out;
+}
+
+std::uint64_t all_ones_nan(Format f) {
+  const int bits = info(f).storage_bits;
+  return bits >= 64 ? ~0ull >> 1 : (1ull << (bits - 1)) - 1;
+}
+
+std::uint64_t output_bits(Format f, double v, std::uint64_t nan_bits) {
+  if (std::isnan(v)) return nan_bits;
+  const double r = tc::round_to_format(f, v, Rounding::nearest_even);
+  return to_bits(f, r == 0 ? std::copysign(0.0, v) : r);
+}
+
+}  // namespace detail
+
+}  // namespace gemmlab::explain

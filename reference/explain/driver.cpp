@@ -1,0 +1,119 @@
+// The driver of `gemmlab explain`: the stages in order, each stopping the report at its stage with
+// the reason, and the report's summary (reference/explain.hpp).
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "reference/explain/internal.hpp"
+
+namespace gemmlab::explain {
+
+std::string Report::summary() const {
+  std::ostringstream s;
+  s << (identified ? "identified" : "UNIDENTIFIED (" + failed_stage + ": " + reason + ")") << "\n";
+  if (!gemm_check.empty()) s << "  gemm: " << gemm_check << "\n";
+  if (tree.ok || !tree.text.empty()) s << "  tree: " << tree.text << " (" << tree.entries_used << " entries answered, "
+                                       << tree.entries_verified << " verified)\n";
+  if (conversion.ok)
+    s << "  operands: "
+      << (conversion.split ? std::string("split (each single product hi + mid of two bf16 pieces)")
+                           : std::string("A ") + in_words(conversion.a) + ", B " + in_words(conversion.b))
+      << "\n";
+  if (nodes.split)
+    s << "  split: " << nodes.split->describe() << " (the one of " << nodes.split_candidates << " schemes explaining all "
+      << nodes.split_probes << " probes)\n";
+  for (const NodeKind& k : nodes.kinds)
+    s << "  fused nodes of " << k.leaves << (k.carry ? " products and the running sum" : " products") << ": "
+      << k.params.describe() << " (" << k.probes << " probes of " << k.instruction << ", " << k.mismatching
+      << " unexplained" << (k.same_as.empty() ? "" : "; as " + k.same_as)
+      << (k.checked_through.empty() ? "" : "; checked through the " + k.checked_through + " output, not inferred") << ")\n";
+  for (const Comparison& c : comparisons)
+    s << "  " << c.distribution << ": " << c.mismatches << " of " << c.outputs << " outputs differ from the prediction"
+      << (c.first_mismatch.empty() ? "" : " (first " + c.first_mismatch + ")") << "\n";
+  if (!numerics_text.empty()) s << "  numerics: " << numerics_text << "\n";
+  if (!behaves_like.empty()) {
+    s << "  behaves exactly like:";
+    for (const std::string& b : behaves_like) s << " " << b;
+    s << "\n";
+  }
+  return s.str();
+}
+
+namespace detail {
+
+namespace {
+
+// The stages in order; each failure returns the report through `fail` (explain_kernel's).
+template <class Note, class Fail>
+Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E, Report& r, std::string& stage,
+                      Note& note, Fail& fail, Clock::time_point t0, long long launches0) {
+  if (std::string why = check_gemm(o, E, r.gemm_check); !why.empty()) return fail("gemm", why);
+  note("gemm checked");
+  stage = "tree";
+  r.tree = reveal(o, E, opt);
+  note("tree");
+  if (r.tree.text.empty()) return fail("tree", r.tree.why);
+  if (!r.tree.deterministic) return fail("tree", r.tree.why);
+  stage = "conversion";
+  r.conversion = infer_conversion(o, E);
+  note("conversion");
+  if (!r.conversion.ok) return fail("conversion", r.conversion.why);
+  stage = "nodes";
+  r.nodes = infer_nodes(o, E, r.tree.tree, r.conversion, opt);
+  note("nodes");
+  stage = "composition";
+  if (!r.nodes.ok) return fail("nodes", r.nodes.why);
+  // Composition at full size on each distribution.
+  long long total_mismatches = 0;
+  if (std::string gap = compose(o, opt, r, total_mismatches); !gap.empty()) return fail("nodes", gap);
+  if (!r.tree.ok) {
+    fail("tree", r.tree.why + "; " + std::to_string(total_mismatches) + " compared outputs differ from the prediction");
+    return r;
+  }
+  if (total_mismatches > 0) {
+    std::ostringstream s;
+    s << total_mismatches << " compared outputs differ from the prediction (" << r.comparisons[0].first_mismatch << ")";
+    for (const Comparison& c : r.comparisons)
+      if (c.mismatches && c.distribution != r.comparisons[0].distribution) s << "; " << c.distribution << " " << c.first_mismatch;
+    return fail("composition", s.str());
+  }
+  r.identified = true;
+  r.launches = o.launches - launches0;
+  r.seconds = since(t0);
+  return r;
+}
+
+}  // namespace
+
+}  // namespace detail
+
+Report explain_kernel(Oracle& o, const Options& opt) {
+  using namespace detail;
+  const auto t0 = Clock::now();
+  Report r;
+  const bool trace = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
+  auto note = [&](const char* what) {
+    if (trace) std::fprintf(stderr, "[explain] %s at %.2f s, %lld launches\n", what, since(t0), o.launches);
+  };
+  const long long launches0 = o.launches;
+  auto fail = [&](const std::string& stage, const std::string& why) {
+    r.identified = false;
+    r.failed_stage = stage;
+    r.reason = why;
+    r.launches = o.launches - launches0;
+    r.seconds = since(t0);
+    return r;
+  };
+  const std::vector<Entry> E = choose_entries(o.M(), o.N(), std::min(o.M(), o.N()), opt.seed);
+  note("start");
+  // A stage that cannot finish (the kernel raised, a count that is no count) leaves the kernel
+  // unidentified at that stage, with the reason; nothing is guessed past it.
+  std::string stage = "gemm";
+  try {
+    return explain_stages(o, opt, E, r, stage, note, fail, t0, launches0);
+  } catch (const std::exception& e) {
+    return fail(stage, e.what());
+  }
+}
+
+}  // namespace gemmlab::explain

@@ -1,0 +1,582 @@
+// Stage 4 of `gemmlab explain`: the arithmetic of each kind of fused node. `gemmlab probe`'s probes of
+// the instruction with that block, embedded in full GEMMs at the leaves of one fused node of the
+// revealed tree (C built exactly by the node before it), inferred with tc::infer like `gemmlab probe`;
+// through an output narrower than the instruction's, each candidate's measured model checked on the
+// probes as rounded there. fp32 operands that reach fused nodes unconverted: the split schemes
+// (reference/explain.hpp).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "reference/explain/internal.hpp"
+#include "reference/rng.hpp"
+#include "reference/tc_infer.hpp"
+
+namespace gemmlab::explain {
+
+namespace detail {
+
+namespace {
+
+// c as a sum of at most `slots` products a b, each a and b exact in `fmt`, whose sum is exact in any
+// aligned window of 24 bits (the pieces do not overlap and span at most 24 bits). Empty if it cannot.
+std::vector<std::pair<double, double>> carry_pieces(double c, Format fmt, int slots) {
+  std::vector<std::pair<double, double>> out;
+  if (c == 0 || !std::isfinite(c)) return out;
+  const FormatInfo& f = info(fmt);
+  const int p = f.precision;
+  int e;
+  std::frexp(std::fabs(c), &e);  // |c| in [2^(e-1), 2^e)
+  // The significand as an integer of 24 bits: c = m 2^(e - 24).
+  const double m = std::ldexp(std::fabs(c), 24 - e);
+  if (m != std::floor(m)) return {};
+  long long mm = static_cast<long long>(m);
+  int shift = 0;  // pieces of p bits from the bottom
+  while (mm != 0) {
+    const long long chunk = mm & ((1LL << p) - 1);
+    if (chunk != 0) {
+      // piece = chunk 2^(e - 24 + shift) = (chunk 2^-(p-1)) * 2^(e - 24 + shift + p - 1)
+      const double a = std::ldexp(static_cast<double>(chunk), -(p - 1));
+      const int eb = e - 24 + shift + p - 1;
+      if (eb > f.emax || eb < f.emin - (p - 1)) return {};
+      double b = std::ldexp(1.0, eb);
+      if (tc::round_to_format(fmt, a, Rounding::nearest_even) != a) return {};
+      out.emplace_back(c < 0 ? -a : a, b);
+      if (static_cast<int>(out.size()) > slots) return {};
+    }
+    mm >>= p;
+    shift += p;
+  }
+  return out;
+}
+
+bool same_arithmetic(tc::TcParams a, const tc::TcParams& b) {
+  a.overflow = b.overflow;
+  a.zero_sign = b.zero_sign;
+  a.zero_operand_exponent = b.zero_operand_exponent;
+  a.tf32_low_bits = b.tf32_low_bits;
+  return a == b;
+}
+
+std::vector<tc::Instruction> instructions_for(Format compute, int leaves) {
+  std::vector<tc::Instruction> out;
+  for (tc::Instruction i : tc::all_instructions()) {
+    const tc::InstructionInfo& I = tc::info(i);
+    if (I.input == compute && I.format_b() == compute && I.k == leaves && I.output == Format::fp32) out.push_back(i);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 4 for split operands: fp32 operands whose single products come back exact ("as is"), or as
+// hi + mid of two bf16 pieces (the conversion stage's `split`), but whose fused nodes no fp32
+// instruction has. 3xTF32 (Triton's input_precision="tf32x3") and Triton's "bf16x3" and "bf16x6" look
+// like that: each operand is split into tf32 or bf16 pieces, each node run once per pair of pieces.
+// Each candidate split scheme (split_candidates, of each piece format whose instruction has the
+// nodes' block) is composed with that instruction's measured model over the whole tree and checked
+// on probes at the leaves of the last chain of fused nodes; exactly one may explain every probe.
+
+// An fp32 value (-1)^s 2^e (1 + f 2^-23) with a random sign and high fraction bits and its low
+// `low_bits` bits `low` (random when low < 0): the low bits decide the split (tf32, 13 low bits:
+// 0x1000 a tie between two tf32 values, 0x0fff a small piece of 12 bits the instruction cuts, 0x1fff
+// a carry into the big piece; bf16, 16 low bits: the same at 0x8000, 0x7fff, 0xffff).
+double fp32_of(bool negative, int e, std::uint64_t high, std::uint64_t low, int low_bits) {
+  const double v = std::ldexp(1.0 + std::ldexp(static_cast<double>((high << low_bits) | low), -23), e);
+  return negative ? -v : v;
+}
+
+double split_probe_value(SplitMix& rng, int e_lo, int e_hi, long low, int low_bits) {
+  const int e = e_lo + static_cast<int>(rng.next() % static_cast<std::uint64_t>(e_hi - e_lo + 1));
+  const std::uint64_t high = rng.next() % (1u << (23 - low_bits));
+  const std::uint64_t l = low >= 0 ? static_cast<std::uint64_t>(low) : rng.next() % (1u << low_bits);
+  return fp32_of(rng.next() % 2, e, high, l, low_bits);
+}
+
+// The pieces' format for split operands, with the instruction of each kind of fused node in it.
+struct SplitFamily {
+  emulation::SplitScheme::PieceFormat format;
+  Format instruction_input;
+  int low_bits;  // the fp32 bits a piece drops: tf32 13, bf16 16
+  std::map<int, tc::TcParams> model_of;
+  std::map<int, std::string> names;
+};
+
+NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const Options& opt,
+                      Clock::time_point t0) {
+  NodeStage st;
+  const int K = t.leaves();
+  // Each kind of fused node (leaves, running sum or not); each piece format whose instructions have
+  // a measured model for every kind's block.
+  std::vector<SplitFamily> families{{emulation::SplitScheme::PieceFormat::tf32, Format::tf32, 13, {}, {}},
+                                    {emulation::SplitScheme::PieceFormat::bf16, Format::bf16, 16, {}, {}}};
+  std::vector<std::pair<int, bool>> kinds;  // (leaves, carry)
+  for (int n = K; n < t.node_count(); ++n) {
+    const std::vector<int>& ch = t.children(n);
+    if (ch.size() <= 2) continue;
+    int leaves = 0;
+    for (int c : ch) leaves += t.is_leaf(c);
+    const bool carry = leaves < static_cast<int>(ch.size());
+    if (std::find(kinds.begin(), kinds.end(), std::make_pair(leaves, carry)) == kinds.end())
+      kinds.emplace_back(leaves, carry);
+  }
+  for (SplitFamily& f : families)
+    for (const auto& [leaves, carry] : kinds) {
+      if (f.model_of.count(leaves)) continue;
+      for (tc::Instruction i : instructions_for(f.instruction_input, leaves)) {
+        const std::optional<tc::TcParams> mp = tc::measured_hopper_params(i);
+        if (!mp) continue;
+        if (!f.model_of.count(leaves)) f.model_of[leaves] = *mp;
+        if (same_arithmetic(*mp, f.model_of[leaves]))
+          f.names[leaves] += std::string(f.names[leaves].empty() ? "" : " ") + tc::info(i).name;
+      }
+    }
+  std::erase_if(families, [&](const SplitFamily& f) {
+    return std::any_of(kinds.begin(), kinds.end(), [&](const auto& k) { return !f.model_of.count(k.first); });
+  });
+  if (families.empty()) {
+    st.why = "fused nodes of " + std::to_string(kinds[0].first) +
+             " fp32 products: no tensor-core instruction of that block has probes in gemmlab (neither fp32, "
+             "nor tf32 or bf16 for split operands)";
+    return st;
+  }
+  auto node_kinds = [&](const SplitFamily& f) {
+    std::vector<NodeKind> out;
+    for (const auto& [leaves, carry] : kinds) {
+      NodeKind nk;
+      nk.leaves = leaves;
+      nk.carry = carry;
+      nk.instruction = f.names.at(leaves).substr(0, f.names.at(leaves).find(' '));
+      nk.params = f.model_of.at(leaves);
+      nk.same_as = f.names.at(leaves);
+      out.push_back(nk);
+    }
+    return out;
+  };
+  auto model = [&](const SplitFamily& f) -> emulation::NodeModel {
+    return [model_of = f.model_of](int leaves) -> std::optional<tc::TcParams> {
+      auto it = model_of.find(leaves);
+      if (it == model_of.end()) return std::nullopt;
+      return it->second;
+    };
+  };
+  const std::vector<std::vector<int>> chains = emulation::fused_chains(t);
+  int longest = 0;
+  for (const auto& c : chains) longest = std::max(longest, static_cast<int>(c.size()));
+  // Every candidate of every family, with its family.
+  std::vector<emulation::SplitScheme> cands;
+  std::vector<std::size_t> family_of;
+  for (std::size_t f = 0; f < families.size(); ++f)
+    for (const emulation::SplitScheme& c : split_candidates(longest, families[f].format)) {
+      cands.push_back(c);
+      family_of.push_back(f);
+    }
+  std::vector<emulation::NodeModel> models;
+  for (const SplitFamily& f : families) models.push_back(model(f));
+  st.split_candidates = static_cast<int>(cands.size());
+  if (std::string gap = emulation::tree_gap(t, models[0], "fp32", &cands[0]); !gap.empty()) {
+    st.why = "fp32 operands reach fused nodes unconverted but " + gap;
+    return st;
+  }
+  // The probed leaves: those of the last (up to 16) nodes of the chain holding leaf K - 1.
+  std::vector<std::vector<int>> nodes;  // the probed nodes' leaves, in chain order
+  for (const auto& c : chains) {
+    bool holds = false;
+    for (int n : c)
+      for (int x : t.children(n)) holds = holds || x == K - 1;
+    if (!holds) continue;
+    for (std::size_t i = c.size() > 16 ? c.size() - 16 : 0; i < c.size(); ++i) {
+      std::vector<int> l;
+      for (int x : t.children(c[i]))
+        if (t.is_leaf(x)) l.push_back(x);
+      nodes.push_back(l);
+    }
+  }
+  if (nodes.empty()) {
+    st.why = "the product K - 1 is in no fused node: split operands are modelled only in fused nodes";
+    return st;
+  }
+  std::vector<int> L;
+  for (const auto& l : nodes) L.insert(L.end(), l.begin(), l.end());
+  // The probes, most telling first: whole chains of random values, then ties, single products and
+  // pairs in different nodes (carries between nodes and passes), cancelling big pieces (the order of
+  // the small passes), then infinite operands (the mask).
+  SplitMix rng{opt.seed ^ 0x3f32ull};
+  std::vector<Item> items;
+  for (const SplitFamily& f : families) {
+    const int lb = f.low_bits;
+    const long tie = 1L << (lb - 1), below = tie - 1;
+    const long lows[] = {-1, tie, below, tie + 1, 2 * tie - 1, 1, tie / 2};
+    auto value = [&](int e_lo, int e_hi) { return split_probe_value(rng, e_lo, e_hi, lows[rng.next() % 7], lb); };
+    for (int x = 0; x < 96; ++x) {
+      Item it;
+      for (int k : L) {
+        it.a.at.push_back({k, value(-3, 3)});
+        it.b.at.push_back({k, value(-3, 3)});
+      }
+      items.push_back(it);
+    }
+    for (int x = 0; x < 32; ++x) {
+      Item it;
+      for (int k : L) {
+        it.a.at.push_back({k, split_probe_value(rng, -2, 2, tie, lb)});
+        it.b.at.push_back({k, split_probe_value(rng, -2, 2, x % 2 ? tie : -1, lb)});
+      }
+      items.push_back(it);
+    }
+    for (int x = 0; x < 48; ++x) {
+      Item it;
+      const int k = L[rng.next() % L.size()];
+      it.a.at = {{k, value(-2, 2)}};
+      it.b.at = {{k, value(-2, 2)}};
+      items.push_back(it);
+    }
+    for (int x = 0; x < 48; ++x) {
+      Item it;
+      const std::vector<int>& n1 = nodes[rng.next() % nodes.size()];
+      const std::vector<int>& n2 = nodes[rng.next() % nodes.size()];
+      const int k1 = n1[rng.next() % n1.size()];
+      int k2 = n2[rng.next() % n2.size()];
+      if (k2 == k1) k2 = L[(std::find(L.begin(), L.end(), k1) - L.begin() + 1) % L.size()];
+      const int shift = static_cast<int>(rng.next() % lb);
+      it.a.at = {{k1, value(0, 1)}, {k2, value(-shift, -shift)}};
+      it.b.at = {{k1, value(0, 1)}, {k2, value(-1, 0)}};
+      items.push_back(it);
+    }
+    // Pairs of leaves whose big x big products cancel exactly (the same big pieces, B's negated; the
+    // low bits below the tie, so that every rounding of the big piece agrees): only the passes of the
+    // small pieces are left. Whether small*big or big*small ran first shows only where their sum
+    // lands on the grid the big x big node aligns it to (about 1 probe in 500 of these on the H100's
+    // tf32 model), hence so many of them.
+    for (int x = 0; x < 4096; ++x) {
+      Item it;
+      std::vector<int> perm = L;
+      for (std::size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[rng.next() % i]);
+      for (std::size_t i = 0; i + 1 < perm.size(); i += 2) {
+        const bool sa = rng.next() % 2, sb = rng.next() % 2;
+        // exponents far apart from pair to pair, so that the nodes' alignment cuts some small products
+        const int ea = static_cast<int>(rng.next() % 13) - 6, eb = static_cast<int>(rng.next() % 13) - 6;
+        const std::uint64_t ha = rng.next() % (1u << (23 - lb)), hb = rng.next() % (1u << (23 - lb));
+        for (int side = 0; side < 2; ++side) {
+          it.a.at.push_back({perm[i + side], fp32_of(sa, ea, ha, rng.next() % tie, lb)});
+          it.b.at.push_back({perm[i + side], fp32_of(side ? !sb : sb, eb, hb, rng.next() % tie, lb)});
+        }
+      }
+      items.push_back(it);
+    }
+    for (int x = 0; x < 8; ++x) {
+      Item it;
+      for (int k : L) {
+        it.a.at.push_back({k, value(-3, 3)});
+        it.b.at.push_back({k, value(-3, 3)});
+      }
+      const std::size_t at = rng.next() % L.size();
+      // infinity in A (even x) or B against a value whose small piece is non-zero (x < 4) or zero
+      auto& inf_side = x % 2 ? it.b.at : it.a.at;
+      auto& other = x % 2 ? it.a.at : it.b.at;
+      inf_side[at].second = x % 4 < 2 ? INFINITY : -INFINITY;
+      other[at].second = x < 4 ? split_probe_value(rng, 0, 0, 0x0700, lb) : 1.5;
+      items.push_back(it);
+    }
+  }
+  const int P = static_cast<int>(items.size());
+  st.split_probes = P;
+  const std::vector<std::uint64_t> bits = run_items(o, E, items);
+  // Their rows of A and columns of B, dense, for the candidates' predictions.
+  Matrix A(P, K), B(K, P);
+  for (int x = 0; x < P; ++x) {
+    for (const auto& [k, v] : items[x].a.at) A(x, k) = v;
+    for (const auto& [k, v] : items[x].b.at) B(k, x) = v;
+  }
+  const Format out = o.output();
+  auto explains = [&](double predicted, std::uint64_t got) {
+    if (std::isnan(predicted)) return std::isnan(from_bits(out, got));
+    return output_bits(out, predicted, 0) == got;
+  };
+  // Each candidate is dropped at its first batch with a probe it does not explain.
+  std::vector<std::size_t> alive(cands.size());
+  std::iota(alive.begin(), alive.end(), 0);
+  std::string last_failure;
+  for (int first = 0, size = 8; first < P && !alive.empty(); first += size, size = first < 512 ? 8 : 512) {
+    std::vector<Entry> batch;
+    for (int x = first; x < std::min(P, first + size); ++x) batch.emplace_back(x, x);
+    std::vector<std::size_t> next;
+    for (std::size_t c : alive) {
+      const std::vector<double> want =
+          emulation::emulate_tree_at(t, models[family_of[c]], A, B, batch, opt.threads, &cands[c]);
+      std::size_t miss = want.size();
+      for (std::size_t x = 0; x < want.size() && miss == want.size(); ++x)
+        if (!explains(want[x], bits[first + x])) miss = x;
+      if (miss == want.size()) {
+        next.push_back(c);
+        continue;
+      }
+      const int x = first + static_cast<int>(miss);
+      last_failure = cands[c].describe() + ", at probe " + std::to_string(x) + " of " + std::to_string(P) +
+                     ": predicted " + tc::hex_bits(output_bits(out, want[miss], all_ones_nan(out)), out) +
+                     ", the kernel " + tc::hex_bits(bits[x], out);
+    }
+    alive = std::move(next);
+  }
+  st.seconds = since(t0);
+  // The nodes' instructions: the one found's family, else the first's.
+  st.kinds = node_kinds(families[alive.size() == 1 ? family_of[alive[0]] : 0]);
+  for (NodeKind& nk : st.kinds) nk.probes = P;
+  if (alive.size() == 1) {
+    st.split = cands[alive[0]];
+    st.ok = true;
+    return st;
+  }
+  std::ostringstream why;
+  if (alive.empty()) {
+    why << "fp32 operands reach fused nodes of " << st.kinds[0].leaves << " products unconverted, but no split into ";
+    for (std::size_t f = 0; f < families.size(); ++f)
+      why << (f ? " or " : "") << info(families[f].instruction_input).name << " pieces with "
+          << node_kinds(families[f])[0].instruction << "'s measured model";
+    why << " explains every one of " << P << " probes (" << cands.size()
+        << " schemes tried; the last to fail: " << last_failure << ")";
+    for (NodeKind& nk : st.kinds) nk.mismatching = P;  // no scheme explains them all
+  } else {
+    why << alive.size() << " split schemes explain all " << P << " probes, which do not tell them apart:";
+    for (std::size_t i = 0; i < alive.size() && i < 3; ++i) why << (i ? "; " : " ") << cands[alive[i]].describe();
+  }
+  st.why = why.str();
+  return st;
+}
+
+}  // namespace
+
+NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const ConversionStage& conv,
+                      const Options& opt) {
+  const auto t0 = Clock::now();
+  NodeStage st;
+  // The kinds of fused node, each with its last node (the one holding the largest leaf).
+  struct Kind {
+    int leaves;
+    bool carry;
+    int node = -1, max_leaf = -1;
+  };
+  std::vector<Kind> kinds;
+  for (int n = t.leaves(); n < t.node_count(); ++n) {
+    const std::vector<int>& ch = t.children(n);
+    if (ch.size() <= 2) continue;
+    int leaves = 0, max_leaf = -1;
+    for (int c : ch)
+      if (t.is_leaf(c)) {
+        ++leaves;
+        max_leaf = std::max(max_leaf, c);
+      }
+    const bool carry = leaves < static_cast<int>(ch.size());
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const Kind& k) { return k.leaves == leaves && k.carry == carry; });
+    if (it == kinds.end()) kinds.push_back({leaves, carry, n, max_leaf});
+    else if (max_leaf > it->max_leaf) *it = {leaves, carry, n, max_leaf};
+  }
+  const Format compute = compute_format(conv.a, o.input());
+  if (compute_format(conv.b, o.input()) != compute) {
+    st.why = "A and B reach the multiplier in different formats";
+    return st;
+  }
+  // fp32 products exact in single products but fused: operands split into tf32 pieces, or nothing.
+  if (compute == Format::fp32 && !kinds.empty() && (conv.split || instructions_for(Format::fp32, kinds[0].leaves).empty()))
+    return infer_split(o, E, t, opt, t0);
+  for (const Kind& kind : kinds) {
+    NodeKind nk;
+    nk.leaves = kind.leaves;
+    nk.carry = kind.carry;
+    const std::vector<tc::Instruction> cands = instructions_for(compute, kind.leaves);
+    if (cands.empty()) {
+      st.why = "fused nodes of " + std::to_string(kind.leaves) + " " + info(compute).name +
+               " products: no tensor-core instruction of that block has probes in gemmlab";
+      st.kinds.push_back(nk);
+      return st;
+    }
+    // The node's own leaves, and the leaves that build its C (the carry child's leaves).
+    std::vector<int> L, builder;
+    int carry_child = -1;
+    for (int c : t.children(kind.node)) {
+      if (t.is_leaf(c)) L.push_back(c);
+      else carry_child = c;
+    }
+    std::sort(L.begin(), L.end());
+    if (carry_child >= 0)
+      for (int c : t.children(carry_child))
+        if (t.is_leaf(c)) builder.push_back(c);
+    bool found = false;
+    std::string tried;
+    for (tc::Instruction ins : cands) {
+      const tc::InstructionInfo& I = tc::info(ins);
+      std::vector<tc::Probe> probes = tc::make_probes(I);
+      std::vector<Item> items;
+      std::vector<const tc::Probe*> used;
+      int skipped = 0;
+      for (const tc::Probe& pr : probes) {
+        if (static_cast<long long>(used.size()) >= opt.max_probes) break;
+        if (pr.raw || (pr.c != 0 && !kind.carry) || (pr.c == 0 && std::signbit(pr.c))) {
+          ++skipped;
+          continue;
+        }
+        Item it;
+        for (int k = 0; k < I.k; ++k) {
+          it.a.at.push_back({L[k], pr.a[k]});
+          it.b.at.push_back({L[k], pr.b[k]});
+        }
+        if (pr.c != 0) {
+          const auto pieces = carry_pieces(pr.c, compute, static_cast<int>(builder.size()));
+          if (pieces.empty() || std::fabs(pr.c) < 0x1p-100 || std::fabs(pr.c) > 0x1p100) {
+            ++skipped;
+            continue;
+          }
+          for (std::size_t s = 0; s < pieces.size(); ++s) {
+            it.a.at.push_back({builder[s], pieces[s].first});
+            it.b.at.push_back({builder[s], pieces[s].second});
+          }
+        }
+        items.push_back(std::move(it));
+        used.push_back(&pr);
+      }
+      std::vector<std::uint64_t> bits = run_items(o, E, items);
+      nk.instruction = I.name;
+      nk.probes = static_cast<int>(used.size());
+      nk.skipped = skipped;
+      if (o.output() != I.output) {
+        // The kernel writes a narrower format than the instruction (bf16 from the fp32 result): the
+        // rounding hides the low bits the inference reads, so the instruction's measured model is
+        // checked instead, each probe's prediction rounded to nearest even as the kernel's output
+        // is. Agreement on every probe (and then the composition) identifies it; an arithmetic that
+        // no probed instruction has cannot be inferred through such an output.
+        const std::optional<tc::TcParams> mp = tc::measured_hopper_params(ins);
+        if (!mp) {
+          tried += std::string(tried.empty() ? "" : "; ") + I.name + ": no measured model to check through the " +
+                   info(o.output()).name + " output";
+          continue;
+        }
+        int miss = 0;
+        // GEMMLAB_EXPLAIN_TRACE: each unexplained probe on stderr (its id, the model's D before and
+        // after the rounding to the output, the kernel's bits), to find what the output does.
+        const bool trace_misses = std::getenv("GEMMLAB_EXPLAIN_TRACE") != nullptr;
+        for (std::size_t x = 0; x < used.size(); ++x) {
+          const double d = tc::predict(*mp, *used[x]);
+          const bool same = std::isnan(d) ? std::isnan(from_bits(o.output(), bits[x]))
+                                          : output_bits(o.output(), d, 0) == bits[x];
+          miss += !same;
+          if (!same && trace_misses)
+            std::fprintf(stderr, "[explain] %s probe %s (c = %s): model D = %s -> %s 0x%llx, kernel 0x%llx = %s\n", I.name,
+                         used[x]->id.c_str(), value_text(used[x]->c).c_str(), value_text(d).c_str(),
+                         info(o.output()).name, static_cast<unsigned long long>(output_bits(o.output(), d, 0)),
+                         static_cast<unsigned long long>(bits[x]), value_text(from_bits(o.output(), bits[x])).c_str());
+        }
+        nk.checked_through = info(o.output()).name;
+        nk.mismatching = miss;
+        nk.params = *mp;
+        tried += std::string(tried.empty() ? "" : "; ") + I.name + "'s measured model: " + std::to_string(miss) +
+                 " of " + std::to_string(used.size()) + " probes seen through the " + info(o.output()).name +
+                 " output unexplained";
+        if (miss == 0) {
+          found = true;
+          break;
+        }
+        continue;
+      }
+      std::vector<tc::ProbeOutcome> outcomes;
+      for (std::size_t x = 0; x < used.size(); ++x) outcomes.push_back({*used[x], bits[x]});
+      const tc::Inference inf = tc::infer(I, outcomes);
+      nk.mismatching = inf.mismatching_probes;
+      nk.params = inf.params;
+      nk.ambiguous = inf.ambiguous;
+      tried += std::string(tried.empty() ? "" : "; ") + I.name + ": " + std::to_string(inf.mismatching_probes) + " of " +
+               std::to_string(used.size()) + " probes unexplained";
+      if (inf.mismatching_probes == 0) {
+        found = true;
+        break;
+      }
+    }
+    // The probed instructions with the same arithmetic. The special rules that only the adversarial
+    // corpus settles (overflow, the sign of an exact zero, zero operands, tf32's low bits) are not
+    // probed here: a node that matches an instruction's arithmetic takes its measured model whole.
+    std::optional<tc::TcParams> measured;
+    for (tc::Instruction i : tc::all_instructions()) {
+      auto mp = tc::measured_hopper_params(i);
+      const tc::InstructionInfo& I = tc::info(i);
+      if (found && mp && same_arithmetic(nk.params, *mp) && I.input == compute && I.output == Format::fp32) {
+        nk.same_as += std::string(nk.same_as.empty() ? "" : " ") + I.name;
+        if (!measured) measured = mp;
+      }
+    }
+    if (measured) nk.params = *measured;
+    st.kinds.push_back(nk);
+    if (!found) {
+      st.why = "no tensor-core model explains the fused nodes of " + std::to_string(kind.leaves) + " products (" + tried + ")";
+      st.seconds = since(t0);
+      return st;
+    }
+  }
+  st.ok = true;
+  st.seconds = since(t0);
+  return st;
+}
+
+emulation::NodeModel node_model(const std::vector<NodeKind>& kinds) {
+  std::map<int, tc::TcParams> by_leaves;
+  for (const NodeKind& k : kinds)
+    if (k.carry || !by_leaves.count(k.leaves)) by_leaves[k.leaves] = k.params;  // the carry kind saw C's rules too
+  return [by_leaves](int leaves) -> std::optional<tc::TcParams> {
+    auto it = by_leaves.find(leaves);
+    if (it == by_leaves.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+}  // namespace detail
+
+std::vector<emulation::SplitScheme> split_candidates(int longest_chain, emulation::SplitScheme::PieceFormat format) {
+  using emulation::SplitScheme;
+  using P = std::pair<SplitScheme::Piece, SplitScheme::Piece>;
+  const P sb{SplitScheme::small, SplitScheme::big}, bs{SplitScheme::big, SplitScheme::small},
+      bb{SplitScheme::big, SplitScheme::big}, ss{SplitScheme::small, SplitScheme::small};
+  // Two pieces: the passes small*big, big*small, big*big in each order, alone or with small*small
+  // first or last.
+  std::vector<std::vector<P>> orders;
+  std::vector<P> three{sb, bs, bb};
+  std::sort(three.begin(), three.end());
+  do {
+    orders.push_back(three);
+    std::vector<P> first{ss}, last = three;
+    first.insert(first.end(), three.begin(), three.end());
+    last.push_back(ss);
+    orders.push_back(first);
+    orders.push_back(last);
+  } while (std::next_permutation(three.begin(), three.end()));
+  std::vector<int> groups{0};
+  for (int g = 1; g <= 8 && g < longest_chain; g *= 2) groups.push_back(g);
+  std::vector<SplitScheme> out;
+  auto add = [&](emulation::LowBits r, const std::vector<std::vector<P>>& passes_list, SplitScheme::PieceFormat f,
+                 int pieces) {
+    for (const std::vector<P>& passes : passes_list)
+      for (int g : groups)
+        for (bool mask : {true, false}) out.push_back({r, passes, g, mask, f, pieces});
+  };
+  if (format == SplitScheme::PieceFormat::tf32) {
+    for (emulation::LowBits r : {emulation::LowBits::nearest_away, emulation::LowBits::nearest_even,
+                                 emulation::LowBits::toward_zero})
+      add(r, orders, format, 2);
+    return out;
+  }
+  // bf16 pieces rounded to nearest even (arith.truncf): two pieces in the orders above; three pieces
+  // in Triton's order (the terms of 2^-16 relative, mid*mid, lo*hi, hi*lo, then bf16x3's mid*hi,
+  // hi*mid, hi*hi) and orders near it: mid*hi and hi*mid swapped, the two groups swapped, mid*mid
+  // dropped or moved after the larger terms, hi*hi first. The order of the first three among
+  // themselves is no candidate: their sums are 2^-16 of the result and cut 2^-25 below their own
+  // largest product, so that the probes do not tell their orders apart (on the H100's bf16 model
+  // none of 8424 did, 4096 of them pairs whose hi x hi and mid x mid products cancel).
+  add(emulation::LowBits::nearest_even, orders, format, 2);
+  const P mm = ss, lh{SplitScheme::lo, SplitScheme::hi}, hl{SplitScheme::hi, SplitScheme::lo};
+  const std::vector<std::vector<P>> six{{mm, lh, hl, sb, bs, bb}, {mm, lh, hl, bs, sb, bb}, {sb, bs, mm, lh, hl, bb},
+                                        {lh, hl, sb, bs, bb},     {lh, hl, sb, bs, mm, bb}, {bb, mm, lh, hl, sb, bs}};
+  add(emulation::LowBits::nearest_even, six, format, 3);
+  return out;
+}
+
+}  // namespace gemmlab::explain

@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Runs the CLI examples of README.md and docs/*.md that need no GPU (ctest docs.examples).
+
+An example is marked for this by an HTML comment on the line before its fenced block:
+
+    <!-- ci -->            the block must exit 0
+    <!-- ci: exit=N -->    the block's last command must exit N (e.g. 2 for a bad-input example)
+
+    ```sh
+    gemmlab list
+    gemmlab run --suite smoke --dry-run -o results/plan.csv
+    ```
+
+Each marked block runs as one `bash -eo pipefail` script (a `ci: exit=N` block without -e, its exit
+status being the last command's), in order, in a work folder per document that looks like the
+repository (its top-level folders linked, results/ empty and writable), with `gemmlab` on PATH being
+the binary under test and `python` / `python3` the Python running this script. Blocks of one
+document share that folder, so a later example may read what an earlier one wrote.
+
+    tests/run_doc_examples.py --gemmlab BUILD/gemmlab [--work DIR] [FILE.md ...]
+
+Prints one line per example and a table at the end; exit 1 if any example failed or no example is
+marked at all (a check that runs nothing must not pass).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MARK = re.compile(r"^<!-- ci(?:: exit=(\d+))? -->$")
+
+
+def examples(doc: Path) -> list[tuple[int, int, str]]:
+    """(line number, expected exit, script) of every marked block of doc."""
+    lines = doc.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines):
+        m = MARK.match(line.strip())
+        if not m:
+            continue
+        if i + 1 >= len(lines) or not re.match(r"^```(sh|bash|console)?\s*$", lines[i + 1]):
+            sys.exit(f"{doc.relative_to(ROOT)}:{i + 1}: '<!-- ci -->' must be followed by a ```sh block")
+        end = next((j for j in range(i + 2, len(lines)) if lines[j].startswith("```")), None)
+        if end is None:
+            sys.exit(f"{doc.relative_to(ROOT)}:{i + 2}: the block is not closed")
+        out.append((i + 3, int(m.group(1) or 0), "\n".join(lines[i + 2:end])))
+    return out
+
+
+def work_folder(base: Path, name: str, gemmlab: str) -> Path:
+    """A folder that looks like the repository: top-level entries linked, results/ empty."""
+    w = base / name
+    if w.exists():
+        shutil.rmtree(w)
+    (w / "results").mkdir(parents=True)
+    (w / ".bin").mkdir()
+    for e in ROOT.iterdir():
+        if e.name not in {"results", ".git", "build"} and not e.name.startswith((".venv", "build")):
+            (w / e.name).symlink_to(e)
+    (w / ".bin" / "gemmlab").symlink_to(Path(gemmlab).resolve())
+    for py in ("python", "python3"):  # a wrapper, not a link: a venv's python finds its venv by its own path
+        (w / ".bin" / py).write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        (w / ".bin" / py).chmod(0o755)
+    return w
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gemmlab", required=True, help="the gemmlab binary under test")
+    ap.add_argument("--work", type=Path, default=Path("doc_examples"), help="folder for the work folders")
+    ap.add_argument("docs", nargs="*", type=Path, help="documents (default README.md and docs/*.md)")
+    a = ap.parse_args()
+    if not os.access(a.gemmlab, os.X_OK):
+        print(f"run_doc_examples: {a.gemmlab} is not an executable file", file=sys.stderr)
+        return 2
+    docs = a.docs or [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    results = []
+    for doc in docs:
+        doc = doc.resolve()
+        blocks = examples(doc)
+        if not blocks:
+            continue
+        work = work_folder(a.work.resolve(), doc.stem, a.gemmlab)
+        env = {**os.environ, "PATH": f"{work / '.bin'}:{os.environ.get('PATH', '')}", "LC_ALL": "C"}
+        for line, expected, script in blocks:
+            t0 = time.time()
+            shell = ["bash", "-o", "pipefail"] + (["-e"] if expected == 0 else [])
+            p = subprocess.run([*shell, "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=300)
+            where = f"{doc.relative_to(ROOT)}:{line}"
+            ok = p.returncode == expected
+            results.append((where, expected, p.returncode, time.time() - t0, ok))
+            print(f"== {where}: exit {p.returncode} (expected {expected}) in {time.time() - t0:.1f} s "
+                  f"{'ok' if ok else 'FAILED'}")
+            if not ok:
+                print("   script:\n" + "\n".join("     " + s for s in script.splitlines()))
+                print("   output:\n" + "\n".join("     " + s for s in (p.stdout + p.stderr).splitlines()[-30:]))
+    print(f"\n{'example':40} {'expected':>8} {'exit':>5} {'s':>6}  result")
+    for where, expected, rc, secs, ok in results:
+        print(f"{where:40} {expected:8d} {rc:5d} {secs:6.1f}  {'ok' if ok else 'FAILED'}")
+    if not results:
+        print("no example is marked <!-- ci --> in " + ", ".join(str(d) for d in docs), file=sys.stderr)
+        return 1
+    failed = sum(not r[4] for r in results)
+    print(f"{len(results) - failed} of {len(results)} examples ran as documented")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
