@@ -554,7 +554,8 @@ Measurement gpu_measure_form(int device, const Kernel& k, FormInputs& in, Proble
       c.resize(n);
       GEMMLAB_CUDA_CHECK(cudaMemcpy(c.data(), widened, n * sizeof(double), cudaMemcpyDeviceToHost));
     }
-  } else {  // a reference the CPU computed: the output judged on the host
+  } else {  // a reference the CPU computed: the output judged on the host, and the row says so
+    m.host_path = "the form's exact reference was computed on the CPU (" + ref.label + ")";
     c.resize(n);
     GEMMLAB_CUDA_CHECK(cudaMemcpy(c.data(), widened, n * sizeof(double), cudaMemcpyDeviceToHost));
     m.stats = compute_error_stats(c, ref.host(), out, model, threads);

@@ -144,6 +144,7 @@ void run_form_rows(const FormRowsContext& c, const Distribution& d, int M, int N
       c.spent("kernel_setup", m.run.wall_seconds - m.run.launch_seconds);
       c.spent("statistics", m.stats_seconds);
       record_measured(row, m.run, m.stats, k.numerics, d, device.sm_clock_mhz());
+      if (c.host_path) c.host_path(row, m);
       if (m.run.amax) {
         row.amax = *m.run.amax;
         row.amax_exact = ref.max_abs() / std::fabs(f.scale);

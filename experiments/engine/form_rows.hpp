@@ -31,6 +31,8 @@ struct FormRowsContext {
   std::function<void(const ResultRow&)> emit;        // journals the row
   // Seconds spent, by part: "inputs", "reference", "kernels", "kernel_setup", "statistics".
   std::function<void(const char*, double)> spent;
+  // A measured row that left the GPU path (Measurement::host_path): noted and counted as the run loop does.
+  std::function<void(ResultRow&, const Measurement&)> host_path;
 };
 
 // form_key: the canonical form text (not plain). M, N, K: the plan's size (one batch's; for groups M is the total).

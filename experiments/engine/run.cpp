@@ -440,6 +440,7 @@ class ProblemRunner {
                   : p == "kernels" ? &TimeSplit::kernels : p == "statistics" ? &TimeSplit::statistics
                                                              : &TimeSplit::kernel_setup, sec);
       };
+      fc.host_path = [&](ResultRow& row, const Measurement& m) { host_paths_.record(row, m); };
       run_form_rows(fc, d, z.M, z.N, z.K, seed, in, prob.key.form, kernels);
       return;
     }

@@ -66,10 +66,13 @@ void launch(const GemmArgs& a) {
   void** dev = static_cast<void**>(a.workspace);
   write_pointers_kernel<<<(G + 127) / 128, 128, 0, stream>>>(p, dev);
   GEMMLAB_LAUNCH_CHECK("write_pointers_kernel");
-  GEMMLAB_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(h, op.data(), op.data(), m.data(), n.data(), k.data(), alpha.data(),
-                                                  dev, CUDA_R_16BF, lda.data(), dev + G, CUDA_R_16BF, ldb.data(),
-                                                  beta.data(), dev + 2 * G, CUDA_R_16BF, ldc.data(), G, size.data(),
-                                                  CUBLAS_COMPUTE_32F));
+  const cublasStatus_t st = cublasGemmGroupedBatchedEx(h, op.data(), op.data(), m.data(), n.data(), k.data(),
+                                                       alpha.data(), dev, CUDA_R_16BF, lda.data(), dev + G, CUDA_R_16BF,
+                                                       ldb.data(), beta.data(), dev + 2 * G, CUDA_R_16BF, ldc.data(), G,
+                                                       size.data(), CUBLAS_COMPUTE_32F);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED)  // the library's refusal, not a fault: a not_supported row
+    throw KernelNotSupported("cublas_grouped_bf16: this cuBLAS (or GPU) has no grouped GEMM for bf16 with fp32 compute");
+  if (st != CUBLAS_STATUS_SUCCESS) cublas_fail(st, "cublasGemmGroupedBatchedEx", __FILE__, __LINE__);
 }
 
 }  // namespace

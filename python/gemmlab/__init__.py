@@ -15,7 +15,9 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
   installation it raises ``GpuUnavailable`` saying what to install). ``evaluate`` takes GPU tensors
   too, and judges them on the GPU;
 * ``invariance(fn, ...)``: determinism and batch invariance of such a callable, bit for bit, as
-  ``gemmlab invariance`` measures a built-in kernel (the same C++).
+  ``gemmlab invariance`` measures a built-in kernel (the same C++);
+* ``form_text(...)``: the canonical text of a form beyond C = A B (alpha, beta C0, a bias, batches, groups, an
+  output scale), as ``judge`` takes it and the CSV's ``form`` column writes it.
 """
 
 from . import tc
@@ -23,7 +25,7 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
-from .gpu import GpuUnavailable, JudgeError, framework_metadata, gpu_available, invariance, judge
+from .gpu import FORM_KEYWORDS, GpuUnavailable, JudgeError, form_text, framework_metadata, gpu_available, invariance, judge
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
@@ -33,7 +35,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuUnavailable", "INPUTS_FORMAT_VERSION",
-    "Inputs", "JudgeError", "framework_metadata", "gpu_available", "invariance", "judge", "explain", "Explanation",
+    "Inputs", "JudgeError", "FORM_KEYWORDS", "form_text", "framework_metadata", "gpu_available", "invariance", "judge", "explain", "Explanation",
     "DEFAULT_EXPLAIN_DISTRIBUTIONS",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
