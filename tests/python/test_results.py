@@ -79,7 +79,8 @@ def test_errors(tmp_path):
 ADDED = ("split_pieces", "split_products", "subnormal_reference", "underflow_bound", "bound_violations",
          "calc_diff", "snr_db", "max_abs_err", "assert_close", "assert_close_mismatches", "time_ms_iqr",
          "recipe", "total_rel_mean", "total_rel_std", "total_rel_max_abs", "total_normwise", "total_componentwise",
-         "total_calc_diff")
+         "total_calc_diff", "form", "c0_format", "bias_format", "epilogue_format", "c0_placement", "bias_placement",
+         "amax", "amax_exact")
 
 
 def test_columns_are_those_of_the_newest_default_run(root):
