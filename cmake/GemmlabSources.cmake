@@ -20,6 +20,7 @@ set(GEMMLAB_GPU_ENGINE_SOURCES
     ${GEMMLAB_ROOT}/experiments/device/inputs_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/quantize_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/exact_reference_gpu.cu
+    ${GEMMLAB_ROOT}/experiments/device/form_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/error_stats_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/callable.cu
     ${GEMMLAB_ROOT}/experiments/device/evaluate_gpu.cu

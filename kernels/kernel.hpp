@@ -14,11 +14,16 @@
 //    fp32 dequantization scales in the layouts of reference/scaled_fp8.hpp's kernel_scales (cuBLASLt's:
 //    A's 1 x 128 grid M-contiguous, B's 128 x 128 grid K-contiguous with the K blocks padded to a
 //    multiple of 4). It computes C = (s_a q_a)(s_b q_b), q the fp8 values of A and B.
+//  * A kernel that takes forms beyond C = A*B (Kernel::forms; reference/gemm_form.hpp) computes, on a row of
+//    such a form, C_t = s (alpha A_t B_t + beta C0_t + bias) for every part t (batch or group) with the fields
+//    of GemmArgs below; on a plain row they are at their neutral values (batch 1, no groups, alpha 1, no C0, no
+//    bias, scale 1), and it computes C = A*B.
 #pragma once
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 #include "reference/distributions.hpp"
+#include "reference/gemm_form.hpp"
 #include "reference/numerics.hpp"
 
 namespace gemmlab {
@@ -40,6 +45,20 @@ struct GemmArgs {
   const void* context = nullptr;  // Kernel::context of the kernel launched (run-time kernels' state)
   const float* scale_a = nullptr;  // scaled fp8 kernels: A's and B's scale grids (see above)
   const float* scale_b = nullptr;
+  // A form (reference/gemm_form.hpp), for kernels that take it; M, N, K are one part's (a batch's; for groups,
+  // M is the total). Batch t reads A + t M K, B + t K N elements and writes C + t M N (C0 likewise), each part
+  // in the kernel's layouts. Group g: rows [o_g, o_g + group_rows[g]) of A and C (o_g the sum of the rows
+  // before; a column-major A stacks its groups' (m_g, K) blocks in turn), B_g at B + g K N.
+  int batch = 1;
+  int groups = 0;                   // 0: not grouped
+  const int* group_rows = nullptr;  // host array of `groups` row counts
+  float alpha = 1.0f, beta = 0.0f;
+  const void* C0 = nullptr;         // (rows, N) row-major in Kernel::epilogue.c0 (nullptr: no C0)
+  const void* bias = nullptr;       // the bias vector in Kernel::epilogue.bias (nullptr: none)
+  BiasKind bias_kind = BiasKind::none;
+  float output_scale = 1.0f;        // s: C = RN_out(s T), saturating for fp8 outputs
+  const float* output_scale_device = nullptr;  // the same s in device memory (cuBLASLt's D scale)
+  float* output_amax = nullptr;     // device fp32: a kernel that reports amax = max |T| writes it here
 };
 
 // Thrown by a launcher when the library or the GPU refuses the kernel's setting at run time (a cuBLAS
@@ -91,6 +110,13 @@ struct Kernel {
   // Optional: said at the start of every measured row's note (a host kernel: which SIMD path and how
   // many threads ran it, and that it ran on the CPU). Lives for the process.
   const char* row_note = nullptr;
+  // The forms beyond C = A*B it takes (reference/gemm_form.hpp; none: plain problems only, and rows of other
+  // forms are not_applicable saying why), how it computes their epilogue (its part of the numerics record:
+  // C0's and the bias's formats, where they enter), and its own form: the problem it is a baseline of, run
+  // where a plan asks for each kernel's own form (suites' default; nullptr: plain).
+  FormSupport forms{};
+  Epilogue epilogue{};
+  const char* form = nullptr;
 };
 
 }  // namespace gemmlab

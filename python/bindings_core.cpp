@@ -32,6 +32,7 @@
 #include "reference/error_stats.hpp"
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
+#include "reference/gemm_form.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/mpfr_gemm.hpp"
 #include "reference/tc_model.hpp"
@@ -310,6 +311,8 @@ void bind_stats(nb::module_& m) {
         "experiments/engine/evaluate.hpp evaluate(): the CSV fields of the row (result_columns() order).\n"
         "acc_rounding '' takes the accumulation's default; time_ms NaN and reps <= 0 mean not given.");
   m.def("result_columns", [] { return result_columns(); }, "The CSV columns of every result row, in order.");
+  m.def("form_name", [](const std::string& text) { return parse_form(text).name(); }, "text"_a,
+        "The canonical text of a form (reference/gemm_form.hpp: the CSV's `form`); ValueError naming what is wrong");
   m.def("integer_stats_columns", [] {
     std::vector<std::string> v;
 #define GEMMLAB_INTEGER_FIELD(type, name, doc) \

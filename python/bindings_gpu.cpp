@@ -46,6 +46,7 @@
 #include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
 #include "reference/formats.hpp"
+#include "reference/gemm_form.hpp"
 #include "reference/numerics.hpp"
 
 namespace nb = nanobind;
@@ -79,25 +80,38 @@ nb::dlpack::dtype dlpack_dtype(Format f) {
   }
 }
 
-// A (rows, cols) view of gemmlab's device buffer as a tensor of `framework`, laid out as `layout`
-// (a column-major operand is the transposed view the kernel would read). No copy, no owner: the
-// buffer lives for the row that uses it.
-nb::object wrap(const std::string& framework, const void* p, Format f, int rows, int cols, Layout layout, int device) {
-  const std::size_t shape[2] = {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)};
-  const std::int64_t strides[2] = {layout == Layout::row_major ? cols : 1, layout == Layout::row_major ? 1 : rows};
+// A view of gemmlab's device buffer as a tensor of `framework` with this shape and these strides (elements).
+// No copy, no owner: the buffer lives for the row that uses it.
+nb::object wrap_nd(const std::string& framework, const void* p, nb::dlpack::dtype dt, std::size_t ndim,
+                   const std::size_t* shape, const std::int64_t* strides, int device) {
   void* data = const_cast<void*>(p);
-  const auto dt = dlpack_dtype(f);
   const int dev_type = nb::device::cuda::value;
   if (framework == "torch")
-    return nb::cast(nb::ndarray<nb::pytorch>(data, 2, shape, nb::handle(), strides, dt, dev_type, device),
+    return nb::cast(nb::ndarray<nb::pytorch>(data, ndim, shape, nb::handle(), strides, dt, dev_type, device),
                     nb::rv_policy::reference);
   if (framework == "cupy")
-    return nb::cast(nb::ndarray<nb::cupy>(data, 2, shape, nb::handle(), strides, dt, dev_type, device),
+    return nb::cast(nb::ndarray<nb::cupy>(data, ndim, shape, nb::handle(), strides, dt, dev_type, device),
                     nb::rv_policy::reference);
   if (framework == "jax")
-    return nb::cast(nb::ndarray<nb::jax>(data, 2, shape, nb::handle(), strides, dt, dev_type, device),
+    return nb::cast(nb::ndarray<nb::jax>(data, ndim, shape, nb::handle(), strides, dt, dev_type, device),
                     nb::rv_policy::reference);
   throw std::invalid_argument("framework must be torch, cupy or jax, got '" + framework + "'");
+}
+
+// A (rows, cols) view laid out as `layout` (a column-major operand is the transposed view the kernel would
+// read); with batch > 1, (batch, rows, cols), each batch's matrix after the last.
+nb::object wrap(const std::string& framework, const void* p, Format f, int rows, int cols, Layout layout, int device,
+                int batch = 1) {
+  const std::int64_t rs = layout == Layout::row_major ? cols : 1, cs = layout == Layout::row_major ? 1 : rows;
+  if (batch <= 1) {
+    const std::size_t shape[2] = {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)};
+    const std::int64_t strides[2] = {rs, cs};
+    return wrap_nd(framework, p, dlpack_dtype(f), 2, shape, strides, device);
+  }
+  const std::size_t shape[3] = {static_cast<std::size_t>(batch), static_cast<std::size_t>(rows),
+                                static_cast<std::size_t>(cols)};
+  const std::int64_t strides[3] = {static_cast<std::int64_t>(rows) * cols, rs, cs};
+  return wrap_nd(framework, p, dlpack_dtype(f), 3, shape, strides, device);
 }
 
 std::string python_message(nb::python_error& e) {
@@ -106,30 +120,36 @@ std::string python_message(nb::python_error& e) {
   return m;
 }
 
-// What a returned C must be, in words.
-std::string expected_output(Format out, int M, int N, int device) {
-  return "an (" + std::to_string(M) + ", " + std::to_string(N) + ") " + info(out).name + " tensor on cuda:" +
-         std::to_string(device);
+// What a returned C must be, in words: (M, N), or (batch, M, N) for a batched form.
+std::string expected_output(Format out, int M, int N, int device, int batch = 1) {
+  return std::string("a") + (batch > 1 ? " (" + std::to_string(batch) + ", " : "n (") + std::to_string(M) + ", " +
+         std::to_string(N) + ") " + info(out).name + " tensor on cuda:" + std::to_string(device);
 }
 
 // The state of one callable kernel while it is judged (Python objects: touched with the GIL only).
 struct Callable {
-  // launcher(A, B, C_or_None, stream) -> returned C or None. `stream` (an integer cudaStream_t, 1 the
-  // legacy default stream) is where gemmlab wants the launch: the framework's current stream, or a
-  // perturbation's (a green context's), which the Python side makes current around the call.
+  // launcher(A, B, C_or_None, stream, keywords) -> returned C (or (C, amax)) or None. `stream` (an
+  // integer cudaStream_t, 1 the legacy default stream) is where gemmlab wants the launch: the
+  // framework's current stream, or a perturbation's (a green context's), which the Python side makes
+  // current around the call. `keywords` holds a form's parts (reference/gemm_form.hpp): C0, bias,
+  // alpha, beta, scale, offs (a grouped form's int32 row ends on the GPU).
   nb::callable launcher;
   std::string framework;
   bool returns_output = false;
   Format in = Format::fp32, out = Format::fp32;
   Layout la = Layout::row_major, lb = Layout::row_major;
+  Epilogue epilogue;  // C0's and the bias's formats
   int device = 0;
   // Tensors of the current row's buffers, made once per row: a buffer's address can come back for
   // the next problem with another shape (pooled or freed and allocated again), so the key is the
-  // address and the size. JAX's are made again for every launch: a JAX array is immutable by
+  // address and the size (and a form's buffers and shape). JAX's are made again for every launch: a JAX array is immutable by
   // contract, and where its DLPack import copies (a layout XLA does not take as it is) a view made
   // once would keep the first launch's operands while gemmlab writes new ones in place (explain).
-  std::tuple<const void*, const void*, const void*, int, int, int> key{};
+  std::tuple<const void*, const void*, const void*, int, int, int, const void*, const void*, int, int> key{};
   nb::object ta, tb, tc, result;
+  nb::dict keywords;
+  std::vector<int> offs_host;  // the row ends behind `offs` (its device copy lives in offs_device)
+  std::shared_ptr<int> offs_device;
   long long calls = 0;  // launches so far, for messages ("call 3")
 
   // The framework runs on streams gemmlab cannot see (JAX: XLA's own).
@@ -145,19 +165,50 @@ struct Callable {
     throw std::runtime_error(m);
   }
 
+  // A form's keyword arguments for the callable: C0 ((batch,) M, N), bias (M) or (N), alpha, beta, scale, offs.
+  nb::dict form_keywords(const GemmArgs& a) {
+    nb::dict kw;
+    if (a.C0) kw["C0"] = wrap(framework, a.C0, epilogue.c0, a.M, a.N, Layout::row_major, device, a.batch);
+    if (a.bias) {
+      const std::size_t shape[1] = {static_cast<std::size_t>(a.bias_kind == BiasKind::row ? a.M : a.N)};
+      const std::int64_t strides[1] = {1};
+      kw["bias"] = wrap_nd(framework, a.bias, dlpack_dtype(epilogue.bias), 1, shape, strides, device);
+    }
+    if (a.alpha != 1.0f) kw["alpha"] = static_cast<double>(a.alpha);
+    if (a.C0) kw["beta"] = static_cast<double>(a.beta);
+    if (a.output_scale != 1.0f) kw["scale"] = static_cast<double>(a.output_scale);
+    if (a.groups > 0) {
+      std::vector<int> ends(a.groups);
+      int r = 0;
+      for (int g = 0; g < a.groups; ++g) ends[g] = r += a.group_rows[g];
+      if (ends != offs_host || !offs_device) {
+        offs_host = ends;
+        offs_device = std::shared_ptr<int>(device::upload_ints(ends), [](int* p) { device::free_owned(p); });
+      }
+      const std::size_t shape[1] = {static_cast<std::size_t>(a.groups)};
+      const std::int64_t strides[1] = {1};
+      kw["offs"] = wrap_nd(framework, offs_device.get(), nb::dtype<std::int32_t>(), 1, shape, strides, device);
+    }
+    return kw;
+  }
+
   void launch(const GemmArgs& a) {
     nb::gil_scoped_acquire gil;
     ++calls;
     std::string raised;
     try {
-      const auto now = std::make_tuple(a.A, a.B, static_cast<const void*>(a.C), a.M, a.N, a.K);
+      const auto now = std::make_tuple(a.A, a.B, static_cast<const void*>(a.C), a.M, a.N, a.K, a.C0, a.bias, a.batch,
+                                       a.groups);
       if (now != key || !ta.is_valid() || foreign_streams()) {
-        ta = wrap(framework, a.A, in, a.M, a.K, la, device);
-        tb = wrap(framework, a.B, in, a.K, a.N, lb, device);
-        tc = returns_output ? nb::object() : wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device);
+        // Batched: A (batch, M, K), B (batch, K, N); grouped: A (M, K) with its groups' rows in turn, B (groups, K, N).
+        ta = wrap(framework, a.A, in, a.M, a.K, la, device, a.groups ? 1 : a.batch);
+        tb = wrap(framework, a.B, in, a.K, a.N, lb, device, a.groups ? a.groups : a.batch);
+        tc = returns_output ? nb::object()
+                            : wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device, a.groups ? 1 : a.batch);
+        keywords = form_keywords(a);
         key = now;
       }
-      result = launcher(ta, tb, returns_output ? nb::none() : tc, reinterpret_cast<std::uintptr_t>(a.stream));
+      result = launcher(ta, tb, returns_output ? nb::none() : tc, reinterpret_cast<std::uintptr_t>(a.stream), keywords);
     } catch (nb::python_error& e) {
       raised = "raised " + python_message(e);
     }
@@ -168,9 +219,20 @@ struct Callable {
     nb::gil_scoped_acquire gil;
     nb::object r = std::move(result);
     result = nb::object();
-    const std::string want = expected_output(out, a.M, a.N, device);
+    const int batch = a.groups ? 1 : a.batch;
+    const std::string want = expected_output(out, a.M, a.N, device, batch);
     if (!r.is_valid() || r.is_none())
       fail("returned None; it must return C, " + want + " (or take an `out` argument and write into it: style='out')", true);
+    // A kernel that reports amax returns (C, amax), amax a float32 tensor of one element on the GPU.
+    nb::object amax;
+    if (nb::isinstance<nb::tuple>(r)) {
+      nb::tuple t = nb::borrow<nb::tuple>(r);
+      if (t.size() != 2)
+        fail("returned a tuple of " + std::to_string(t.size()) + " items; it must return C, " + want + ", or (C, amax)",
+             true);
+      r = t[0];
+      amax = t[1];
+    }
     nb::ndarray<> arr;
     try {
       arr = nb::cast<nb::ndarray<>>(r);
@@ -180,7 +242,11 @@ struct Callable {
     if (arr.device_type() != nb::device::cuda::value || arr.device_id() != device)
       fail("returned a tensor on another device (DLPack device type " + std::to_string(arr.device_type()) + ", id " +
            std::to_string(arr.device_id()) + "); it must return " + want, true);
-    if (arr.ndim() != 2 || arr.shape(0) != static_cast<std::size_t>(a.M) || arr.shape(1) != static_cast<std::size_t>(a.N)) {
+    const std::size_t nd = batch > 1 ? 3 : 2;
+    const bool shape_ok = arr.ndim() == nd && arr.shape(nd - 2) == static_cast<std::size_t>(a.M) &&
+                          arr.shape(nd - 1) == static_cast<std::size_t>(a.N) &&
+                          (nd == 2 || arr.shape(0) == static_cast<std::size_t>(batch));
+    if (!shape_ok) {
       std::string shape;
       for (std::size_t d = 0; d < arr.ndim(); ++d) shape += (d ? ", " : "") + std::to_string(arr.shape(d));
       fail("returned a tensor of shape (" + shape + "); it must return " + want, true);
@@ -190,7 +256,23 @@ struct Callable {
     if (!(dt == expect) && !raw16)
       fail("returned a tensor of DLPack dtype (code " + std::to_string(dt.code) + ", " + std::to_string(dt.bits) +
            " bits); it must return " + want, true);
-    device::copy_strided(arr.data(), dt.bits / 8, a.M, a.N, arr.stride(0), arr.stride(1), a.C, a.stream);
+    const std::size_t eb = dt.bits / 8;
+    for (int t = 0; t < batch; ++t)
+      device::copy_strided(static_cast<const char*>(arr.data()) + (nd == 3 ? t * arr.stride(0) * eb : 0), eb, a.M, a.N,
+                           arr.stride(nd - 2), arr.stride(nd - 1),
+                           static_cast<char*>(a.C) + static_cast<std::size_t>(t) * a.M * a.N * eb, a.stream);
+    if (amax.is_valid() && a.output_amax) {
+      nb::ndarray<> am;
+      try {
+        am = nb::cast<nb::ndarray<>>(amax);
+      } catch (const std::exception&) {
+        fail("returned an amax that is a " + std::string(nb::type_name(amax.type()).c_str()) +
+             ", not a tensor; return (C, amax) with amax a float32 tensor of one element", true);
+      }
+      if (am.size() != 1 || !(am.dtype() == nb::dtype<float>()) || am.device_type() != nb::device::cuda::value)
+        fail("returned an amax that is not a float32 tensor of one element on cuda:" + std::to_string(device), true);
+      device::copy_strided(am.data(), 4, 1, 1, 1, 1, a.output_amax, a.stream);
+    }
     // `r` dies with this call: where its memory belongs to a framework on other streams (JAX), the
     // copy must be done before the framework may hand that memory to its next computation.
     if (foreign_streams()) device::synchronize(a.stream);
@@ -203,7 +285,8 @@ struct JudgedKernel {
   std::unique_ptr<CallableKernel> ck;
   JudgedKernel(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
                const std::string& description, const Numerics& n, const std::string& layout_a,
-               const std::string& layout_b, bool returns_output, int device);
+               const std::string& layout_b, bool returns_output, int device,
+               const std::optional<Epilogue>& forms = std::nullopt);
   ~JudgedKernel() {
     unregister_kernel(ck->kernel.name);
     // Python objects of the last launch die here, with the GIL held.
@@ -236,7 +319,8 @@ Numerics judged_numerics(const std::string& input_format, const std::string& com
 
 JudgedKernel::JudgedKernel(nb::callable launcher, const std::string& framework, const std::string& name,
                            const std::string& family, const std::string& description, const Numerics& n,
-                           const std::string& layout_a, const std::string& layout_b, bool returns_output, int device) {
+                           const std::string& layout_a, const std::string& layout_b, bool returns_output, int device,
+                           const std::optional<Epilogue>& forms) {
   state = std::make_shared<Callable>();
   state->launcher = launcher;
   state->framework = framework;
@@ -251,7 +335,30 @@ JudgedKernel::JudgedKernel(nb::callable launcher, const std::string& framework, 
       name, family, description, n, state->la, state->lb, [st](const GemmArgs& a) { st->launch(a); },
       returns_output ? std::function<void(const GemmArgs&)>([st](const GemmArgs& a) { st->collect(a); })
                      : std::function<void(const GemmArgs&)>());
+  if (forms) {  // a callable judged on a form takes whatever form it is asked, with this epilogue record
+    ck->kernel.forms = all_forms();
+    ck->kernel.epilogue = *forms;
+    state->epilogue = *forms;
+  }
   register_kernel(ck->kernel);
+}
+
+// The epilogue record a callable is judged by: C0 and the bias in their formats (default: the output's), fp32
+// arithmetic, the placements declared (default unknown: the weaker bound).
+Epilogue judged_epilogue(Format out, const std::string& c0_format, const std::string& bias_format,
+                         const std::string& c0_placement, const std::string& bias_placement) {
+  Epilogue e = epilogue_of_output(out);
+  if (!c0_format.empty()) e.c0 = format_of(c0_format);
+  if (!bias_format.empty()) e.bias = format_of(bias_format);
+  auto placement = [](const std::string& p, const char* what) {
+    if (p.empty()) return Placement::unknown;
+    if (auto v = parse_placement(p)) return *v;
+    throw std::invalid_argument(std::string(what) + " '" + p +
+                                "' is not a placement (before_output_rounding, after_output_rounding, unknown)");
+  };
+  e.c0_placement = placement(c0_placement, "c0_placement");
+  e.bias_placement = placement(bias_placement, "bias_placement");
+  return e;
 }
 
 // The caller's stream as TimingOptions takes it (0, the legacy default stream, as the handle 1).
@@ -270,14 +377,20 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
           const std::vector<std::uint64_t>& seeds, int reps, int warmup, bool flush_l2, const std::string& reference,
           int spot_checks, int device, std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv,
           bool resume, bool force, const std::string& caller_json, const std::string& command_line, bool quiet,
-          const std::string& numerics_json, const std::string& perturbation) {
-  JudgedKernel judged(launcher, framework, name, family, description,
-                      judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
-                                      promotion_interval_k, numerics_json),
-                      layout_a, layout_b, returns_output, device);
+          const std::string& numerics_json, const std::string& perturbation, const std::string& form,
+          const std::string& c0_format, const std::string& bias_format, const std::string& c0_placement,
+          const std::string& bias_placement) {
+  const Numerics n = judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
+                                     promotion_interval_k, numerics_json);
+  const std::string key = form_key(form);  // "" for plain; a bad form throws (ValueError) before anything runs
+  std::optional<Epilogue> epilogue;
+  if (!key.empty()) epilogue = judged_epilogue(n.output, c0_format, bias_format, c0_placement, bias_placement);
+  JudgedKernel judged(launcher, framework, name, family, description, n, layout_a, layout_b, returns_output, device,
+                      epilogue);
   RunRequest req;
   req.plan.name = name;
   req.plan.kernels = {name};
+  if (!key.empty()) req.plan.forms = {key};
   req.plan.distributions = distributions;
   req.plan.sizes.clear();
   for (auto [M, N, K] : sizes) req.plan.sizes.push_back({M, N, K});
@@ -540,7 +653,8 @@ NB_MODULE(_gpu, m) {
         "layout_a"_a, "layout_b"_a, "returns_output"_a, "sizes"_a, "distributions"_a, "seeds"_a, "reps"_a, "warmup"_a,
         "flush_l2"_a, "reference"_a, "spot_checks"_a, "device"_a, "stream"_a.none(), "host_timer"_a, "out_csv"_a,
         "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a, "numerics_json"_a = "",
-        "perturbation"_a = "",
+        "perturbation"_a = "", "form"_a = "", "c0_format"_a = "", "bias_format"_a = "", "c0_placement"_a = "",
+        "bias_placement"_a = "",
         "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
 
   m.def("invariance", &invariance, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a,

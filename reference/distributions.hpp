@@ -102,8 +102,9 @@ Distribution parse_distribution(std::string_view name);
 // The default list ("all" in the CLI): one of each kind with default parameters.
 const std::vector<Distribution>& default_distributions();
 
-// Which operand: A and B of one problem get independent streams from one seed.
-enum class Operand { A = 0, B = 1 };
+// Which operand: A and B of one problem get independent streams from one seed, and so do a form's C0 and
+// bias vector (reference/gemm_form.hpp).
+enum class Operand { A = 0, B = 1, C0 = 2, bias = 3 };
 
 // Generates the (rows, cols) operand, row-major, every value rounded to `fmt`. For cancel, the
 // structure couples A and B: generate both with the same seed and K (A is (M,K), B is (K,N)).

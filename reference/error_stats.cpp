@@ -176,7 +176,7 @@ double accumulation_gamma(const BoundModel& m) {
 
 }  // namespace
 
-double gamma_bound_factor(const BoundModel& m) {
+static double plain_bound_factor(const BoundModel& m) {
   if (const std::string why = split_problem(m.split); !why.empty())
     throw std::invalid_argument("gamma_bound_factor: " + why);
   if (const std::string why = fixed_point_problem(m); !why.empty())
@@ -201,8 +201,8 @@ double gamma_bound_factor(const BoundModel& m) {
          d_prod * gamma * u_out;
 }
 
-double underflow_term(const BoundModel& m) {
-  const double f = gamma_bound_factor(m);
+static double plain_underflow_term(const BoundModel& m) {
+  const double f = plain_bound_factor(m);
   if (std::isinf(f)) return f;
   auto eta = [&](Format fmt, Rounding r) {
     const FormatInfo& fi = info(fmt);
@@ -236,6 +236,54 @@ double fixed_point_term(const BoundModel& m) {
   const double represented = (4 * delta + 4 * delta * delta) * (1 + kPhi * kPhi * gamma);  // (1), (3)
   const double dropped = 4.0 * (S - 1) * (256.0 / 255.0) * std::ldexp(1.0, -8 * S);      // (2)
   return (1 + u_out) * static_cast<double>(std::max(m.K, 0)) * (represented + dropped);
+}
+
+// The epilogue of a form on top of the accumulation's bound (error_stats.hpp, at gamma_bound_factor and
+// underflow_term). With h = 0 and r = 1 both return the plain values unchanged, bit for bit.
+namespace {
+struct EpilogueFactors {
+  double gamma_h = 0;  // gamma_h(u_e)
+  double c = 0;        // (1 + u_o)^(r - 1) - 1
+  double u_o = 0;
+};
+EpilogueFactors epilogue_factors(const BoundModel& m) {
+  EpilogueFactors e;
+  if (m.epilogue_roundings < 0 || m.output_roundings < 1)
+    throw std::invalid_argument("gamma_bound_factor: an epilogue of " + std::to_string(m.epilogue_roundings) +
+                                " roundings and " + std::to_string(m.output_roundings) +
+                                " output roundings (at least 0 and 1)");
+  const double ue = m.rounding == Rounding::nearest_even ? info(m.epilogue).unit_roundoff
+                                                         : 2.0 * info(m.epilogue).unit_roundoff;
+  const double h = m.epilogue_roundings;
+  e.gamma_h = h * ue >= 1 ? std::numeric_limits<double>::infinity() : h * ue / (1 - h * ue);
+  const double uo = info(m.output).unit_roundoff;
+  e.u_o = uo > acc_u(m) ? uo : 0.0;
+  e.c = std::pow(1 + e.u_o, m.output_roundings - 1) - 1;
+  return e;
+}
+}  // namespace
+
+double gamma_bound_factor(const BoundModel& m) {
+  const double a = plain_bound_factor(m);
+  if (m.epilogue_roundings == 0 && m.output_roundings == 1) return a;
+  const EpilogueFactors e = epilogue_factors(m);
+  const double b = e.gamma_h, c = e.c;
+  // (1 + a)(1 + b)(1 + c) - 1 expanded, so no small term is lost against the 1.
+  return a + b + c + a * b + a * c + b * c + a * b * c;
+}
+
+double underflow_term(const BoundModel& m) {
+  const double g = plain_underflow_term(m);
+  if (std::isinf(g) || (m.epilogue_roundings == 0 && m.output_roundings == 1 && m.underflow_scale <= 1)) return g;
+  const EpilogueFactors e = epilogue_factors(m);
+  auto eta = [&](Format fmt) {  // as underflow_term's: half the subnormal spacing, the spacing, or 2^emin
+    const FormatInfo& fi = info(fmt);
+    if (m.subnormals_flushed || m.rounding == Rounding::unknown) return std::ldexp(1.0, fi.emin);
+    return std::ldexp(1.0, fi.emin - fi.precision + (m.rounding == Rounding::nearest_even ? 0 : 1));
+  };
+  const double grow = (1 + e.gamma_h) * (1 + e.c);
+  return (std::max(1.0, std::fabs(m.underflow_scale)) * g + m.epilogue_roundings * eta(m.epilogue)) * grow +
+         (m.output_roundings - 1) * eta(m.output);
 }
 
 double sqrtk_u(const BoundModel& m) { return std::sqrt(static_cast<double>(std::max(m.K, 0))) * u_eff_of(m); }

@@ -64,6 +64,12 @@ struct BoundModel {
   // scale shared by each row of A and each column of B, held in S = (t + 1 + 7) / 8 int8 slices
   // (fixed_point_term below); 0: floating-point operands. Not with split operands.
   int fixed_point_bits = 0;
+  // The epilogue of a form (reference/gemm_form.hpp: alpha, beta C0, a bias, an output scale), on the worst
+  // term's path after the accumulation; the defaults (0, 1, 1) are C = A B, where nothing changes.
+  int epilogue_roundings = 0;         // h: roundings in the epilogue's arithmetic (alpha, beta C0, adds, scale)
+  Format epilogue = Format::fp32;     // the format of that arithmetic
+  int output_roundings = 1;           // r: roundings to the output format (2: a term added after C was rounded)
+  double underflow_scale = 1;         // |alpha s|: what the accumulation's absolute (underflow) error is scaled by
 };
 
 // Componentwise deterministic bound factor f with |C^ - C| <= f (|A||B|) for every entry
@@ -85,6 +91,28 @@ struct BoundModel {
 // One piece and the one product reduce it to the formula above (delta = d_prod, rho = 1 + d_prod). The
 // pieces are assumed normal (as a compute format's rounding is above): a residual below fp32's normal
 // range would add an absolute error to each product.
+//
+// A form's epilogue (reference/gemm_form.hpp; BoundModel's epilogue_roundings h and output_roundings r), Higham
+// ASNA 2nd ed. §3.1 style. S the exact sum, P = |A||B|, T = alpha S + beta c0 + b the exact result, s the output
+// scale, M' = |alpha| P + |beta c0| + |b|. The accumulation gives S^ = S + e, |e| <= f_acc P, with
+// 1 + f_acc = (1 + d_prod)(1 + gamma_K(u_eff)) (or 1 + delta + rho gamma for split operands), so that
+// 1 + f_plain = (1 + f_acc)(1 + u_o), f_plain the factor above. Each term x of s T (s alpha S^, s beta c0, s b)
+// reaches C^ through at most h roundings of the epilogue's arithmetic (unit roundoff u_e: u of its format for
+// round-to-nearest, 2u otherwise) and at most r roundings to the output format: x (1 + theta)(1 + phi) with
+// |theta| <= gamma_h(u_e) (Lemma 3.1) and |phi| <= (1 + u_o)^r - 1. Summing over the terms, with |S| <= P,
+//   |C^ - s T| <= |s| |alpha| |e| (1 + gamma_h)(1 + u_o)^r + |s| M' ((1 + gamma_h)(1 + u_o)^r - 1)
+//              <= |s| M' ((1 + f_acc)(1 + gamma_h)(1 + u_o)^r - 1),
+// so  1 + f = (1 + f_plain)(1 + gamma_h(u_e))(1 + u_o)^(r - 1).
+// h counts every rounding on the worst term's path (alpha x or beta c0, each add, s x), wherever it happens;
+// r = 1 when beta C0 and the bias enter before the output rounding (in the epilogue, or as the accumulator's
+// start: then they pass gamma_K too, which f covers, since (1 + f_acc) multiplies all of M'), r = 2 when one
+// enters after C was rounded to the output format and is rounded again, which also bounds a kernel whose
+// placement is unknown. alpha on the sum or on each product is one rounding either way. |s| M' is exactly
+// |A'||B'| of the augmented product the reference computes (its abs_ab), so every entry is judged by
+// |C^ - C| <= f abs_ab + g as for C = A B. Saturation of an fp8 output (s T within the format's range, which the
+// run checks) only moves C^ toward s T. Example: fp16 out from an fp32 accumulator and fp32 epilogue (u_o = 2^-11),
+// alpha = 0.5, beta = 2, C0 and a bias of unknown placement: h = 1 + 2 = 3, r = 2,
+// f = (1 + f_plain)(1 + gamma_3(2^-24))(1 + 2^-11) - 1 (nearest-even arithmetic).
 double gamma_bound_factor(const BoundModel& m);
 // The sums the accumulation rounds: K, or P K for split operands, or n = L ceil(K / 8192) for
 // fixed-point operands (see fixed_point_term).
@@ -100,6 +128,10 @@ long long accumulated_terms(const BoundModel& m);
 // CUBLAS_COMPUTE_32F_FAST_16F) are assumed not to underflow there. +infinity where f is.
 // A revealed tree: n = tree_roundings and eta_acc = tree_eta (or 2^emin of the root's format where
 // results are flushed or the rounding is unknown, if larger), gamma_n(u_eff) = gamma(S).
+// A form's epilogue: the accumulation's absolute error is scaled by |alpha s| (underflow_scale), each of the h
+// roundings of the arithmetic adds eta_e, each output rounding beyond the first eta_out, and all of it grows by
+// the factors of gamma_bound_factor:  g = (max(1, |alpha s|) g_plain + h eta_e)(1 + gamma_h(u_e))(1 + u_o)^(r - 1)
+// + (r - 1) eta_out.
 double underflow_term(const BoundModel& m);
 // Probabilistic scale sqrt(K) * u_eff (Higham & Mary 2019, with lambda = 1).
 double sqrtk_u(const BoundModel& m);

@@ -31,6 +31,11 @@ gemmlab_cli_test(bad_reference_mode 2 "reference 'fast' is not known" ${_out}/h.
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --reference fast -o ${_out}/h.csv)
 gemmlab_cli_test(no_gpu 2 "needs a CUDA GPU" ${_out}/i.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/i.csv)
+# Forms (reference/gemm_form.hpp): a bad --form is refused before anything runs; the forms suite plans its rows.
+gemmlab_cli_test(bad_form 2 "form 'alpha=0.5,gamma=2': 'gamma' is not a part of a form" ${_out}/form1.csv
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --form alpha=0.5,gamma=2 -o ${_out}/form1.csv)
+gemmlab_cli_test(suite_forms_dry_run 0 "40/40 rows" -
+  -- $<TARGET_FILE:gemmlab> run --dry-run --suite forms -o ${_out}/forms_dry.csv --force)
 # The engine from the command line (no GPU): --dry-run, --shard + merge, --force, --resume, the lock,
 # and the example plugin's kernel in a dry run, shards and merge.
 add_test(NAME cli.engine COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_engine.sh $<TARGET_FILE:gemmlab> ${_out}/engine

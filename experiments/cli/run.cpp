@@ -16,7 +16,7 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   auto* run = app.add_subcommand("run", "run kernels on controlled inputs and write a tidy CSV plus metadata");
   struct Options {
     RunRequest req;
-    std::vector<std::string> kernels, exclude, dists, sizes, seeds, plugins;
+    std::vector<std::string> kernels, exclude, dists, sizes, seeds, plugins, forms;
     std::string suite, reference, gpus;
     int reps = -1, warmup = -1, spot = -1;
   };
@@ -31,6 +31,10 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   run->add_option("-d,--dists", o->dists, "distributions, e.g. uniform_0_1,normal_0_1,logunif_-8_8, or 'all'");
   run->add_option("-s,--size", o->sizes, "N (for N^3) or MxNxK; repeatable / comma-separated");
   run->add_option("--seeds", o->seeds, "seeds (comma-separated non-negative integers)");
+  run->add_option("--form", o->forms,
+                  "the problem beyond C = A B, repeatable: 'default' (each kernel's own form), 'plain', or key=value "
+                  "parts joined by ',', e.g. alpha=0.5,beta=2,c0=normal_0_1 or batch=16 or bias=column:uniform_-1_1 "
+                  "or groups=128+512+* or scale=0.25");
   run->add_option("--reps", o->reps, "timed repetitions per kernel (median reported)");
   run->add_option("--warmup", o->warmup, "untimed warm-up launches");
   run->add_option("--reference", o->reference, "auto (GPU exact engine where it can be exact, else CPU; + MPFR spot checks), gpu, cpu, exact (no spot checks), or mpfr (every entry)");
@@ -60,6 +64,7 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
               for (const auto& s : split_commas(o->sizes)) req.plan.sizes.push_back(parse_size(s));
             }
             if (!o->seeds.empty()) req.plan.seeds = parse_seeds(o->seeds);
+            if (!o->forms.empty()) req.plan.forms = o->forms;
             if (o->reps >= 0) req.plan.reps = o->reps;
             if (o->warmup >= 0) req.plan.warmup = o->warmup;
             if (o->spot >= 0) req.plan.spot_checks = o->spot;
@@ -125,6 +130,23 @@ Command add_list(CLI::App& app) {
                 const Kernel& k = *find_kernel(name);
                 std::printf("  %-48s %s; %s\n", k.name, k.numerics.describe().c_str(), k.description);
               }
+            }
+            bool any_forms = false;
+            for (auto* k : all_kernels()) {
+              if (!k->forms.any()) continue;
+              if (!any_forms) std::printf("\nkernels that take forms beyond C = A B (--form; their own form runs by default):\n");
+              any_forms = true;
+              const FormSupport& f = k->forms;
+              std::string takes;
+              const std::pair<bool, const char*> parts[] = {{f.alpha, "alpha"},  {f.c0, "beta C0"},
+                                                            {f.bias_row, "row bias"}, {f.bias_column, "column bias"},
+                                                            {f.batch, "batch"},  {f.groups, "groups"},
+                                                            {f.scale, "scale"}};
+              for (const auto& [yes, what] : parts)
+                if (yes) takes += (takes.empty() ? "" : ", ") + std::string(what);
+              std::printf("  %-48s takes %s; own form %s; C0 %s, bias %s, placement %s / %s\n", k->name, takes.c_str(),
+                          k->form ? k->form : "plain", info(k->epilogue.c0).name, info(k->epilogue.bias).name,
+                          to_string(k->epilogue.c0_placement), to_string(k->epilogue.bias_placement));
             }
             std::printf("\ndistributions (\"all\" runs these; parameters are part of the name):\n");
             for (const auto& d : default_distributions()) std::printf("  %s\n", d.name().c_str());

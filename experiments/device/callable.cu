@@ -75,6 +75,19 @@ float* generate_owned(const Distribution& d, Operand which, int rows, int cols, 
 
 void free_owned(void* p) noexcept { cudaFree(p); }
 
+int* upload_ints(const std::vector<int>& values) {
+  int* p = nullptr;
+  GEMMLAB_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(1, values.size()) * sizeof(int)));
+  if (!values.empty()) {
+    const cudaError_t e = cudaMemcpy(p, values.data(), values.size() * sizeof(int), cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+      cudaFree(p);
+      GEMMLAB_CUDA_CHECK(e);
+    }
+  }
+  return p;
+}
+
 void copy_strided(const void* src, std::size_t elem_bytes, int rows, int cols, long long s0, long long s1, void* dst,
                   void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/kernel.hpp"
 #include "reference/distributions.hpp"
@@ -43,6 +44,9 @@ namespace device {
 // device memory of the current GPU that the caller frees with free_owned.
 float* generate_owned(const Distribution& d, Operand which, int rows, int cols, Format fmt, std::uint64_t seed);
 void free_owned(void* p) noexcept;
+// The values as int32 in fresh device memory of the current GPU (a grouped form's row ends for a callable),
+// freed with free_owned.
+int* upload_ints(const std::vector<int>& values);
 
 // Copies a (rows, cols) matrix of elem_bytes-byte elements (2 or 4) whose element (i, j) is at
 // src + (i s0 + j s1) elements (a DLPack tensor's strides) into row-major contiguous dst, on stream.

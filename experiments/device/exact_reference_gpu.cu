@@ -694,6 +694,52 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
 
 }  // namespace
 
+GpuReference exact_gemm_gpu_device_bt(const double* dA, const double* dBt, int M, int N, int K) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_shape(M, N, K, K);
+  GpuReference ref = new_reference(M, N, K);
+  if (trivial(ref, t0)) return ref;
+  compute(ref, dA, dBt, t0);
+  return ref;
+}
+
+GpuReference stack_rows(std::vector<GpuReference> parts) {
+  if (parts.empty()) throw std::invalid_argument("stack_rows: no part");
+  if (parts.size() == 1) return std::move(parts.front());
+  const auto t0 = std::chrono::steady_clock::now();
+  long rows = 0;
+  for (const GpuReference& p : parts) {
+    if (p.N != parts.front().N || !p.buffers)
+      throw std::invalid_argument("stack_rows: parts of different N, or a part without data");
+    rows += p.M;
+  }
+  GpuReference out;
+  out.M = static_cast<int>(rows), out.N = parts.front().N, out.K = parts.front().K;
+  out.buffers = std::make_unique<GpuReference::Buffers>();
+  const std::size_t mn = static_cast<std::size_t>(out.M) * out.N;
+  out.buffers->c = DevBuf<double>(mn);
+  out.buffers->c_odd = DevBuf<double>(mn);
+  out.buffers->abs_ab = DevBuf<double>(mn);
+  std::size_t at = 0;
+  for (GpuReference& p : parts) {
+    const std::size_t n = static_cast<std::size_t>(p.M) * p.N, bytes = n * sizeof(double);
+    if (n) {
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(out.buffers->c.p + at, p.buffers->c.p, bytes, cudaMemcpyDeviceToDevice));
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(out.buffers->c_odd.p + at, p.buffers->c_odd.p, bytes, cudaMemcpyDeviceToDevice));
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(out.buffers->abs_ab.p + at, p.buffers->abs_ab.p, bytes, cudaMemcpyDeviceToDevice));
+    }
+    at += n;
+    out.digits_a = std::max(out.digits_a, p.digits_a);
+    out.digits_b = std::max(out.digits_b, p.digits_b);
+    out.timing.upload += p.timing.upload;
+    out.timing.compute += p.timing.compute;
+    out.timing.total += p.timing.total;
+    p = GpuReference();  // frees the part
+  }
+  out.timing.total += seconds_since(t0);
+  return out;
+}
+
 GemmReference exact_reference(const Matrix& A, const Matrix& B, Format out, int threads, std::string* fallback_reason) {
   if (fallback_reason) fallback_reason->clear();
   try {

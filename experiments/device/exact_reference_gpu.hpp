@@ -135,6 +135,15 @@ GpuReference exact_gemm_gpu_device(const float* device_A, const float* device_B,
 // A is read where it lies; B is transposed into a scratch copy.
 GpuReference exact_gemm_gpu_device(const double* device_A, const double* device_B, int M, int N, int K);
 
+// The same from binary64 operands already on the GPU: A (M, K) and B transposed, (N, K), both row-major (a
+// form's augmented operands, reference/gemm_form.hpp, whose alpha a and s b are exact in binary64 but not
+// floats). No host transfer; the device arrays are read, not kept.
+GpuReference exact_gemm_gpu_device_bt(const double* device_A, const double* device_Bt, int M, int N, int K);
+
+// References of row blocks with one N stacked into one (M the sum of theirs, K the first's): a batched or
+// grouped form's parts judged as one output. The parts are consumed.
+GpuReference stack_rows(std::vector<GpuReference> parts);
+
 // Convenience: exact_gemm_gpu(A, B).to_host(out), with seconds = the whole call.
 GemmReference exact_gemm_gpu_host(const Matrix& A, const Matrix& B, Format out);
 

@@ -31,6 +31,7 @@
 
 #include "experiments/device/error_stats_gpu.hpp"
 #include "experiments/device/exact_reference_gpu.hpp"
+#include "experiments/device/form_gpu.hpp"
 #include "experiments/device/gpu_path.hpp"
 #include "experiments/device/inputs_gpu.hpp"
 #include "experiments/device/perturb.hpp"
@@ -449,7 +450,7 @@ void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions
 KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
                          const DeviceInfo& dev, RowBuffers& buf,
                          const std::function<void(const void*, cudaStream_t)>& consume, const float* scale_a,
-                         const float* scale_b) {
+                         const float* scale_b, const std::function<void(GemmArgs&)>& adjust) {
   const std::size_t out_bytes = storage_bytes(k.numerics.output);
   const std::size_t n = static_cast<std::size_t>(M) * N;
   const std::size_t c_bytes = n * out_bytes;
@@ -463,6 +464,7 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
   GemmArgs args = gemm_args(k, M, N, K, dA, dB, dC, dW, stream, dev);
   args.scale_a = scale_a;
   args.scale_b = scale_b;
+  if (adjust) adjust(args);  // a form's fields (form_gpu.cu)
 
   auto prepare = [&] {
     if (flush_bytes) GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dFlush, 0, flush_bytes, stream));
@@ -533,8 +535,9 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
 KernelRun run_timed(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
                     const DeviceInfo& dev, RowBuffers& buf,
                     const std::function<void(const void*, cudaStream_t)>& consume, const float* scale_a = nullptr,
-                    const float* scale_b = nullptr) {
-  return guarded(dev.device, [&] { return run_timed_once(k, M, N, K, dA, dB, opt, dev, buf, consume, scale_a, scale_b); });
+                    const float* scale_b = nullptr, const std::function<void(GemmArgs&)>& adjust = {}) {
+  return guarded(dev.device,
+                 [&] { return run_timed_once(k, M, N, K, dA, dB, opt, dev, buf, consume, scale_a, scale_b, adjust); });
 }
 
 std::vector<double> download(const void* dC, Format out, std::size_t n) {
@@ -585,6 +588,26 @@ KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const Ti
   run.unwritten = std::count_if(run.c.begin(), run.c.end(), [](double x) { return std::isnan(x); });
   run.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
+}
+
+KernelRun time_form_launches(const Kernel& k, int rows, int N, int K, const void* dA, const void* dB,
+                             const TimingOptions& opt, int device, const std::function<void(GemmArgs&)>& adjust,
+                             const std::function<void(const void*, void*)>& consume) {
+  const DeviceInfo& dev = query_device(device);
+  if (!dev.present) throw std::runtime_error("time_form_launches: no CUDA GPU: " + dev.why_absent);
+  GEMMLAB_CUDA_CHECK(cudaSetDevice(dev.device));
+  // A form's rows keep their own buffers per GPU (C of the stacked parts, the first launch's copy, flush).
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<RowBuffers>> per_device;  // never destroyed before exit
+  RowBuffers* buf = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto& b = per_device[dev.device];
+    if (!b) b = std::make_unique<RowBuffers>();
+    buf = b.get();
+  }
+  return run_timed(k, rows, N, K, dA, dB, opt, dev, *buf,
+                   [&](const void* dC, cudaStream_t s) { consume(dC, static_cast<void*>(s)); }, nullptr, nullptr, adjust);
 }
 
 namespace {
@@ -1218,6 +1241,18 @@ class GpuDevice final : public Device {
     return run_kernel(k, A, B, opt, index_, &scales);
   }
   int sm_clock_mhz() override { return current_sm_clock_mhz(index_); }
+  // Forms (reference/gemm_form.hpp) on the GPU: experiments/device/form_gpu.cu.
+  std::unique_ptr<FormInputs> form_inputs(const Distribution& d, const GemmForm& f, const FormShape& s, Format in,
+                                          const Epilogue& e, std::uint64_t seed, int threads) override {
+    return device::gpu_form_inputs(index_, d, f, s, in, e, seed, threads);
+  }
+  std::unique_ptr<ProblemReference> form_reference(FormInputs& in, const ReferenceOptions& opt) override {
+    return device::gpu_form_reference(index_, in, opt);
+  }
+  Measurement measure_form(const Kernel& k, FormInputs& in, ProblemReference& ref, const TimingOptions& opt,
+                           const BoundModel& model, bool keep_output, int threads) override {
+    return device::gpu_measure_form(index_, k, in, ref, opt, model, keep_output, threads);
+  }
   void bind_thread() override {
     if (query_device(index_).present) GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
   }

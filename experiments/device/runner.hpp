@@ -19,6 +19,7 @@
 #include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
 #include "reference/exact_gemm.hpp"
+#include "reference/gemm_form.hpp"
 #include "reference/matrix.hpp"
 
 namespace gemmlab {
@@ -92,6 +93,7 @@ struct KernelRun {
   std::string perturbation_not_applied;
   double launch_seconds = 0;     // wall time of the warm-up and timed launches with their flushes and poisons
   double wall_seconds = 0;       // run_kernel's whole wall time: packing, copies, warm-up, timed reps, unpacking
+  std::optional<double> amax;    // a form's kernel that reports amax (GemmArgs::output_amax): the last launch's
 };
 
 // Uploads A (M, K) and B (K, N) in the kernel's input format and layouts, runs warm-up and timed
@@ -104,6 +106,13 @@ struct OperandScales {
 };
 KernelRun run_kernel(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions& opt, int device = 0,
                      const OperandScales* scales = nullptr);
+
+// The timing helper above for a form's kernel (experiments/device/form_gpu.cu): A and B already packed on GPU
+// `device`, C of `rows` x N in the output format (the stacked parts), `adjust` sets the form's fields of the
+// launch's GemmArgs, `consume(dC, stream)` sees the last output. TFLOP/s = 2 rows N K / median.
+KernelRun time_form_launches(const Kernel& k, int rows, int N, int K, const void* dA, const void* dB,
+                             const TimingOptions& opt, int device, const std::function<void(GemmArgs&)>& adjust,
+                             const std::function<void(const void*, void*)>& consume);
 
 // One kernel launched many times on inputs that change only in one row of A and one column of B
 // between launches, reading back one entry of C: the masking experiment of `gemmlab order`
@@ -205,6 +214,8 @@ class ProblemReference {
   // disagreed. A GPU reference runs them on the host while the first kernel runs: the run loop
   // calls this before it writes any row judged against the reference.
   virtual void wait_verified() {}
+  // max |c| over the reference (a form's amax_exact, divided by its output scale).
+  virtual double max_abs();
 };
 
 // A kernel's timing and its statistics against a problem's reference.
@@ -243,6 +254,30 @@ class HostInputs final : public ProblemInputs {
 
  private:
   Matrix a_, b_;
+};
+
+// One form problem's operands (reference/gemm_form.hpp FormOperands: A and B of the stacked plain problem, C0
+// and the bias in the epilogue's formats), made by the device where its kernels read them; the host copy on
+// first use (a CPU reference, MPFR spot checks, a host run).
+class FormInputs {
+ public:
+  virtual ~FormInputs() = default;
+  virtual const FormOperands& host() = 0;
+  GemmForm form;
+  FormShape shape;
+  Format input = Format::fp32;
+  Epilogue epilogue;
+  double seconds = 0;  // wall time of making them
+};
+
+// The host implementation: the operands as make_form_operands makes them.
+class HostFormInputs final : public FormInputs {
+ public:
+  explicit HostFormInputs(FormOperands o);
+  const FormOperands& host() override { return o_; }
+
+ private:
+  FormOperands o_;
 };
 
 // One problem of a distribution with a scaled fp8 recipe (SOURCE@RECIPE, reference/scaled_fp8.hpp),
@@ -305,10 +340,26 @@ class Device {
   virtual Measurement measure_scaled(const Kernel& k, ScaledInputs& in, ProblemReference& gemm_ref,
                                      ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
                                      int threads);
+
+  // A form problem (reference/gemm_form.hpp), as the four above do a plain one. Defaults
+  // (experiments/engine/form_defaults.cpp): operands made by make_form_operands on the host, the CPU exact
+  // reference exact_form with its MPFR spot checks (each checked entry one augmented dot product), run_form's
+  // output judged on the host. run_form's default throws (a device that cannot run forms); the GPU overrides
+  // the others to keep everything on the GPU.
+  virtual std::unique_ptr<FormInputs> form_inputs(const Distribution& d, const GemmForm& f, const FormShape& s,
+                                                  Format in, const Epilogue& e, std::uint64_t seed, int threads);
+  virtual std::unique_ptr<ProblemReference> form_reference(FormInputs& in, const ReferenceOptions& opt);
+  virtual KernelRun run_form(const Kernel& k, FormInputs& in, const TimingOptions& opt);
+  virtual Measurement measure_form(const Kernel& k, FormInputs& in, ProblemReference& ref, const TimingOptions& opt,
+                                   const BoundModel& model, bool keep_output, int threads);
 };
 
 // The CPU reference of A B as the options ask (exact engine or MPFR; spot checks), labelled.
 std::unique_ptr<ProblemReference> cpu_reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt);
+// The same for a form (exact_form; each spot check one augmented dot product: reference/gemm_form.hpp).
+std::unique_ptr<ProblemReference> cpu_form_reference(const FormOperands& o, const ReferenceOptions& opt);
+// A reference held on the host, as cpu_reference returns it.
+std::unique_ptr<ProblemReference> host_reference(GemmReference r, std::string label);
 
 // The MPFR spot checks: `n` entries chosen by splitmix64 of the seed; c(idx) gives the reference's
 // binary64 value of entry idx. Throws std::runtime_error naming the first entry that differs.

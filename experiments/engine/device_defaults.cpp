@@ -76,6 +76,18 @@ class HostReference final : public ProblemReference {
 
 }  // namespace
 
+std::unique_ptr<ProblemReference> host_reference(GemmReference r, std::string label) {
+  auto ref = std::make_unique<HostReference>(std::move(r));
+  ref->label = std::move(label);
+  return ref;
+}
+
+double ProblemReference::max_abs() {
+  double m = 0;
+  for (double c : host().c) m = std::fmax(m, std::fabs(c));
+  return m;
+}
+
 std::unique_ptr<ProblemReference> cpu_reference(const Matrix& A, const Matrix& B, const ReferenceOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
   GemmReference r = opt.mode == "mpfr" ? mpfr_gemm(A, B, Format::fp32, opt.threads) : exact_gemm(A, B, Format::fp32, opt.threads);

@@ -9,38 +9,55 @@
 #include <unordered_set>
 
 #include "experiments/plan/plan.hpp"
+#include "reference/gemm_form.hpp"
 
 namespace gemmlab::engine {
 
 std::string PlanSize::str() const { return std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K); }
 
 std::string RowKey::str() const {
-  return kernel + "|" + distribution + "|" + size.str() + "|" + std::to_string(seed);
+  return kernel + "|" + distribution + "|" + size.str() + "|" + std::to_string(seed) + (form.empty() ? "" : "|" + form);
 }
 
 std::string ProblemKey::str() const {
-  return distribution + "|" + size.str() + "|" + std::to_string(seed) + "|" + input_format;
+  return distribution + "|" + size.str() + "|" + std::to_string(seed) + "|" + input_format +
+         (form.empty() ? "" : "|" + form);
 }
 
-ProblemKey problem_of(const RowKey& r) { return {r.distribution, r.size, r.seed, r.input_format}; }
+ProblemKey problem_of(const RowKey& r) { return {r.distribution, r.size, r.seed, r.input_format, r.form}; }
 
 std::vector<RowKey> plan_rows(const PlanSpec& p) {
   std::vector<std::string> formats;
   for (const auto& k : p.kernels)
     if (std::find(formats.begin(), formats.end(), k.input_format) == formats.end()) formats.push_back(k.input_format);
+  const std::vector<std::string> forms = p.forms.empty() ? std::vector<std::string>{"default"} : p.forms;
   std::vector<RowKey> rows;
   for (const auto& z : p.sizes)
     for (const auto& d : p.distributions)
       for (std::uint64_t seed : p.seeds)
         for (const auto& f : formats)
-          for (const auto& k : p.kernels)
-            if (k.input_format == f) rows.push_back({k.name, d, z, seed, f});
+          for (const auto& form : forms) {
+            if (form != "default") {
+              for (const auto& k : p.kernels)
+                if (k.input_format == f) rows.push_back({k.name, d, z, seed, f, form});
+              continue;
+            }
+            // Each kernel's own form, the kernels of one form together (one problem).
+            std::vector<std::string> own;
+            for (const auto& k : p.kernels)
+              if (k.input_format == f && std::find(own.begin(), own.end(), k.form) == own.end()) own.push_back(k.form);
+            for (const auto& o : own)
+              for (const auto& k : p.kernels)
+                if (k.input_format == f && k.form == o) rows.push_back({k.name, d, z, seed, f, o});
+          }
   // A row is found by its key in the journal, the shards and the merge: two rows with one key
-  // (a seed, size or distribution listed twice) would be indistinguishable.
+  // (a seed, size, distribution or form listed twice) would be indistinguishable.
   std::unordered_set<std::string> seen;
   for (const auto& r : rows)
     if (!seen.insert(r.str()).second)
-      throw UsageError("the plan has the row " + r.str() + " twice: list each kernel, distribution, size and seed once");
+      throw UsageError("the plan has the row " + r.str() +
+                       " twice: list each kernel, distribution, size, seed and form once (the form \"default\" runs "
+                       "each kernel's own form, plain for most)");
   return rows;
 }
 
@@ -58,7 +75,11 @@ nlohmann::json plan_to_json(const PlanSpec& p) {
   nlohmann::json j;
   j["format"] = "gemmlab-plan-1";
   j["kernels"] = nlohmann::json::array();
-  for (const auto& k : p.kernels) j["kernels"].push_back({k.name, k.input_format});
+  for (const auto& k : p.kernels) {
+    // A kernel's own form only where it has one, so a plan of plain kernels hashes as before forms.
+    if (k.form.empty()) j["kernels"].push_back({k.name, k.input_format});
+    else j["kernels"].push_back({k.name, k.input_format, k.form});
+  }
   j["distributions"] = p.distributions;
   j["sizes"] = nlohmann::json::array();
   for (const auto& z : p.sizes) j["sizes"].push_back({z.M, z.N, z.K});
@@ -71,6 +92,7 @@ nlohmann::json plan_to_json(const PlanSpec& p) {
     j["plugins"] = nlohmann::json::array();
     for (const auto& pl : p.plugins) j["plugins"].push_back({pl.path, pl.sha256});
   }
+  if (!p.forms.empty() && p.forms != std::vector<std::string>{"default"}) j["forms"] = p.forms;
   return j;
 }
 
@@ -79,7 +101,9 @@ PlanSpec plan_from_json(const nlohmann::json& j) {
     if (j.at("format") != "gemmlab-plan-1")
       throw UsageError("plan format '" + j.at("format").dump() + "' is not gemmlab-plan-1: written by another gemmlab version");
     PlanSpec p;
-    for (const auto& k : j.at("kernels")) p.kernels.push_back({k.at(0).get<std::string>(), k.at(1).get<std::string>()});
+    for (const auto& k : j.at("kernels"))
+      p.kernels.push_back({k.at(0).get<std::string>(), k.at(1).get<std::string>(),
+                           k.size() > 2 ? k.at(2).get<std::string>() : std::string()});
     p.distributions = j.at("distributions").get<std::vector<std::string>>();
     for (const auto& z : j.at("sizes")) p.sizes.push_back({z.at(0).get<int>(), z.at(1).get<int>(), z.at(2).get<int>()});
     p.seeds = j.at("seeds").get<std::vector<std::uint64_t>>();
@@ -89,6 +113,7 @@ PlanSpec plan_from_json(const nlohmann::json& j) {
     p.spot_checks = j.at("spot_checks").get<int>();
     if (j.contains("plugins"))
       for (const auto& pl : j.at("plugins")) p.plugins.push_back({pl.at(0).get<std::string>(), pl.at(1).get<std::string>()});
+    if (j.contains("forms")) p.forms = j.at("forms").get<std::vector<std::string>>();
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(std::string("the resolved plan in the metadata is malformed (") + e.what() +
@@ -140,6 +165,13 @@ RowKey key_of_row(const std::vector<std::string>& columns, const std::vector<std
   k.size = {parse_number<int>(get("M"), "M"), parse_number<int>(get("N"), "N"), parse_number<int>(get("K"), "K")};
   k.seed = parse_number<std::uint64_t>(get("seed"), "seed");
   k.input_format = get("input_format");
+  if (std::find(columns.begin(), columns.end(), "form") != columns.end()) {
+    try {
+      k.form = form_key(get("form"));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("column 'form': ") + e.what() + ": the CSV was not written by gemmlab");
+    }
+  }
   return k;
 }
 

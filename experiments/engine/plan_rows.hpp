@@ -19,6 +19,7 @@ struct PlanSize {
 struct PlanKernel {
   std::string name;          // registry name, as in the CSV's `kernel` column
   std::string input_format;  // as in the CSV's `input_format` column: kernels sharing it share inputs
+  std::string form;          // the kernel's own form (Kernel::form, canonical; "" plain): what "default" runs
   bool operator==(const PlanKernel&) const = default;
 };
 
@@ -42,6 +43,9 @@ struct PlanSpec {
   std::string reference = "auto";
   int spot_checks = 16;
   std::vector<PlanPlugin> plugins;  // of the kernels above, in order of first use; empty: all built-in
+  // The forms each kernel runs (reference/gemm_form.hpp): canonical texts ("" plain) or "default" (each kernel's
+  // own form). Empty: {"default"}, the suites' default, which a plan of built-in kernels always was.
+  std::vector<std::string> forms;
   bool operator==(const PlanSpec&) const = default;
 };
 
@@ -53,7 +57,9 @@ struct RowKey {
   PlanSize size;
   std::uint64_t seed = 0;
   std::string input_format;
-  // "kernel|distribution|MxNxK|seed": the key's identity, used in maps and in messages.
+  std::string form;  // canonical (reference/gemm_form.hpp form_key); "" for C = A B
+  // "kernel|distribution|MxNxK|seed" (+ "|form" for a form that is not plain): the key's identity, used in maps
+  // and in messages.
   std::string str() const;
   bool operator==(const RowKey& o) const { return str() == o.str(); }
 };
@@ -64,15 +70,17 @@ struct ProblemKey {
   PlanSize size;
   std::uint64_t seed = 0;
   std::string input_format;
-  std::string str() const;  // "distribution|MxNxK|seed|input_format"
+  std::string form;         // "" for C = A B
+  std::string str() const;  // "distribution|MxNxK|seed|input_format" (+ "|form")
 };
 ProblemKey problem_of(const RowKey& r);
 
 // The plan's rows in the order gemmlab runs them: for each size, each distribution, each seed,
-// each input format (in order of first appearance in the kernel list), the kernels of that input
-// format in kernel-list order. Rows of one problem are therefore contiguous. This order is the
-// order of every final CSV, whoever computed the rows. Throws UsageError if two rows would have
-// the same key (a seed, size or distribution listed twice).
+// each input format (in order of first appearance in the kernel list), each form of the plan ("default": each
+// kernel's own, grouped by form in order of first appearance), the kernels of that input format in kernel-list
+// order. Rows of one problem are therefore contiguous. This order is the order of every final CSV, whoever
+// computed the rows. Throws UsageError if two rows would have the same key (a seed, size, distribution or
+// form listed twice).
 std::vector<RowKey> plan_rows(const PlanSpec& p);
 
 // Contiguous runs of plan_rows() that share a problem, in plan order.
@@ -93,8 +101,9 @@ std::string canonical_plan(const PlanSpec& p);
 std::string plan_hash(const PlanSpec& p);
 std::string sha256_hex(const std::string& bytes);
 
-// The key of a CSV row, read from the columns kernel, distribution, M, N, K, seed, input_format.
-// Throws UsageError if a column is missing or a number is malformed (a CSV gemmlab did not write).
+// The key of a CSV row, read from the columns kernel, distribution, M, N, K, seed, input_format, and form
+// where the CSV has it (a CSV written before forms: every row plain). Throws UsageError if a column is missing
+// or a value is malformed (a CSV gemmlab did not write).
 RowKey key_of_row(const std::vector<std::string>& columns, const std::vector<std::string>& fields);
 
 }  // namespace gemmlab::engine

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "experiments/engine/engine.hpp"
+#include "experiments/engine/form_rows.hpp"
 #include "experiments/engine/merge.hpp"
 #include "experiments/engine/plugin.hpp"
 #include "experiments/engine/shard.hpp"
@@ -106,7 +107,9 @@ ResolvedPlan resolve(const RunPlan& p) {
 
 engine::PlanSpec plan_spec(const RunPlan& p, const ResolvedPlan& r) {
   engine::PlanSpec s;
-  for (auto* k : r.kernels) s.kernels.push_back({k->name, info(k->numerics.input).name});
+  for (auto* k : r.kernels) s.kernels.push_back({k->name, info(k->numerics.input).name, form_key(k->form ? k->form : "")});
+  if (p.forms != std::vector<std::string>{"default"})
+    for (const auto& f : p.forms) s.forms.push_back(f == "default" ? f : form_key(f));
   for (const auto& d : r.distributions) s.distributions.push_back(d.name());
   for (const auto& z : p.sizes) s.sizes.push_back({z.M, z.N, z.K});
   s.seeds = p.seeds;
@@ -262,7 +265,7 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
   nlohmann::json meta = base_metadata("run", req.command_line, p.out);
   meta["plan"] = {{"name", plan.name},           {"kernels", plan.kernels}, {"distributions", plan.distributions},
                   {"seeds", plan.seeds},         {"reps", plan.reps},       {"warmup", plan.warmup},
-                  {"reference", plan.reference}, {"spot_checks", plan.spot_checks}};
+                  {"reference", plan.reference}, {"spot_checks", plan.spot_checks}, {"forms", plan.forms}};
   for (const auto& z : plan.sizes) meta["plan"]["sizes"].push_back({z.M, z.N, z.K});
   if (!plan.plugins.empty()) meta["plan"]["plugins"] = plan.plugins;
   if (!plan.exclude.empty()) meta["plan"]["exclude"] = plan.exclude;
@@ -396,9 +399,10 @@ class ProblemRunner {
     };
 
     if (req_.dry_run) {
+      const GemmForm form = parse_form(prob.key.form);
       for (const Kernel* k : kernels) {
         if (ctx.should_stop()) return;
-        ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
+        ResultRow row = describe_form(*k, d.name(), z.M, z.N, z.K, seed, form);
         row.status = Status::planned;
         emit(row);
       }
@@ -410,13 +414,34 @@ class ProblemRunner {
     ctx.log(line);
     if (std::string why = unusable_reason(d, in); !why.empty()) {
       // This distribution cannot be expressed in this input format: say so in every row.
+      const GemmForm form = parse_form(prob.key.form);
       for (const Kernel* k : kernels) {
         if (ctx.should_stop()) return;
-        ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
+        ResultRow row = describe_form(*k, d.name(), z.M, z.N, z.K, seed, form);
         row.status = Status::not_applicable;
         row.note = why;
         emit(row);
       }
+      return;
+    }
+    if (!prob.key.form.empty()) {  // the problem beyond C = A B (engine/form_rows.hpp)
+      FormRowsContext fc;
+      fc.plan = &req_.plan;
+      fc.device = devices_[ctx.worker];
+      fc.threads = threads_;
+      fc.timing = topt_;
+      fc.who = who;
+      fc.should_stop = [&] { return ctx.should_stop(); };
+      fc.log = [&](const std::string& l) { ctx.log(l); };
+      fc.emit = emit;
+      fc.spent = [&](const char* part, double sec) {
+        const std::string p = part;
+        time_.add(p == "inputs" ? &TimeSplit::inputs : p == "reference" ? &TimeSplit::reference
+                  : p == "kernels" ? &TimeSplit::kernels : p == "statistics" ? &TimeSplit::statistics
+                                                             : &TimeSplit::kernel_setup, sec);
+      };
+      fc.host_path = [&](ResultRow& row, const Measurement& m) { host_paths_.record(row, m); };
+      run_form_rows(fc, d, z.M, z.N, z.K, seed, in, prob.key.form, kernels);
       return;
     }
     if (d.recipe) {
@@ -516,39 +541,7 @@ class ProblemRunner {
   // accumulation and a nondeterministic one add to it).
   static void record(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Kernel& k,
                      const Distribution& d, Device& device) {
-    row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
-                        .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = device.sm_clock_mhz()};
-    row.stats = stats;
-    judge(row, *row.stats, d, k.numerics);
-    if (k.numerics.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
-      // A kernel declared only by its formats (a callable judged with accumulation "unknown") claims
-      // no bound, as `gemmlab evaluate` says of it: gamma_bound shows the weakest model's (u_eff = 2u).
-      row.status = Status::no_bound;
-      row.note = "accumulation unknown: no bound is claimed (gamma_bound is the weakest model's, u_eff = 2u" +
-                 (row.stats->bound_violations ? ", and " + std::to_string(row.stats->bound_violations) +
-                                                    " entries are above it)" : std::string(")")) + "; " + row.note;
-    }
-    if (run.nondeterministic) {
-      // Two launches on the same inputs gave different bits: the statistics describe only the last
-      // output, so the row says so instead of passing judgement on it.
-      row.status = Status::nondeterministic;
-      row.note = std::to_string(run.nondeterministic) + " of " + std::to_string(stats.entries) +
-                 " entries differ bit for bit between the first and the last launch on the same inputs; the "
-                 "statistics are those of the last launch; " + row.note;
-    }
-    if (!run.perturbation.empty()) {
-      // TimingOptions::perturbation: one more launch with the schedule disturbed.
-      if (!run.perturbation_not_applied.empty()) {
-        row.note = "determinism under " + run.perturbation + " not checked: " + run.perturbation_not_applied + "; " +
-                   row.note;
-      } else if (run.perturbed_differences) {
-        row.status = Status::nondeterministic;
-        row.note = std::to_string(run.perturbed_differences) + " of " + std::to_string(stats.entries) +
-                   " entries differ bit for bit between the last launch and one under " + run.perturbation +
-                   " (the schedule disturbed): its order of summation depends on scheduling; the statistics are "
-                   "those of the last undisturbed launch; " + row.note;
-      }
-    }
+    record_measured(row, run, stats, k.numerics, d, device.sm_clock_mhz());
     // A host kernel says where and how it ran (its SIMD path and threads: kernels/cpu/eigen_gemm.cpp).
     if (k.row_note) row.note = k.row_note + row.note;
   }
@@ -662,6 +655,43 @@ class ProblemRunner {
 };
 
 }  // namespace
+
+void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,
+                     const Distribution& d, int sm_clock_mhz) {
+  row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
+                      .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = sm_clock_mhz};
+  row.stats = stats;
+  judge(row, *row.stats, d, n);
+  if (n.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
+    // A kernel declared only by its formats (a callable judged with accumulation "unknown") claims
+    // no bound, as `gemmlab evaluate` says of it: gamma_bound shows the weakest model's (u_eff = 2u).
+    row.status = Status::no_bound;
+    row.note = "accumulation unknown: no bound is claimed (gamma_bound is the weakest model's, u_eff = 2u" +
+               (row.stats->bound_violations ? ", and " + std::to_string(row.stats->bound_violations) +
+                                                  " entries are above it)" : std::string(")")) + "; " + row.note;
+  }
+  if (run.nondeterministic) {
+    // Two launches on the same inputs gave different bits: the statistics describe only the last
+    // output, so the row says so instead of passing judgement on it.
+    row.status = Status::nondeterministic;
+    row.note = std::to_string(run.nondeterministic) + " of " + std::to_string(stats.entries) +
+               " entries differ bit for bit between the first and the last launch on the same inputs; the "
+               "statistics are those of the last launch; " + row.note;
+  }
+  if (!run.perturbation.empty()) {
+    // TimingOptions::perturbation: one more launch with the schedule disturbed.
+    if (!run.perturbation_not_applied.empty()) {
+      row.note = "determinism under " + run.perturbation + " not checked: " + run.perturbation_not_applied + "; " +
+                 row.note;
+    } else if (run.perturbed_differences) {
+      row.status = Status::nondeterministic;
+      row.note = std::to_string(run.perturbed_differences) + " of " + std::to_string(stats.entries) +
+                 " entries differ bit for bit between the last launch and one under " + run.perturbation +
+                 " (the schedule disturbed): its order of summation depends on scheduling; the statistics are "
+                 "those of the last undisturbed launch; " + row.note;
+    }
+  }
+}
 
 void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Numerics& n) {
   const bool ok = s.within_bound && s.unwritten == 0;

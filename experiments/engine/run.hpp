@@ -66,6 +66,11 @@ GemmReference compute_reference(const RunPlan& plan, const Matrix& A, const Matr
 // distribution is exact in this kernel's formats.
 void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Numerics& n);
 
+// A measured row's timing, statistics and verdict: judge, plus what a kernel of unknown accumulation
+// (no_bound) and a nondeterministic one (nondeterministic) add to it. Every measured row of the run loop.
+void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,
+                     const Distribution& d, int sm_clock_mhz);
+
 // `--gpus all|0,1,...` on a host with `count` GPUs: the indices, in the order given. Throws
 // UsageError for a malformed list, a repeated index, or an index the host does not have.
 std::vector<int> parse_gpus(const std::string& text, int count);

@@ -2,6 +2,8 @@
 
 #include <toml++/toml.h>
 
+#include "reference/gemm_form.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <regex>
@@ -111,7 +113,7 @@ RunPlan load_suite(const std::string& path) {
   p.name = fs::path(path).stem().string();
   static const std::set<std::string> known = {"name",      "description", "kernels", "exclude",   "distributions",
                                               "sizes",     "seeds",       "reps",    "warmup",    "reference",
-                                              "spot_checks", "plugins",   "invariance"};
+                                              "spot_checks", "plugins",   "invariance", "forms"};
   for (const auto& [k, v] : t) {
     std::string key(k.str());
     if (!known.count(key)) {
@@ -129,6 +131,7 @@ RunPlan load_suite(const std::string& path) {
   if (auto n = t.get("kernels")) p.kernels = string_list(*n, path, "kernels");
   if (auto n = t.get("exclude")) p.exclude = string_list(*n, path, "exclude", true);
   if (auto n = t.get("distributions")) p.distributions = string_list(*n, path, "distributions");
+  if (auto n = t.get("forms")) p.forms = string_list(*n, path, "forms");
   if (auto n = t.get("plugins"))
     for (const std::string& lib : string_list(*n, path, "plugins"))
       p.plugins.push_back(fs::path(lib).is_absolute() ? lib : (fs::path(path).parent_path() / lib).lexically_normal().string());
@@ -186,6 +189,15 @@ void validate_numbers(const RunPlan& p) {
     if (z.M <= 0 || z.N <= 0 || z.K <= 0) throw UsageError("size " + z.str() + " is not positive");
   if (p.sizes.empty()) throw UsageError("no size given");
   if (p.seeds.empty()) throw UsageError("no seed given");
+  if (p.forms.empty()) throw UsageError("no form given: \"default\" runs each kernel's own form (plain for most)");
+  for (const auto& f : p.forms) {
+    if (f == "default") continue;
+    try {
+      parse_form(f);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string(e.what()) + "; or \"default\": each kernel's own form");
+    }
+  }
 }
 
 namespace {

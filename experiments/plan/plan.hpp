@@ -47,6 +47,10 @@ struct RunPlan {
                                                    // (experiments/engine/plugin.hpp), loaded before
                                                    // `kernels` is resolved
   std::optional<InvariancePlan> invariance;        // the suite's [invariance] table, if any
+  // The problem beyond C = A B each kernel runs (reference/gemm_form.hpp): form texts such as "plain" or
+  // "alpha=0.5,beta=2,c0=normal_0_1", or "default": each kernel's own form (Kernel::form; plain for most). A
+  // kernel that cannot take a form gets a not_applicable row saying why.
+  std::vector<std::string> forms = {"default"};
 };
 
 // "4096" -> 4096^3; "MxNxK" -> (M, N, K). Throws UsageError.
@@ -57,6 +61,7 @@ Size parse_size(const std::string& s);
 // taken out of kernels; an unknown one is refused when the plan is resolved), distributions, sizes ([[M,N,K],..]
 // or [N,..]), seeds, reps, warmup, reference, spot_checks, plugins (["lib.so", ..]: a relative path
 // is relative to the suite file's folder, so a suite means the same from any working directory),
+// forms (["default", "alpha=0.5,beta=2,c0=normal_0_1", ..]: see RunPlan::forms),
 // and the table [invariance] (keys m, n, k_tails: arrays of whole numbers or "default"; settings:
 // array of strings; repeats, reveal_k_max: integers; cost: boolean).
 RunPlan load_suite(const std::string& path);
@@ -65,7 +70,8 @@ RunPlan load_suite(const std::string& path);
 std::string find_suite(const std::string& name_or_path);
 std::vector<std::string> list_suites();
 
-// Checks the numbers in a plan (positive sizes, reps >= 1, reference mode known). Throws UsageError.
+// Checks the numbers in a plan (positive sizes, reps >= 1, reference mode known) and its forms. Throws
+// UsageError.
 void validate_numbers(const RunPlan& p);
 
 }  // namespace gemmlab

@@ -43,7 +43,7 @@ std::optional<Status> parse_status(std::string_view s) {
 
 std::string ResultRow::key() const {
   return kernel + "|" + distribution + "|" + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
-         "|" + std::to_string(seed);
+         "|" + std::to_string(seed) + (form.empty() || form == "plain" ? "" : "|" + form);
 }
 
 double interquartile_range(std::vector<double> times_ms) {
@@ -206,6 +206,47 @@ const std::vector<Column>& columns() {
                  [](ResultRow& r, const std::string& s) { r.seed = to_u64("seed", s); }});
     text("reference", &ResultRow::reference);
     text("recipe", &ResultRow::recipe);
+    // A form's columns (reference/gemm_form.hpp); a CSV without them reads as plain rows.
+    v.push_back({"form", [](const ResultRow& r) { return r.form.empty() ? std::string("plain") : r.form; },
+                 [](ResultRow& r, const std::string& s) {
+                   try {
+                     r.form = parse_form(s).name();
+                   } catch (const std::invalid_argument& e) {
+                     throw std::invalid_argument(std::string("column 'form': ") + e.what());
+                   }
+                 }});
+    auto epilogue_of = [](ResultRow& r) -> Epilogue& {
+      if (!r.epilogue) r.epilogue.emplace();
+      return *r.epilogue;
+    };
+    auto epi_format = [&](const char* name, Format Epilogue::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return r.epilogue ? std::string(info((*r.epilogue).*field).name) : ""; },
+                   [field, name, epilogue_of](ResultRow& r, const std::string& s) {
+                     if (!s.empty()) epilogue_of(r).*field = to_format(name, s);
+                   }});
+    };
+    auto epi_placement = [&](const char* name, Placement Epilogue::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return r.epilogue ? std::string(to_string((*r.epilogue).*field)) : ""; },
+                   [field, name, epilogue_of](ResultRow& r, const std::string& s) {
+                     if (s.empty()) return;
+                     auto p = parse_placement(s);
+                     if (!p) bad_value(name, s, "a placement (before_output_rounding, after_output_rounding, unknown)");
+                     epilogue_of(r).*field = *p;
+                   }});
+    };
+    epi_format("c0_format", &Epilogue::c0);
+    epi_format("bias_format", &Epilogue::bias);
+    epi_format("epilogue_format", &Epilogue::arithmetic);
+    epi_placement("c0_placement", &Epilogue::c0_placement);
+    epi_placement("bias_placement", &Epilogue::bias_placement);
+    auto optional_number = [&](const char* name, std::optional<double> ResultRow::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return r.*field ? fmt_double(*(r.*field)) : std::string(); },
+                   [field, name](ResultRow& r, const std::string& s) {
+                     if (!s.empty()) r.*field = to_double(name, s);
+                   }});
+    };
+    optional_number("amax", &ResultRow::amax);
+    optional_number("amax_exact", &ResultRow::amax_exact);
 #define GEMMLAB_STATS_COLUMN(type, name, doc)                                                      \
   v.push_back({#name, [](const ResultRow& r) { return r.stats ? fmt(r.stats->name) : std::string(); }, \
                [](ResultRow& r, const std::string& s) {                                           \

@@ -60,6 +60,12 @@ struct ResultRow {
   std::uint64_t seed = 0;
   std::string reference;          // engine that computed the exact reference (+ MPFR spot checks)
   std::string recipe;             // scaled fp8: the distribution's recipe (after '@'); empty otherwise
+  // The problem beyond C = A B (reference/gemm_form.hpp): its canonical text ("plain", or e.g.
+  // "alpha=0.5,beta=2,c0=normal_0_1"); a row read from a CSV written before forms is plain.
+  std::string form = "plain";
+  std::optional<Epilogue> epilogue;  // the kernel's epilogue record, on rows of a form that is not plain
+  // A kernel that reports amax = max |T| (an output scale's form): what it reported, and the exact value.
+  std::optional<double> amax, amax_exact;
   // What came out (absent where the kernel did not run).
   std::optional<ErrorStats> stats;
   std::optional<TotalError> total;  // scaled fp8 rows: against A0 B0
@@ -68,7 +74,7 @@ struct ResultRow {
   Status status = Status::planned;
   std::string note;
 
-  // The row's identity within a plan: kernel, distribution, MxNxK, seed.
+  // The row's identity within a plan: kernel, distribution, MxNxK, seed (and the form, when not plain).
   std::string key() const;
 };
 

@@ -22,6 +22,8 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``explain_diff(a, b, ...)``: where two such callables' numerics differ (tree, scheduling, operand
   conversion, node arithmetic, output conversion), each difference on an input where their bits differ,
   or that they are bit-identical by construction (``gemmlab explain --diff``'s C++).
+* ``form_text(...)``: the canonical text of a form beyond C = A B (alpha, beta C0, a bias, batches, groups, an
+  output scale), as ``judge`` takes it and the CSV's ``form`` column writes it.
 """
 
 from . import tc
@@ -29,7 +31,8 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
-from .gpu import GpuContextLost, GpuUnavailable, JudgeError, framework_metadata, gpu_available, invariance, judge
+from .gpu import (FORM_KEYWORDS, GpuContextLost, GpuUnavailable, JudgeError, form_text, framework_metadata,
+                  gpu_available, invariance, judge)
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .explain_diff import KernelDiff, explain_diff
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
@@ -41,8 +44,8 @@ __version__ = "0.1.0"
 __all__ = [
     "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuContextLost", "GpuUnavailable",
     "INPUTS_FORMAT_VERSION",
-    "Inputs", "JudgeError", "framework_metadata", "gpu_available", "invariance", "judge", "explain", "Explanation",
-    "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff",
+    "Inputs", "JudgeError", "FORM_KEYWORDS", "form_text", "framework_metadata", "gpu_available", "invariance", "judge",
+    "explain", "Explanation", "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",

@@ -133,11 +133,19 @@ def _torch_adapter(input_format: str, output_format: str):
 
     fp8 = {"e4m3": torch.float8_e4m3fn, "e5m2": torch.float8_e5m2}
     view_in = (lambda t: t.view(fp8[input_format])) if input_format in fp8 else (lambda t: t)
+    view_out = (lambda t: t.view(fp8[output_format])) if output_format in fp8 else (lambda t: t)
+
+    def one(r):
+        if not isinstance(r, torch.Tensor):
+            return r
+        r = r.detach()
+        # DLPack has no float8 type in every torch: an fp8 C crosses as its raw bytes.
+        return r.view(torch.uint8) if r.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else r
 
     def out_of(r):
-        return r.detach() if isinstance(r, torch.Tensor) else r
+        return tuple(one(x) for x in r) if isinstance(r, tuple) else one(r)
 
-    return view_in, (lambda t: t), out_of
+    return view_in, view_out, out_of
 
 
 def _cupy_adapter(input_format: str, output_format: str):
@@ -241,10 +249,42 @@ def _style(fn: Callable, style: Style) -> str:
         raise ValueError(f"style must be 'auto', 'return' or 'out', got {style!r}")
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in FORM_KEYWORDS]
     except (TypeError, ValueError):
         return "return"
     return "out" if len(params) >= 3 else "return"
+
+
+#: The keyword arguments a callable judged on a form receives (only those of the form's parts): ``C0`` and
+#: ``bias`` tensors, ``alpha``, ``beta`` and ``scale`` floats, and ``offs`` (a grouped form: int32 row ends of
+#: the groups on the GPU, as ``torch._grouped_mm`` takes them).
+FORM_KEYWORDS = ("C0", "bias", "alpha", "beta", "scale", "offs")
+
+
+def form_text(form: str | None = None, *, alpha: float | None = None, beta: float | None = None,
+              c0: str | None = None, bias: str | tuple[str, str] | None = None, batch: int | None = None,
+              groups: Sequence[int | str] | None = None, scale: float | None = None) -> str:
+    """The canonical text of a form (the CSV's ``form`` column, ``gemmlab run --form``): ``form`` (text) and the
+    keyword parts together, each given once. ``bias`` is ``"column:DIST"``, ``"row:DIST"`` or ``(kind, DIST)``;
+    ``groups`` the rows of each group, the last may be ``"*"`` (the rest of M). Raises ValueError naming a part
+    that is wrong. The text is read by the same C++ as ``gemmlab run``'s."""
+    parts = [form] if form and form != "plain" else []
+    if batch is not None:
+        parts.append(f"batch={int(batch)}")
+    if groups is not None:
+        parts.append("groups=" + "+".join(str(g) for g in groups))
+    if alpha is not None:
+        parts.append(f"alpha={float(alpha)!r}")
+    if beta is not None:
+        parts.append(f"beta={float(beta)!r}")
+    if c0 is not None:
+        parts.append(f"c0={c0}")
+    if bias is not None:
+        parts.append("bias=" + (bias if isinstance(bias, str) else f"{bias[0]}:{bias[1]}"))
+    if scale is not None:
+        parts.append(f"scale={float(scale)!r}")
+    from . import _core  # noqa: PLC0415 - the CPU half always exists
+    return _core.form_name(",".join(parts) or "plain")
 
 
 def _sizes(sizes: Iterable[int | Sequence[int]]) -> list[tuple[int, int, int]]:
@@ -262,7 +302,7 @@ def _sizes(sizes: Iterable[int | Sequence[int]]) -> list[tuple[int, int, int]]:
 class _Prepared(NamedTuple):
     kernel: str          # the CSV's kernel column
     how: str             # "return" or "out"
-    launcher: Callable   # launcher(A, B, C_or_None) for the C++ side
+    launcher: Callable   # launcher(A, B, C_or_None, stream, form keywords) for the C++ side
     input_format: str
     output_format: str
     stream: int | None
@@ -280,8 +320,8 @@ def _prepare(fn: Callable, name: str | None, framework: str, style: Style, input
         raise ValueError(f"framework must be one of {', '.join(_ADAPTERS)}, got {framework!r}")
     input_format = check_format(input_format, "input_format")
     output_format = check_format(output_format, "output_format")
-    if output_format not in ("fp32", "fp16", "bf16"):
-        raise ValueError(f"output_format must be fp32, fp16 or bf16 for a GPU tensor, got {output_format!r}")
+    if output_format not in ("fp32", "fp16", "bf16", "e4m3", "e5m2"):
+        raise ValueError(f"output_format must be fp32, fp16, bf16, e4m3 or e5m2 for a GPU tensor, got {output_format!r}")
     if input_format not in ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"):
         raise ValueError(f"input_format must be fp32, tf32, fp16, bf16, e4m3 or e5m2, got {input_format!r}")
     kernel = name or getattr(fn, "__name__", None) or "callable"
@@ -294,14 +334,15 @@ def _prepare(fn: Callable, name: str | None, framework: str, style: Style, input
     base = _current_stream(framework, device) if stream is None else stream
     on = _stream_switch(framework, base, device)
 
+    # kw: a form's parts (C0, bias, alpha, beta, scale, offs), passed to fn as keyword arguments; empty for C = A B.
     if how == "return":
-        def launcher(a, b, _c, s):
+        def launcher(a, b, _c, s, kw):
             with on(s):
-                return out_of(fn(view_in(a), view_in(b)))
+                return out_of(fn(view_in(a), view_in(b), **kw))
     else:
-        def launcher(a, b, c, s):
+        def launcher(a, b, c, s, kw):
             with on(s):
-                fn(view_in(a), view_in(b), view_out(c))
+                fn(view_in(a), view_in(b), view_out(c), **kw)
             return None
     caller = framework_metadata(framework)
     caller.update({"judged": judged_by, "callable": getattr(fn, "__qualname__", kernel),
@@ -331,8 +372,12 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           promotion_interval_k: int = 0, reps: int = 20, warmup: int = 3, flush_l2: bool = True,
           reference: str = "auto", spot_checks: int = 16, device: int = 0, stream: int | None = None,
           out: str | os.PathLike | None = None, resume: bool = False, force: bool = False, quiet: bool = True,
-          errors: Literal["raise", "rows"] = "raise", numerics: dict | None = None,
-          perturbation: str = "auto") -> pd.DataFrame:
+          errors: Literal["raise", "rows"] = "raise", numerics: dict | None = None, form: str | None = None,
+          alpha: float | None = None, beta: float | None = None, c0: str | None = None,
+          bias: str | tuple[str, str] | None = None, batch: int | None = None,
+          groups: Sequence[int | str] | None = None, scale: float | None = None, c0_format: str | None = None,
+          bias_format: str | None = None, c0_placement: str = "unknown",
+          bias_placement: str = "unknown", perturbation: str = "auto") -> pd.DataFrame:
     """Judge ``fn`` as ``gemmlab run`` judges its built-in kernels; one row per size x distribution x seed.
 
     ``fn(A, B) -> C`` or ``fn(A, B, out)``: A (M, K) and B (K, N) are tensors of ``framework`` in
@@ -349,6 +394,21 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``numerics`` (the ``numerics`` of a ``gemmlab.explain`` report) replaces the declared
     accumulation and formats with the whole record gemmlab identified: the rows are then judged by
     that record's bound.
+
+    The problem beyond C = A B (a form, reference/gemm_form.hpp; the rows' ``form`` column): ``form`` as text
+    (``"alpha=0.5,beta=2,c0=normal_0_1"``) and/or its parts as keywords: ``alpha``, ``beta`` (fp32 values),
+    ``c0`` (the distribution of C0; C = alpha A B + beta C0), ``bias`` (``"column:DIST"``: one value per column
+    of C, as F.linear's; ``"row:DIST"``), ``batch`` (strided batches: A (batch, M, K), B (batch, K, N), C
+    (batch, M, N)), ``groups`` (rows of each group, the last may be ``"*"``: A (M, K), B (groups, K, N), C (M, N)),
+    ``scale`` (an output scale: C = s (alpha A B + beta C0 + bias) rounded once, e.g. an fp8 output). gemmlab
+    then calls ``fn(A, B, **parts)`` (``fn(A, B, out, **parts)`` in style "out") with only the parts the form
+    has: ``C0=`` and ``bias=`` tensors (in ``c0_format`` / ``bias_format``, default the output format),
+    ``alpha=``, ``beta=``, ``scale=`` floats, ``offs=`` the groups' int32 row ends on the GPU. A callable that
+    reports amax returns ``(C, amax)`` (a float32 tensor of one element: max |alpha A B + beta C0 + bias|).
+    ``c0_placement`` / ``bias_placement`` declare where beta C0 and the bias enter ("before_output_rounding",
+    "after_output_rounding"; "unknown": the bound takes the weaker). Every row is judged against the exact
+    reference of the form and by its bound; a returned C of the wrong shape or dtype for the form is an error
+    row saying what was expected.
 
     Returns the rows (``gemmlab.COLUMNS``, typed as ``load_results`` types them). Raises
     ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
@@ -373,6 +433,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
         raise ValueError(f"errors must be 'raise' or 'rows', got {errors!r}")
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.judge")
+    the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
+    p.caller["form"] = the_form
     with _csv_path(out, p.kernel, "gemmlab-judge-") as csv:
         try:
             rc = gpu.judge(
@@ -381,8 +443,10 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
                 int(promotion_interval_k), layout_a, layout_b, p.how == "return", _sizes(sizes), list(distributions),
                 [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks),
                 int(device), p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
-                "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet),
-                json.dumps(numerics) if numerics else "", perturbation)
+                "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}",
+                                               f"--form={the_form}"]), bool(quiet),
+                json.dumps(numerics) if numerics else "", perturbation, "" if the_form == "plain" else the_form,
+                c0_format or "", bias_format or "", c0_placement, bias_placement)
         except gpu.CudaContextLost as e:
             journal = Path(f"{csv}.journal")
             kept = _journal_rows(journal)
@@ -418,7 +482,8 @@ def _journal_rows(journal: Path) -> pd.DataFrame:
 
 def _warn(rows: pd.DataFrame) -> None:
     for r in rows.itertuples():
-        where = f"{r.kernel} on {r.distribution} {r.M}x{r.N}x{r.K} seed {r.seed}"
+        form = "" if pd.isna(r.form) or r.form == "plain" else f" ({r.form})"
+        where = f"{r.kernel} on {r.distribution} {r.M}x{r.N}x{r.K}{form} seed {r.seed}"
         if r.status == "nondeterministic":
             warnings.warn(f"{where} is not deterministic: {r.note}", RuntimeWarning, stacklevel=3)
         elif not pd.isna(r.nonfinite) and r.nonfinite > 0:

@@ -2,8 +2,9 @@
 
 One row per kernel x distribution x size x seed (results/README.md documents every column). The
 column list is the one ``gemmlab run`` writes, bound from C++ (experiments/report/result.hpp);
-older CSVs with fewer columns load too (the columns they lack come back empty: NaN or <NA>), and
-columns this version does not know keep pandas' guess.
+older CSVs with fewer columns load too (the columns they lack come back empty: NaN or <NA>; a CSV
+written before forms has every row's ``form`` "plain"), and columns this version does not know keep
+pandas' guess.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ COLUMNS: tuple[str, ...] = tuple(_core.result_columns())
 STATUSES: tuple[str, ...] = tuple(_core.statuses())
 
 _TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
-         "accumulation", "split_products", "summation_tree", "layout_a", "layout_b", "distribution", "reference", "recipe", "note"}
+         "accumulation", "split_products", "summation_tree", "layout_a", "layout_b", "distribution", "reference", "recipe",
+         "note", "form", "c0_format", "bias_format", "epilogue_format", "c0_placement", "bias_placement"}
 # Counts: nullable, because rows that did not run (not_applicable, not_supported) leave them empty.
 _INT = {"promotion_interval_k", "split_pieces", "fixed_point_bits", "M", "N", "K", "reps", "sm_clock_mhz", *_core.integer_stats_columns()}
 
@@ -116,6 +118,8 @@ def _with_every_column(df: pd.DataFrame, known: dict[str, Any]) -> pd.DataFrame:
     for c in COLUMNS:
         if c not in df.columns:
             out[c] = pd.Series(pd.NA if known[c] != "float64" else float("nan"), index=out.index, dtype=known[c])
+    if "form" in known and "form" not in df.columns:  # written before forms: every row was C = A B
+        out["form"] = pd.Series("plain", index=out.index, dtype=known["form"])
     return out
 
 
