@@ -73,7 +73,12 @@ nb_build=$(sed -n 's/.*"nanobind==\([0-9.]*\)".*/\1/p' pyproject.toml)
 nb_tools=$(sed -n 's/^nanobind==\([0-9.]*\).*/\1/p' scripts/wheel_requirements.txt)
 [ "$nb_build" = "$nb_tools" ] || { echo "build_wheel: nanobind $nb_build in pyproject.toml but $nb_tools in scripts/wheel_requirements.txt: make them equal" >&2; exit 2; }
 
-settings=(--config-settings=build-dir="build-wheel-{wheel_tag}")
+# The nvcc found above, named to CMake, and no CPU-only fallback: a wheel without the GPU engine and the
+# command is not this script's wheel, so a CUDA toolkit CMake cannot use stops the build with its reason.
+nvcc_path=$(command -v nvcc)
+settings=(--config-settings=build-dir="build-wheel-{wheel_tag}"
+          --config-settings=cmake.define.CMAKE_CUDA_COMPILER="$nvcc_path"
+          --config-settings=cmake.define.GEMMLAB_PYTHON_REQUIRE_CUDA=ON)
 [ "$archs" != auto ] && settings+=(--config-settings=cmake.define.CMAKE_CUDA_ARCHITECTURES="$archs")
 [ -n "${GEMMLAB_WHEEL_FAMILIES:-}" ] && settings+=(--config-settings=cmake.define.GEMMLAB_FAMILIES="$GEMMLAB_WHEEL_FAMILIES")
 if [ "${GEMMLAB_WHEEL_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null 2>&1; then
@@ -89,7 +94,8 @@ echo "build_wheel: Python $pyver ($py), CUDA architectures $archs$([ -n "${GEMML
   || { tail -60 "$work/pip.log" >&2; echo "build_wheel: the build failed (the end of $work/pip.log is above)" >&2; exit 1; }
 built=$(ls "$raw"/built/gemmlab-*.whl)
 unzip -l "$built" | grep -q "gemmlab/_bin/gemmlab$" \
-  || { echo "build_wheel: $built has no gemmlab/_bin/gemmlab: the CUDA part was not built (see $work/pip.log)" >&2; exit 1; }
+  || { grep -n "gemmlab python\|CUDA" "$work/pip.log" | tail -20 >&2
+       echo "build_wheel: $built has no gemmlab/_bin/gemmlab: the CUDA part was not built (the lines of $work/pip.log about CUDA are above)" >&2; exit 1; }
 
 # MPFR, GMP and libcrypto into gemmlab.libs/; never cuBLAS or the driver (the machine's). The tag is
 # the most general manylinux one the binaries allow (auditwheel's "auto").
