@@ -75,56 +75,70 @@ __device__ void block_tree(DD (&node)[NS], DD* out, std::size_t b, std::size_t n
 
 // Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN). row_max_a (M) and
 // col_max_b (N) are read only for fixed-point operands (judge.h > 0).
-__global__ void pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
+__global__ void __launch_bounds__(kThreads)
+    pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
                              const double* __restrict__ c_odd, const double* __restrict__ ab,
                              const double* __restrict__ row_max_a, const double* __restrict__ col_max_b, int N,
                              std::size_t n, pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
-                             DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys) {
+                             DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys,
+                             double* __restrict__ evals) {
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
-  DD leaf[kSums][kLeavesPerThread];
+  // The thread's 4 leaves are added as (l0 + l1) + (l2 + l3), each pair as soon as it is complete: two
+  // leaves and one pair live at a time, not all four (the registers of 4 x kSums double-doubles cost
+  // the pass most of its occupancy). The same additions in the same order as before.
+  DD leaf[kSums][2], pair[kSums], node[kSums];
   unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0, mis = 0;
   double rmax = 0, cmax = 0, amax = 0, bmax = 0;
-  for (int l = 0; l < kLeavesPerThread; ++l) {
+#pragma unroll
+  for (int ll = 0; ll < kLeavesPerThread; ++ll) {
+    const int l = ll & 1;
     for (int q = 0; q < kSums; ++q) leaf[q][l] = DD{};
-    const std::size_t i = base + l;
-    if (i >= n) continue;
-    const double ci = c[i];
-    const double c_out = fp.identity ? ci : pfp::round_format(c_odd[i], fp);  // fp64: c itself
-    const double ab_max = judge.h > 0 ? pfp::mul(row_max_a[i / N], col_max_b[i % N]) : 0.0;
-    const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i], ab_max, judge);
-    corr += t.correct;
-    zr += t.zero_ref;
-    zrn += t.zero_ref_nonzero;
-    mis += t.close_mismatch;
-    keys[i] = pfp::from_bits(0x7FF8000000000000ull);  // sorts after every r (r is never NaN)
-    if (t.nonfinite) {
-      ++nf;
-      nan += t.nan;
-      continue;
+    const std::size_t i = base + ll;
+    if (i < n) {
+      const double ci = c[i];
+      const double c_out = fp.identity ? ci : pfp::round_format(c_odd[i], fp);  // fp64: c itself
+      const double ab_max = judge.h > 0 ? pfp::mul(row_max_a[i / N], col_max_b[i % N]) : 0.0;
+      const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i], ab_max, judge);
+      corr += t.correct;
+      zr += t.zero_ref;
+      zrn += t.zero_ref_nonzero;
+      mis += t.close_mismatch;
+      // r and e for pass 2 (NaN where the entry has none: r and e are never NaN).
+      keys[i] = pfp::from_bits(0x7FF8000000000000ull);  // sorts after every r
+      evals[i] = pfp::from_bits(0x7FF8000000000000ull);
+      if (t.nonfinite) {
+        ++nf;
+        nan += t.nan;
+      } else {
+        sub += t.subnormal_ref;
+        viol += t.violation;
+        leaf[2][l] = pfp::square(t.d);
+        leaf[3][l] = pfp::square(ci);
+        if (t.in_f) {
+          leaf[4][l] = leaf[2][l];
+          leaf[5][l] = leaf[3][l];
+          leaf[6][l] = pfp::square(x[i]);
+          amax = fmax(amax, pfp::fabs(t.d));
+        }
+        cmax = fmax(cmax, t.cw_abs);
+        bmax = fmax(bmax, t.bound_ratio);
+        if (t.has_cw) {
+          ++cw, leaf[1][l] = DD{t.e, 0};
+          evals[i] = t.e;
+        }
+        if (t.has_rel) {
+          ++rel, leaf[0][l] = DD{t.r, 0};
+          keys[i] = t.r;
+          rmax = fmax(rmax, pfp::fabs(t.r));
+        }
+      }
     }
-    sub += t.subnormal_ref;
-    viol += t.violation;
-    leaf[2][l] = pfp::square(t.d);
-    leaf[3][l] = pfp::square(ci);
-    if (t.in_f) {
-      leaf[4][l] = leaf[2][l];
-      leaf[5][l] = leaf[3][l];
-      leaf[6][l] = pfp::square(x[i]);
-      amax = fmax(amax, pfp::fabs(t.d));
-    }
-    cmax = fmax(cmax, t.cw_abs);
-    bmax = fmax(bmax, t.bound_ratio);
-    if (t.has_cw) ++cw, leaf[1][l] = DD{t.e, 0};
-    if (t.has_rel) {
-      ++rel, leaf[0][l] = DD{t.r, 0};
-      keys[i] = t.r;
-      rmax = fmax(rmax, pfp::fabs(t.r));
-    }
+    if (ll == 1)
+      for (int q = 0; q < kSums; ++q) pair[q] = pfp::dd_add(leaf[q][0], leaf[q][1]);
+    if (ll == 3)
+      for (int q = 0; q < kSums; ++q) node[q] = pfp::dd_add(pair[q], pfp::dd_add(leaf[q][0], leaf[q][1]));
   }
-  DD node[kSums];
-  for (int q = 0; q < kSums; ++q)
-    node[q] = pfp::dd_add(pfp::dd_add(leaf[q][0], leaf[q][1]), pfp::dd_add(leaf[q][2], leaf[q][3]));
   block_tree<kSums>(node, part, b, nblocks);
   // Integer counts and maxima: warp sums (maxima on the bit patterns of non-negative doubles, which
   // order as the values do), then the block's warps in shared memory, then one atomic per block and
@@ -159,10 +173,11 @@ __global__ void pass1_kernel(const double* __restrict__ x, const double* __restr
   }
 }
 
-// Pass 2: the sums of squared deviations from the rounded means.
-__global__ void pass2_kernel(const double* __restrict__ x, const double* __restrict__ c,
-                             const double* __restrict__ ab, std::size_t n, stats_detail::Judge judge,
-                             double mean_r, double mean_e, std::size_t nblocks, DD* __restrict__ part) {
+// Pass 2: the sums of squared deviations from the rounded means, of the r and e pass 1 kept (NaN:
+// none); the same values entry() gives, read instead of computed again.
+__global__ void __launch_bounds__(kThreads)
+    pass2_kernel(const double* __restrict__ keys, const double* __restrict__ evals, std::size_t n, double mean_r,
+                 double mean_e, std::size_t nblocks, DD* __restrict__ part) {
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
   DD leaf[2][kLeavesPerThread];
@@ -170,10 +185,9 @@ __global__ void pass2_kernel(const double* __restrict__ x, const double* __restr
     leaf[0][l] = leaf[1][l] = DD{};
     const std::size_t i = base + l;
     if (i >= n) continue;
-    const stats_detail::Entry t = stats_detail::entry(x[i], c[i], 0.0, ab[i], 0.0, judge);  // r and e only
-    if (t.nonfinite) continue;
-    if (t.has_rel) leaf[0][l] = pfp::square(pfp::sub(t.r, mean_r));
-    if (t.has_cw) leaf[1][l] = pfp::square(pfp::sub(t.e, mean_e));
+    const double r = keys[i], e = evals[i];
+    if (!pfp::is_nan(r)) leaf[0][l] = pfp::square(pfp::sub(r, mean_r));
+    if (!pfp::is_nan(e)) leaf[1][l] = pfp::square(pfp::sub(e, mean_e));
   }
   DD node[2];
   for (int q = 0; q < 2; ++q)
@@ -275,7 +289,7 @@ struct Grow {
 };
 
 struct Scratch {
-  Grow part, cnt, keys, hist, small, gathered, sorted, temp, count;
+  Grow part, cnt, keys, evals, hist, small, gathered, sorted, temp, count;
 };
 
 // Pinned host memory kept from call to call, grown when needed.
@@ -421,13 +435,15 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   DD* const part = sc.part.get<DD>(kSums * nblocks);
   Counters* const cnt = sc.cnt.get<Counters>(1);
   double* const keys = sc.keys.get<double>(n);
+  double* const evals = sc.evals.get<double>(n);
   GEMMLAB_CUDA_CHECK(cudaMemset(cnt, 0, sizeof(Counters)));
   const stats_detail::Judge judge = stats_detail::judge_of(out, model);
   if (judge.h > 0 && ((M > 0 && !row_max_a) || (N > 0 && !col_max_b)))
     throw std::invalid_argument("compute_error_stats_gpu: the bound of fixed-point operands needs the reference's row "
                                 "maxima of A and column maxima of B, which this reference lacks");
   pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, row_max_a, col_max_b, N, n,
-                                                             format_params(out), judge, nblocks, part, cnt, keys);
+                                                             format_params(out), judge, nblocks, part, cnt, keys,
+                                                             evals);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   timer.mark("pass1");
   // The blocks' partial sums come back through pinned memory (a pageable copy of these MB costs
@@ -460,8 +476,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.f_x2_sum = stats_detail::tree_reduce(h + 6 * nblocks, nblocks);
 
   pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
-      x, c, ab, n, judge, stats_detail::mean_of(raw.rel_sum, raw.rel_count),
-      stats_detail::mean_of(raw.cw_sum, raw.cw_count),
+      keys, evals, n, stats_detail::mean_of(raw.rel_sum, raw.rel_count), stats_detail::mean_of(raw.cw_sum, raw.cw_count),
       nblocks, part);
   GEMMLAB_LAUNCH_CHECK("pass2_kernel");
   timer.mark("pass2");

@@ -373,12 +373,16 @@ GemmReference GpuReference::to_host(Format out) const {
     GEMMLAB_CUDA_CHECK(cudaMemcpy(r.c_odd.data(), buffers->c_odd.p, n * sizeof(double), cudaMemcpyDeviceToHost));
     GEMMLAB_CUDA_CHECK(cudaMemcpy(r.abs_ab.data(), buffers->abs_ab.p, n * sizeof(double), cudaMemcpyDeviceToHost));
   }
-  r.row_max_a.resize(static_cast<std::size_t>(M));
-  r.col_max_b.resize(static_cast<std::size_t>(N));
-  if (M)
+  // The maxima exist where the reference kept them (a plain problem's; a form's reference has none,
+  // as the CPU's form reference has none).
+  if (M && buffers->row_max_a.p) {
+    r.row_max_a.resize(static_cast<std::size_t>(M));
     GEMMLAB_CUDA_CHECK(cudaMemcpy(r.row_max_a.data(), buffers->row_max_a.p, M * sizeof(double), cudaMemcpyDeviceToHost));
-  if (N)
+  }
+  if (N && buffers->col_max_b.p) {
+    r.col_max_b.resize(static_cast<std::size_t>(N));
     GEMMLAB_CUDA_CHECK(cudaMemcpy(r.col_max_b.data(), buffers->col_max_b.p, N * sizeof(double), cudaMemcpyDeviceToHost));
+  }
   r.c_out = output_reference(r, out);
   return r;
 }

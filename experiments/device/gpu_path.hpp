@@ -22,8 +22,8 @@ namespace gemmlab {
 //  inputs:  every format within fp32 is generated as fp32 values (generate_gpu) and packed into the
 //           kernel's storage and layout by pack_gpu; fp64 is generated as binary64 values and packed
 //           by pack_gpu's binary64 form.
-//  outputs: fp32, fp16 and bf16 are widened to binary64 on the GPU; fp64 is binary64 already (a
-//           copy). No kernel writes tf32, e4m3 or e5m2, and the GPU path has no widening for them.
+//  outputs: fp32, fp16, bf16, e4m3 and e5m2 are widened to binary64 on the GPU; fp64 is binary64
+//           already (a copy). No kernel writes tf32, and the GPU path has no widening for it.
 inline std::string gpu_path_refusal(Format input, Format output) {
   switch (input) {  // every input format is generated and packed on the GPU
     case Format::fp64:
@@ -38,13 +38,13 @@ inline std::string gpu_path_refusal(Format input, Format output) {
     case Format::fp64:
     case Format::fp32:
     case Format::fp16:
-    case Format::bf16: return {};
-    case Format::tf32:
+    case Format::bf16:
     case Format::e4m3:
-    case Format::e5m2: break;
+    case Format::e5m2: return {};
+    case Format::tf32: break;
   }
   return std::string("its output format ") + info(output).name +
-         " has no widening to binary64 on the GPU (the GPU path judges fp64, fp32, fp16 and bf16 outputs)";
+         " has no widening to binary64 on the GPU (the GPU path judges fp64, fp32, fp16, bf16, e4m3 and e5m2 outputs)";
 }
 
 inline std::string gpu_path_refusal(const Kernel& k) { return gpu_path_refusal(k.numerics.input, k.numerics.output); }

@@ -195,8 +195,12 @@ __device__ __forceinline__ double decode(const void* base, std::size_t at) {
     return static_cast<const float*>(base)[at];
   } else if constexpr (F == Format::fp16) {
     return __half2float(static_cast<const __half*>(base)[at]);
-  } else {
+  } else if constexpr (F == Format::bf16) {
     return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[at]);
+  } else {  // e4m3, e5m2: every value is an fp16 value, so the conversion through fp16 is exact
+    static_assert(F == Format::e4m3 || F == Format::e5m2, "widen: a kernel output format");
+    const __nv_fp8_storage_t b = static_cast<const __nv_fp8_storage_t*>(base)[at];
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, F == Format::e4m3 ? __NV_E4M3 : __NV_E5M2)));
   }
 }
 
@@ -267,16 +271,17 @@ void widen_gpu(const void* device_in, Format fmt, int rows, int cols, long long 
     throw std::invalid_argument("widen_gpu: leading dimension " + std::to_string(ld) + " is below the " +
                                 std::to_string(cols) + " columns; ld must be >= cols");
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
-  if (fmt != Format::fp64 && fmt != Format::fp32 && fmt != Format::fp16 && fmt != Format::bf16)
-    throw std::invalid_argument(std::string("widen_gpu: cannot widen ") + info(fmt).name +
-                                "; kernel outputs are fp64, fp32, fp16 or bf16");
+  if (fmt == Format::tf32)
+    throw std::invalid_argument("widen_gpu: cannot widen tf32; kernel outputs are fp64, fp32, fp16, bf16, e4m3 or e5m2");
   if (n == 0) return;
   if (!device_in || !device_out) throw std::invalid_argument("widen_gpu: a device pointer is null");
   const cudaStream_t s = as_stream(stream);
   if (fmt == Format::fp64) launch_widen<Format::fp64>(device_in, cols, ld, n, device_out, s);
   else if (fmt == Format::fp32) launch_widen<Format::fp32>(device_in, cols, ld, n, device_out, s);
   else if (fmt == Format::fp16) launch_widen<Format::fp16>(device_in, cols, ld, n, device_out, s);
-  else launch_widen<Format::bf16>(device_in, cols, ld, n, device_out, s);
+  else if (fmt == Format::bf16) launch_widen<Format::bf16>(device_in, cols, ld, n, device_out, s);
+  else if (fmt == Format::e4m3) launch_widen<Format::e4m3>(device_in, cols, ld, n, device_out, s);
+  else launch_widen<Format::e5m2>(device_in, cols, ld, n, device_out, s);
 }
 
 }  // namespace gemmlab::device

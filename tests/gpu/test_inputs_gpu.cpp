@@ -335,7 +335,7 @@ TEST(InputsGpu, WidenOfFp64IsACopy) {
   EXPECT_TRUE(same_bits(out.download(), want, cols));
 }
 
-// Every pattern of the 16-bit formats, and fp32 specials (NaNs with payloads, infinities, -0,
+// Every pattern of the 16-bit and 8-bit formats (fp8: kernel outputs such as an fp8 GEMM's), and fp32 specials (NaNs with payloads, infinities, -0,
 // subnormals) plus random fp32 patterns, in a (rows, ld) buffer whose padding columns hold a marker
 // value that widen_gpu must skip.
 TEST(InputsGpu, WidenMatchesFromBitsWithLeadingDimension) {
@@ -343,7 +343,7 @@ TEST(InputsGpu, WidenMatchesFromBitsWithLeadingDimension) {
   std::mt19937_64 gen(kSeed + 1);
   const std::uint32_t fp32_specials[] = {0x7FC00000u, 0xFFC00001u, 0x7F800001u, 0x7F800000u,
                                          0xFF800000u, 0x80000000u, 0x00000001u, 0x807FFFFFu};
-  for (Format f : {Format::fp16, Format::bf16, Format::fp32}) {
+  for (Format f : {Format::fp16, Format::bf16, Format::e4m3, Format::e5m2, Format::fp32}) {
     const int rows = 256, cols = 256;
     const long long ld = cols + 5;
     const std::size_t eb = storage_bytes(f);
@@ -353,7 +353,8 @@ TEST(InputsGpu, WidenMatchesFromBitsWithLeadingDimension) {
       for (long long j = 0; j < ld; ++j) {
         std::uint64_t bits;
         if (j >= cols) bits = f == Format::fp32 ? 0x4B00DEADu : 0x5DEAu;  // padding
-        else if (f != Format::fp32) bits = static_cast<std::uint64_t>(i) * cols + j;  // every pattern once
+        else if (f != Format::fp32)  // every pattern once (fp8: each 256 times)
+          bits = (static_cast<std::uint64_t>(i) * cols + j) & (eb == 1 ? 0xFFu : 0xFFFFu);
         else if (j < 8) bits = fp32_specials[j];
         else bits = static_cast<std::uint32_t>(gen());
         std::memcpy(buf.data() + (static_cast<std::size_t>(i) * ld + j) * eb, &bits, eb);
@@ -412,7 +413,6 @@ TEST(InputsGpu, BadRequestsAreRefusedAsGenerateRefusesThem) {
   }
   EXPECT_THROW(device::generate_gpu(cancel, Operand::B, 8, 8, Format::bf16, 1, no_doubles), std::invalid_argument);
   EXPECT_THROW(device::pack_gpu(none, 4, -4, Format::fp16, Layout::row_major, none), std::invalid_argument);
-  EXPECT_THROW(device::widen_gpu(none, Format::e4m3, 4, 4, 4, nullptr), std::invalid_argument);
   EXPECT_THROW(device::widen_gpu(none, Format::tf32, 4, 4, 4, nullptr), std::invalid_argument);
   try {
     device::widen_gpu(none, Format::fp32, 4, 8, 7, nullptr);
