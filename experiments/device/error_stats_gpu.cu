@@ -73,110 +73,103 @@ __device__ void block_tree(DD (&node)[NS], DD* out, std::size_t b, std::size_t n
     for (int q = 0; q < NS; ++q) out[q * nblocks + b] = sh[q][0];
 }
 
-// Pass 1: counts, maxima, the kSums sums, and r and e for pass 2 (the keys to sort: r, or +NaN; e, or
-// +NaN). row_max_a (M) and col_max_b (N) are read only for fixed-point operands (judge.h > 0).
-// One thread per leaf, one block per kLeafBlock leaves: the block's sums go through one shared tree in
-// turn, pairing (2i, 2i+1) level by level from the leaves up, which is block_tree's order with its
-// per-thread pairs as the first two levels (stats_detail::tree_reduce's pairing, as before). A thread
-// holds one entry's values, not four, so the pass runs at a useful occupancy; counts are warp ballots.
-constexpr int kPass1Threads = static_cast<int>(kLeafBlock);
-__global__ void __launch_bounds__(kPass1Threads)
-    pass1_kernel(const double* __restrict__ x, const double* __restrict__ c, const double* __restrict__ c_odd,
-                 const double* __restrict__ ab, const double* __restrict__ row_max_a,
-                 const double* __restrict__ col_max_b, int N, std::size_t n, pfp::FormatParams fp,
-                 stats_detail::Judge judge, std::size_t nblocks, DD* __restrict__ part, Counters* __restrict__ cnt,
-                 double* __restrict__ keys, double* __restrict__ evals) {
+// Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN). row_max_a (M) and
+// col_max_b (N) are read only for fixed-point operands (judge.h > 0).
+__global__ void __launch_bounds__(kThreads, 2)
+    pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
+                             const double* __restrict__ c_odd, const double* __restrict__ ab,
+                             const double* __restrict__ row_max_a, const double* __restrict__ col_max_b, int N,
+                             std::size_t n, pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
+                             DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys,
+                             double* __restrict__ evals) {
   const std::size_t b = blockIdx.x;
-  const std::size_t i = b * kLeafBlock + threadIdx.x;
-  DD leaf[kSums];
-  constexpr int kCounts = 10, kMaxima = 4, kAll = kCounts + kMaxima;
-  bool flag[kCounts] = {};  // zr, zrn, nf, nan, corr, rel, cw, sub, viol, mis
+  const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
+  // The thread's 4 leaves are added as (l0 + l1) + (l2 + l3), each pair as soon as it is complete: two
+  // leaves and one pair live at a time, not all four, and at most 128 registers (__launch_bounds__):
+  // two blocks per SM instead of one (ncu on an H100 at 4096^2 entries: 150 registers, 12.5%
+  // occupancy, 1.58 ms). The same additions in the same order.
+  DD leaf[kSums][2], pair[kSums], node[kSums];
+  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0, mis = 0;
   double rmax = 0, cmax = 0, amax = 0, bmax = 0;
-  if (i < n) {
-    const double ci = c[i];
-    const double c_out = fp.identity ? ci : pfp::round_format(c_odd[i], fp);  // fp64: c itself
-    const double ab_max = judge.h > 0 ? pfp::mul(row_max_a[i / N], col_max_b[i % N]) : 0.0;
-    const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i], ab_max, judge);
-    flag[4] = t.correct;
-    flag[0] = t.zero_ref;
-    flag[1] = t.zero_ref_nonzero;
-    flag[9] = t.close_mismatch;
-    double key = pfp::from_bits(0x7FF8000000000000ull), eval = key;  // NaN: none (r and e are never NaN)
-    if (t.nonfinite) {
-      flag[2] = true;
-      flag[3] = t.nan;
-    } else {
-      flag[7] = t.subnormal_ref;
-      flag[8] = t.violation;
-      leaf[2] = pfp::square(t.d);
-      leaf[3] = pfp::square(ci);
-      if (t.in_f) {
-        leaf[4] = leaf[2];
-        leaf[5] = leaf[3];
-        leaf[6] = pfp::square(x[i]);
-        amax = pfp::fabs(t.d);
-      }
-      cmax = t.cw_abs;
-      bmax = t.bound_ratio;
-      if (t.has_cw) flag[6] = true, leaf[1] = DD{t.e, 0}, eval = t.e;
-      if (t.has_rel) flag[5] = true, leaf[0] = DD{t.r, 0}, key = t.r, rmax = pfp::fabs(t.r);
-    }
-    keys[i] = key;  // sorts after every r where NaN
-    evals[i] = eval;
-  }
-  __shared__ DD sh[kPass1Threads];
 #pragma unroll
-  for (int q = 0; q < kSums; ++q) {
-    sh[threadIdx.x] = leaf[q];
-    __syncthreads();
-    for (int w = kPass1Threads / 2; w >= 1; w /= 2) {
-      DD v;
-      if (static_cast<int>(threadIdx.x) < w) v = pfp::dd_add(sh[2 * threadIdx.x], sh[2 * threadIdx.x + 1]);
-      __syncthreads();
-      if (static_cast<int>(threadIdx.x) < w) sh[threadIdx.x] = v;
-      __syncthreads();
+  for (int ll = 0; ll < kLeavesPerThread; ++ll) {
+    const int l = ll & 1;
+    for (int q = 0; q < kSums; ++q) leaf[q][l] = DD{};
+    const std::size_t i = base + ll;
+    if (i < n) {
+      const double ci = c[i];
+      const double c_out = fp.identity ? ci : pfp::round_format(c_odd[i], fp);  // fp64: c itself
+      const double ab_max = judge.h > 0 ? pfp::mul(row_max_a[i / N], col_max_b[i % N]) : 0.0;
+      const stats_detail::Entry t = stats_detail::entry(x[i], ci, c_out, ab[i], ab_max, judge);
+      corr += t.correct;
+      zr += t.zero_ref;
+      zrn += t.zero_ref_nonzero;
+      mis += t.close_mismatch;
+      // r and e for pass 2 (NaN where the entry has none: r and e are never NaN).
+      keys[i] = pfp::from_bits(0x7FF8000000000000ull);  // sorts after every r
+      evals[i] = pfp::from_bits(0x7FF8000000000000ull);
+      if (t.nonfinite) {
+        ++nf;
+        nan += t.nan;
+      } else {
+        sub += t.subnormal_ref;
+        viol += t.violation;
+        leaf[2][l] = pfp::square(t.d);
+        leaf[3][l] = pfp::square(ci);
+        if (t.in_f) {
+          leaf[4][l] = leaf[2][l];
+          leaf[5][l] = leaf[3][l];
+          leaf[6][l] = pfp::square(x[i]);
+          amax = fmax(amax, pfp::fabs(t.d));
+        }
+        cmax = fmax(cmax, t.cw_abs);
+        bmax = fmax(bmax, t.bound_ratio);
+        if (t.has_cw) {
+          ++cw, leaf[1][l] = DD{t.e, 0};
+          evals[i] = t.e;
+        }
+        if (t.has_rel) {
+          ++rel, leaf[0][l] = DD{t.r, 0};
+          keys[i] = t.r;
+          rmax = fmax(rmax, pfp::fabs(t.r));
+        }
+      }
     }
-    if (threadIdx.x == 0) part[q * nblocks + b] = sh[0];
-    __syncthreads();
+    if (ll == 1)
+      for (int q = 0; q < kSums; ++q) pair[q] = pfp::dd_add(leaf[q][0], leaf[q][1]);
+    if (ll == 3)
+      for (int q = 0; q < kSums; ++q) node[q] = pfp::dd_add(pair[q], pfp::dd_add(leaf[q][0], leaf[q][1]));
   }
-  // Integer counts and maxima: warp ballots and warp maxima (on the bit patterns of non-negative
-  // doubles, which order as the values do), then the block's warps in shared memory, then one atomic
-  // per block and counter (any order gives the same totals).
+  block_tree<kSums>(node, part, b, nblocks);
+  // Integer counts and maxima: warp sums (maxima on the bit patterns of non-negative doubles, which
+  // order as the values do), then the block's warps in shared memory, then one atomic per block and
+  // counter (any order gives the same totals). One atomic per thread on a single address costs more
+  // than the whole pass.
+  constexpr int kCounts = 10, kMaxima = 4, kAll = kCounts + kMaxima;
   auto max_of = [](double m) { return (!pfp::is_nan(m) && m > 0) ? pfp::bits(m) : 0ull; };
-  unsigned long long v[kAll];
-  for (int q = 0; q < kCounts; ++q) v[q] = __popc(__ballot_sync(0xffffffffu, flag[q]));
-  v[10] = max_of(rmax), v[11] = max_of(cmax), v[12] = max_of(amax), v[13] = max_of(bmax);
+  unsigned long long v[kAll] = {zr,  zrn, nf,  nan, corr,         rel,          cw,
+                                sub, viol, mis, max_of(rmax), max_of(cmax), max_of(amax), max_of(bmax)};
   for (int o = 16; o > 0; o >>= 1)
-    for (int q = kCounts; q < kAll; ++q) {
+    for (int q = 0; q < kAll; ++q) {
       const unsigned long long other = __shfl_xor_sync(0xffffffffu, v[q], o);
-      v[q] = other > v[q] ? other : v[q];
+      v[q] = q < kCounts ? v[q] + other : (other > v[q] ? other : v[q]);
     }
-  __shared__ unsigned long long warp_v[kPass1Threads / 32][kAll];
+  __shared__ unsigned long long warp_v[kThreads / 32][kAll];
   if (threadIdx.x % 32 == 0)
     for (int q = 0; q < kAll; ++q) warp_v[threadIdx.x / 32][q] = v[q];
   __syncthreads();
   if (threadIdx.x < kAll) {
     const int q = static_cast<int>(threadIdx.x);
     unsigned long long t = 0;
-    for (int w = 0; w < kPass1Threads / 32; ++w)
+    for (int w = 0; w < kThreads / 32; ++w)
       t = q < kCounts ? t + warp_v[w][q] : (warp_v[w][q] > t ? warp_v[w][q] : t);
-    unsigned long long* at = q == 0    ? &cnt->zero_reference
-                             : q == 1  ? &cnt->zero_ref_nonzero
-                             : q == 2  ? &cnt->nonfinite
-                             : q == 3  ? &cnt->unwritten
-                             : q == 4  ? &cnt->correct
-                             : q == 5  ? &cnt->rel
-                             : q == 6  ? &cnt->cw
-                             : q == 7  ? &cnt->subnormal
-                             : q == 8  ? &cnt->violations
-                             : q == 9  ? &cnt->close_mismatches
-                             : q == 10 ? &cnt->rel_max_bits
-                             : q == 11 ? &cnt->cw_max_bits
-                             : q == 12 ? &cnt->abs_err_max_bits
-                                       : &cnt->ratio_max_bits;
+    unsigned long long* at[kAll] = {&cnt->zero_reference, &cnt->zero_ref_nonzero, &cnt->nonfinite, &cnt->unwritten,
+                                    &cnt->correct,        &cnt->rel,              &cnt->cw,        &cnt->subnormal,
+                                    &cnt->violations,     &cnt->close_mismatches, &cnt->rel_max_bits,
+                                    &cnt->cw_max_bits,    &cnt->abs_err_max_bits, &cnt->ratio_max_bits};
     if (t) {
-      if (q < kCounts) atomicAdd(at, t);
-      else atomicMax(at, t);
+      if (q < kCounts) atomicAdd(at[q], t);
+      else atomicMax(at[q], t);
     }
   }
 }
@@ -274,6 +267,24 @@ __global__ void decode_kernel(const std::uint64_t* __restrict__ sorted, const lo
   if (i < n) out[i] = from_order_key(sorted[pos[i]]);
 }
 
+// stats_detail::tree_reduce on the GPU, one block per sum (blockIdx.x): the count (a power of two)
+// partial sums of part + blockIdx.x * count paired (2i, 2i + 1) level by level with the same pfp
+// additions, so the same bits as on the host; each level reads one buffer and writes the other (no
+// thread overwrites a value another still reads), and only the roots cross to the host.
+__global__ void __launch_bounds__(1024)
+    tree_reduce_kernel(DD* part, std::size_t count, DD* scratch, DD* __restrict__ roots) {
+  DD* src = part + blockIdx.x * count;
+  DD* dst = scratch + blockIdx.x * (count / 2);
+  for (std::size_t w = count / 2; w >= 1; w /= 2) {
+    for (std::size_t i = threadIdx.x; i < w; i += blockDim.x) dst[i] = pfp::dd_add(src[2 * i], src[2 * i + 1]);
+    __syncthreads();
+    DD* t = src;
+    src = dst;
+    dst = t;
+  }
+  if (threadIdx.x == 0) roots[blockIdx.x] = src[0];
+}
+
 // Device memory kept from call to call, grown when a call needs more.
 struct Grow {
   void* p = nullptr;
@@ -297,25 +308,7 @@ struct Grow {
 };
 
 struct Scratch {
-  Grow part, cnt, keys, evals, hist, small, gathered, sorted, temp, count;
-};
-
-// Pinned host memory kept from call to call, grown when needed.
-struct PinnedDD {
-  DD* p = nullptr;
-  std::size_t n = 0;
-  DD* get(std::size_t count) {
-    if (count > n) {
-      if (p) cudaFreeHost(p);
-      p = nullptr, n = 0;
-      GEMMLAB_CUDA_CHECK(cudaMallocHost(&p, count * sizeof(DD)));
-      n = count;
-    }
-    return p;
-  }
-  ~PinnedDD() {
-    if (p) cudaFreeHost(p);
-  }
+  Grow part, cnt, keys, evals, hist, small, gathered, sorted, temp, count, tree, roots;
 };
 
 // The current GPU's scratch for this host thread (one worker per GPU runs statistics at a time).
@@ -449,17 +442,20 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   if (judge.h > 0 && ((M > 0 && !row_max_a) || (N > 0 && !col_max_b)))
     throw std::invalid_argument("compute_error_stats_gpu: the bound of fixed-point operands needs the reference's row "
                                 "maxima of A and column maxima of B, which this reference lacks");
-  pass1_kernel<<<static_cast<unsigned>(nblocks), kPass1Threads>>>(x, c, c_odd, ab, row_max_a, col_max_b, N, n,
+  pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, row_max_a, col_max_b, N, n,
                                                              format_params(out), judge, nblocks, part, cnt, keys,
                                                              evals);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   timer.mark("pass1");
-  // The blocks' partial sums come back through pinned memory (a pageable copy of these MB costs
-  // about as much as a pass).
-  thread_local PinnedDD pinned;
-  DD* h = pinned.get(kSums * nblocks);
+  // The blocks' partial sums reduced on the GPU in the host's pairing (tree_reduce_kernel): only the
+  // roots come back (the host's reduction of kSums x nblocks double-doubles cost about 1 ms a row).
+  DD* const tree = sc.tree.get<DD>(kSums * std::max<std::size_t>(nblocks / 2, 1));
+  DD* const roots = sc.roots.get<DD>(kSums);
+  DD h[kSums];
+  tree_reduce_kernel<<<kSums, 1024>>>(part, nblocks, tree, roots);
+  GEMMLAB_LAUNCH_CHECK("tree_reduce_kernel");
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, roots, kSums * sizeof(DD), cudaMemcpyDeviceToHost));
   Counters hc{};
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part, kSums * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&hc, cnt, sizeof hc, cudaMemcpyDeviceToHost));
   raw.zero_reference = static_cast<std::int64_t>(hc.zero_reference);
   raw.zero_ref_nonzero = static_cast<std::int64_t>(hc.zero_ref_nonzero);
@@ -475,22 +471,24 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.componentwise = pfp::from_bits(hc.cw_max_bits);
   raw.max_abs_err = pfp::from_bits(hc.abs_err_max_bits);
   raw.bound_ratio = pfp::from_bits(hc.ratio_max_bits);
-  raw.rel_sum = stats_detail::tree_reduce(h + 0 * nblocks, nblocks);
-  raw.cw_sum = stats_detail::tree_reduce(h + 1 * nblocks, nblocks);
-  raw.err2_sum = stats_detail::tree_reduce(h + 2 * nblocks, nblocks);
-  raw.ref2_sum = stats_detail::tree_reduce(h + 3 * nblocks, nblocks);
-  raw.f_err2_sum = stats_detail::tree_reduce(h + 4 * nblocks, nblocks);
-  raw.f_ref2_sum = stats_detail::tree_reduce(h + 5 * nblocks, nblocks);
-  raw.f_x2_sum = stats_detail::tree_reduce(h + 6 * nblocks, nblocks);
+  raw.rel_sum = h[0];
+  raw.cw_sum = h[1];
+  raw.err2_sum = h[2];
+  raw.ref2_sum = h[3];
+  raw.f_err2_sum = h[4];
+  raw.f_ref2_sum = h[5];
+  raw.f_x2_sum = h[6];
 
   pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
       keys, evals, n, stats_detail::mean_of(raw.rel_sum, raw.rel_count), stats_detail::mean_of(raw.cw_sum, raw.cw_count),
       nblocks, part);
   GEMMLAB_LAUNCH_CHECK("pass2_kernel");
   timer.mark("pass2");
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, part, 2 * nblocks * sizeof(DD), cudaMemcpyDeviceToHost));
-  raw.rel_dev2_sum = stats_detail::tree_reduce(h + 0 * nblocks, nblocks);
-  raw.cw_dev2_sum = stats_detail::tree_reduce(h + 1 * nblocks, nblocks);
+  tree_reduce_kernel<<<2, 1024>>>(part, nblocks, tree, roots);
+  GEMMLAB_LAUNCH_CHECK("tree_reduce_kernel");
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, roots, 2 * sizeof(DD), cudaMemcpyDeviceToHost));
+  raw.rel_dev2_sum = h[0];
+  raw.cw_dev2_sum = h[1];
 
   if (raw.rel_count > 0) {
     std::vector<long long> ranks;
