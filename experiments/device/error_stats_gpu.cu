@@ -75,7 +75,7 @@ __device__ void block_tree(DD (&node)[NS], DD* out, std::size_t b, std::size_t n
 
 // Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN). row_max_a (M) and
 // col_max_b (N) are read only for fixed-point operands (judge.h > 0).
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 3)
     pass1_kernel(const double* __restrict__ x, const double* __restrict__ c,
                              const double* __restrict__ c_odd, const double* __restrict__ ab,
                              const double* __restrict__ row_max_a, const double* __restrict__ col_max_b, int N,
@@ -85,16 +85,34 @@ __global__ void __launch_bounds__(kThreads, 2)
   const std::size_t b = blockIdx.x;
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
   // The thread's 4 leaves are added as (l0 + l1) + (l2 + l3), each pair as soon as it is complete: two
-  // leaves and one pair live at a time, not all four, and at most 128 registers (__launch_bounds__):
-  // two blocks per SM instead of one (ncu on an H100 at 4096^2 entries: 150 registers, 12.5%
+  // leaves and one pair live at a time, not all four, and at most 80 registers (__launch_bounds__):
+  // three blocks per SM instead of one (ncu on an H100 at 4096^2 entries: 150 registers, 12.5%
   // occupancy, 1.58 ms). The same additions in the same order.
-  DD leaf[kSums][2], pair[kSums], node[kSums];
-  unsigned long long zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0, mis = 0;
+  // A leaf's sums, stored compactly: r and e (their low parts are 0), d^2, c^2, x^2, and whether the
+  // entry is in F (then its F-sums are its d^2 and c^2 again, and x^2); leaf(q, l) rebuilds sum q.
+  double r_[2], e_[2];
+  DD d2_[2], c2_[2], x2_[2];
+  bool in_f_[2];
+  auto leaf = [&](int q, int l) -> DD {
+    switch (q) {
+      case 0: return DD{r_[l], 0};
+      case 1: return DD{e_[l], 0};
+      case 2: return d2_[l];
+      case 3: return c2_[l];
+      case 4: return in_f_[l] ? d2_[l] : DD{};
+      case 5: return in_f_[l] ? c2_[l] : DD{};
+      default: return in_f_[l] ? x2_[l] : DD{};
+    }
+  };
+  DD pair[kSums], node[kSums];
+  unsigned zr = 0, zrn = 0, nf = 0, nan = 0, corr = 0, rel = 0, cw = 0, sub = 0, viol = 0, mis = 0;  // <= 4 each
   double rmax = 0, cmax = 0, amax = 0, bmax = 0;
 #pragma unroll
   for (int ll = 0; ll < kLeavesPerThread; ++ll) {
     const int l = ll & 1;
-    for (int q = 0; q < kSums; ++q) leaf[q][l] = DD{};
+    r_[l] = e_[l] = 0;
+    d2_[l] = c2_[l] = x2_[l] = DD{};
+    in_f_[l] = false;
     const std::size_t i = base + ll;
     if (i < n) {
       const double ci = c[i];
@@ -106,39 +124,34 @@ __global__ void __launch_bounds__(kThreads, 2)
       zrn += t.zero_ref_nonzero;
       mis += t.close_mismatch;
       // r and e for pass 2 (NaN where the entry has none: r and e are never NaN).
-      keys[i] = pfp::from_bits(0x7FF8000000000000ull);  // sorts after every r
-      evals[i] = pfp::from_bits(0x7FF8000000000000ull);
+      double key = pfp::from_bits(0x7FF8000000000000ull), eval = key;  // NaN sorts after every r
       if (t.nonfinite) {
         ++nf;
         nan += t.nan;
       } else {
         sub += t.subnormal_ref;
         viol += t.violation;
-        leaf[2][l] = pfp::square(t.d);
-        leaf[3][l] = pfp::square(ci);
+        d2_[l] = pfp::square(t.d);
+        c2_[l] = pfp::square(ci);
         if (t.in_f) {
-          leaf[4][l] = leaf[2][l];
-          leaf[5][l] = leaf[3][l];
-          leaf[6][l] = pfp::square(x[i]);
+          in_f_[l] = true;
+          x2_[l] = pfp::square(x[i]);
           amax = fmax(amax, pfp::fabs(t.d));
         }
         cmax = fmax(cmax, t.cw_abs);
         bmax = fmax(bmax, t.bound_ratio);
-        if (t.has_cw) {
-          ++cw, leaf[1][l] = DD{t.e, 0};
-          evals[i] = t.e;
-        }
-        if (t.has_rel) {
-          ++rel, leaf[0][l] = DD{t.r, 0};
-          keys[i] = t.r;
-          rmax = fmax(rmax, pfp::fabs(t.r));
-        }
+        if (t.has_cw) ++cw, e_[l] = t.e, eval = t.e;
+        if (t.has_rel) ++rel, r_[l] = t.r, key = t.r, rmax = fmax(rmax, pfp::fabs(t.r));
       }
+      keys[i] = key;
+      evals[i] = eval;
     }
     if (ll == 1)
-      for (int q = 0; q < kSums; ++q) pair[q] = pfp::dd_add(leaf[q][0], leaf[q][1]);
+#pragma unroll
+      for (int q = 0; q < kSums; ++q) pair[q] = pfp::dd_add(leaf(q, 0), leaf(q, 1));
     if (ll == 3)
-      for (int q = 0; q < kSums; ++q) node[q] = pfp::dd_add(pair[q], pfp::dd_add(leaf[q][0], leaf[q][1]));
+#pragma unroll
+      for (int q = 0; q < kSums; ++q) node[q] = pfp::dd_add(pair[q], pfp::dd_add(leaf(q, 0), leaf(q, 1)));
   }
   block_tree<kSums>(node, part, b, nblocks);
   // Integer counts and maxima: warp sums (maxima on the bit patterns of non-negative doubles, which
@@ -163,13 +176,23 @@ __global__ void __launch_bounds__(kThreads, 2)
     unsigned long long t = 0;
     for (int w = 0; w < kThreads / 32; ++w)
       t = q < kCounts ? t + warp_v[w][q] : (warp_v[w][q] > t ? warp_v[w][q] : t);
-    unsigned long long* at[kAll] = {&cnt->zero_reference, &cnt->zero_ref_nonzero, &cnt->nonfinite, &cnt->unwritten,
-                                    &cnt->correct,        &cnt->rel,              &cnt->cw,        &cnt->subnormal,
-                                    &cnt->violations,     &cnt->close_mismatches, &cnt->rel_max_bits,
-                                    &cnt->cw_max_bits,    &cnt->abs_err_max_bits, &cnt->ratio_max_bits};
+    unsigned long long* at = q == 0    ? &cnt->zero_reference
+                             : q == 1  ? &cnt->zero_ref_nonzero
+                             : q == 2  ? &cnt->nonfinite
+                             : q == 3  ? &cnt->unwritten
+                             : q == 4  ? &cnt->correct
+                             : q == 5  ? &cnt->rel
+                             : q == 6  ? &cnt->cw
+                             : q == 7  ? &cnt->subnormal
+                             : q == 8  ? &cnt->violations
+                             : q == 9  ? &cnt->close_mismatches
+                             : q == 10 ? &cnt->rel_max_bits
+                             : q == 11 ? &cnt->cw_max_bits
+                             : q == 12 ? &cnt->abs_err_max_bits
+                                       : &cnt->ratio_max_bits;
     if (t) {
-      if (q < kCounts) atomicAdd(at[q], t);
-      else atomicMax(at[q], t);
+      if (q < kCounts) atomicAdd(at, t);
+      else atomicMax(at, t);
     }
   }
 }
