@@ -331,7 +331,22 @@ struct Grow {
 };
 
 struct Scratch {
-  Grow part, cnt, keys, evals, hist, small, gathered, sorted, temp, count, tree, roots;
+  Grow part, cnt, keys, evals, hist, small, gathered, sorted, temp, count, tree, roots, roots2;
+  // Pass 2 runs on `side` while the selection runs on the default stream (both only read the keys);
+  // its two roots come back into pinned memory, so that the copy does not wait on the host.
+  cudaStream_t side = nullptr;
+  DD* pinned = nullptr;
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  ~Scratch() {
+    if (side) cudaStreamDestroy(side);
+    if (pinned) cudaFreeHost(pinned);
+  }
+  cudaStream_t side_stream() {
+    if (!side) GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    if (!pinned) GEMMLAB_CUDA_CHECK(cudaMallocHost(&pinned, 2 * sizeof(DD)));
+    return side;
+  }
 };
 
 // The current GPU's scratch for this host thread (one worker per GPU runs statistics at a time).
@@ -502,16 +517,20 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   raw.f_ref2_sum = h[5];
   raw.f_x2_sum = h[6];
 
-  pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(
+  // Pass 2 and its reduction on the side stream, overlapping the selection below (pass 1 has ended:
+  // its roots were copied synchronously above). Its own tree buffer: the selection touches none of
+  // part, tree2 or roots2.
+  const cudaStream_t side = sc.side_stream();
+  DD* const tree2 = sc.tree.get<DD>(kSums * std::max<std::size_t>(nblocks / 2, 1));
+  DD* const roots2 = sc.roots2.get<DD>(2);
+  pass2_kernel<<<static_cast<unsigned>(nblocks), kThreads, 0, side>>>(
       keys, evals, n, stats_detail::mean_of(raw.rel_sum, raw.rel_count), stats_detail::mean_of(raw.cw_sum, raw.cw_count),
       nblocks, part);
   GEMMLAB_LAUNCH_CHECK("pass2_kernel");
-  timer.mark("pass2");
-  tree_reduce_kernel<<<2, 1024>>>(part, nblocks, tree, roots);
+  tree_reduce_kernel<<<2, 1024, 0, side>>>(part, nblocks, tree2, roots2);
   GEMMLAB_LAUNCH_CHECK("tree_reduce_kernel");
-  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, roots, 2 * sizeof(DD), cudaMemcpyDeviceToHost));
-  raw.rel_dev2_sum = h[0];
-  raw.cw_dev2_sum = h[1];
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(sc.pinned, roots2, 2 * sizeof(DD), cudaMemcpyDeviceToHost, side));
+  timer.mark("pass2");
 
   if (raw.rel_count > 0) {
     std::vector<long long> ranks;
@@ -533,6 +552,9 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
       raw.q_hi[q] = take[q] == 2 ? v[i++] : raw.q_lo[q];
     }
   }
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(side));
+  raw.rel_dev2_sum = sc.pinned[0];
+  raw.cw_dev2_sum = sc.pinned[1];
   return stats_detail::assemble(raw, out, model);
 }
 
