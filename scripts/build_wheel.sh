@@ -93,7 +93,10 @@ echo "build_wheel: Python $pyver ($py), CUDA architectures $archs$([ -n "${GEMML
 "$py" -m pip wheel -v --no-deps --disable-pip-version-check -w "$raw/built" "${settings[@]}" . >"$work/pip.log" 2>&1 \
   || { tail -60 "$work/pip.log" >&2; echo "build_wheel: the build failed (the end of $work/pip.log is above)" >&2; exit 1; }
 built=$(ls "$raw"/built/gemmlab-*.whl)
-unzip -l "$built" | grep -q "gemmlab/_bin/gemmlab$" \
+# The listing goes to a file, not down a pipe: `grep -q` leaving early would end unzip with SIGPIPE,
+# which pipefail reads as a missing file.
+unzip -Z1 "$built" >"$raw/listing"
+grep -qx "gemmlab/_bin/gemmlab" "$raw/listing" \
   || { grep -n "gemmlab python\|CUDA" "$work/pip.log" | tail -20 >&2
        echo "build_wheel: $built has no gemmlab/_bin/gemmlab: the CUDA part was not built (the lines of $work/pip.log about CUDA are above)" >&2; exit 1; }
 
