@@ -43,14 +43,16 @@ gl=$venv/bin/gemmlab
 for k in cublas_gemmex_fp16_f32 sgemm_01_naive; do
   grep -q "^  *$k " list.txt || fail "gemmlab list does not list $k"
 done
-sed -n '/^suites:/,$p' list.txt | grep -q "^  smoke$" || fail "gemmlab list shows no suite 'smoke' (gemmlab/_bin/suites)"
+sed -n '/^suites:/,$p' list.txt >suites.txt
+grep -q "^  smoke$" suites.txt || fail "gemmlab list shows no suite 'smoke' (gemmlab/_bin/suites)"
 ok "gemmlab list: $(grep -c '^  [a-z]' list.txt) lines, the suites installed with it"
 zeros=$(printf '0 %.0s' $(seq 32))
 out=$("$gl" tc-eval -i wgmma_m64n8k32_e4m3_f32 --c 0x3f800008 --a "$zeros" --b "$zeros" 2>&1) \
   || fail "gemmlab tc-eval exited $?: $out"
 grep -Eq "0x3f800000 1([^.0-9]|$)" <<<"$out" || fail "gemmlab tc-eval printed: $out"
 ok "gemmlab tc-eval (tensor-core model on the CPU)"
-"$venv/bin/python" -m gemmlab --help | grep -q "tc-eval" || fail "python -m gemmlab --help"
+"$venv/bin/python" -m gemmlab --help >help.txt 2>&1 || fail "python -m gemmlab --help exited $?: $(cat help.txt)"
+grep -q "tc-eval" help.txt || fail "python -m gemmlab --help does not name tc-eval"
 ok "python -m gemmlab"
 if ! nvidia-smi -L >/dev/null 2>&1; then
   set +e; "$gl" run -k sgemm_01_naive -s 64 -o "$work/r.csv" 2>run.err; rc=$?; set -e
