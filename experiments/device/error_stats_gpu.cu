@@ -73,6 +73,32 @@ __device__ void block_tree(DD (&node)[NS], DD* out, std::size_t b, std::size_t n
     for (int q = 0; q < NS; ++q) out[q * nblocks + b] = sh[q][0];
 }
 
+// --- Exact order statistics by radix select ------------------------------------------------------
+// The ranks a quantile needs (r_(k), r_(k+1)) among the relative errors, in the order of a radix sort
+// of doubles (bits with the sign bit flipped for positives, all bits for negatives: the sort the
+// statistics were defined with; the sentinels of entries without r are NaNs, last). Level 1
+// counts the top 12 bits of every key, level 2 the next 12 bits of the keys in the bins that hold a
+// wanted rank; the keys whose 24-bit prefix holds a wanted rank are gathered and sorted (CUB), and
+// the rank's place among them follows from the counts. Exact: the same order as the full sort,
+// reading the keys three times instead of sorting them.
+constexpr int kBins = 4096;
+
+__device__ __forceinline__ std::uint64_t order_key(double d) {
+  const std::uint64_t b = pfp::bits(d);
+  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
+}
+__device__ __forceinline__ double from_order_key(std::uint64_t k) {
+  return pfp::from_bits((k >> 63) ? (k & 0x7FFFFFFFFFFFFFFFull) : ~k);
+}
+
+// One atomic per distinct bin in the warp: errors of one kernel fall into few bins, and 32 lanes
+// adding to one address one after another cost more than the whole pass.
+__device__ __forceinline__ void warp_count(unsigned* at_base, int bin) {
+  const unsigned active = __activemask();
+  const unsigned same = __match_any_sync(active, bin);
+  if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(at_base + bin, static_cast<unsigned>(__popc(same)));
+}
+
 // Pass 1: counts, maxima, the kSums sums, and the keys to sort (r, or +NaN). row_max_a (M) and
 // col_max_b (N) are read only for fixed-point operands (judge.h > 0).
 __global__ void __launch_bounds__(kThreads, 3)
@@ -81,8 +107,12 @@ __global__ void __launch_bounds__(kThreads, 3)
                              const double* __restrict__ row_max_a, const double* __restrict__ col_max_b, int N,
                              std::size_t n, pfp::FormatParams fp, stats_detail::Judge judge, std::size_t nblocks,
                              DD* __restrict__ part, Counters* __restrict__ cnt, double* __restrict__ keys,
-                             double* __restrict__ evals) {
+                             double* __restrict__ evals, unsigned* __restrict__ hist1) {
   const std::size_t b = blockIdx.x;
+  // The selection's level-1 histogram of the keys (hist1_kernel's), counted here as the keys are made.
+  __shared__ unsigned h1[kBins];
+  for (int j = threadIdx.x; j < kBins; j += blockDim.x) h1[j] = 0;
+  __syncthreads();
   const std::size_t base = b * kLeafBlock + static_cast<std::size_t>(threadIdx.x) * kLeavesPerThread;
   // The thread's 4 leaves are added as (l0 + l1) + (l2 + l3), each pair as soon as it is complete: two
   // leaves and one pair live at a time, not all four, and at most 80 registers (__launch_bounds__):
@@ -145,6 +175,7 @@ __global__ void __launch_bounds__(kThreads, 3)
       }
       keys[i] = key;
       evals[i] = eval;
+      warp_count(h1, static_cast<int>(order_key(key) >> 52));
     }
     if (ll == 1)
 #pragma unroll
@@ -153,7 +184,9 @@ __global__ void __launch_bounds__(kThreads, 3)
 #pragma unroll
       for (int q = 0; q < kSums; ++q) node[q] = pfp::dd_add(pair[q], pfp::dd_add(leaf(q, 0), leaf(q, 1)));
   }
-  block_tree<kSums>(node, part, b, nblocks);
+  block_tree<kSums>(node, part, b, nblocks);  // ends with a barrier: h1 is complete
+  for (int j = threadIdx.x; j < kBins; j += blockDim.x)
+    if (h1[j]) atomicAdd(&hist1[j], h1[j]);
   // Integer counts and maxima: warp sums (maxima on the bit patterns of non-negative doubles, which
   // order as the values do), then the block's warps in shared memory, then one atomic per block and
   // counter (any order gives the same totals). One atomic per thread on a single address costs more
@@ -217,32 +250,6 @@ __global__ void __launch_bounds__(kThreads)
   for (int q = 0; q < 2; ++q)
     node[q] = pfp::dd_add(pfp::dd_add(leaf[q][0], leaf[q][1]), pfp::dd_add(leaf[q][2], leaf[q][3]));
   block_tree<2>(node, part, b, nblocks);
-}
-
-// --- Exact order statistics by radix select ------------------------------------------------------
-// The ranks a quantile needs (r_(k), r_(k+1)) among the relative errors, in the order of a radix sort
-// of doubles (bits with the sign bit flipped for positives, all bits for negatives: the sort the
-// statistics were defined with; the sentinels of entries without r are NaNs, last). Level 1
-// counts the top 12 bits of every key, level 2 the next 12 bits of the keys in the bins that hold a
-// wanted rank; the keys whose 24-bit prefix holds a wanted rank are gathered and sorted (CUB), and
-// the rank's place among them follows from the counts. Exact: the same order as the full sort,
-// reading the keys three times instead of sorting them.
-constexpr int kBins = 4096;
-
-__device__ __forceinline__ std::uint64_t order_key(double d) {
-  const std::uint64_t b = pfp::bits(d);
-  return (b >> 63) ? ~b : (b | 0x8000000000000000ull);
-}
-__device__ __forceinline__ double from_order_key(std::uint64_t k) {
-  return pfp::from_bits((k >> 63) ? (k & 0x7FFFFFFFFFFFFFFFull) : ~k);
-}
-
-// One atomic per distinct bin in the warp: errors of one kernel fall into few bins, and 32 lanes
-// adding to one address one after another cost more than the whole pass.
-__device__ __forceinline__ void warp_count(unsigned* at_base, int bin) {
-  const unsigned active = __activemask();
-  const unsigned same = __match_any_sync(active, bin);
-  if ((threadIdx.x & 31) == __ffs(same) - 1) atomicAdd(at_base + bin, static_cast<unsigned>(__popc(same)));
 }
 
 __global__ void hist1_kernel(const double* __restrict__ keys, std::size_t n, unsigned* __restrict__ hist) {
@@ -373,13 +380,16 @@ struct PhaseTimer {
 };
 
 // Values of rank ranks[i] (0-based, ascending order) among the n keys: out[i].
+// `level1_ready`: sc.hist already holds the level-1 histogram (pass 1 counted it).
 void select_ranks(const double* keys, std::size_t n, const std::vector<long long>& ranks, std::vector<double>& out,
-                  Scratch& sc) {
+                  Scratch& sc, bool level1_ready) {
   const unsigned blocks = static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 1024));
   unsigned* hist = sc.hist.get<unsigned>(8 * kBins);
-  GEMMLAB_CUDA_CHECK(cudaMemset(hist, 0, kBins * sizeof(unsigned)));
-  hist1_kernel<<<blocks, 256>>>(keys, n, hist);
-  GEMMLAB_LAUNCH_CHECK("hist1_kernel");
+  if (!level1_ready) {
+    GEMMLAB_CUDA_CHECK(cudaMemset(hist, 0, kBins * sizeof(unsigned)));
+    hist1_kernel<<<blocks, 256>>>(keys, n, hist);
+    GEMMLAB_LAUNCH_CHECK("hist1_kernel");
+  }
   PhaseTimer timer;
   std::vector<unsigned> h1(kBins);
   GEMMLAB_CUDA_CHECK(cudaMemcpy(h1.data(), hist, kBins * sizeof(unsigned), cudaMemcpyDeviceToHost));
@@ -476,13 +486,15 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
   double* const keys = sc.keys.get<double>(n);
   double* const evals = sc.evals.get<double>(n);
   GEMMLAB_CUDA_CHECK(cudaMemset(cnt, 0, sizeof(Counters)));
+  unsigned* const hist1 = sc.hist.get<unsigned>(8 * kBins);
+  GEMMLAB_CUDA_CHECK(cudaMemset(hist1, 0, kBins * sizeof(unsigned)));
   const stats_detail::Judge judge = stats_detail::judge_of(out, model);
   if (judge.h > 0 && ((M > 0 && !row_max_a) || (N > 0 && !col_max_b)))
     throw std::invalid_argument("compute_error_stats_gpu: the bound of fixed-point operands needs the reference's row "
                                 "maxima of A and column maxima of B, which this reference lacks");
   pass1_kernel<<<static_cast<unsigned>(nblocks), kThreads>>>(x, c, c_odd, ab, row_max_a, col_max_b, N, n,
                                                              format_params(out), judge, nblocks, part, cnt, keys,
-                                                             evals);
+                                                             evals, hist1);
   GEMMLAB_LAUNCH_CHECK("pass1_kernel");
   timer.mark("pass1");
   // The blocks' partial sums reduced on the GPU in the host's pairing (tree_reduce_kernel): only the
@@ -545,7 +557,7 @@ ErrorStats run_stats(const double* x, const double* c, const double* c_odd, cons
     }
     std::vector<double> v;
     timer.mark("reduce");
-    select_ranks(keys, n, ranks, v, sc);
+    select_ranks(keys, n, ranks, v, sc, true);
     timer.mark("select");
     for (int q = 0, i = 0; q < 3; ++q) {
       raw.q_lo[q] = v[i++];

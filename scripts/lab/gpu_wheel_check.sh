@@ -33,6 +33,10 @@ row env 0 "$(basename "$wheel"), $(du -h "$wheel" | cut -f1)"
 rm -rf venv site
 if $py -m venv --system-site-packages venv > install.log 2>&1; then
   vpy=venv/bin/python; gl=venv/bin/gemmlab
+  # The host's own packages (torch, triton, numpy, pandas, pytest): where $py is itself a venv's
+  # Python, --system-site-packages reaches only the base interpreter's, so name them in a .pth file.
+  $py -c 'import site; print("\n".join(site.getsitepackages()))' \
+    > "$(venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/host-site.pth"
   $vpy -m pip install --no-deps --no-index --disable-pip-version-check "$wheel" >> install.log 2>&1
 else  # no venv module here: a folder of its own on PYTHONPATH
   echo "no venv: pip install --target $out/site" >> install.log
