@@ -163,10 +163,11 @@ TEST(ExplainSchedule, OrderUnderOnePerturbationIsRevealedCountedAndBounded) {
   }
   // Both orders have a record; the one judged is the order with the larger bound.
   ASSERT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;
-  const double base = gamma_bound_factor(bound_model(*numerics_for(r.tree.tree, Format::fp16, Format::fp32,
-                                                                   Conversion::as_is, r.nodes.kinds), 64));
-  const double other = gamma_bound_factor(bound_model(*numerics_for(split, Format::fp16, Format::fp32,
-                                                                    Conversion::as_is, r.nodes.kinds), 64));
+  // Each order's record is record_for's (its tree in the record: bounded by the tree's worst path).
+  const double base = gamma_bound_factor(bound_model(*record_for(r.tree.tree, Format::fp16, Format::fp32,
+                                                                 Conversion::as_is, r.nodes.kinds), 64));
+  const double other = gamma_bound_factor(bound_model(*record_for(split, Format::fp16, Format::fp32,
+                                                                  Conversion::as_is, r.nodes.kinds), 64));
   EXPECT_EQ(gamma_bound_factor(bound_model(*r.numerics, 64)), std::max(base, other));
   EXPECT_TRUE(r.schedule.bound_note.empty()) << r.schedule.bound_note;
   EXPECT_TRUE(contains(r.schedule.text, "judged by the largest bound of the 2 orders seen")) << r.schedule.text;
@@ -239,25 +240,25 @@ TEST(ExplainSchedule, OrderRacingSoThatNoTreeFormsIsStillReportedAsDependingOnSc
   EXPECT_TRUE(contains(r.reason, "the order depends on scheduling: first seen under shuffled_launches")) << r.reason;
 }
 
-TEST(ExplainSchedule, AVariantIsBoundedByItsOwnRecordOrNotAtAll) {
-  // Under fewer_sms_8 the FMA chain becomes two chains over the halves added at the end, revealed. Where
-  // the numerics record names that tree, its record bounds it; where it does not (a record that holds
-  // only gemmlab's named orders), no bound is claimed for it, nor for the kernel.
+TEST(ExplainSchedule, AVariantIsBoundedByItsOwnRecord) {
+  // Under fewer_sms_8 the FMA chain becomes two chains over the halves added at the end, revealed. The
+  // numerics record holds any revealed tree (record_for: a named order, else the tree itself), so the
+  // variant has its own record and bound, and the kernel is judged by the larger of the two bounds.
   SyntheticKernel k = fma_kernel();
   k.under_perturbation.emplace("fewer_sms_8", halves_tree(64));
   const Report r = explain_kernel(k, quick());
   ASSERT_TRUE(r.identified) << r.summary();
   ASSERT_EQ(r.schedule.variants.size(), 1u);
   EXPECT_TRUE(r.schedule.variants[0].revealed);
-  const std::optional<Numerics> own = numerics_for(halves_tree(64), Format::fp32, Format::fp32, Conversion::as_is, {});
-  if (own) {
-    ASSERT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;
-    EXPECT_GE(gamma_bound_factor(bound_model(*r.numerics, 64)), gamma_bound_factor(bound_model(*own, 64)));
-  } else {
-    EXPECT_FALSE(r.numerics.has_value());
-    EXPECT_TRUE(contains(r.schedule.bound_note, "variant 1 (first under fewer_sms_8): its tree is none of the orders"))
-        << r.schedule.bound_note;
-  }
+  const std::optional<Numerics> own = record_for(halves_tree(64), Format::fp32, Format::fp32, Conversion::as_is, {});
+  ASSERT_TRUE(own.has_value());
+  ASSERT_TRUE(r.numerics.has_value()) << r.schedule.bound_note;
+  EXPECT_TRUE(r.schedule.bound_note.empty()) << r.schedule.bound_note;
+  const double judged = gamma_bound_factor(bound_model(*r.numerics, 64));
+  EXPECT_GE(judged, gamma_bound_factor(bound_model(*own, 64)));
+  const std::optional<Numerics> chain = record_for(r.tree.tree, Format::fp32, Format::fp32, Conversion::as_is, {});
+  ASSERT_TRUE(chain.has_value());
+  EXPECT_GE(judged, gamma_bound_factor(bound_model(*chain, 64)));
 }
 
 TEST(ExplainSchedule, OrderThatDiffersByPositionIsNotTakenForScheduling) {

@@ -280,7 +280,7 @@ TEST(FixedPointNumerics, RecordDescriptionAndCsvColumn) {
   const std::vector<std::string> fields = to_fields(r);
   const auto at = std::find(cols.begin(), cols.end(), "fixed_point_bits") - cols.begin();
   ASSERT_LT(at, static_cast<long>(cols.size()));
-  EXPECT_EQ(cols[at - 1], "split_products");
+  EXPECT_EQ(cols[at - 1], "summation_tree");  // the record's columns: ..., split_products, summation_tree, fixed_point_bits
   EXPECT_EQ(fields[at], "23");
   EXPECT_EQ(from_fields(cols, fields).numerics.fixed_point_bits, 23);
   // A CSV written before the column: floating-point operands.
