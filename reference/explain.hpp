@@ -135,6 +135,32 @@ class Oracle {
   long long launches = 0;  // kept by implementations
 };
 
+// An oracle that passes every question to `inner`, calling before_launch() ahead of each launch: the
+// base of oracles that watch or limit the launches (explain's budget, tests' failing kernels). The
+// perturbations are not passed on: a subclass that should apply them forwards perturbations() and
+// perturb() itself.
+class ForwardingOracle : public Oracle {
+ public:
+  explicit ForwardingOracle(Oracle& inner) : inner_(inner) {}
+  int M() const override { return inner_.M(); }
+  int N() const override { return inner_.N(); }
+  int K() const override { return inner_.K(); }
+  Format input() const override { return inner_.input(); }
+  Format output() const override { return inner_.output(); }
+  std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
+    before_launch();
+    return inner_.run_sparse(in, entries);
+  }
+  std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override {
+    before_launch();
+    return inner_.run_full(A, B, entries);
+  }
+
+ protected:
+  virtual void before_launch() = 0;
+  Oracle& inner_;
+};
+
 // A kernel whose numerics gemmlab knows (a built-in one), for "behaves exactly like".
 struct KnownKernel {
   std::string name;

@@ -64,31 +64,17 @@ std::string counts_text(const Pairs& pairs, const std::vector<int>& sizes) {
 
 // The oracle within a budget of launches: revealing a variant at the few entries that followed it can
 // take far more launches than the stage has time for (each launch answers one pair per entry).
-class Budgeted : public Oracle {
+class Budgeted : public ForwardingOracle {
  public:
-  Budgeted(Oracle& inner, long long budget) : inner_(inner), budget_(budget) {}
-  int M() const override { return inner_.M(); }
-  int N() const override { return inner_.N(); }
-  int K() const override { return inner_.K(); }
-  Format input() const override { return inner_.input(); }
-  Format output() const override { return inner_.output(); }
-  std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
-    spend();
-    return inner_.run_sparse(in, entries);
-  }
-  std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override {
-    spend();
-    return inner_.run_full(A, B, entries);
-  }
+  Budgeted(Oracle& inner, long long budget) : ForwardingOracle(inner), budget_(budget) {}
 
  private:
-  void spend() {
+  void before_launch() override {
     if (launches >= budget_)
       throw std::runtime_error("revealing it needs more than the " + std::to_string(budget_) +
                                " launches the stage's time allows");
     ++launches;
   }
-  Oracle& inner_;
   long long budget_;
 };
 

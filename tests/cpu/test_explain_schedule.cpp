@@ -73,35 +73,21 @@ const ScheduleTrial* trial(const Report& r, const std::string& name) {
 // that raises on its third call (KernelFailed), returns another shape (BadOutput), a GPU context lost
 // mid-way (OracleLost).
 enum class How { raised, bad_output, lost };
-class Failing : public Oracle {
+class Failing : public ForwardingOracle {
  public:
   Failing(Oracle& inner, long long fail_on, std::string what, How how)
-      : inner_(inner), fail_on_(fail_on), what_(std::move(what)), how_(how) {}
-  int M() const override { return inner_.M(); }
-  int N() const override { return inner_.N(); }
-  int K() const override { return inner_.K(); }
-  Format input() const override { return inner_.input(); }
-  Format output() const override { return inner_.output(); }
-  std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
-    call();
-    return inner_.run_sparse(in, entries);
-  }
-  std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override {
-    call();
-    return inner_.run_full(A, B, entries);
-  }
+      : ForwardingOracle(inner), fail_on_(fail_on), what_(std::move(what)), how_(how) {}
   std::vector<Perturbation> perturbations() override { return inner_.perturbations(); }
   std::string perturb(int i) override { return inner_.perturb(i); }
 
  private:
-  void call() {
+  void before_launch() override {
     if (++launches != fail_on_) return;
     const std::string m = "call " + std::to_string(launches) + ": " + what_;
     if (how_ == How::lost) throw OracleLost(m);
     if (how_ == How::bad_output) throw BadOutput(m);
     throw KernelFailed(m);
   }
-  Oracle& inner_;
   long long fail_on_;
   std::string what_;
   How how_;
