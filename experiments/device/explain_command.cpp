@@ -18,6 +18,25 @@ namespace gemmlab {
 
 namespace {
 
+// The checks `gemmlab explain` and `explain --diff` make before any launch: every distribution parses
+// and can be expressed in `input`, there is a usable GPU, and it can run every kernel. "" or the
+// message (the command exits 2 with it).
+std::string refusal(const std::vector<std::string>& distributions, Format input, const std::vector<const Kernel*>& k) {
+  for (const std::string& d : distributions) {
+    try {
+      if (std::string why = unusable_reason(parse_distribution(d), input); !why.empty())
+        return "distribution " + d + ": " + why;
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+  }
+  const DeviceInfo& dev = query_device();
+  if (!dev.present) return "no usable GPU: " + dev.why_absent;
+  for (const Kernel* x : k)
+    if (std::string why = hardware_support(*x, dev); !why.empty()) return std::string(x->name) + " cannot run here: " + why;
+  return "";
+}
+
 // `gemmlab explain --diff A B`: both kernels checked as explain checks one, then explain_diff.
 int explain_diff_command(const ExplainRequest& req) {
   if (req.diff.size() != 2) {
@@ -51,27 +70,10 @@ int explain_diff_command(const ExplainRequest& req) {
               << "), so they cannot be given the same inputs; compare kernels of one input format\n";
     return 2;
   }
-  for (const std::string& d : req.distributions) {
-    try {
-      if (std::string why = unusable_reason(parse_distribution(d), k[0]->numerics.input); !why.empty()) {
-        std::cerr << "gemmlab explain: distribution " << d << ": " << why << "\n";
-        return 2;
-      }
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "gemmlab explain: " << e.what() << "\n";
-      return 2;
-    }
-  }
-  const DeviceInfo& dev = query_device();
-  if (!dev.present) {
-    std::cerr << "gemmlab explain: no usable GPU: " << dev.why_absent << "\n";
+  if (std::string why = refusal(req.distributions, k[0]->numerics.input, {k[0], k[1]}); !why.empty()) {
+    std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
   }
-  for (const Kernel* x : k)
-    if (std::string why = hardware_support(*x, dev); !why.empty()) {
-      std::cerr << "gemmlab explain: " << x->name << " cannot run here: " << why << "\n";
-      return 2;
-    }
   try {
     check_writable(req.out_csv);
   } catch (const std::exception& e) {
@@ -91,7 +93,7 @@ int explain_diff_command(const ExplainRequest& req) {
   std::cout << d.summary() << "  " << d.launches << " launches, " << d.seconds << " s\n";
 
   nlohmann::json meta = base_metadata("explain", req.command_line, req.out_csv);
-  add_device_metadata(meta, dev, software_versions(), current_sm_clock_mhz());
+  add_device_metadata(meta, query_device(), software_versions(), current_sm_clock_mhz());
   meta["diff"] = diff_to_json(d);
   meta["declared_numerics"] = {{k[0]->name, numerics_to_json(k[0]->numerics)}, {k[1]->name, numerics_to_json(k[1]->numerics)}};
   if (nlohmann::json plugins = plugins_metadata({k[0]->name, k[1]->name}); !plugins.empty()) meta["plugins"] = plugins;
@@ -120,25 +122,8 @@ int explain_command(const ExplainRequest& req) {
     std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
   }
-  for (const std::string& d : req.distributions) {
-    try {
-      const Distribution dist = parse_distribution(d);
-      if (std::string why = unusable_reason(dist, k->numerics.input); !why.empty()) {
-        std::cerr << "gemmlab explain: distribution " << d << ": " << why << "\n";
-        return 2;
-      }
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "gemmlab explain: " << e.what() << "\n";
-      return 2;
-    }
-  }
-  const DeviceInfo& dev = query_device();
-  if (!dev.present) {
-    std::cerr << "gemmlab explain: no usable GPU: " << dev.why_absent << "\n";
-    return 2;
-  }
-  if (std::string why = hardware_support(*k, dev); !why.empty()) {
-    std::cerr << "gemmlab explain: " << k->name << " cannot run here: " << why << "\n";
+  if (std::string why = refusal(req.distributions, k->numerics.input, {k}); !why.empty()) {
+    std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
   }
   try {
@@ -161,7 +146,7 @@ int explain_command(const ExplainRequest& req) {
             << " launches, " << r.seconds << " s\n";
 
   nlohmann::json meta = base_metadata("explain", req.command_line, req.out_csv);
-  add_device_metadata(meta, dev, software_versions(), current_sm_clock_mhz());
+  add_device_metadata(meta, query_device(), software_versions(), current_sm_clock_mhz());
   meta["report"] = report_to_json(r);
   meta["declared_numerics"] = numerics_to_json(k->numerics);
   if (nlohmann::json plugins = plugins_metadata({k->name}); !plugins.empty()) meta["plugins"] = plugins;
