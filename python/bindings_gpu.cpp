@@ -482,7 +482,7 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
                     const std::vector<std::string>& distributions, std::uint64_t seed, long long compare_outputs,
                     int verify_entries, int device, std::optional<std::uintptr_t> stream, const std::string& known_json,
                     const std::string& out_csv, const std::string& caller_json, const std::string& command_line,
-                    bool schedule, double schedule_seconds) {
+                    bool schedule, double schedule_seconds, const std::string& predictions_file) {
   const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), Accumulation::unknown);
   if (M < 1 || N < 1 || K < 2) throw std::invalid_argument("explain needs M, N >= 1 and K >= 2");
   for (const std::string& d : distributions)
@@ -496,6 +496,7 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   opt.verify_entries = verify_entries;
   opt.schedule = schedule;
   opt.schedule_seconds = schedule_seconds;
+  opt.predictions_file = predictions_file;
   if (!known_json.empty()) opt.known = known_kernels_from_json(nlohmann::json::parse(known_json));
   JudgedKernel judged(launcher, framework, name, "user", "explained by gemmlab.explain", n, layout_a, layout_b,
                       returns_output, device);
@@ -637,7 +638,7 @@ NB_MODULE(_gpu, m) {
   m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
         "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
         "verify_entries"_a, "device"_a, "stream"_a.none(), "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
-        "schedule"_a = true, "schedule_seconds"_a = 12.0,
+        "schedule"_a = true, "schedule_seconds"_a = 12.0, "predictions_file"_a = "",
         "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON "
         "(report['oracle_lost']: the GPU context was lost, the files written, nothing more can run)");
 

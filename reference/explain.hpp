@@ -182,6 +182,11 @@ struct Options {
   bool schedule = true;
   int schedule_pairs = 16;
   double schedule_seconds = 12;
+  // Where the composition writes what it predicted, "" for nowhere: per distribution compared, per
+  // entry, the value the identified tree + conversion + nodes give before the output rounding (the
+  // accumulator's value), a text line "distribution i j value" with the value in C's hexadecimal
+  // floating point (%a), exact. gemmlab.explain's forms stage builds the epilogue's candidates on it.
+  std::string predictions_file;
 };
 
 struct TreeStage {

@@ -4,6 +4,7 @@
 // alike (reference/explain.hpp).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
@@ -60,6 +61,17 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
           : to_bits(o.output(), std::nan(""));
   const std::vector<Entry> cmp = compared_entries(o.M(), o.N(), opt.compare_outputs, opt.seed);
   total_mismatches = 0;
+  std::FILE* predictions = nullptr;
+  if (!opt.predictions_file.empty()) {
+    predictions = std::fopen(opt.predictions_file.c_str(), "w");
+    if (!predictions) throw std::runtime_error("cannot write the predictions to " + opt.predictions_file);
+  }
+  struct Closer {
+    std::FILE* f;
+    ~Closer() {
+      if (f) std::fclose(f);
+    }
+  } closer{predictions};
   for (const std::string& dn : opt.distributions) {
     const Distribution d = parse_distribution(dn);
     Matrix A = generate(d, Operand::A, o.M(), o.K(), o.input(), opt.seed, opt.threads);
@@ -69,7 +81,8 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
     for (double& v : B.v) v = convert(r.conversion.b, v);
     const std::vector<double> want = emulation::emulate_tree_at(r.tree.tree, model, A, B, cmp, opt.threads, split);
     Comparison c{d.name(), static_cast<long long>(cmp.size()), 0, ""};
-    std::vector<std::size_t> missed;  // outputs the tree's prediction misses
+    std::vector<double> predicted = want;  // the values predicted, a variant's where it predicts the output
+    std::vector<std::size_t> missed;       // outputs the tree's prediction misses
     for (std::size_t e = 0; e < cmp.size(); ++e)
       if (output_bits(o.output(), want[e], nan_bits) != got[e]) missed.push_back(e);
     // An order that depends on scheduling: an output that a revealed variant of the order predicts
@@ -82,8 +95,12 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
       const std::vector<double> alt = emulation::emulate_tree_at(v.tree, model, A, B, at, opt.threads, split);
       std::vector<std::size_t> still;
       for (std::size_t t = 0; t < missed.size(); ++t)
-        if (output_bits(o.output(), alt[t], nan_bits) == got[missed[t]]) ++c.by_variant;
-        else still.push_back(missed[t]);
+        if (output_bits(o.output(), alt[t], nan_bits) == got[missed[t]]) {
+          ++c.by_variant;
+          predicted[missed[t]] = alt[t];
+        } else {
+          still.push_back(missed[t]);
+        }
       missed.swap(still);
     }
     c.mismatches = static_cast<long long>(missed.size());
@@ -93,7 +110,10 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
                          tc::hex_bits(got[missed[0]], o.output());
     total_mismatches += c.mismatches;
     r.comparisons.push_back(c);
+    for (std::size_t e = 0; predictions && e < cmp.size(); ++e)
+      std::fprintf(predictions, "%s %d %d %a\n", c.distribution.c_str(), cmp[e].first, cmp[e].second, predicted[e]);
   }
+  if (predictions && std::fflush(predictions) != 0) throw std::runtime_error("cannot write " + opt.predictions_file);
   // The identified numerics as a record holding the tree (in gemmlab's vocabulary where one fits), its
   // bound, and the known kernels that have them (no built-in kernel splits its operands).
   r.numerics = record_for(r.tree.tree, o.input(), o.output(), r.conversion.a, r.nodes.kinds, split);

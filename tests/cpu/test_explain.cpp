@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 
@@ -990,4 +992,38 @@ TEST(ExplainWords, TheRevealedTreeInALine) {
   SyntheticKernel pair(32, 32, 64, Format::fp32, pairwise_tree(64), [](int) { return std::nullopt; });
   const Report p = explain_kernel(pair, quick({"uniform_0_1"}));
   EXPECT_EQ(p.tree.text, "a pairwise sum (recursive halving) of 64 products") << p.summary();
+}
+
+// Options::predictions_file: per distribution and compared entry, the accumulator's value before the
+// output rounding, exactly (%a). Here an fp32 FMA chain of fp16 operands writing fp16: each value must
+// be the chain's fp32 sum computed here (not its fp16 output).
+TEST(ExplainPredictions, FileHoldsTheAccumulatorBeforeTheOutputRounding) {
+  SyntheticKernel k(32, 48, 64, Format::fp16, sequential_tree(64), [](int) { return std::nullopt; });
+  k.output_format = Format::fp16;
+  Options o = quick({"uniform_0_1", "normal_0_1"});
+  o.compare_outputs = 0;  // every output
+  o.predictions_file = ::testing::TempDir() + "explain_predictions.txt";
+  const Report r = explain_kernel(k, o);
+  ASSERT_TRUE(r.identified) << r.summary();
+  std::FILE* f = std::fopen(o.predictions_file.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::map<std::string, Matrix> a, b;
+  for (const std::string& d : o.distributions) {
+    a[d] = generate(parse_distribution(d), Operand::A, 32, 64, Format::fp16, o.seed, 1);
+    b[d] = generate(parse_distribution(d), Operand::B, 64, 48, Format::fp16, o.seed, 1);
+  }
+  char dist[64];
+  int i = 0, j = 0, lines = 0;
+  double v = 0;
+  while (std::fscanf(f, "%63s %d %d %la", dist, &i, &j, &v) == 4) {
+    ++lines;
+    const Matrix& A = a.at(dist);
+    const Matrix& B = b.at(dist);
+    float s = 0;
+    for (int t = 0; t < 64; ++t)
+      s = std::fma(static_cast<float>(A.v[i * 64 + t]), static_cast<float>(B.v[t * 48 + j]), s);
+    EXPECT_EQ(v, static_cast<double>(s)) << dist << " C(" << i << "," << j << ")";
+  }
+  std::fclose(f);
+  EXPECT_EQ(lines, 2 * 32 * 48);
 }
