@@ -30,14 +30,14 @@ from __future__ import annotations
 import json
 import shlex
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
-from .gpu import GpuContextLost, _prepare, gpu_module, judge
+from .gpu import GpuContextLost, _prepare, form_text, gpu_module, judge
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -87,7 +87,11 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
             name: str | None = None, framework: str = "torch", style: str = "auto", layout_a: str = "row",
             layout_b: str = "row", compare_outputs: int = 1 << 16, verify_entries: int = 256, device: int = 0,
             judge_rows: bool = True, reps: int = 20, warmup: int = 3, out: str | Path | None = None,
-            judge_out: str | Path | None = None, schedule: bool = True, schedule_seconds: float = 12.0) -> Explanation:
+            judge_out: str | Path | None = None, schedule: bool = True, schedule_seconds: float = 12.0,
+            form: str | None = None, alpha: float | None = None, beta: float | None = None, c0: str | None = None,
+            bias: str | tuple[str, str] | None = None, batch: int | None = None,
+            groups: Sequence[int | str] | None = None, scale: float | None = None, c0_format: str | None = None,
+            bias_format: str | None = None) -> Explanation:
     """Explain ``fn`` (``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) at ``size``.
 
     ``compare_outputs``: outputs predicted per distribution, whole rows including the first, middle,
@@ -97,27 +101,58 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``schedule``: run the scheduling stage (``schedule_seconds``: the most it may take; trials left
     then are reported as not tried).
 
+    A form (``form`` text and/or ``alpha``, ``beta``, ``c0``, ``bias``, ``batch``, ``groups``, ``scale``,
+    ``c0_format``, ``bias_format``: as for ``gemmlab.judge``, which calls ``fn(A, B, **parts)`` the same way;
+    torch callables): the product is explained through ``fn`` with its epilogue neutral (batch index 0 with
+    the same operands at every index; the largest group, the others holding its first rows), each index's
+    or group's bits compared with the explained one's on every call; then probes tell where the bias and
+    beta C0 enter (the accumulator's first value, before the output's rounding, or after it) and, for
+    alpha < 1, whether alpha scales the sum or the operands; then the whole form is predicted bit for bit.
+    ``report["form"]`` holds it (gemmlab/explain_form.py), ``out`` gets ``<stem>_form.csv`` beside it, and
+    the judged rows use the places found.
+
     Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
     ``GpuContextLost`` when the GPU reported an error after which nothing more runs in this process
     (an illegal memory access in the callable): ``out`` is written first (one row, the stage and the
     call in its reason) and the exception's ``explanation`` holds the report.
     """
     gpu = gpu_module(device)
-    p = _prepare(fn, name, framework, style, input_format, output_format, "unknown", device, None, "gemmlab.explain")
+    the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
     distributions = list(distributions)
+    if the_form != "plain" and framework != "torch":
+        raise ValueError(f"explain of a form ({the_form}) takes torch callables; got framework {framework!r}")
+    if the_form == "plain" and (c0_format or bias_format):
+        raise ValueError("c0_format and bias_format belong to a form with c0 or bias")
+    p = _prepare(fn, name, framework, style, input_format, output_format, "unknown", device, None, "gemmlab.explain")
     kernel, how, caller = p.kernel, p.how, p.caller
+    if the_form != "plain":
+        caller["form"] = the_form
     with tempfile.TemporaryDirectory(prefix="gemmlab-explain-") as tmp:
         csv = Path(out) if out is not None else Path(tmp) / f"{kernel}.csv"
         if csv.suffix != ".csv":
             raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
-        text = gpu.explain(p.launcher, framework, kernel, p.input_format, p.output_format, layout_a, layout_b,
-                           how == "return", M, N, K, distributions, int(seed), int(compare_outputs),
-                           int(verify_entries), int(device), p.stream, _known_kernels(), str(csv), json.dumps(caller),
-                           "gemmlab.explain " + shlex.join([kernel, f"--framework={framework}", f"--style={how}"]),
-                           bool(schedule), float(schedule_seconds))
-        rows = pd.read_csv(csv, keep_default_na=False)
-    report = json.loads(text)
+
+        def run_core(core: Callable, rows: int, predictions_file: str = "") -> tuple[dict, pd.DataFrame]:
+            q = p if core is fn else _prepare(core, kernel, framework, "return", input_format, output_format,
+                                              "unknown", device, None, "gemmlab.explain")
+            text = gpu.explain(q.launcher, framework, kernel, q.input_format, q.output_format, layout_a, layout_b,
+                               q.how == "return", rows, N, K, distributions, int(seed), int(compare_outputs),
+                               int(verify_entries), int(device), q.stream, _known_kernels(), str(csv),
+                               json.dumps(caller), "gemmlab.explain " + shlex.join(
+                                   [kernel, f"--framework={framework}", f"--style={how}", f"--form={the_form}"]),
+                               bool(schedule), float(schedule_seconds), predictions_file)
+            return json.loads(text), pd.read_csv(csv, keep_default_na=False)
+
+        places: dict = {}
+        if the_form == "plain":
+            report, rows = run_core(fn, M)
+        else:
+            from .explain_form import explain_form  # noqa: PLC0415 - needs torch
+            report, rows, places = explain_form(
+                run_core, fn, how, the_form, input_format=p.input_format, output_format=p.output_format,
+                size=(M, N, K), seed=int(seed), device=device, layout_a=layout_a, layout_b=layout_b,
+                c0_format=c0_format, bias_format=bias_format, out=Path(out) if out is not None else None)
     if report.get("oracle_lost"):
         # Nothing more runs on the GPU in this process: no judging, the report as it stopped.
         e = Explanation(report=report, rows=rows, judged=None, name=kernel)
@@ -125,9 +160,11 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
                              f"{report['reason']}", rows=rows, explanation=e)
     judged = None
     if judge_rows:
+        form_kw = {} if the_form == "plain" else dict(form=the_form, c0_format=c0_format, bias_format=bias_format,
+                                                     **places)
         judged = judge(fn, input_format=p.input_format, output_format=p.output_format, sizes=[(M, N, K)],
                        distributions=distributions, seeds=[seed], name=kernel, framework=framework, style=how,
                        layout_a=layout_a, layout_b=layout_b, reps=reps, warmup=warmup, device=device,
                        out=judge_out, force=judge_out is not None, errors="rows",
-                       numerics=report["numerics"] if report["identified"] else None)
+                       numerics=report["numerics"] if report["identified"] else None, **form_kw)
     return Explanation(report=report, rows=rows, judged=judged, name=kernel)
