@@ -286,6 +286,9 @@ ARITHMETIC = {
     "bias_first": "alpha times the sum rounded, then the bias added, then beta C0, each add rounded",
     "fma_alpha_bias_fma_beta": "fma(beta, C0, fma(alpha, sum, bias)) (CUTLASS's LinCombPerRowBias order)",
     "fma_beta_bias_fma_alpha": "fma(alpha, sum, fma(beta, C0, bias))",
+    "bias_first_fma_beta": "alpha times the sum rounded, the bias added, then fma(beta, C0, that)",
+    "c0_bias_first": "beta C0 rounded plus the bias, rounded, then added to alpha times the sum rounded",
+    "fma_alpha_c0_bias": "fma(alpha, sum, beta C0 rounded plus the bias, rounded)",
 }
 
 
@@ -298,11 +301,15 @@ def epilogue(places: dict[str, str], acc, *, alpha: float, beta_c0, bias, scale:
     after it, each add rounded to the output again. Scalars or numpy arrays."""
     before = [p for p in ("c0", "bias") if places.get(p) == "before_output_rounding"]
     values = {"c0": beta_c0, "bias": bias}
-    if arithmetic in ("fma_alpha_bias_fma_beta", "fma_beta_bias_fma_alpha") and set(before) == {"c0", "bias"}:
-        if arithmetic == "fma_alpha_bias_fma_beta":
-            t = _fma32(beta, c0, _fma32(alpha, acc, bias))
-        else:
-            t = _fma32(alpha, acc, _fma32(beta, c0, bias))
+    both = {
+        "fma_alpha_bias_fma_beta": lambda: _fma32(beta, c0, _fma32(alpha, acc, bias)),
+        "fma_beta_bias_fma_alpha": lambda: _fma32(alpha, acc, _fma32(beta, c0, bias)),
+        "bias_first_fma_beta": lambda: _fma32(beta, c0, _add32(_mul32(alpha, acc), bias)),
+        "c0_bias_first": lambda: _add32(_mul32(alpha, acc), _add32(beta_c0, bias)),
+        "fma_alpha_c0_bias": lambda: _fma32(alpha, acc, _add32(beta_c0, bias)),
+    }
+    if arithmetic in both and set(before) == {"c0", "bias"}:
+        t = both[arithmetic]()
         rest = []
     elif arithmetic == "fma_alpha_c0" and "c0" in before:
         t = _fma32(alpha, acc, beta_c0)
@@ -613,7 +620,8 @@ def compare_stage(ctx, places: dict[str, str], predictions: dict) -> list[dict]:
     total = {a: sum(r[a]["mismatches"] for r in results) for a in arithmetic}
     best = min(arithmetic, key=lambda a: (total[a], arithmetic.index(a)))
     exact = [a for a in arithmetic if total[a] == 0]
-    return [dict(r[best], arithmetic=best, arithmetic_exact=exact) for r in results]
+    return [dict(r[best], arithmetic=best, arithmetic_exact=exact,
+                 arithmetic_mismatches={a: r[a]["mismatches"] for a in arithmetic}) for r in results]
 
 
 @dataclass
