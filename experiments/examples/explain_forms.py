@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import judge_forms  # beside this file: the torch cases
 import torch
-import torch.nn.functional as F
 
 import gemmlab
 
@@ -73,52 +73,14 @@ def _triton_linear(after: int):
 
 
 def cases(quick: bool) -> dict[str, dict]:
+    """judge_forms.py's torch cases (one size each), cuBLASLt's BIAS epilogue and the Triton linear layers."""
     big = (1024, 1024, 1024) if quick else (4096, 4096, 4096)
-
-    def linear(A, B, bias):
-        return F.linear(A, B.t(), bias)  # W = B^T (N, K), as a layer stores it
-
-    def addmm(A, B, C0, alpha, beta):
-        return torch.addmm(C0, A, B, beta=beta, alpha=alpha)
-
-    def bmm(A, B):
-        return torch.bmm(A, B)
-
-    def grouped_mm(A, B, offs):
-        return torch._grouped_mm(A, B, offs=offs, out_dtype=torch.bfloat16)
-
-    def scaled_mm_bias(A, B, bias, scale=None):
-        sa = torch.ones((A.shape[0], 1), dtype=torch.float32, device=A.device)
-        sb = torch.ones((1, B.shape[1]), dtype=torch.float32, device=A.device)
-        if scale is None:
-            return torch._scaled_mm(A, B, scale_a=sa, scale_b=sb, bias=bias, out_dtype=torch.bfloat16)
-        s = torch.tensor(scale, dtype=torch.float32, device=A.device)
-        return torch._scaled_mm(A, B, scale_a=sa, scale_b=sb, bias=bias, scale_result=s,
-                                out_dtype=torch.float8_e4m3fn)
-
-    addmm_form = dict(alpha=0.5, beta=2, c0="normal_0_1")
-    out = {
-        "torch_linear_bias_fp16": dict(fn=linear, input_format="fp16", output_format="fp16",
-                                       bias="column:uniform_-1_1", size=big),
-        "torch_linear_bias_bf16": dict(fn=linear, input_format="bf16", output_format="bf16",
-                                       bias="column:uniform_-1_1", size=big),
-        "torch_addmm_fp32": dict(fn=addmm, input_format="fp32", output_format="fp32", tf32=False, size=big,
-                                 **addmm_form),
-        "torch_addmm_tf32": dict(fn=addmm, input_format="fp32", output_format="fp32", tf32=True, size=big,
-                                 **addmm_form),
-        "torch_addmm_bf16": dict(fn=addmm, input_format="bf16", output_format="bf16", size=big, **addmm_form),
-        "torch_bmm_bf16": dict(fn=bmm, input_format="bf16", output_format="bf16", batch=16,
-                               size=(256, 256, 512) if quick else (1024, 1024, 4096)),
-        "torch_grouped_mm_bf16": dict(fn=grouped_mm, input_format="bf16", output_format="bf16", layout_b="col",
-                                      groups=[128, 512, 1000, 2048],
-                                      size=(3688, 1024, 1024) if quick else (3688, 4096, 4096)),
-        "torch_scaled_mm_rowwise_e4m3_bias_bf16": dict(fn=scaled_mm_bias, input_format="e4m3", output_format="bf16",
-                                                       layout_b="col", bias="column:uniform_-1_1",
-                                                       bias_format="bf16", size=big),
-        "torch_scaled_mm_rowwise_e4m3_bias_e4m3": dict(fn=scaled_mm_bias, input_format="e4m3", output_format="e4m3",
-                                                       layout_b="col", bias="column:uniform_-1_1",
-                                                       bias_format="bf16", scale=0.015625, size=big),
-    }
+    out = {}
+    for name, spec in judge_forms.cases(quick).items():
+        spec = dict(spec)
+        spec["size"] = spec.pop("sizes")[0]
+        spec.pop("compute_format", None)  # declared for judge; explain finds it
+        out[name] = spec
     from cublaslt_bias_callable import cublaslt_bias  # noqa: PLC0415 - beside this file
     # The built-in cublaslt_bias_fp16's own form (gemmlab run's default for it): alpha and beta not powers of two.
     out["cublaslt_bias_fp16"] = dict(fn=cublaslt_bias, input_format="fp16", output_format="fp16", alpha=0.3, beta=0.7,
@@ -133,17 +95,12 @@ def cases(quick: bool) -> dict[str, dict]:
 
 def run(name: str, spec: dict, out: Path):
     spec = dict(spec)
-    tf32 = spec.pop("tf32", None)
-    old = torch.backends.cuda.matmul.allow_tf32
-    if tf32 is not None:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        return gemmlab.explain(spec.pop("fn"), name=name, out=out / f"{name}.csv", judge_out=out / f"{name}_judged.csv",
-                               **spec)
-    except (RuntimeError, ValueError) as e:
+        with judge_forms.tf32_as(spec.pop("tf32", None)):
+            return gemmlab.explain(spec.pop("fn"), name=name, out=out / f"{name}.csv",
+                                   judge_out=out / f"{name}_judged.csv", **spec)
+    except (RuntimeError, ValueError) as e:  # torch refused the call: say why, go on
         return f"{type(e).__name__}: {e}"
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
 
 
 def main() -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -85,15 +86,22 @@ def cases(quick: bool) -> dict[str, dict]:
 
 def run(name: str, spec: dict, out: Path) -> pd.DataFrame | str:
     spec = dict(spec)
-    tf32 = spec.pop("tf32", None)
-    old = torch.backends.cuda.matmul.allow_tf32
-    if tf32 is not None:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        return gemmlab.judge(spec.pop("fn"), name=name, distributions=DISTS, seeds=[SEED], out=out / f"{name}.csv",
-                             force=True, family="external", errors="rows", **spec)
+        with tf32_as(spec.pop("tf32", None)):
+            return gemmlab.judge(spec.pop("fn"), name=name, distributions=DISTS, seeds=[SEED],
+                                 out=out / f"{name}.csv", force=True, family="external", errors="rows", **spec)
     except (RuntimeError, ValueError) as e:  # torch refused the call on every row: say why, go on
         return f"{type(e).__name__}: {e}"
+
+
+@contextmanager
+def tf32_as(allow: bool | None):
+    """torch's TF32 switch for matmuls set to ``allow`` (None: left as it is) inside the block."""
+    old = torch.backends.cuda.matmul.allow_tf32
+    if allow is not None:
+        torch.backends.cuda.matmul.allow_tf32 = allow
+    try:
+        yield
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
 
