@@ -96,7 +96,7 @@ def cases(quick: bool) -> dict[str, dict]:
 def run(name: str, spec: dict, out: Path):
     spec = dict(spec)
     try:
-        with judge_forms.tf32_as(spec.pop("tf32", None)):
+        with judge_forms.tf32_mode(spec.pop("tf32", None)):
             return gemmlab.explain(spec.pop("fn"), name=name, out=out / f"{name}.csv",
                                    judge_out=out / f"{name}_judged.csv", **spec)
     except (RuntimeError, ValueError) as e:  # torch refused the call: say why, go on

@@ -87,7 +87,7 @@ def cases(quick: bool) -> dict[str, dict]:
 def run(name: str, spec: dict, out: Path) -> pd.DataFrame | str:
     spec = dict(spec)
     try:
-        with tf32_as(spec.pop("tf32", None)):
+        with tf32_mode(spec.pop("tf32", None)):
             return gemmlab.judge(spec.pop("fn"), name=name, distributions=DISTS, seeds=[SEED],
                                  out=out / f"{name}.csv", force=True, family="external", errors="rows", **spec)
     except (RuntimeError, ValueError) as e:  # torch refused the call on every row: say why, go on
@@ -95,11 +95,12 @@ def run(name: str, spec: dict, out: Path) -> pd.DataFrame | str:
 
 
 @contextmanager
-def tf32_as(allow: bool | None):
-    """torch's TF32 switch for matmuls set to ``allow`` (None: left as it is) inside the block."""
+def tf32_mode(tf32: bool | None):
+    """torch.matmul's TF32 switch set for a case that says (None: left as it is), restored after (also
+    judge_frameworks.py's, explain_forms.py's)."""
     old = torch.backends.cuda.matmul.allow_tf32
-    if allow is not None:
-        torch.backends.cuda.matmul.allow_tf32 = allow
+    if tf32 is not None:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
         yield
     finally:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +22,7 @@ import torch
 import gemmlab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judge_forms import tf32_mode  # noqa: E402,F401 - invariance_frameworks.py takes it from here
 from triton_matmul import flavours  # noqa: E402
 
 DISTS = ("uniform_0_1", "normal_0_1")
@@ -48,18 +48,6 @@ def torch_flavours() -> dict[str, dict]:
         "torch_scaled_mm_rowwise_e4m3": dict(fn=scaled_mm_rowwise, input_format="e4m3", output_format="bf16",
                                              layout_b="col"),
     }
-
-
-@contextmanager
-def tf32_mode(tf32: bool | None):
-    """torch.matmul's TF32 switch set for a flavour that says (None: left as it is), restored after."""
-    old = torch.backends.cuda.matmul.allow_tf32
-    if tf32 is not None:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
 
 
 def parse_size(s: str) -> tuple[int, int, int]:
