@@ -214,7 +214,7 @@ gemmlab_cli_test(inputs_not_expressible 2 "bf16" ${_ev}/new_in2/A.npy
 # The round trips that must succeed: numpy float64 within gamma_K(2^-53), another git commit is a
 # warning, NaN counted with --allow-nonfinite (status failed_bound, exit 0, as gemmlab run).
 add_test(NAME cli.evaluate_round_trip
-  COMMAND ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/experiments/examples/numpy_round_trip.py
+  COMMAND ${GEMMLAB_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/examples/numpy_round_trip.py
           --gemmlab $<TARGET_FILE:gemmlab> --work ${_ev}/round_trip --check-cli ${_ev})
 set_tests_properties(cli.evaluate_round_trip PROPERTIES LABELS cli FIXTURES_REQUIRED evaluate_inputs)
 

@@ -3,7 +3,7 @@
 # line, with no GPU: a dry run writes every row of the plan with status `planned`; shards merged
 # give the one-process CSV byte for byte; merge refuses a missing shard and shards of another plan;
 # an existing CSV is replaced only with --force; a run refuses an output another process has locked.
-# With PLUGIN (the example plugin, experiments/examples/plugin/): its kernel joins a dry run, `all`,
+# With PLUGIN (the example plugin, examples/plugin/): its kernel joins a dry run, `all`,
 # shards and the merge, and the metadata records the plugin's path and sha256.
 #   tests/cli_engine.sh GEMMLAB WORK_DIR [PLUGIN]
 set -u

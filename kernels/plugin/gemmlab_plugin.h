@@ -17,7 +17,7 @@
  *
  *     nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -I<gemmlab>/kernels/plugin mine.cu -o libmine.so
  *
- * experiments/examples/plugin/sgemm_plugin_naive.cu is a complete example.
+ * examples/plugin/sgemm_plugin_naive.cu is a complete example.
  *
  * Contract of launch() (the same as gemmlab's own kernels, kernels/kernel.hpp): C = A * B, no alpha
  * or beta, for A (M, K), B (K, N), C (M, N).

@@ -5,7 +5,7 @@ JAX's memory, torch.compile's caches end with it), with a short table last.
 
     python3 scripts/lab/explain37.py --out OUT [--part splitk|jax|compile|bad|all] [--sizes 4096 1024x2048x8192]
 
-Cases (experiments/examples/splitk_atomic.py, framework_matmuls.py, bad_callables.py):
+Cases (examples/splitk_atomic.py, framework_matmuls.py, bad_callables.py):
   splitk   Triton fp16 split-K 8 with tl.atomic_add, grid split-major (triton.ops.matmul's) and tile-major;
   jax      jnp.matmul fp32 at the default precision and at HIGHEST (XLA_PYTHON_CLIENT_PREALLOCATE=false);
   compile  torch.compile(mode="max-autotune", dynamic=False) of torch.matmul, fp16 and bf16, compiled and
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "experiments" / "examples"
+EXAMPLES = ROOT / "examples"
 DISTS = ["uniform_0_1", "normal_0_1", "logunif_-8_8"]
 SEED = 20261124
 BAD_SIZE = (1024, 1024, 1024)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 20 on a GPU: `gemmlab explain` and gemmlab.explain. Usage: scripts/lab/gpu_explain.sh BIN_DIR OUT_DIR [PART]
 # PART: tests (the GPU and Python tests of explain), cli (gemmlab explain on cuBLAS baselines and
-# built-in kernels at 4096^3), frameworks (experiments/examples/explain_frameworks.py: Triton and torch
+# built-in kernels at 4096^3), frameworks (examples/explain_frameworks.py: Triton and torch
 # at 4096^3 and 2048x8192x3072; EXPLAIN_ONLY / EXPLAIN_SIZES narrow it), all (the three). PYTHONPATH
 # must hold the gemmlab wheel (with gemmlab._gpu). A short table is printed last.
 set -uo pipefail
@@ -23,7 +23,7 @@ if [ "$part" = cli ] || [ "$part" = all ]; then
   done
 fi
 if [ "$part" = frameworks ] || [ "$part" = all ]; then
-  python3 experiments/examples/explain_frameworks.py --out "$out/frameworks" --dists "$dists" \
+  python3 examples/explain_frameworks.py --out "$out/frameworks" --dists "$dists" \
     ${EXPLAIN_SIZES:+--sizes $EXPLAIN_SIZES} ${EXPLAIN_ONLY:+--only $EXPLAIN_ONLY} > "$out/frameworks.log" 2>&1
   echo "frameworks rc=$?"
   tail -40 "$out/frameworks.log"

@@ -2,7 +2,7 @@
 # Issue 37, "the difference between two kernels, in words": `gemmlab explain --diff` and
 # gemmlab.explain_diff on a GPU. Usage: scripts/lab/gpu_explain_diff.sh BIN_DIR OUT_DIR [PART]
 # PART: tests (the GPU tests of the diff and its Python tests), cli (`gemmlab explain --diff` on
-# built-in pairs at 4096^3), pairs (experiments/examples/explain_diff_pairs.py: Triton tf32 vs cuBLAS
+# built-in pairs at 4096^3), pairs (examples/explain_diff_pairs.py: Triton tf32 vs cuBLAS
 # TF32, Triton fp16 vs cuBLAS fp16, Triton split-K with atomics vs promoted every 512; DIFF_ONLY /
 # DIFF_SIZES narrow it), all (the three). PYTHONPATH must hold the gemmlab package (with gemmlab._gpu).
 # Each part prints one line per run; a short table is printed last.
@@ -38,7 +38,7 @@ if [ "$part" = cli ] || [ "$part" = all ]; then
   done
 fi
 if [ "$part" = pairs ] || [ "$part" = all ]; then
-  python3 experiments/examples/explain_diff_pairs.py --out "$out/pairs" --dists "$dists" \
+  python3 examples/explain_diff_pairs.py --out "$out/pairs" --dists "$dists" \
     ${DIFF_SIZES:+--sizes $DIFF_SIZES} ${DIFF_ONLY:+--only $DIFF_ONLY} > "$out/pairs.log" 2>&1
   rc=$?
   echo "explain_diff_pairs.py rc=$rc (the diffs in $out/pairs.log)"

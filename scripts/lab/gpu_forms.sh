@@ -2,7 +2,7 @@
 # Issue 34 (forms beyond C = A B) on a GPU. Usage: scripts/lab/gpu_forms.sh BIN_DIR OUT_DIR [PART]
 # PART: tests (the GPU tests FormsGpu* and the Python tests of forms), suite (every form on the cuBLAS baselines
 # at a small size; the baselines' slice of the main job: their own forms at 4096^3 on the default distributions,
-# with its timing split; cuBLAS's grouped GEMM on the Done-when groups), torch (experiments/examples/judge_forms.py:
+# with its timing split; cuBLAS's grouped GEMM on the Done-when groups), torch (examples/judge_forms.py:
 # F.linear with a bias, torch.addmm, torch.bmm, torch._grouped_mm, torch._scaled_mm with a bias and an fp8 output),
 # all (the three). PYTHONPATH must hold the gemmlab wheel (with gemmlab._gpu) for the Python parts. A short table
 # of every row is printed last (kernel, form, distribution, status, bias and spread in units of u).
@@ -28,7 +28,7 @@ if [ "$part" = suite ] || [ "$part" = all ]; then
   echo "cuBLAS grouped, groups 128/512/1000/2048 rc=$?"
 fi
 if [ "$part" = torch ] || [ "$part" = all ]; then
-  python3 experiments/examples/judge_forms.py --out "$out/torch" > "$out/torch.log" 2>&1
+  python3 examples/judge_forms.py --out "$out/torch" > "$out/torch.log" 2>&1
   echo "torch forms rc=$?"
   grep -E "refused|has no torch._grouped_mm" "$out/torch.log" | cut -c1-240
 fi

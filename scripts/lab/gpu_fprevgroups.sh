@@ -3,7 +3,7 @@
 # 1. the GPU test of the groups (a built-in e4m3 kernel promoted every 128 at K = 1536);
 # 2. the two kernels whose FPRev counts failed at 4096^3 before groups: Triton e4m3 with
 #    max_num_imprecise_acc=128 and torch._scaled_mm rowwise (bf16 output), through
-#    experiments/examples/explain_frameworks.py; and cuBLASLt fp8 without fast accumulation (CLI).
+#    examples/explain_frameworks.py; and cuBLASLt fp8 without fast accumulation (CLI).
 # PYTHONPATH must hold the gemmlab wheel. Each step is skipped when its CSV is already in OUT_DIR
 # (rerun after an interruption); a short table is printed last. About 5 minutes on an H100.
 set -uo pipefail
@@ -20,7 +20,7 @@ if [ ! -s "$out/cli_$k.csv" ]; then
   echo "explain $k rc=$?"
 fi
 if [ ! -s "$out/frameworks/explain_table.csv" ]; then
-  timeout 330 python3 experiments/examples/explain_frameworks.py --out "$out/frameworks" --dists "$dists" \
+  timeout 330 python3 examples/explain_frameworks.py --out "$out/frameworks" --dists "$dists" \
     --sizes 4096 --only triton_e4m3_f32_imprecise128,torch_scaled_mm_rowwise_e4m3 > "$out/frameworks.log" 2>&1
   echo "frameworks rc=$?"
 fi

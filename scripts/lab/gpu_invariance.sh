@@ -17,7 +17,7 @@
 #     1, 2, 4, 8, 16, 32, 64 rows of a bf16 (., 4096) x (4096, 4096) GEMM: rows of M = 1..32
 #     against M = 64, cuBLAS and cuBLASLt bf16 under the default and ws=0.
 #  5. torch.matmul (fp32, TF32, fp16, bf16), torch._scaled_mm (e4m3) and the Triton matmul of
-#     experiments/examples/triton_matmul.py in each format, through gemmlab.invariance (the Python
+#     examples/triton_matmul.py in each format, through gemmlab.invariance (the Python
 #     package on PYTHONPATH), at 512x4096x4096, and TE #2986's batch sizes for torch and Triton bf16
 #     (fw_*.csv, te_*.csv).
 set -uo pipefail
@@ -52,7 +52,7 @@ if [ -e "$out/fw_done" ]; then
   echo "== frameworks: already there"
 elif python3 -c 'import gemmlab, torch, triton; gemmlab.invariance' 2>/dev/null; then
   echo "== frameworks"
-  python3 "$here/experiments/examples/invariance_frameworks.py" --out "$out" --te 2>&1 | tee "$out/frameworks.log" \
+  python3 "$here/examples/invariance_frameworks.py" --out "$out" --te 2>&1 | tee "$out/frameworks.log" \
     && touch "$out/fw_done" || status=1
 else
   echo "== frameworks: not run (python3 cannot import gemmlab with invariance, torch and triton)"

@@ -18,7 +18,7 @@
 #     `gemmlab order` (FPRev, every scale 1) for the cuBLASLt modes at 256x256x256: their summation trees;
 #  4. DeepGEMM (optional): when BIN_DIR holds the sgl-deep-gemm wheel (`pip download sgl-deep-gemm==0.2.5
 #     --no-deps`, a CUDA 13 / PyTorch manylinux build of deepseek-ai/DeepGEMM), it is installed into
-#     OUT_DIR/pydeps and judged by experiments/examples/judge_deepgemm.py (gemmlab.judge, total error
+#     OUT_DIR/pydeps and judged by examples/judge_deepgemm.py (gemmlab.judge, total error
 #     against A0 B0 on the suite's sources and seed; at most 150 s); otherwise the step says why not;
 #  5. the speed table: hgemm_wgmma_11 block-scaled / cuBLASLt VEC128 x BLK128x128 and / the unscaled fp8
 #     kernels, per size, from the same run.
@@ -113,7 +113,7 @@ else
     done
     echo "== $(basename "$wheel")" >>"$out/deepgemm.log"
     LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      PYTHONPATH="$out/pydeps${PYTHONPATH:+:$PYTHONPATH}" timeout 150 python3 "$here/experiments/examples/judge_deepgemm.py" \
+      PYTHONPATH="$out/pydeps${PYTHONPATH:+:$PYTHONPATH}" timeout 150 python3 "$here/examples/judge_deepgemm.py" \
       --out "$out/deepgemm.csv" >>"$out/deepgemm.log" 2>&1
     rc=$?
     echo "deepgemm $(basename "$wheel") rc=$rc (log: deepgemm.log)"

@@ -164,7 +164,7 @@ PY
     judge)
       # Triton, torch.matmul and torch._scaled_mm judged at 4096^3 and 2048x8192x3072 on U[0,1) and
       # N(0,1), then the built-in kernels on the same inputs; and evaluate, CPU against GPU.
-      PYTHONUNBUFFERED=1 python3 experiments/examples/judge_frameworks.py --out "$out/judge" \
+      PYTHONUNBUFFERED=1 python3 examples/judge_frameworks.py --out "$out/judge" \
         ${JUDGE_SIZES:+--sizes $JUDGE_SIZES} 2>"$out/judge.log" | tail -40
       for z in ${JUDGE_SIZES:-4096 2048x8192x3072}; do
         run "$out/judge/builtin_$z.csv" -k cublas_gemmex_fp16_f32,cublas_gemmex_bf16_f32,cublas_gemmex_fp32_default,\
@@ -173,7 +173,7 @@ hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma,hgemm_wgmma_10_epioverlap_sm16_bf16
           -d uniform_0_1,normal_0_1 -s "$z" --seeds 20261121 2>>"$out/judge_builtin.log"
         echo "builtin $z rc=$?"
       done
-      python3 experiments/examples/bench_evaluate.py --out "$out/judge/evaluate_cpu_vs_gpu.csv" 2>>"$out/judge.log" ;;
+      python3 examples/bench_evaluate.py --out "$out/judge/evaluate_cpu_vs_gpu.csv" 2>>"$out/judge.log" ;;
     probes)
       "$bin"/gemmlab probe -o "$out/probes.csv" --validate 1000000 > "$out/probes.log" 2>&1; echo "probe rc=$?"; grep -E '^validate' "$out/probes.log" ;;
     tc-corpus)

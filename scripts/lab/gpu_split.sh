@@ -5,7 +5,7 @@
 # gemmlab_gpu_tests; PYTHONPATH must hold the gemmlab wheel (with gemmlab._gpu); Triton 3.6 and torch.
 # 1. the GPU tests of explain and the CPU tests of the split schemes (regressions: no built-in kernel
 #    splits its operands, so the split itself is tested on synthetic CPU kernels);
-# 2. experiments/examples/explain_frameworks.py on triton_fp32_tf32x3, triton_fp32_bf16x3 and
+# 2. examples/explain_frameworks.py on triton_fp32_tf32x3, triton_fp32_bf16x3 and
 #    triton_fp32_bf16x6, with triton_fp32_tf32 and triton_fp32_ieee beside them (their identification
 #    must not change), at 4096^3 and 2048x8192x3072, on three distributions, each judged by the bound
 #    of the numerics found (the split ones by the bound of their pieces). Rows already written are
@@ -25,7 +25,7 @@ for k in triton_fp32_tf32x3 triton_fp32_bf16x3 triton_fp32_bf16x6 triton_fp32_tf
   [ $done_all = 1 ] || only="$only${only:+,}$k"
 done
 if [ -n "$only" ]; then
-  GEMMLAB_EXPLAIN_TRACE=1 python3 experiments/examples/explain_frameworks.py --out "$out/frameworks" \
+  GEMMLAB_EXPLAIN_TRACE=1 python3 examples/explain_frameworks.py --out "$out/frameworks" \
     --dists uniform_0_1,normal_0_1,logunif_-8_8 --sizes 4096 2048x8192x3072 --only "$only" > "$out/frameworks.log" 2>&1
   echo "explain_frameworks.py ($only) rc=$?"
 fi

@@ -5,7 +5,7 @@
 # The wheel goes into OUT_DIR/venv (--system-site-packages: the host's numpy, pandas, torch and
 # triton; --no-deps --no-index: nothing is fetched; OUT_DIR/site on PYTHONPATH where there is no
 # venv module). Everything runs from OUT_DIR, so `import gemmlab` is the installed wheel, never the
-# repository's python/ (the Triton kernel is the repository's experiments/examples/triton_matmul.py).
+# repository's python/ (the Triton kernel is the repository's examples/triton_matmul.py).
 # PYTHON picks the host's Python (default python3). Then:
 #   1. gemmlab list;  2. gemmlab run -k cublas_gemmex_fp16_f32,hgemm_wgmma_10_epioverlap_sm16_fp16_in_wgmma -s 4096;
 #   3. gemmlab.judge(torch.matmul, fp16, 4096^3);  4. gemmlab.explain(Triton fp16 -> fp32 matmul, 4096^3).
@@ -83,7 +83,7 @@ cat > explain.py <<EOF
 import sys
 import torch
 import gemmlab
-sys.path.insert(0, "$repo/experiments/examples")
+sys.path.insert(0, "$repo/examples")
 from triton_matmul import flavours
 
 f = flavours()["triton_fp16_f32"]

@@ -10,7 +10,7 @@ answered from the CSVs alone, with the figures they rest on:
   * vLLM PR #43337: "split-K is the only source on SM90; cuBLAS workspace settings remove it"
     (vllm_workspace.csv, vllm_orders_k256.csv);
   * Transformer Engine #2986: "a row changing with 5 of 7 batch sizes" (te_*.csv: the library
-    kernels', and torch.matmul's and Triton's from experiments/examples/invariance_frameworks.py).
+    kernels', and torch.matmul's and Triton's from examples/invariance_frameworks.py).
 DEST defaults to results/invariance/<gpu>_<date> with gpu h100/h200 from the metadata and the
 date of the run.
 """

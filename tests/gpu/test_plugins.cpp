@@ -1,4 +1,4 @@
-// Kernels from plugins on the GPU: the example plugin (experiments/examples/plugin/, a naive fp32 FMA
+// Kernels from plugins on the GPU: the example plugin (examples/plugin/, a naive fp32 FMA
 // chain built as its own library against the C header alone) through `gemmlab run`'s engine beside
 // the built-in sgemm_01_naive, whose numerics it shares: every column but the kernel's identity and
 // the timings must be equal, bit for bit, on two distributions; `gemmlab predict`'s emulation

@@ -1,7 +1,7 @@
 """gemmlab.explain of a form on the GPU: a Triton matmul with its bias fused both ways (added to the fp32
 accumulator before the fp16 rounding, or to the rounded output and rounded again) must be told apart, each
 form predicted bit for bit; torch.bmm's batch indices compared on every call. The callables are
-experiments/examples/explain_forms.py's. Each test skips with its reason where there is no GPU, GPU engine,
+examples/explain_forms.py's. Each test skips with its reason where there is no GPU, GPU engine,
 PyTorch or Triton.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 import gemmlab
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "experiments" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SMALL = dict(distributions=["uniform_0_1", "normal_0_1"], reps=2, warmup=1, schedule=False)
 
 

@@ -3,7 +3,7 @@ their parts with atomics, jnp.matmul (whose tree stage failed before explain wai
 of A and B), torch.compile(mode="max-autotune") held to one compiled kernel, and bad input: a callable
 that raises on its third call, one that returns the wrong shape on some calls, and one that hits an
 illegal memory access (in a process of its own: the CUDA context is lost there). The callables are
-experiments/examples' (splitk_atomic.py, framework_matmuls.py, bad_callables.py). Each test skips with
+examples' (splitk_atomic.py, framework_matmuls.py, bad_callables.py). Each test skips with
 its reason where there is no GPU, GPU engine, PyTorch, Triton or JAX.
 """
 
@@ -21,7 +21,7 @@ import pytest
 import gemmlab
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "experiments" / "examples"
+EXAMPLES = ROOT / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
 SMALL = dict(distributions=["uniform_0_1"], reps=2, warmup=1)

@@ -76,7 +76,7 @@ def test_torch_example(root, tmp_path):
         pytest.skip(f"the gemmlab CLI is not built ({exe})")
     out = tmp_path / "torch.csv"
     subprocess.run([sys.executable,
-                    str(root / "experiments/examples/torch_matmul.py"), "--gemmlab", str(exe), "-s", "256x256x512",
+                    str(root / "examples/torch_matmul.py"), "--gemmlab", str(exe), "-s", "256x256x512",
                     "-d", "uniform_0_1", "--reps", "3", "-o", str(out)], check=True)
     df = gemmlab.load_results(out)
     assert len(df) == 6 and set(df["family"]) == {"external"}

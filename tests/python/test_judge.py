@@ -85,7 +85,7 @@ def test_judge_cublas_call_equals_builtin_row(tmp_path):
     gemmlab_bin = os.environ.get("GEMMLAB_BIN")
     if not gemmlab_bin or not Path(gemmlab_bin).exists():
         pytest.skip("GEMMLAB_BIN (the gemmlab CLI) is not set: ctest sets it")
-    sys.path.insert(0, str(ROOT / "experiments" / "examples"))
+    sys.path.insert(0, str(ROOT / "examples"))
     from cublas_callable import cublas_gemmex
 
     for variant, fmt in (("fp16_f32", "fp16"), ("fp32_pedantic", "fp32")):

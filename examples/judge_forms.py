@@ -1,7 +1,7 @@
 """Judge the matmuls a model runs with gemmlab.judge, each on its form (reference/gemm_form.hpp): F.linear with a
 bias, torch.addmm with alpha and beta, torch.bmm, a grouped GEMM, torch._scaled_mm with a bias and an fp8 output.
 
-    python experiments/examples/judge_forms.py --out OUT [--only NAME,...] [--quick]
+    python examples/judge_forms.py --out OUT [--only NAME,...] [--quick]
 
 One CSV and .meta.json per callable under OUT, and a table on stdout (kernel, form, distribution, status, bias and
 spread in units of the output's u, TFLOP/s). A callable torch refuses (a dtype or layout its build does not take)

@@ -4,7 +4,7 @@ fused bias written both ways (added to the fp32 accumulator before the fp16 roun
 output), which explain must tell apart, and cuBLASLt's BIAS epilogue with alpha and beta (cublaslt_bias_callable.py:
 the call of the built-in cublaslt_bias_fp16).
 
-    python experiments/examples/explain_forms.py --out OUT [--only NAME,...] [--quick]
+    python examples/explain_forms.py --out OUT [--only NAME,...] [--quick]
 
 Per case under OUT: ``<name>.csv`` (+ .meta.json: the product's explain report), ``<name>_form.csv`` (+ .meta.json:
 the epilogue's probes and the form's bit-for-bit comparison), ``<name>_judged.csv`` (the form judged by the

@@ -1,13 +1,13 @@
 """Determinism and batch invariance of torch.matmul (fp32, TF32, fp16, bf16), torch._scaled_mm (e4m3)
 and one Triton matmul per format, with gemmlab.invariance: the same C++ as `gemmlab invariance`.
 
-    python experiments/examples/invariance_frameworks.py --out DIR [--size 512x4096x4096] [--te]
+    python examples/invariance_frameworks.py --out DIR [--size 512x4096x4096] [--te]
 
 One CSV + .meta.json per callable under --out (rows [0, m) at M = m against the full M for m = 1..8,
 2^p - 1, 2^p, 2^p + 1 below M; 3 repeats; the cost row), and a table on stdout. --te adds Transformer
 Engine #2986's batch sizes (1, 2, 4, 8, 16, 32 rows against 64, bf16 (M, 4096) x (4096, 4096)) for
 torch.matmul bf16 and the Triton bf16 matmul. The Triton kernels have one fixed tile configuration
-(experiments/examples/triton_matmul.py): each entry's K range is summed in one order whatever M, so
+(examples/triton_matmul.py): each entry's K range is summed in one order whatever M, so
 they are expected to be invariant; torch.matmul calls cuBLAS(Lt), which chooses its algorithm per size.
 """
 

@@ -8,7 +8,7 @@ entry satisfies |C^ - C| <= gamma_K(2^-53) (|A||B|)(i, j) (Higham, ASNA §3.1). 
 (`--accumulation fma --output-format fp64`: nearest rounding, fp64 accumulator), the row must say
 `passed` with gamma_bound = gamma_K(2^-53) exactly. Needs only the gemmlab binary and numpy.
 
-    python experiments/examples/numpy_round_trip.py --gemmlab build/gemmlab --work /tmp/rt
+    python examples/numpy_round_trip.py --gemmlab build/gemmlab --work /tmp/rt
 
 Exit 0 when every check holds (the test cli.evaluate_round_trip runs it). With --check-cli DIR (the
 folder tests/evaluate_fixture.py made) it also checks two accepted cases: a folder of another git

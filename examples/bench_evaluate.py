@@ -1,7 +1,7 @@
 """gemmlab.evaluate on the CPU (numpy arrays, the file round trip's path) against the GPU (torch
 tensors already on the GPU), on the same inputs and C, in one run; the two rows must be equal.
 
-    python experiments/examples/bench_evaluate.py --out results/judge/evaluate_cpu_vs_gpu_h100.csv [--size 4096]
+    python examples/bench_evaluate.py --out results/judge/evaluate_cpu_vs_gpu_h100.csv [--size 4096]
 
 Writes one row per path (seconds, speed-up, whether every statistics column is equal) plus .meta.json.
 """
@@ -53,7 +53,7 @@ def main() -> int:
     lines.append(f"cpu,{n},{t_cpu:.4f},1,{not differ},{';'.join(differ)}")
     lines.append(f"gpu,{n},{t_gpu:.4f},{t_cpu / t_gpu:.1f},{not differ},{';'.join(differ)}")
     out.write_text("\n".join(lines) + "\n")
-    meta = {"produced_by": "experiments/examples/bench_evaluate.py", "argv": sys.argv, "gpu": torch.cuda.get_device_name(),
+    meta = {"produced_by": "examples/bench_evaluate.py", "argv": sys.argv, "gpu": torch.cuda.get_device_name(),
             "cpu_count": os.cpu_count(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **gemmlab.framework_metadata("torch")}
     out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -18,7 +18,7 @@ try:
     import triton
     import triton.language as tl
 except ImportError as e:
-    raise ImportError(f"experiments/examples/bad_callables.py needs PyTorch and Triton with a CUDA GPU ({e})") from e
+    raise ImportError(f"examples/bad_callables.py needs PyTorch and Triton with a CUDA GPU ({e})") from e
 
 
 class RaisesOnCall:

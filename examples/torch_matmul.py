@@ -23,7 +23,7 @@ the median is reported (time_ms) with the number of repetitions.
 
 Needs the gemmlab binary, numpy and torch with a CUDA GPU (not the gemmlab Python package):
 
-    python experiments/examples/torch_matmul.py --gemmlab carry/gemmlab -o results/torch/torch_matmul.csv
+    python examples/torch_matmul.py --gemmlab carry/gemmlab -o results/torch/torch_matmul.csv
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def main() -> int:
         w.writerow(header)
         w.writerows(rows)
     props = torch.cuda.get_device_properties(0)
-    meta = {"produced_by": "experiments/examples/torch_matmul.py", "command_line": " ".join(sys.argv),
+    meta = {"produced_by": "examples/torch_matmul.py", "command_line": " ".join(sys.argv),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": time.time() - t0,
             "torch": torch.__version__, "cuda": torch.version.cuda, "cublas_note": "torch.matmul -> cuBLAS",
             "gpu": {"name": props.name, "cc": f"{props.major}.{props.minor}", "sm_count": props.multi_processor_count},

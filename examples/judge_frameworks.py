@@ -1,8 +1,8 @@
 """Judge Triton, torch.matmul and torch._scaled_mm with gemmlab.judge, on the inputs gemmlab run uses.
 
-    python experiments/examples/judge_frameworks.py --out results/judge/h100_<date> [--sizes 4096 2048x8192x3072]
+    python examples/judge_frameworks.py --out results/judge/h100_<date> [--sizes 4096 2048x8192x3072]
 
-Every flavour of experiments/examples/triton_matmul.py, torch.matmul in fp16, bf16 and fp32 (TF32 off
+Every flavour of examples/triton_matmul.py, torch.matmul in fp16, bf16 and fp32 (TF32 off
 and on), and torch._scaled_mm with rowwise e4m3 scaling (unit scales: the product itself; scaled
 recipes are another study), each at every size on U[0,1) and N(0,1), seed 20261121: one CSV and
 .meta.json per kernel under --out, and a table on stdout. `gemmlab run` with the same -d, -s and

@@ -20,7 +20,7 @@ operands are cached per input (pointer, shape and a sampled fingerprint), so aft
 (warm-up) call the timed repetitions run the GEMM alone, plus the fingerprint check (a few small
 device reads, microseconds).
 
-    python3 experiments/examples/judge_deepgemm.py --out OUT/deepgemm.csv [--sizes 4096,8192x8192x7168]
+    python3 examples/judge_deepgemm.py --out OUT/deepgemm.csv [--sizes 4096,8192x8192x7168]
 Exit 0 with the CSV written; 3 when DeepGEMM cannot be imported or run (the reason is printed and
 written to OUT/deepgemm_unavailable.txt).
 """

@@ -1,5 +1,5 @@
 """Two Triton matmuls whose numerics were explain's blind spots before issue 37, and a driver that explains
-them: ``python3 experiments/examples/triton_orders.py --out DIR [--sizes 4096 2048x8192x3072]``.
+them: ``python3 examples/triton_orders.py --out DIR [--sizes 4096 2048x8192x3072]``.
 
 * ``triton_fp16_acc16``: fp16 operands, an fp16 accumulator (``tl.dot(..., out_dtype=tl.float16)``) and
   an fp16 output: the nodes are mma/wgmma f16 -> f16, one of ``gemmlab tc-eval --list``'s candidates.

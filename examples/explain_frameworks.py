@@ -2,12 +2,12 @@
 operand conversions and tensor-core arithmetic, each predicted bit for bit and judged by the bound of
 the numerics found.
 
-    python experiments/examples/explain_frameworks.py --out results/explain/h100_<date> \
+    python examples/explain_frameworks.py --out results/explain/h100_<date> \
         [--sizes 4096 2048x8192x3072] [--only triton_fp16_f32,...] [--dists uniform_0_1,normal_0_1,logunif_-8_8]
 
-Every flavour of experiments/examples/triton_matmul.py (fp16, bf16, e4m3 with and without
+Every flavour of examples/triton_matmul.py (fp16, bf16, e4m3 with and without
 max_num_imprecise_acc, fp32 with every input_precision this Triton compiles), the split-K kernels of
-experiments/examples/splitk_atomic.py (parts added with atomics: the scheduling stage's case),
+examples/splitk_atomic.py (parts added with atomics: the scheduling stage's case),
 torch.matmul in fp16, bf16 (fp32 output through out_dtype where this torch has it), fp32 and TF32, and
 torch._scaled_mm rowwise (unit scales). Per kernel and size: <kernel>_<size>.csv (+ .meta.json) with the
 explain rows, <kernel>_<size>_judged.csv with the rows judged by the identified numerics, and a table on

@@ -1,6 +1,6 @@
 """Triton split-K matmuls that add their partial sums into C with ``tl.atomic_add``: the kernels whose
 order of summation the GPU's scheduler decides (gemmlab.explain's scheduling stage; shared by
-experiments/examples/explain_scheduling.py, scripts/lab/explain37.py and tests/python/test_explain_gpu37.py).
+examples/explain_scheduling.py, scripts/lab/explain37.py and tests/python/test_explain_gpu37.py).
 
 Each of SPLIT_K programs per (BLOCK_M, BLOCK_N) tile of C sums its K / SPLIT_K slice with ``tl.dot`` into
 an fp32 accumulator (one in-wgmma chain, BLOCK_K at a time, in increasing k), then adds it into C with an
@@ -27,7 +27,7 @@ try:
     import triton
     import triton.language as tl
 except ImportError as e:  # a CPU-only install: say what these examples need instead of a bare traceback
-    raise ImportError(f"experiments/examples/splitk_atomic.py needs PyTorch and Triton with a CUDA GPU ({e})") from e
+    raise ImportError(f"examples/splitk_atomic.py needs PyTorch and Triton with a CUDA GPU ({e})") from e
 
 
 @triton.jit

@@ -1,18 +1,18 @@
 """gemmlab.explain_diff on pairs of GEMM callables: where their numerics differ, each difference shown on
 an input where their bits differ, or that they are bit-identical by construction.
 
-    python experiments/examples/explain_diff_pairs.py --out results/explain_diff/h100_<date> \
+    python examples/explain_diff_pairs.py --out results/explain_diff/h100_<date> \
         [--sizes 4096 2048x8192x3072] [--only tf32,fp16,splitk] [--dists uniform_0_1,normal_0_1,logunif_-8_8]
 
 The pairs (the use: making a Triton GEMM reproduce cuBLAS bit for bit, as Meta's Triton "bitequiv" work
 did, or checking that a change kept the numerics):
 
-* ``tf32``: Triton's fp32 matmul with ``input_precision="tf32"`` (experiments/examples/triton_matmul.py)
-  against cuBLAS ``cublasGemmEx`` with CUBLAS_COMPUTE_32F_FAST_TF32 (experiments/examples/
+* ``tf32``: Triton's fp32 matmul with ``input_precision="tf32"`` (examples/triton_matmul.py)
+  against cuBLAS ``cublasGemmEx`` with CUBLAS_COMPUTE_32F_FAST_TF32 (examples/
   cublas_callable.py: what the built-in ``cublas_gemmex_fp32_fast_tf32`` calls);
 * ``fp16``: Triton's fp16 matmul against cuBLAS fp16 in, fp32 compute and out (``cublas_gemmex_fp16_f32``);
 * ``splitk``: a Triton split-K kernel whose 8 parts are added into C with ``tl.atomic_add``
-  (experiments/examples/splitk_atomic.py; both of its launch orders) against the Triton kernel below
+  (examples/splitk_atomic.py; both of its launch orders) against the Triton kernel below
   that adds the same parts in k order, deterministically: promoted every K / 8 (512 at K = 4096). At rest
   the two may give the same bits; what differs is that the first's order is the scheduler's.
 
@@ -98,9 +98,9 @@ def pairs() -> dict[str, list[dict]]:
                       names=("triton_fp16_f32", "cublas_gemmex_fp16_f32"), input_format="fp16")],
     }
     try:
-        from splitk_atomic import splitk_atomic  # experiments/examples/splitk_atomic.py (issue 37's scheduling)
+        from splitk_atomic import splitk_atomic  # examples/splitk_atomic.py (issue 37's scheduling)
     except ImportError as e:
-        print(f"splitk: experiments/examples/splitk_atomic.py cannot be imported ({e}); the pair is left out",
+        print(f"splitk: examples/splitk_atomic.py cannot be imported ({e}); the pair is left out",
               flush=True)
         return out
     out["splitk"] = [dict(a=splitk_atomic(8, grid, name=f"triton_fp16_splitk8_atomic_{grid}"),

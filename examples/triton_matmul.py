@@ -15,7 +15,7 @@ try:
     import triton
     import triton.language as tl
 except ImportError as e:  # a CPU-only install: say what these examples need instead of a bare traceback
-    raise ImportError(f"experiments/examples/triton_matmul.py needs PyTorch and Triton with a CUDA GPU ({e}); "
+    raise ImportError(f"examples/triton_matmul.py needs PyTorch and Triton with a CUDA GPU ({e}); "
                       "on a CPU-only install use gemmlab.evaluate on a saved C instead") from e
 
 
