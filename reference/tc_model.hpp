@@ -235,6 +235,9 @@ enum class Instruction {
   mma_m16n8k4_f64,
   mma_m16n8k8_f64,
   mma_m16n8k16_f64,
+  // Added for issue 41: nvcuda::wmma 16x16x16 with an fp16 accumulator, the fp16-output instruction
+  // every generation from Volta has (the published V100 vectors' d_fp16 ran through it).
+  wmma_m16n16k16_f16_f16,
 };
 struct InstructionInfo {
   Instruction id;

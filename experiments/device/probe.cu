@@ -19,6 +19,8 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <type_traits>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -254,22 +256,26 @@ __global__ void dmma16_kernel(const std::uint64_t* A, const std::uint64_t* B, co
 #endif
 }
 
-// nvcuda::wmma 16x16x16 fp16 -> fp32, one warp: A (16, 16) row-major, B (16, 16) row-major, C/D f32.
+// nvcuda::wmma 16x16x16 fp16 -> fp32 (Acc float) or fp16 -> fp16 (Acc __half), one warp: A (16, 16)
+// row-major, B (16, 16) row-major, C/D in the accumulator's format (fp16 bits in the low half).
+template <typename Acc>
 __global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   using namespace nvcuda;
+  constexpr bool f16_acc = std::is_same_v<Acc, __half>;
   __shared__ __half sa[256], sb[256];
-  __shared__ float sc[256];
+  __shared__ Acc sc[256];
   const long long t = blockIdx.x;
   for (int i = threadIdx.x; i < 256; i += 32) {
     sa[i] = __ushort_as_half((unsigned short)A[t * 256 + i]);
     sb[i] = __ushort_as_half((unsigned short)B[t * 256 + i]);
-    sc[i] = __uint_as_float(C[t * 256 + i]);
+    if constexpr (f16_acc) sc[i] = __ushort_as_half((unsigned short)C[t * 256 + i]);
+    else sc[i] = __uint_as_float(C[t * 256 + i]);
   }
   __syncwarp();
   wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
   wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, Acc> fc;
   wmma::load_matrix_sync(fa, sa, 16);
   wmma::load_matrix_sync(fb, sb, 16);
   wmma::load_matrix_sync(fc, sc, 16, wmma::mem_row_major);
@@ -277,7 +283,10 @@ __global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, cons
   __syncwarp();
   wmma::store_matrix_sync(sc, fc, 16, wmma::mem_row_major);
   __syncwarp();
-  for (int i = threadIdx.x; i < 256; i += 32) D[t * 256 + i] = __float_as_uint(sc[i]);
+  for (int i = threadIdx.x; i < 256; i += 32) {
+    if constexpr (f16_acc) D[t * 256 + i] = __half_as_ushort(sc[i]);
+    else D[t * 256 + i] = __float_as_uint(sc[i]);
+  }
 #endif
 }
 
@@ -438,7 +447,8 @@ std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uin
     case Instruction::wgmma_m64n8k8_tf32_f32: wgmma_kernel<2><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e4m3_f32: wgmma_kernel<3><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e5m2_f32: wgmma_kernel<4><<<grid, wg>>>(a32, b32, c32, d32); break;
-    case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<float><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::wmma_m16n16k16_f16_f16: wmma_kernel<__half><<<grid, block>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k16_f16_f16: wgmma_kernel<5><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e4m3_f16: wgmma_kernel<6><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e5m2_f16: wgmma_kernel<7><<<grid, wg>>>(a32, b32, c32, d32); break;
