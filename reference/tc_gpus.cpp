@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <mutex>
 
 namespace gemmlab::tc {
 
@@ -173,7 +174,7 @@ std::optional<TcParams> generation_params(Generation g, Instruction i) {
     p.operand_conversion.reset();
     keep(13);
     p.result_fraction_bits = fp16_out ? -1 : 13;
-    if (fp16_out) p.zero_c_offset = 6;
+    p.zero_c_offset = -1;  // Khattak & Mikaitis: no exponent floor for fp8 (min_exp_limit -132, below any product)
     return p;
   }
   keep(24);
@@ -273,6 +274,27 @@ std::optional<Instruction> closest_instruction(Generation g, Instruction i) {
 }
 
 Generation active_generation() { return g_active.load(); }
+
+namespace {
+std::mutex g_applied_mu;
+std::optional<DeviceModel> g_applied;
+}  // namespace
+
+void apply_model(const DeviceModel& m) {
+  std::lock_guard<std::mutex> lock(g_applied_mu);
+  g_applied = m;
+  set_active_generation(m.generation);
+}
+
+DeviceModel applied_model() {
+  std::lock_guard<std::mutex> lock(g_applied_mu);
+  if (g_applied && g_applied->generation == active_generation()) return *g_applied;
+  DeviceModel m;
+  m.ok = true;
+  m.generation = active_generation();
+  m.message = std::string("tensor-core model: ") + to_string(m.generation) + " (no GPU chose it)";
+  return m;
+}
 void set_active_generation(Generation g) { g_active.store(g); }
 
 std::optional<TcParams> model_params(Instruction i) { return generation_params(active_generation(), i); }

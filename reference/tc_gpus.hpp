@@ -121,5 +121,9 @@ struct DeviceModel {
   std::string message;      // one line for stderr and the metadata ("model: ampere (fitted ...)")
 };
 DeviceModel select_device_model(int cc, const std::string& device_name, const std::string& requested = "");
+// The model this process uses from now on (sets the active generation); what was applied last, for
+// the metadata of what the process writes (a default Hopper model, said so, when none was applied).
+void apply_model(const DeviceModel& m);
+DeviceModel applied_model();
 
 }  // namespace gemmlab::tc
