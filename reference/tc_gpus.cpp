@@ -135,19 +135,46 @@ bool has_instruction(Generation g, Instruction i) {
 
 std::vector<Instruction> instructions_of(Generation g) {
   std::vector<Instruction> v;
-  for (Instruction i : all_instructions())
+  for (Instruction i : every_instruction())
     if (has_instruction(g, i)) v.push_back(i);
   return v;
 }
 
+namespace {
+
+// Blackwell's tcgen05 kinds (literature, MMA-Sim's tcgen05mma): one fused block of all k products
+// and C at 25 fraction bits, written toward zero (fp32) or to nearest (fp16): the f16, bf16 and tf32
+// kinds the datapath Hopper's wgmma has (gemmlab's measured model of the wgmma of the same formats
+// and k, special rules included), fp8 one block of 32 at 25 bits with no cut (Hopper's wgmma fp8
+// keeps 13).
+TcParams tcgen05_params(Instruction i) {
+  const InstructionInfo& ii = info(i);
+  Instruction hopper = Instruction::wgmma_m64n8k16_f16_f32;
+  if (ii.input == Format::bf16) hopper = Instruction::wgmma_m64n8k16_bf16_f32;
+  else if (ii.input == Format::tf32) hopper = Instruction::wgmma_m64n8k8_tf32_f32;
+  else if (ii.input == Format::fp16 && ii.output == Format::fp16) hopper = Instruction::wgmma_m64n8k16_f16_f16;
+  else if (is_fp8(ii.input)) hopper = ii.input == Format::e4m3 ? Instruction::wgmma_m64n8k32_e4m3_f32
+                                                              : Instruction::wgmma_m64n8k32_e5m2_f32;
+  TcParams p = *measured_hopper_params(hopper);
+  if (is_fp8(ii.input)) {
+    p.block_size = 32;
+    p.neab = 25 - (gemmlab::info(ii.output).precision - 1);
+    p.result_fraction_bits = -1;
+    p.zero_c_offset = -1;
+  }
+  return p;
+}
+
+}  // namespace
+
 std::optional<TcParams> generation_params(Generation g, Instruction i) {
   if (!has_instruction(g, i)) return std::nullopt;
+  if (is_tcgen05(i)) return tcgen05_params(i);
   std::optional<TcParams> hopper = measured_hopper_params(i);
   if (g == Generation::hopper || !hopper) return hopper;
   TcParams p = *hopper;  // the special rules stay Hopper's (assumed), the datapath is the generation's
   const InstructionInfo& ii = info(i);
   if (p.arithmetic != Arithmetic::block_fused) return p;  // fp64: one FMA chain (MMA-Sim, every generation)
-  if (is_tcgen05(i)) return p;                             // Blackwell's own (measured_hopper_params has none)
   const bool fp16_out = ii.output == Format::fp16;
   // The fraction bits kept: F = p_out - 1 + neab; F fixed per generation, neab follows the output.
   const auto keep = [&](int F) { p.neab = F - (gemmlab::info(ii.output).precision - 1); };
@@ -208,8 +235,10 @@ ModelProvenance provenance(Generation g, Instruction i) {
   }
   if (is_tcgen05(i)) {
     m.source = ModelSource::literature;
-    m.text = "literature: " + literature + ", tcgen05.mma: one fused block at 25 fraction bits (35 for the k64 block-scaled "
-             "kinds), toward zero; no gemmlab probe and no published vector has run it";
+    m.text = "literature: " + literature + ", tcgen05mma: one fused block of all k products and C at 25 fraction bits, "
+             "toward zero (fp32) or to nearest (fp16), as Hopper's wgmma for fp16, bf16 and tf32 (gemmlab's measured wgmma "
+             "model, special rules included) and fp8 at 25 bits where Hopper's wgmma keeps 13; no gemmlab probe and no "
+             "published vector has run it";
     return m;
   }
   // Which published sets reach this instruction's datapath (input format and output format).
@@ -261,8 +290,10 @@ std::optional<Instruction> closest_instruction(Generation g, Instruction i) {
   if (has_instruction(g, i)) return i;
   const InstructionInfo& ii = info(i);
   std::optional<Instruction> other_k;
-  for (Instruction j : all_instructions()) {
-    if (!has_instruction(g, j) || is_tcgen05(j)) continue;
+  // A warpgroup MMA (wgmma) becomes Blackwell's tcgen05.mma; anything else its mma.sync.
+  const bool to_tcgen05 = is_wgmma(i) && g == Generation::blackwell;
+  for (Instruction j : every_instruction()) {
+    if (!has_instruction(g, j) || is_tcgen05(j) != to_tcgen05) continue;
     const InstructionInfo& jj = info(j);
     if (jj.input != ii.input || jj.output != ii.output || jj.input_b != ii.input_b) continue;
     if (jj.k == ii.k) return j;
@@ -284,6 +315,24 @@ void apply_model(const DeviceModel& m) {
   std::lock_guard<std::mutex> lock(g_applied_mu);
   g_applied = m;
   set_active_generation(m.generation);
+}
+
+void apply_device_default(int cc, const std::string& device_name) {
+  {
+    std::lock_guard<std::mutex> lock(g_applied_mu);
+    if (g_applied) return;
+  }
+  DeviceModel m = select_device_model(cc, device_name);
+  if (m.ok) {
+    apply_model(m);
+    return;
+  }
+  // No model of this GPU: Hopper's stays, said as an assumption (never validated here).
+  m.ok = true;
+  m.generation = active_generation();
+  m.validated = false;
+  m.message = std::string("tensor-core model: ") + to_string(m.generation) + ", an assumption: " + m.message;
+  apply_model(m);
 }
 
 DeviceModel applied_model() {

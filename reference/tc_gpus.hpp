@@ -79,7 +79,7 @@ struct ModelProvenance {
 // Whether generation g has instruction i (wgmma: Hopper only; fp8 mma.sync: Ada and newer; bf16 and
 // tf32: Ampere and newer; Volta: wmma fp16 only; tcgen05: Blackwell only).
 bool has_instruction(Generation g, Instruction i);
-// The instructions g has, in all_instructions() order.
+// The instructions g has, in every_instruction() order.
 std::vector<Instruction> instructions_of(Generation g);
 // g's model of i; nullopt when g does not have i.
 std::optional<TcParams> generation_params(Generation g, Instruction i);
@@ -125,5 +125,9 @@ DeviceModel select_device_model(int cc, const std::string& device_name, const st
 // the metadata of what the process writes (a default Hopper model, said so, when none was applied).
 void apply_model(const DeviceModel& m);
 DeviceModel applied_model();
+// Applies the device's own generation's model unless a model was applied already (by --gpu or an
+// earlier device); a GPU gemmlab has no model for leaves the model as it is (Hopper's unless chosen),
+// and the metadata's tc_model says so. For commands that judge but do not predict (gemmlab run).
+void apply_device_default(int cc, const std::string& device_name);
 
 }  // namespace gemmlab::tc

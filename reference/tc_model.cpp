@@ -678,6 +678,23 @@ const std::vector<Instruction>& all_instructions() {
   return v;
 }
 
+const std::vector<Instruction>& literature_instructions() {
+  static const std::vector<Instruction> v = {
+      Instruction::tcgen05_m128n8k16_f16_f32, Instruction::tcgen05_m128n8k16_bf16_f32,
+      Instruction::tcgen05_m128n8k8_tf32_f32, Instruction::tcgen05_m128n8k32_e4m3_f32,
+      Instruction::tcgen05_m128n8k32_e5m2_f32, Instruction::tcgen05_m128n8k16_f16_f16};
+  return v;
+}
+
+const std::vector<Instruction>& every_instruction() {
+  static const std::vector<Instruction> v = [] {
+    std::vector<Instruction> all = all_instructions();
+    all.insert(all.end(), literature_instructions().begin(), literature_instructions().end());
+    return all;
+  }();
+  return v;
+}
+
 const InstructionInfo& info(Instruction i) {
   static const InstructionInfo table[] = {
       {Instruction::mma_m16n8k16_f16_f32, "mma_m16n8k16_f16_f32", Format::fp16, Format::fp32, 16, 8, 16, 80},
@@ -710,12 +727,18 @@ const InstructionInfo& info(Instruction i) {
       {Instruction::mma_m16n8k8_f64, "mma_m16n8k8_f64", Format::fp64, Format::fp64, 16, 8, 8, 90},
       {Instruction::mma_m16n8k16_f64, "mma_m16n8k16_f64", Format::fp64, Format::fp64, 16, 8, 16, 90},
       {Instruction::wmma_m16n16k16_f16_f16, "wmma_m16n16k16_f16_f16", Format::fp16, Format::fp16, 16, 16, 16, 70},
+      {Instruction::tcgen05_m128n8k16_f16_f32, "tcgen05_m128n8k16_f16_f32", Format::fp16, Format::fp32, 128, 8, 16, 100},
+      {Instruction::tcgen05_m128n8k16_bf16_f32, "tcgen05_m128n8k16_bf16_f32", Format::bf16, Format::fp32, 128, 8, 16, 100},
+      {Instruction::tcgen05_m128n8k8_tf32_f32, "tcgen05_m128n8k8_tf32_f32", Format::tf32, Format::fp32, 128, 8, 8, 100},
+      {Instruction::tcgen05_m128n8k32_e4m3_f32, "tcgen05_m128n8k32_e4m3_f32", Format::e4m3, Format::fp32, 128, 8, 32, 100},
+      {Instruction::tcgen05_m128n8k32_e5m2_f32, "tcgen05_m128n8k32_e5m2_f32", Format::e5m2, Format::fp32, 128, 8, 32, 100},
+      {Instruction::tcgen05_m128n8k16_f16_f16, "tcgen05_m128n8k16_f16_f16", Format::fp16, Format::fp16, 128, 8, 16, 100},
   };
   return table[(int)i];
 }
 
 std::optional<Instruction> parse_instruction(const std::string& name) {
-  for (Instruction i : all_instructions())
+  for (Instruction i : every_instruction())
     if (name == info(i).name) return i;
   return std::nullopt;
 }
@@ -854,6 +877,13 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
       return p;
     case Instruction::wgmma_m64n16k16_f16_f32:  // as wgmma m64n8k16
       return p;
+    case Instruction::tcgen05_m128n8k16_f16_f32:  // Blackwell's: Hopper has no tcgen05 (tc_gpus.hpp models it)
+    case Instruction::tcgen05_m128n8k16_bf16_f32:
+    case Instruction::tcgen05_m128n8k8_tf32_f32:
+    case Instruction::tcgen05_m128n8k32_e4m3_f32:
+    case Instruction::tcgen05_m128n8k32_e5m2_f32:
+    case Instruction::tcgen05_m128n8k16_f16_f16:
+      return std::nullopt;
     case Instruction::mma_m8n8k4_f64:
     case Instruction::mma_m16n8k4_f64:
     case Instruction::mma_m16n8k8_f64:
@@ -898,6 +928,13 @@ std::string model_evidence(Instruction ins) {
     case Instruction::mma_m16n8k8_bf16_f32: return issue21 + "m16n8k16's numerics in one block of 8";
     case Instruction::mma_m16n8k4_tf32_f32: return issue21 + "m16n8k8 tf32's numerics in one block of 4";
     case Instruction::wgmma_m64n16k16_f16_f32: return issue21 + "the numerics of wgmma m64n8k16 (N = 16 changes nothing)";
+    case Instruction::tcgen05_m128n8k16_f16_f32:
+    case Instruction::tcgen05_m128n8k16_bf16_f32:
+    case Instruction::tcgen05_m128n8k8_tf32_f32:
+    case Instruction::tcgen05_m128n8k32_e4m3_f32:
+    case Instruction::tcgen05_m128n8k32_e5m2_f32:
+    case Instruction::tcgen05_m128n8k16_f16_f16:
+      return "not on Hopper: Blackwell's tcgen05, a model from the literature (reference/tc_gpus.hpp)";
     case Instruction::wmma_m16n16k16_f16_f16:
       return "probed on the H200 (2026-11-29, `gemmlab probe --instructions wmma_m16n16k16_f16_f16`): the numerics of "
              "mma.sync f16 -> f16, as wmma f16 -> f32 has mma.sync's";

@@ -150,6 +150,9 @@ std::string numerics_signature(const explain::Report& r) {
 nlohmann::json report_to_json(const explain::Report& r) {
   nlohmann::json j;
   j["identified"] = r.identified;
+  // The generation whose tensor-core models explained the nodes (reference/tc_gpus.hpp): the GPU's own,
+  // or --gpu's; gemmlab port starts from it.
+  j["tc_generation"] = tc::to_string(tc::active_generation());
   j["failed_stage"] = r.failed_stage;
   j["reason"] = r.reason;
   j["gemm_check"] = r.gemm_check;

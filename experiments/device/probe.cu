@@ -407,6 +407,20 @@ DeviceCaps device_caps() {
   return d;
 }
 
+// Why this GPU cannot probe the instruction ("" when it can): too old for it, wgmma off sm_90a (its
+// kernels are built for Hopper alone), or an instruction gemmlab models from the literature only
+// (Blackwell's tcgen05: no probe kernel).
+std::string probe_support(const tc::InstructionInfo& I, const DeviceCaps& dev) {
+  const std::string name = I.name;
+  if (name.rfind("tcgen05_", 0) == 0)
+    return "no probe kernel in gemmlab: a model from the literature (reference/tc_gpus.hpp)";
+  if (dev.cc < I.min_cc)
+    return "needs compute capability " + std::to_string(I.min_cc) + "; " + dev.name + " is " + std::to_string(dev.cc);
+  if (name.rfind("wgmma_", 0) == 0 && dev.cc != 90)
+    return "wgmma exists on sm_90a (Hopper) only; " + dev.name + " is " + std::to_string(dev.cc);
+  return "";
+}
+
 // Runs n tiles (host bit arrays) through the instruction; returns D bits (n, m, n). The device
 // holds 64-bit elements for fp64 instructions, 32-bit ones (the host's low bits) otherwise.
 std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uint64_t>& A,
@@ -464,6 +478,8 @@ std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uin
     case Instruction::mma_m16n8k4_f64: dmma16_kernel<4><<<grid, block>>>(a64, b64, c64, d64); break;
     case Instruction::mma_m16n8k8_f64: dmma16_kernel<8><<<grid, block>>>(a64, b64, c64, d64); break;
     case Instruction::mma_m16n8k16_f64: dmma16_kernel<16><<<grid, block>>>(a64, b64, c64, d64); break;
+    default:
+      throw std::runtime_error(std::string("probe: no probe kernel for ") + tc::info(ins).name);
   }
   GEMMLAB_LAUNCH_CHECK(tc::info(ins).name);
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -612,7 +628,7 @@ ValidationResult validate_instruction(const std::string& instruction, long long 
   for (const char* c : kCRanges) res.c_ranges.push_back(c);
   res.cells.assign(kNumDistributions * kNumCRanges, {});
   DeviceCaps dev = device_caps();
-  if (!dev.present || dev.cc < I.min_cc) {
+  if (!dev.present || !probe_support(I, dev).empty()) {
     res.status = "not_supported";
     return res;
   }
@@ -769,11 +785,8 @@ int run_probes(const std::string& out_csv_path, bool print_table, const std::str
   for (Instruction ins : tc::all_instructions()) {
     const tc::InstructionInfo& I = tc::info(ins);
     if (!only.empty() && std::find(only.begin(), only.end(), I.name) == only.end()) continue;
-    if (dev.cc < I.min_cc) {
-      findings.push_back({I.name, "status",
-                          "not_supported (needs compute capability " + std::to_string(I.min_cc) + "; " + dev.name +
-                              " is " + std::to_string(dev.cc) + ")",
-                          "", ""});
+    if (const std::string why = probe_support(I, dev); !why.empty()) {
+      findings.push_back({I.name, "status", "not_supported (" + why + ")", "", ""});
       if (print_table) std::cout << I.name << ": not_supported on " << dev.name << "\n";
       continue;
     }

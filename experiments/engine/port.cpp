@@ -107,6 +107,14 @@ struct Predictor {
     if (plan.instruction && tc::info(*plan.instruction).k != tc::info(*n.instruction).k) o.k_step = tc::info(*plan.instruction).k;
     return emulation::emulate_dot(o, a, b, K, plan.params);
   }
+  // The kernel's output: the accumulator's value written to the output format to nearest even (as
+  // explain's composition predicts it; a no-op where the accumulator is the output format).
+  double output(const double* a, const double* b, int K) const {
+    const double v = (*this)(a, b, K);
+    if (std::isnan(v)) return v;
+    const double r = tc::round_to_format(k.numerics.output, v, Rounding::nearest_even);
+    return r == 0 ? std::copysign(0.0, v) : r;
+  }
 };
 
 struct Stats {
@@ -216,7 +224,7 @@ std::vector<PortRow> port(const std::vector<PortKernel>& kernels, const PortOpti
         for (unsigned w = 0; w < threads; ++w)
           pool.emplace_back([&] {
             try {
-              for (std::size_t e = next++; e < ne; e = next++) outv[e] = pred(a_rows[e].data(), b_cols[e].data(), o.K);
+              for (std::size_t e = next++; e < ne; e = next++) outv[e] = pred.output(a_rows[e].data(), b_cols[e].data(), o.K);
             } catch (...) {
               std::lock_guard<std::mutex> lock(err_mu);
               err = std::current_exception();

@@ -86,7 +86,7 @@ TcEvalCase parse_tc_case(const std::string& instruction, const std::string& a, c
   const auto ins = tc::parse_instruction(trim(instruction));
   if (!ins) {
     std::string names;
-    for (tc::Instruction i : tc::all_instructions()) names += std::string(names.empty() ? "" : ", ") + tc::info(i).name;
+    for (tc::Instruction i : tc::every_instruction()) names += std::string(names.empty() ? "" : ", ") + tc::info(i).name;
     throw UsageError("unknown instruction '" + instruction + "'; known: " + names);
   }
   out.instruction = *ins;

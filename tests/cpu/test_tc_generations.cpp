@@ -70,10 +70,10 @@ TEST(TcGenerations, NamesArchitecturesAndGenerations) {
 }
 
 TEST(TcGenerations, WhichInstructionsEachHas) {
-  for (Instruction i : all_instructions()) {
+  for (Instruction i : every_instruction()) {
     const std::string name = info(i).name;
-    const bool wgmma = name.rfind("wgmma_", 0) == 0;
-    EXPECT_EQ(has_instruction(Generation::hopper, i), true) << name;  // Hopper has every instruction gemmlab probed
+    const bool wgmma = name.rfind("wgmma_", 0) == 0, tcgen05 = name.rfind("tcgen05_", 0) == 0;
+    EXPECT_EQ(has_instruction(Generation::hopper, i), !tcgen05) << name;  // every instruction gemmlab probed
     EXPECT_EQ(has_instruction(Generation::ampere, i), !wgmma && info(i).min_cc <= 80) << name;
     EXPECT_EQ(has_instruction(Generation::ada, i), !wgmma && info(i).min_cc <= 89) << name;
     EXPECT_EQ(has_instruction(Generation::blackwell, i), !wgmma) << name;
@@ -86,7 +86,12 @@ TEST(TcGenerations, WhichInstructionsEachHas) {
   EXPECT_FALSE(has_instruction(Generation::ampere, Instruction::mma_m16n8k16_f64));  // k16 DMMA from sm_90
   // A kernel moving off Hopper: wgmma's closest is the mma.sync of the same formats and k.
   EXPECT_EQ(closest_instruction(Generation::ampere, Instruction::wgmma_m64n8k16_f16_f32), Instruction::mma_m16n8k16_f16_f32);
-  EXPECT_EQ(closest_instruction(Generation::blackwell, Instruction::wgmma_m64n8k8_tf32_f32), Instruction::mma_m16n8k8_tf32_f32);
+  // ... and on Blackwell, Hopper's warpgroup MMA becomes tcgen05.mma.
+  EXPECT_EQ(closest_instruction(Generation::blackwell, Instruction::wgmma_m64n8k8_tf32_f32), Instruction::tcgen05_m128n8k8_tf32_f32);
+  EXPECT_EQ(closest_instruction(Generation::blackwell, Instruction::wgmma_m64n8k32_e4m3_f32),
+            Instruction::tcgen05_m128n8k32_e4m3_f32);
+  EXPECT_EQ(closest_instruction(Generation::blackwell, Instruction::mma_m16n8k16_f16_f32), Instruction::mma_m16n8k16_f16_f32);
+  EXPECT_EQ(closest_instruction(Generation::hopper, Instruction::tcgen05_m128n8k16_bf16_f32), Instruction::mma_m16n8k16_bf16_f32);
   EXPECT_EQ(closest_instruction(Generation::ada, Instruction::wgmma_m64n8k32_e4m3_f32), Instruction::mma_m16n8k32_e4m3_f32);
   EXPECT_EQ(closest_instruction(Generation::volta, Instruction::wgmma_m64n8k16_f16_f32), Instruction::wmma_m16n16k16_f16_f32);
   EXPECT_FALSE(closest_instruction(Generation::ampere, Instruction::wgmma_m64n8k32_e4m3_f32));  // no fp8 before Ada
@@ -95,13 +100,15 @@ TEST(TcGenerations, WhichInstructionsEachHas) {
 
 // "On an H100 or H200, nothing moves": Hopper's models are measured_hopper_params, bit for bit.
 TEST(TcGenerations, HopperIsTheProbedModel) {
-  for (Instruction i : all_instructions()) {
+  for (Instruction i : instructions_of(Generation::hopper)) {
     ASSERT_TRUE(generation_params(Generation::hopper, i).has_value()) << info(i).name;
     EXPECT_EQ(*generation_params(Generation::hopper, i), *measured_hopper_params(i)) << info(i).name;
     EXPECT_EQ(provenance(Generation::hopper, i).source, ModelSource::probed) << info(i).name;
   }
   EXPECT_EQ(active_generation(), Generation::hopper);
   for (Instruction i : all_instructions()) EXPECT_EQ(model_params(i), measured_hopper_params(i));
+  EXPECT_EQ(instructions_of(Generation::hopper), all_instructions());  // every probed instruction, no tcgen05
+  EXPECT_EQ(literature_instructions().size(), 6u);
 }
 
 // The published datapaths (Khattak & Mikaitis's models, MMA-Sim's fraction bits), as the fitted
@@ -127,6 +134,14 @@ TEST(TcGenerations, DatapathsPerGeneration) {
   EXPECT_EQ(p(Generation::ada, Instruction::mma_m16n8k32_e5m2_f16).fraction_bits(), 13);
   for (Instruction i : instructions_of(Generation::blackwell))
     if (auto h = measured_hopper_params(i)) EXPECT_EQ(p(Generation::blackwell, i), *h) << info(i).name;
+  // tcgen05 (literature): Hopper's wgmma datapath for f16/bf16/tf32, fp8 at 25 bits in one block of 32.
+  EXPECT_EQ(p(Generation::blackwell, Instruction::tcgen05_m128n8k16_f16_f32),
+            *measured_hopper_params(Instruction::wgmma_m64n8k16_f16_f32));
+  const TcParams b8 = p(Generation::blackwell, Instruction::tcgen05_m128n8k32_e4m3_f32);
+  EXPECT_EQ(b8.block_size, 32);
+  EXPECT_EQ(b8.fraction_bits(), 25);
+  EXPECT_EQ(b8.result_fraction_bits, -1);
+  EXPECT_EQ(provenance(Generation::blackwell, Instruction::tcgen05_m128n8k32_e4m3_f32).source, ModelSource::literature);
   // Where each comes from: fitted where the published vectors reach, the literature elsewhere.
   EXPECT_EQ(provenance(Generation::ampere, Instruction::mma_m16n8k16_f16_f32).source, ModelSource::fitted);
   EXPECT_EQ(provenance(Generation::ada, Instruction::mma_m16n8k32_e5m2_f32).source, ModelSource::fitted);
