@@ -245,7 +245,7 @@ engine::JournalIdentity identity(const RunRequest& req, const Prepared& p, const
   engine::JournalIdentity id;
   id.plan_hash = engine::plan_hash(p.spec);
   id.git_commit = git_commit();
-  id.gemmlab_version = kGemmlabVersion;
+  id.gemmlab_version = gemmlab_version();
   if (!req.dry_run) {
     std::vector<std::string> names;
     for (Device* d : devices) {
