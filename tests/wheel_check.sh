@@ -68,7 +68,7 @@ ok "gemmlab without cuBLAS: exit 2, names what to install"
 "$venv/bin/python" - <<'EOF' || fail "the Python CPU API"
 import numpy as np
 import gemmlab
-from gemmlab import gpu
+from gemmlab import _engine as gpu
 # 2^40 - 2^40 + 1 + 2^-24: exactly 1 + 2^-24, a tie in fp32 between 1 and 1 + 2^-23 -> 1 (even).
 A = np.array([[2.0**20, -2.0**20, 1.0, 2.0**-12]])
 B = np.array([[2.0**20], [2.0**20], [1.0], [2.0**-12]])
