@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
       cli::add_predict(app, command_line),                  cli::add_bench_mma_ceiling(app, command_line),
       cli::add_inputs(app, command_line),                   cli::add_evaluate(app, command_line),
       cli::add_tc_eval(app, command_line),                  cli::add_compare(app),
-      cli::add_invariance(app, args),
+      cli::add_invariance(app, args),                       cli::add_plot(app),
+      cli::add_plugin_header(app),
   };
   try {
     app.parse(argc, argv);
