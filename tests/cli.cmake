@@ -168,6 +168,11 @@ if(NOT GEMMLAB_PYTHON)
     set(GEMMLAB_PYTHON python3)
   endif()
 endif()
+# Without cuBLAS (hidden from every place gemmlab looks) and, on a machine without one, the driver: the
+# commands that launch nothing run, `gemmlab run` names what is missing (tests/cli_no_cuda.sh).
+add_test(NAME cli.no_cuda_libraries COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_no_cuda.sh $<TARGET_FILE:gemmlab>
+         ${GEMMLAB_PYTHON} ${_out}/no_cuda_libraries)
+set_tests_properties(cli.no_cuda_libraries PROPERTIES LABELS cli SKIP_RETURN_CODE 77)
 # `gemmlab inputs` / `gemmlab evaluate` on bad input (tests/evaluate_fixture.py makes the folders
 # and C files): message, exit 2, and no result file.
 set(_ev ${_out}/evaluate)
