@@ -100,8 +100,9 @@ def plot(csv_path: str | os.PathLike, out_dir: str | os.PathLike | None = None, 
     return written
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``gemmlab plot RUN.csv [-o DIR]``: exit 0 with the figures' paths, 2 with the reason."""
+def parser():
+    """The arguments of ``gemmlab plot``: the same as the executable's ``gemmlab plot --help`` (docs/cli.md),
+    which a test holds them to."""
     import argparse
 
     ap = argparse.ArgumentParser(
@@ -111,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
                     '(pip install "gemmlab[plots]")')
     ap.add_argument("csv", help="the CSV of a gemmlab run (gemmlab run -o RUN.csv)")
     ap.add_argument("-o", "--out", metavar="DIR", help="folder of the figures (default: beside the CSV; made if missing)")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``gemmlab plot RUN.csv [-o DIR]``: exit 0 with the figures' paths, 2 with the reason."""
+    a = parser().parse_args(argv)
     try:
         for png in plot(a.csv, a.out):
             print(png)

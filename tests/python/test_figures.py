@@ -71,3 +71,16 @@ def test_package_carries_the_plot_scripts_and_the_plugin_header():
     header = gemmlab.plugin_header()
     assert header.name == "gemmlab_plugin.h"
     assert header.read_text() == (root / "kernels" / "plugin" / "gemmlab_plugin.h").read_text()
+
+
+def test_plot_takes_the_arguments_its_reference_documents():
+    # `gemmlab plot` is parsed here (figures.parser) and listed by the executable's help (docs/cli.md):
+    # the same positional and options, with the same help text.
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "cli.md").read_text().split("## gemmlab plot\n", 1)[1].split("```", 2)[1]
+    actions = {a.dest: a for a in figures.parser()._actions if a.dest != "help"}
+    assert set(actions) == {"csv", "out"}
+    assert f"csv TEXT REQUIRED           {actions['csv'].help}" in doc
+    assert actions["out"].option_strings == ["-o", "--out"]
+    assert f"-o,--out TEXT               {actions['out'].help}" in doc
+    assert figures.parser().description in doc
