@@ -97,11 +97,12 @@ needed=$(objdump -p "$pkg/_bin/gemmlab" | sed -n 's/^ *NEEDED *//p' | tr '\n' ' 
 mkdir nolib
 nolib() { GEMMLAB_CUDA_LIB_DIR=$work/nolib "$gl" "$@"; }
 for cmd in "list" "run --suite smoke --dry-run -o new/plan.csv" "inputs -d normal_0_1 -s 64x64x128 --seed 1 --format fp16 -o in/" \
-           "tc-eval -i mma_m16n8k16_f16_f32 --a 1 --b 1" "order -k sgemm_01_naive -s 64x64x32 --declared -o trees/o.csv" \
-           "plugin-header"; do
+           "order -k sgemm_01_naive -s 64x64x32 --declared -o trees/o.csv" "plugin-header"; do
   # shellcheck disable=SC2086
   nolib $cmd >cmd.out 2>&1 || fail "gemmlab $cmd without cuBLAS exited $?: $(tail -3 cmd.out)"
 done
+nolib tc-eval -i wgmma_m64n8k32_e4m3_f32 --c 0x3f800008 --a "$zeros" --b "$zeros" >cmd.out 2>&1 \
+  || fail "gemmlab tc-eval without cuBLAS exited $?: $(tail -3 cmd.out)"
 [ -s new/plan.csv ] || fail "gemmlab run --dry-run -o new/plan.csv made no new/plan.csv"
 "$venv/bin/python" -c "import numpy as n; n.save('C.npy', n.load('in/A.npy').astype('f4') @ n.load('in/B.npy').astype('f4'))"
 nolib evaluate in/ --output C.npy --name numpy_fp32 --accumulation fma -o judged/c.csv >cmd.out 2>&1 \
@@ -113,7 +114,13 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   grep -q "no NVIDIA driver" cmd.out || fail "gemmlab run without a driver does not name it: $(cat cmd.out)"
 fi
 [ ! -e gpu ] || fail "gemmlab run that could not start left gpu/"
-ok "without cuBLAS: list, run --dry-run (new/ made), inputs, evaluate, tc-eval, order --declared, plugin-header run; run exits 2 naming what is missing"
+GEMMLAB_CUDA_LIB_DIR=$work/nolib "$venv/bin/python" -c '
+import numpy as np, gemmlab
+r = gemmlab.exact_gemm(np.ones((2, 3)), np.ones((3, 2)), "fp32")
+ok, why = gemmlab.gpu_available()
+assert r.c[0, 0] == 3 and not ok and "cuBLAS" in why, (r.c, ok, why)' >cmd.out 2>&1 \
+  || fail "the Python CPU API without cuBLAS: $(tail -5 cmd.out)"
+ok "without cuBLAS: list, run --dry-run (new/ made), inputs, evaluate, tc-eval, order --declared, plugin-header and the Python CPU API run; run exits 2 naming what is missing"
 
 # --- figures and the plugin header ---------------------------------------------------------------
 set +e; "$gl" plot "$root/tests/data/sample_suite.csv" -o figs >plot.out 2>&1; rc=$?; set -e
