@@ -8,8 +8,8 @@ An example is marked by an HTML comment on the line before its fenced block:
     <!-- ci: install -->   the install: the block runs in a fresh venv (made in the work folder), which
                            stays first on PATH for the document's later blocks, so that they run the
                            `gemmlab` and `python` it installed; needs --wheel-archs (the architectures
-                           scripts/test.sh built the wheel for, GEMMLAB_WHEEL_ARCHS of build_wheel.sh),
-                           skipped without it
+                           scripts/test.sh built the wheel for: GEMMLAB_WHEEL_ARCHS of build_wheel.sh, and
+                           GEMMLAB_WHEEL_PYTHON the venv's Python), skipped without it
     <!-- gpu: sh -->       the block must exit 0 on a machine with a GPU; skipped (saying so) without one
 
     ```sh
@@ -143,7 +143,10 @@ def main() -> int:
                 subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True)
                 env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
                 env["VIRTUAL_ENV"] = str(venv)
+                # The wheel for the venv's Python and scripts/test.sh's architectures: build_wheel.sh
+                # then reuses the build scripts/test.sh made, and pip installs what it wrote.
                 env["GEMMLAB_WHEEL_ARCHS"] = a.wheel_archs
+                env["GEMMLAB_WHEEL_PYTHON"] = str(venv / "bin" / "python")
             t0 = time.time()
             shell = ["bash", "-o", "pipefail"] + (["-e"] if expected == 0 else [])
             p = subprocess.run([*shell, "-c", script], cwd=work, env=env, capture_output=True, text=True,
