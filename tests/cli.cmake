@@ -173,6 +173,10 @@ endif()
 add_test(NAME cli.no_cuda_libraries COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_no_cuda.sh $<TARGET_FILE:gemmlab>
          ${GEMMLAB_PYTHON} ${_out}/no_cuda_libraries)
 set_tests_properties(cli.no_cuda_libraries PROPERTIES LABELS cli SKIP_RETURN_CODE 77)
+# `gemmlab plot` from a build of the sources, through GEMMLAB_PYTHON's gemmlab package (tests/cli_plot.sh).
+add_test(NAME cli.plot COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_plot.sh $<TARGET_FILE:gemmlab> ${GEMMLAB_PYTHON}
+         ${_out}/plot)
+set_tests_properties(cli.plot PROPERTIES LABELS cli)
 # `gemmlab inputs` / `gemmlab evaluate` on bad input (tests/evaluate_fixture.py makes the folders
 # and C files): message, exit 2, and no result file.
 set(_ev ${_out}/evaluate)
