@@ -10,6 +10,9 @@
 #                              (runner.cu), inputs generated on the GPU, the exact GPU reference, the
 #                              GPU statistics and run-time (callable) kernels. CUDA, but no kernel
 #                              of kernels/: the Python package's gemmlab._gpu is built from these.
+#  GEMMLAB_CUDA_LIBRARIES_SOURCES  finding the NVIDIA driver and cuBLAS at run time (the root build has it
+#                              in kernels/common/ with the cuBLAS forwarders; gemmlab._gpu, which links
+#                              cuBLAS, takes it alone)
 file(GLOB GEMMLAB_REFERENCE_SOURCES CONFIGURE_DEPENDS ${GEMMLAB_ROOT}/reference/*.cpp
      ${GEMMLAB_ROOT}/reference/explain/*.cpp)
 file(GLOB GEMMLAB_CORE_SOURCES CONFIGURE_DEPENDS ${GEMMLAB_ROOT}/experiments/plan/*.cpp
@@ -26,3 +29,4 @@ set(GEMMLAB_GPU_ENGINE_SOURCES
     ${GEMMLAB_ROOT}/experiments/device/evaluate_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/explain_gpu.cpp
     ${GEMMLAB_ROOT}/experiments/device/explain_diff.cpp)
+set(GEMMLAB_CUDA_LIBRARIES_SOURCES ${GEMMLAB_ROOT}/kernels/common/cuda_libraries.cpp)

@@ -1,4 +1,5 @@
-# Writes DST with the current git commit of SRC (and whether the tree was dirty).
+# Writes DST with the current git commit of SRC (and whether the tree was dirty), and gemmlab's
+# VERSION (cmake/GemmlabVersion.cmake: pyproject.toml's).
 execute_process(COMMAND git -C "${SRC}" rev-parse HEAD OUTPUT_VARIABLE c OUTPUT_STRIP_TRAILING_WHITESPACE
                 RESULT_VARIABLE rc ERROR_QUIET)
 if(NOT rc EQUAL 0)
@@ -9,7 +10,10 @@ execute_process(COMMAND git -C "${SRC}" status --porcelain --untracked-files=no 
 if(rc2 EQUAL 0 AND NOT d STREQUAL "")
   set(c "${c}-dirty")
 endif()
-set(content "namespace gemmlab { const char* git_commit() { return \"${c}\"; } }\n")
+if(NOT VERSION)
+  message(FATAL_ERROR "GitVersion.cmake: pass -DVERSION=X.Y.Z (cmake/GemmlabVersion.cmake)")
+endif()
+set(content "namespace gemmlab {\nconst char* git_commit() { return \"${c}\"; }\nconst char* gemmlab_version() { return \"${VERSION}\"; }\n}\n")
 if(EXISTS "${DST}")
   file(READ "${DST}" old)
 else()

@@ -18,6 +18,7 @@
 #include "experiments/cli/commands.hpp"
 #include "experiments/device/runner.hpp"
 #include "experiments/plan/plan.hpp"
+#include "experiments/report/metadata.hpp"
 
 using namespace gemmlab;
 
@@ -28,6 +29,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"gemmlab: accuracy and speed of GPU GEMM kernels against an exact (MPFR-checked) reference"};
   app.require_subcommand(1);
+  // `gemmlab --version`: pyproject.toml's version and the git commit built (both compiled in).
+  app.set_version_flag("--version", std::string("gemmlab ") + gemmlab_version() + " (git " + git_commit() + ")",
+                       "print gemmlab's version and git commit, and exit");
   const std::vector<cli::Command> commands = {
       cli::add_list(app),  cli::add_run(app, args), cli::add_merge(app), cli::add_bench_reference(app, command_line),
       cli::add_tune(app),  cli::add_probe(app, command_line), cli::add_order(app, command_line),
@@ -35,7 +39,8 @@ int main(int argc, char** argv) {
       cli::add_predict(app, command_line),                  cli::add_bench_mma_ceiling(app, command_line),
       cli::add_inputs(app, command_line),                   cli::add_evaluate(app, command_line),
       cli::add_tc_eval(app, command_line),                  cli::add_compare(app),
-      cli::add_invariance(app, args),                      cli::add_port(app, command_line),
+      cli::add_invariance(app, args),                       cli::add_plot(app),
+      cli::add_plugin_header(app),                          cli::add_port(app, command_line),
   };
   try {
     app.parse(argc, argv);

@@ -14,7 +14,12 @@ panels. Rows of one
 distribution (default uniform_0_1) and one size (default the largest) with a time; failed_bound
 rows are crosses.
 
-usage: pareto.py RUN.csv [MORE.csv ...] OUT.png [--dist uniform_0_1] [--size MxNxK]
+--compact draws the overview instead (the README's first figure, legible at a page's width): one panel
+per input format, |bias| only, three panels a row; the rows of the format's most common output format
+make the panel's Pareto front, those of another output format (fp16 -> fp16) are hollow triangles, each
+in units of its own output's u; no numbered key.
+
+usage: pareto.py RUN.csv [MORE.csv ...] OUT.png [--dist uniform_0_1] [--size MxNxK] [--compact]
 """
 import argparse
 import csv
@@ -123,11 +128,63 @@ def panel_key(r, pairs_per_input):
     return f"{inp} → {out}" if pairs_per_input[inp] > 1 or out != "fp32" else f"{inp} inputs"
 
 
+def draw_compact(rows, dist, size, out):
+    """One panel per input format: TFLOP/s over |bias| in units of u_out, front and cuBLAS marked."""
+    plt.rcParams.update({"font.size": 10.5, "xtick.labelsize": 9.5, "ytick.labelsize": 9.5})
+    rank = {f: i for i, f in enumerate(FORMAT_ORDER)}
+    inputs = sorted({r["input_format"] for r in rows}, key=lambda f: rank.get(f, 99))
+    ncols = min(3, len(inputs))
+    nrows = -(-len(inputs) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.3 * nrows + 0.8), squeeze=False)
+    for ax in axes.flat[len(inputs):]:
+        ax.axis("off")
+    for ax, inp in zip(axes.flat, inputs):
+        sel = [r for r in rows if r["input_format"] == inp]
+        outs = [r["output_format"] for r in sel]
+        main_out = max(set(outs), key=outs.count)
+        vals = [abs(float(r["rel_mean_u"])) for r in sel]
+        pts, floor = at_floor(vals, sel)
+        main = [i for i, r in enumerate(sel) if r["output_format"] == main_out]
+        front = [main[j] for j in pareto_front([pts[i] for i in main])]
+        ax.step([pts[i][0] for i in front], [pts[i][1] for i in front], where="post", color="tab:blue", lw=1.2,
+                alpha=0.7, zorder=1)
+        for i, (r, (x, y)) in enumerate(zip(sel, pts)):
+            lib, other = r["family"] == "cublas", r["output_format"] != main_out
+            ax.scatter(x, y, s=110 if lib else 26, marker="*" if lib else "^" if other else "o",
+                       facecolors="none" if other else "tab:red" if lib else "tab:blue" if i in front else "0.65",
+                       edgecolors="tab:red" if lib else "0.35" if other else "white", linewidths=0.8 if other else 0.4,
+                       zorder=3 if lib else 2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(min(p[0] for p in pts) / 2.5, max(p[0] for p in pts) * 3)
+        ax.set_ylim(min(p[1] for p in pts) / 1.3, max(p[1] for p in pts) * 1.3)
+        log_ticks(ax.yaxis, *ax.get_ylim(), decades_above=1e4)
+        log_ticks(ax.xaxis, *ax.get_xlim(), decades_above=300)
+        ax.grid(True, which="major", alpha=0.3)
+        extra = sorted(set(outs) - {main_out})
+        ax.set_title(f"{inp} → {main_out}" + "".join(f" (△ → {o})" for o in extra) + f": {len(sel)} kernels",
+                     fontsize=11, loc="left")
+        ax.set_xlabel("|bias| in units of u_out" + (f"  (0 at {floor:.1g})" if floor else ""))
+        ax.set_ylabel("TFLOP/s")
+    handles = [
+        plt.Line2D([], [], marker="o", ls="-", color="tab:blue", label="Pareto front"),
+        plt.Line2D([], [], marker="o", ls="", color="0.55", label="other gemmlab kernels"),
+        plt.Line2D([], [], marker="*", ls="", ms=11, color="tab:red", label="cuBLAS / cuBLASLt"),
+        plt.Line2D([], [], marker="^", ls="", mfc="none", color="0.35", label="another output format"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=10.5, frameon=False)
+    fig.suptitle(f"Speed against bias, {dist} at {size}: better is up and to the left", fontsize=12)
+    fig.tight_layout(rect=(0, 0.35 / fig.get_figheight(), 1, 1 - 0.3 / fig.get_figheight()))
+    fig.savefig(out, dpi=100)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+", metavar="CSV... OUT.png", help="one or more result CSVs, then the figure")
     ap.add_argument("--dist", default="uniform_0_1")
     ap.add_argument("--size", help="only rows of this MxNxK (default: the largest size in the CSVs)")
+    ap.add_argument("--compact", action="store_true",
+                    help="one panel per input format, |bias| only (an overview legible at a page's width)")
     a = ap.parse_args()
     if len(a.files) < 2:
         ap.error("give at least one CSV and the output figure")
@@ -136,6 +193,9 @@ def main():
     if not rows:
         sys.exit(f"pareto.py: no timed passed/failed_bound/no_bound rows for {a.dist} in {', '.join(csvs)}; "
                  "nothing to plot")
+    if a.compact:
+        draw_compact(rows, a.dist, size, out)
+        return
 
     pairs = {}
     for r in rows:

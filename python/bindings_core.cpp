@@ -28,6 +28,7 @@
 #include "experiments/engine/evaluate.hpp"
 #include "experiments/engine/inputs.hpp"
 #include "experiments/plan/plan.hpp"
+#include "experiments/report/metadata.hpp"
 #include "experiments/report/result.hpp"
 #include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
@@ -600,6 +601,8 @@ void bind_inputs(nb::module_& m) {
     return d;
   }, "dir"_a, "experiments/engine/inputs.hpp read_inputs(): A, B, inputs.json's text and warnings.");
   m.def("inputs_format_version", [] { return kInputsFormatVersion; }, "The layout version of inputs.json.");
+  m.def("version", [] { return std::string(gemmlab_version()); },
+        "gemmlab's version (pyproject.toml's, compiled in: the CLI's `gemmlab --version`).");
 }
 
 }  // namespace

@@ -10,9 +10,10 @@
 #  * abi3 (one wheel for CPython >= 3.12) when built with Python >= 3.12, else for that Python only.
 #
 # usage: scripts/build_wheel.sh [-p PYTHON] [-a ARCHS] [-o DIR]
-#   -p PYTHON  the Python to build for (default: the first Python >= 3.12 found, for a cp312-abi3
-#              wheel; else python3)
-#   -a ARCHS   CUDA architectures, a CMake list (default "80;89;90a"; scripts/test.sh builds "90a");
+#   -p PYTHON  the Python to build for (default: GEMMLAB_WHEEL_PYTHON where set, else the first Python
+#              >= 3.12 found, for a cp312-abi3 wheel; else python3)
+#   -a ARCHS   CUDA architectures, a CMake list (default "80;89;90a", or GEMMLAB_WHEEL_ARCHS where set;
+#              scripts/test.sh builds "90a");
 #              "auto": the GPU in this machine, as the root build chooses (cmake/GemmlabCudaArchitectures.cmake)
 #   -o DIR     where the wheel is written (default dist/)
 # Environment: GEMMLAB_WHEEL_FAMILIES=simt;cublas builds some kernel families only (for quick tests
@@ -25,10 +26,10 @@
 # tools' venv and the logs (pip.log: the whole build, repair.log) go in build-wheel/. Prints the
 # wheel's path on its last line.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd -P "$(dirname "$0")/.."  # the repository itself, also when scripts/ is reached through a link
 root=$PWD
 
-py="" archs="80;89;90a" out=dist
+py=${GEMMLAB_WHEEL_PYTHON:-} archs=${GEMMLAB_WHEEL_ARCHS:-80;89;90a} out=dist
 while getopts "p:a:o:h" opt; do
   case $opt in
     p) py=$OPTARG ;;

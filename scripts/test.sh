@@ -31,8 +31,8 @@ wheel=$(tail -n 1 dist/build_wheel.log)
 .venv/bin/python -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$wheel"
 base_python=$(.venv/bin/python -c 'import sys; print(sys._base_executable)')
 build=${GEMMLAB_BUILD_DIR:-build}
-args=(-S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launchers[@]}"
-      -DGEMMLAB_WHEEL="$PWD/$wheel" -DGEMMLAB_WHEEL_PYTHON="$base_python")
+args=(-S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGEMMLAB_BUILD_TESTS=ON "${launchers[@]}"
+      -DGEMMLAB_WHEEL="$PWD/$wheel" -DGEMMLAB_WHEEL_PYTHON="$base_python" -DGEMMLAB_WHEEL_ARCHS="$wheel_archs")
 [ "$archs" != native-gemmlab ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs")
 cmake "${args[@]}" >/dev/null
 jobs=$(nproc)

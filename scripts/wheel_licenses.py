@@ -129,8 +129,15 @@ def main() -> None:
               + "\n".join(rows) + "\n")
     licenses["THIRD_PARTY.md"] = readme.encode()
 
+    # The wheel's own license files (gemmlab's LICENSE, put there by scikit-build-core) stay; those of this
+    # script are written anew.
+    own = [i.filename for i, _ in entries if i.filename.startswith(f"{dist_info}/licenses/") and not i.is_dir()
+           and i.filename[len(f"{dist_info}/licenses/"):] not in licenses]
+    if f"{dist_info}/licenses/LICENSE" not in own:
+        fail(f"{a.wheel.name} has no {dist_info}/licenses/LICENSE: gemmlab's own license (pyproject.toml's "
+             "[tool.scikit-build] wheel.license-files) is missing")
     out_entries = [(i, d) for i, d in entries if i.filename != record
-                   and not i.filename.startswith(f"{dist_info}/licenses/")]
+                   and not (i.filename.startswith(f"{dist_info}/licenses/") and i.filename not in own)]
     for name, data in sorted(licenses.items()):
         out_entries.append((zipfile.ZipInfo(f"{dist_info}/licenses/{name}", date_time=(2020, 1, 1, 0, 0, 0)), data))
     # RECORD lists files (never the zip's folder entries), itself last without a hash.

@@ -23,8 +23,10 @@ gemmlab_cli_test(suite_bad_type 2 "'sizes' entries must be" ${_out}/f.csv
   -- $<TARGET_FILE:gemmlab> run --suite ${_data}/bad_suite_type.toml -o ${_out}/f.csv)
 gemmlab_cli_test(suite_missing 2 "suite 'no_such_suite' not found" -
   -- $<TARGET_FILE:gemmlab> run --suite no_such_suite)
-gemmlab_cli_test(unwritable_output 2 "output folder '/nonexistent/dir' does not exist" -
-  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o /nonexistent/dir/x.csv)
+# -o makes a missing folder, unless it cannot: here a file stands where a folder would be made.
+file(WRITE ${_out}/a_file "not a folder\n")
+gemmlab_cli_test(unwritable_output 2 "output folder '.*/a_file/dir' cannot be made: '.*/a_file' is a file, not a folder" -
+  -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/a_file/dir/x.csv)
 gemmlab_cli_test(output_not_csv 2 "--out must name a .csv file" ${_out}/g.txt
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/g.txt)
 gemmlab_cli_test(bad_reference_mode 2 "reference 'fast' is not known" ${_out}/h.csv
@@ -124,9 +126,14 @@ gemmlab_cli_test_nores(predict_unknown_kernel_first 2 "unknown kernel 'nope'"
   -- $<TARGET_FILE:gemmlab> predict -k nope -s 64 -o results/p.csv)
 gemmlab_cli_test_nores(bench_reference_unknown_distribution_first 2 "unknown distribution 'nope'"
   -- $<TARGET_FILE:gemmlab> bench-reference -d nope --no-gpu)
-# ... and a missing results/ folder is still named when the options are right.
-gemmlab_cli_test_nores(run_missing_results_folder 2 "output folder 'results' does not exist"
-  -- $<TARGET_FILE:gemmlab> run --threads 2 -k sgemm_01_naive -s 64 --dry-run)
+# ... and when the options are right, the missing folders of -o are made (here new/deeper/ and the
+# default results/ of a run without -o), the plan written into them (in a folder of its own: the tests
+# above run beside it and check that no results/ appears in theirs).
+file(MAKE_DIRECTORY ${_out}/output_folder_made)
+add_test(NAME cli.output_folder_made COMMAND bash -c
+  "rm -rf new results && $<TARGET_FILE:gemmlab> run --suite smoke --dry-run -o new/deeper/plan.csv && test -s new/deeper/plan.csv && $<TARGET_FILE:gemmlab> run --threads 2 -k sgemm_01_naive -s 64 --dry-run && ls results/*.csv && rm -rf new results"
+  WORKING_DIRECTORY ${_out}/output_folder_made)
+set_tests_properties(cli.output_folder_made PROPERTIES LABELS cli)
 
 # A real single-node Slurm (munge, slurmctld, slurmd on localhost) runs a job array of --dry-run
 # shards and the merge job, with this gemmlab; skipped (77) where the daemons cannot start.
@@ -161,6 +168,15 @@ if(NOT GEMMLAB_PYTHON)
     set(GEMMLAB_PYTHON python3)
   endif()
 endif()
+# Without cuBLAS (hidden from every place gemmlab looks) and, on a machine without one, the driver: the
+# commands that launch nothing run, `gemmlab run` names what is missing (tests/cli_no_cuda.sh).
+add_test(NAME cli.no_cuda_libraries COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_no_cuda.sh $<TARGET_FILE:gemmlab>
+         ${GEMMLAB_PYTHON} ${_out}/no_cuda_libraries)
+set_tests_properties(cli.no_cuda_libraries PROPERTIES LABELS cli SKIP_RETURN_CODE 77)
+# `gemmlab plot` from a build of the sources, through GEMMLAB_PYTHON's gemmlab package (tests/cli_plot.sh).
+add_test(NAME cli.plot COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_plot.sh $<TARGET_FILE:gemmlab> ${GEMMLAB_PYTHON}
+         ${_out}/plot)
+set_tests_properties(cli.plot PROPERTIES LABELS cli)
 # `gemmlab inputs` / `gemmlab evaluate` on bad input (tests/evaluate_fixture.py makes the folders
 # and C files): message, exit 2, and no result file.
 set(_ev ${_out}/evaluate)

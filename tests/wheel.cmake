@@ -7,5 +7,5 @@ if(GEMMLAB_WHEEL)
   add_test(NAME wheel.installed
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/wheel_check.sh ${GEMMLAB_WHEEL} ${CMAKE_CURRENT_BINARY_DIR}/wheel-venv
             ${GEMMLAB_WHEEL_PYTHON})
-  set_tests_properties(wheel.installed PROPERTIES LABELS wheel TIMEOUT 900)
+  set_tests_properties(wheel.installed PROPERTIES LABELS wheel TIMEOUT 900 RESOURCE_LOCK gemmlab_wheel)
 endif()

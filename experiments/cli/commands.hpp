@@ -37,6 +37,8 @@ Command add_evaluate(CLI::App& app, const std::string& command_line);
 Command add_tc_eval(CLI::App& app, const std::string& command_line);
 Command add_port(CLI::App& app, const std::string& command_line);
 Command add_invariance(CLI::App& app, const std::vector<std::string>& argv);
+Command add_plugin_header(CLI::App& app);
+Command add_plot(CLI::App& app);
 
 // `gemmlab run` of a suite with an [invariance] table (experiments/cli/invariance.cpp).
 int run_invariance_suite(const RunRequest& req);

@@ -95,9 +95,13 @@ Command add_order(CLI::App& app, const std::string& command_line) {
     std::string kernel, size = "256", out;
     int i = 0, j = 0;
     std::vector<std::string> plugins;
+    bool declared = false;
   };
   auto o = std::make_shared<Options>();
   order->add_option("-k,--kernel", o->kernel, "registered kernel (cuBLAS included)")->required();
+  order->add_flag("--declared", o->declared,
+                  "no GPU: the tree the kernel's numerics record declares (the order gemmlab's emulation assumes), "
+                  "nothing run");
   order->add_option("-s,--size", o->size, "N or MxNxK (K products are revealed; keep K modest, e.g. 256)");
   order->add_option("-i", o->i, "row of the output entry");
   order->add_option("-j", o->j, "column of the output entry");
@@ -113,7 +117,7 @@ Command add_order(CLI::App& app, const std::string& command_line) {
             if (o->i < 0 || o->i >= z.M || o->j < 0 || o->j >= z.N)
               throw UsageError("entry (" + std::to_string(o->i) + ", " + std::to_string(o->j) + ") is outside the " +
                                z.str() + " output");
-            return run_order(o->kernel, z.M, z.N, z.K, o->i, o->j, o->out, command_line);
+            return run_order(o->kernel, z.M, z.N, z.K, o->i, o->j, o->out, command_line, o->declared);
           }};
 }
 

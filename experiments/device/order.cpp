@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -30,8 +31,58 @@ RevealedTree reveal_tree(const Kernel& k, int M, int N, int K, int i, int j) {
   });
 }
 
+namespace {
+
+// The CSV rows of a tree: one per addition, the root last.
+std::vector<std::vector<std::string>> tree_rows(const std::string& kernel, int K, const SummationTree& tree) {
+  std::vector<std::vector<std::string>> rows;
+  for (int id = K; id < tree.node_count(); ++id) {
+    std::string children;
+    for (int c : tree.children(id)) children += (children.empty() ? "" : " ") + tree.name(c);
+    rows.push_back({kernel, std::to_string(K), tree.name(id), children, std::to_string(tree.size(id)), tree.kind(id)});
+  }
+  return rows;
+}
+
+const std::vector<std::string> kTreeColumns = {"kernel", "K", "node", "children", "size", "kind"};
+
+// `gemmlab order --declared`: the numerics record's tree, on the CPU.
+int declared_order(const Kernel& k, int M, int N, int K, int i, int j, const std::string& out_csv,
+                   const std::string& command_line) {
+  if (!k.numerics.predictable()) {
+    std::cerr << "gemmlab order: " << k.name << " declares no summation order (numerics " << k.numerics.describe()
+              << "): run `gemmlab order` without --declared on a GPU to reveal it\n";
+    return 2;
+  }
+  std::optional<SummationTree> declared;
+  try {
+    const std::vector<int> cuts = k.numerics.k_chunked ? k.k_chunks(M, N, K).of(i, j) : std::vector<int>{};
+    declared.emplace(emulation::expected_tree(k.numerics, K, cuts));
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "gemmlab order: " << k.name << ": no declared tree at K = " << K << ": " << e.what() << "\n";
+    return 2;
+  }
+  const SummationTree& tree = *declared;
+  try {
+    check_writable(out_csv);
+  } catch (const std::exception& e) {
+    std::cerr << "gemmlab order: " << e.what() << "\n";
+    return 2;
+  }
+  std::cout << k.name << ", " << M << "x" << N << "x" << K << ", C(" << i << "," << j << "), as declared ("
+            << k.numerics.describe() << "): " << describe(tree) << "\n";
+  nlohmann::json meta = base_metadata("order", command_line, out_csv);
+  meta["entry"] = {{"M", M}, {"N", N}, {"K", K}, {"i", i}, {"j", j}};
+  meta["tree_source"] = "declared: the kernel's numerics record, nothing run";
+  write_table(out_csv, kTreeColumns, tree_rows(k.name, K, tree), meta);
+  std::cout << "  wrote " << out_csv << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv,
-              const std::string& command_line) {
+              const std::string& command_line, bool declared) {
   const Kernel* k = find_kernel(kernel_name);
   if (!k) {
     std::cerr << "gemmlab order: unknown kernel '" << kernel_name << "' (gemmlab list shows the names)\n";
@@ -46,9 +97,11 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
               << ") output and K must be at least 2\n";
     return 2;
   }
+  if (declared) return declared_order(*k, M, N, K, i, j, out_csv, command_line);
   const DeviceInfo& dev = query_device();
   if (!dev.present) {
-    std::cerr << "gemmlab order: no usable GPU: " << dev.why_absent << "\n";
+    std::cerr << "gemmlab order: no usable GPU: " << dev.why_absent
+              << " (`gemmlab order --declared` prints the tree the kernel's numerics declare, without a GPU)\n";
     return 2;
   }
   if (std::string why = hardware_support(*k, dev); !why.empty()) {
@@ -99,17 +152,13 @@ int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j,
     std::cout << "  (gemmlab has no model of this kernel's order to compare with)\n";
   }
 
-  std::vector<std::vector<std::string>> rows;
-  for (int id = K; id < tree.node_count(); ++id) {
-    std::string children;
-    for (int c : tree.children(id)) children += (children.empty() ? "" : " ") + tree.name(c);
-    rows.push_back({k->name, std::to_string(K), tree.name(id), children, std::to_string(tree.size(id)), tree.kind(id)});
-  }
+  const std::vector<std::vector<std::string>> rows = tree_rows(k->name, K, tree);
   nlohmann::json meta = base_metadata("order", command_line, out_csv);
   meta["entry"] = {{"M", M}, {"N", N}, {"K", K}, {"i", i}, {"j", j}};
   add_device_metadata(meta, query_device(), software_versions(), current_sm_clock_mhz());
   if (nlohmann::json plugins = plugins_metadata({kernel_name}); !plugins.empty()) meta["plugins"] = plugins;
-  write_table(out_csv, {"kernel", "K", "node", "children", "size", "kind"}, rows, meta);
+  meta["tree_source"] = "revealed on the GPU";
+  write_table(out_csv, kTreeColumns, rows, meta);
   std::cout << "  wrote " << out_csv << "\n";
   return 0;
 }

@@ -33,7 +33,10 @@ RevealedTree reveal_tree(const Kernel& k, int M, int N, int K, int i, int j);
 // take, entry out of range, no usable GPU or the kernel not supported here, as for `gemmlab run`)
 // or 4 (the outputs do not form a tree, e.g. a non-deterministic order, or a count that is not an
 // integer).
+// declared: no GPU and nothing run; the tree the kernel's numerics record declares (the order gemmlab's
+// emulation assumes, reference/kernel_emulation.hpp expected_tree), printed and written alike; exit 2
+// when the record declares no order (a library kernel, numerics `unknown`).
 int run_order(const std::string& kernel_name, int M, int N, int K, int i, int j, const std::string& out_csv,
-              const std::string& command_line = "");
+              const std::string& command_line = "", bool declared = false);
 
 }  // namespace gemmlab

@@ -36,6 +36,7 @@
 #include "experiments/device/inputs_gpu.hpp"
 #include "experiments/device/perturb.hpp"
 #include "experiments/device/quantize_gpu.hpp"
+#include "kernels/common/cuda_libraries.hpp"
 #include "experiments/report/result.hpp"
 #include "kernels/common/cuda_check.cuh"
 #include "reference/formats.hpp"
@@ -248,6 +249,12 @@ std::string format_uuid(const cudaUUID_t& u) {
 DeviceInfo probe_device(int index) {
   DeviceInfo d;
   d.device = index;
+  // The driver and cuBLAS, named in words before the CUDA runtime would say "driver version is
+  // insufficient" (kernels/common/cuda_libraries.hpp): a GPU is usable only with both.
+  if (std::string why = gpu_libraries_missing(); !why.empty()) {
+    d.why_absent = why;
+    return d;
+  }
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
@@ -1006,10 +1013,12 @@ SoftwareVersions software_versions(int device) {
   cudaDriverGetVersion(&v.cuda_driver_api);
   cudaRuntimeGetVersion(&v.cuda_runtime);
   int ma = 0, mi = 0, pa = 0;
-  cublasGetProperty(MAJOR_VERSION, &ma);
-  cublasGetProperty(MINOR_VERSION, &mi);
-  cublasGetProperty(PATCH_LEVEL, &pa);
-  v.cublas = std::to_string(ma) + "." + std::to_string(mi) + "." + std::to_string(pa);
+  if (cublas_missing().empty() && cublasGetProperty(MAJOR_VERSION, &ma) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &mi) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &pa) == CUBLAS_STATUS_SUCCESS)
+    v.cublas = std::to_string(ma) + "." + std::to_string(mi) + "." + std::to_string(pa);
+  else
+    v.cublas = "not found";
   if (query_device(device).present) {
     v.driver = smi("driver_version", device);
     try {

@@ -56,7 +56,7 @@ nlohmann::json write_inputs(const InputsSpec& spec, const std::string& dir, bool
   nlohmann::json j;
   j["what"] = "gemmlab inputs: A and B of one problem, as gemmlab run generates them";
   j["inputs_format_version"] = kInputsFormatVersion;
-  j["gemmlab_version"] = kGemmlabVersion;
+  j["gemmlab_version"] = gemmlab_version();
   j["git_commit"] = git_commit();
   j["command_line"] = command_line;
   j["date_utc"] = utc_now();
@@ -99,14 +99,14 @@ InputsFolder read_inputs(const std::string& dir) {
   try {
     const int v = j.at("inputs_format_version").get<int>();
     const std::string ver = j.at("gemmlab_version").get<std::string>();
-    if (v != kInputsFormatVersion || ver != kGemmlabVersion)
+    if (v != kInputsFormatVersion || ver != gemmlab_version())
       throw UsageError("'" + dir + "' was written by gemmlab " + ver + " (inputs format version " + std::to_string(v) +
-                       "); this is gemmlab " + kGemmlabVersion + " (inputs format version " +
+                       "); this is gemmlab " + gemmlab_version() + " (inputs format version " +
                        std::to_string(kInputsFormatVersion) + "): make the folder again with this gemmlab's `gemmlab inputs`");
     const std::string commit = j.value("git_commit", "unknown");
     if (commit != git_commit())
       r.warnings.push_back("'" + dir + "' was written by git commit " + commit + ", this gemmlab is " + git_commit() +
-                           " (same version " + kGemmlabVersion + " and inputs format: A and B are used as they are)");
+                           " (same version " + gemmlab_version() + " and inputs format: A and B are used as they are)");
     r.spec.distribution = j.at("distribution").get<std::string>();
     r.spec.M = j.at("M").get<int>(), r.spec.N = j.at("N").get<int>(), r.spec.K = j.at("K").get<int>();
     r.spec.seed = j.at("seed").get<std::uint64_t>();

@@ -521,7 +521,7 @@ int run_invariance(const InvarianceRunRequest& req, Device& dev, std::vector<std
   engine::JournalIdentity id;
   id.plan_hash = "sha256:" + engine::sha256_hex(plan.dump());
   id.git_commit = git_commit();
-  id.gemmlab_version = kGemmlabVersion;
+  id.gemmlab_version = gemmlab_version();
   id.gpu_name = dev.info().name;
   id.gpu_uuid = dev.info().uuid;
   id.columns = invariance_columns();

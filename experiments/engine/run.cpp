@@ -231,8 +231,8 @@ Prepared prepare(const RunRequest& req, const std::vector<Device*>& devices) {
   for (Device* device : devices) {
     const DeviceInfo& dev = device->info();
     if (!dev.present)
-      throw UsageError("gemmlab run needs a CUDA GPU, and none is usable here (" + dev.why_absent +
-                       "). Run it on a machine with an NVIDIA GPU; `gemmlab list` and `gemmlab run --dry-run` work without one.");
+      throw UsageError("gemmlab run needs a CUDA GPU, and none is usable here: " + dev.why_absent +
+                       ". `gemmlab list` and `gemmlab run --dry-run` work without one.");
     for (const auto& z : plan.sizes)
       for (const auto& [name, in] : formats_of(p.rp))
         if (std::string why = device->check_memory(z.M, z.N, z.K, in); !why.empty()) throw UsageError(why);
@@ -245,7 +245,7 @@ engine::JournalIdentity identity(const RunRequest& req, const Prepared& p, const
   engine::JournalIdentity id;
   id.plan_hash = engine::plan_hash(p.spec);
   id.git_commit = git_commit();
-  id.gemmlab_version = kGemmlabVersion;
+  id.gemmlab_version = gemmlab_version();
   if (!req.dry_run) {
     std::vector<std::string> names;
     for (Device* d : devices) {

@@ -44,7 +44,7 @@ RunSession::RunSession(const OutputPaths& paths, const JournalIdentity& id, std:
 void RunSession::open(const SessionOptions& opt) {
   for (const auto& k : order_)
     if (!keys_.insert(k).second) throw std::logic_error("RunSession: the row " + k + " is in the run twice");
-  check_writable(paths_.csv);
+  make_output_folder(paths_.csv);
   // The lock first: everything looked at below could otherwise change under us.
   lock_ = std::make_unique<OutputLock>(paths_.lock, opt.command_line);
   std::error_code ec;

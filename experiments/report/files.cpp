@@ -18,19 +18,47 @@ namespace fs = std::filesystem;
 
 namespace gemmlab {
 
+namespace {
+
+// The folder a file at `path` goes into ("." for a bare name).
+fs::path folder_of(const std::string& path) {
+  const fs::path p(path);
+  return p.has_parent_path() ? p.parent_path() : fs::path(".");
+}
+
+}  // namespace
+
 void check_writable(const std::string& path) {
-  fs::path p(path);
-  fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  const fs::path dir = folder_of(path);
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw UsageError("output folder '" + dir.string() + "' does not exist: create it or choose another --out");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw UsageError("output folder '" + dir.string() + "' is not writable: choose another --out");
-  if (fs::is_directory(p, ec)) throw UsageError("output path '" + path + "' is a folder: give a file name ending in .csv");
+  // The folder, or where it would be made: its nearest ancestor that exists.
+  fs::path existing = dir;
+  while (!fs::exists(existing, ec) && existing.has_parent_path() && existing.parent_path() != existing)
+    existing = existing.parent_path();
+  if (!fs::exists(existing, ec)) existing = ".";
+  const bool made = existing != dir;  // the folder is missing and would be made
+  if (!fs::is_directory(existing, ec))
+    throw UsageError("output folder '" + dir.string() + "' cannot be made: '" + existing.string() +
+                     "' is a file, not a folder: choose another --out");
+  if (::access(existing.c_str(), W_OK) != 0)
+    throw UsageError(made ? "output folder '" + dir.string() + "' cannot be made: '" + existing.string() +
+                                "' is not writable: choose another --out"
+                          : "output folder '" + dir.string() + "' is not writable: choose another --out");
+  if (fs::is_directory(path, ec)) throw UsageError("output path '" + path + "' is a folder: give a file name ending in .csv");
+}
+
+void make_output_folder(const std::string& path) {
+  check_writable(path);
+  const fs::path dir = folder_of(path);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw UsageError("cannot make the output folder '" + dir.string() + "': " + ec.message() + ": choose another --out");
 }
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), partial_(path_ + ".partial") {
-  check_writable(path_);
+  make_output_folder(path_);
   out_.open(partial_, std::ios::binary | std::ios::trunc);
   if (!out_) throw UsageError("cannot create '" + partial_ + "': check permissions and free space");
 }

@@ -12,7 +12,7 @@ namespace gemmlab {
 
 class AtomicFile {
  public:
-  explicit AtomicFile(std::string path);  // throws UsageError if the folder is missing or not writable
+  explicit AtomicFile(std::string path);  // makes the folder if missing; throws UsageError if it cannot
   ~AtomicFile();                          // removes the partial file unless committed
   std::ofstream& stream() { return out_; }
   void commit();                          // flush, fsync, rename, fsync the folder; throws on I/O failure
@@ -24,9 +24,13 @@ class AtomicFile {
   bool committed_ = false;
 };
 
-// Checks (without leaving anything behind) that a file can be created in the folder of `path`.
-// Throws UsageError naming the folder and what to do.
+// Checks (without leaving anything behind) that a file can be created at `path`: its folder exists and
+// is writable, or is missing and can be made (its nearest existing ancestor is a writable folder).
+// Throws UsageError naming the folder and what to do. Commands check before they run anything.
 void check_writable(const std::string& path);
+// Makes the folder of `path` (and its parents) where missing, once the command writes: every `-o`
+// names a file whose folder need not exist. Throws UsageError as check_writable does.
+void make_output_folder(const std::string& path);
 
 // Tidy CSV: a fixed header, one row per observation. Fields are quoted only when needed.
 class CsvWriter {

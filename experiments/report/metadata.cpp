@@ -28,7 +28,7 @@ std::string hostname() {
 
 nlohmann::json base_metadata(const std::string& what, const std::string& command_line, const std::string& csv) {
   nlohmann::json meta;
-  meta["gemmlab_version"] = kGemmlabVersion;
+  meta["gemmlab_version"] = gemmlab_version();
   meta["git_commit"] = git_commit();
   meta["produced_by"] = what;
   meta["command_line"] = command_line;

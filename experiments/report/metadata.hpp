@@ -11,8 +11,10 @@
 
 namespace gemmlab {
 
-const char* git_commit();  // written at build time (cmake/GitVersion.cmake)
-inline constexpr const char* kGemmlabVersion = "0.1";
+// Both written at build time (cmake/GitVersion.cmake); the version is pyproject.toml's, the project's
+// one version string (`gemmlab --version`, gemmlab.__version__, the metadata's gemmlab_version).
+const char* git_commit();
+const char* gemmlab_version();
 
 std::string utc_now(const char* strftime_format = "%Y-%m-%dT%H:%M:%SZ");
 std::string hostname();

@@ -25,29 +25,35 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``port(explanation, gpus=[...])``: the same kernel's outputs on other GPU generations, predicted on the
   CPU from its explained numerics and each generation's tensor-core model (``tc.model(name, gpu)``);
 * ``form_text(...)``: the canonical text of a form beyond C = A B (alpha, beta C0, a bias, batches, groups, an
-  output scale), as ``judge`` takes it and the CSV's ``form`` column writes it.
+  output scale), as ``judge`` takes it and the CSV's ``form`` column writes it;
+* ``plot(csv)``: every figure of a run CSV (``gemmlab plot``; needs ``pip install "gemmlab[plots]"``);
+* ``plugin_header()``: the C header a plugin is built against (``gemmlab plugin-header``).
 """
 
-from . import tc
+from . import _core, tc
 from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, generate, generate_problem,
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
+from .plugin import plugin_header
 from .gpu import (FORM_KEYWORDS, GpuContextLost, GpuUnavailable, JudgeError, form_text, framework_metadata,
                   gpu_available, invariance, judge)
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .explain_diff import KernelDiff, explain_diff
+from .figures import PlotError, plot
 from .port import DEFAULT_PORT_DISTRIBUTIONS, port
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
 
-__version__ = "0.1.0"
+# pyproject.toml's version, compiled into the C++ (the same string as `gemmlab --version`).
+__version__: str = _core.version()
 
 __all__ = [
     "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuContextLost", "GpuUnavailable",
     "INPUTS_FORMAT_VERSION",
-    "Inputs", "JudgeError", "FORM_KEYWORDS", "form_text", "framework_metadata", "gpu_available", "invariance", "judge",
+    "Inputs", "JudgeError", "PlotError", "FORM_KEYWORDS", "form_text", "framework_metadata", "gpu_available",
+    "invariance", "judge", "plot", "plugin_header",
     "explain", "Explanation", "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff", "port",
     "DEFAULT_PORT_DISTRIBUTIONS",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",

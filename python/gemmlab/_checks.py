@@ -7,6 +7,13 @@ import numpy.typing as npt
 
 from . import _core
 
+#: How each declared accumulation rounds its additions (reference/numerics.hpp
+#: ``default_accumulation_rounding``: fma to nearest even; the tensor-core modes truncate in
+#: alignment, even external and promoted inside each k-step; library and unknown are judged by the
+#: weaker model).
+ACC_ROUNDING: dict[str, str] = {a: _core.default_accumulation_rounding(a) for a in _core.accumulations()}
+
+
 
 def check_format(name: str, what: str = "format") -> str:
     if not isinstance(name, str) or name not in _core.format_names():

@@ -14,18 +14,14 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
-from ._checks import check_format, representable
+from ._checks import ACC_ROUNDING, check_format, representable
+from ._engine import gpu_module
 from .reference import Reference, operands
 from .results import row_from_fields
 
 Accumulation = Literal["fma", "in_mma", "in_wgmma", "external", "promoted", "library", "unknown"]
 AccRounding = Literal["nearest_even", "toward_zero", "unknown", "nearest", "truncate"]
 
-#: How each declared accumulation rounds its additions (reference/numerics.hpp
-#: ``default_accumulation_rounding``: fma to nearest even; the tensor-core modes truncate in
-#: alignment, even external and promoted inside each k-step; library and unknown are judged by the
-#: weaker model).
-ACC_ROUNDING: dict[str, str] = {a: _core.default_accumulation_rounding(a) for a in _core.accumulations()}
 
 # The earlier spellings of the roundings, still accepted.
 _ROUNDING_ALIASES = {"nearest": "nearest_even", "truncate": "toward_zero"}
@@ -197,8 +193,6 @@ def _evaluate_on_gpu(A: Any, B: Any, C: Any, *, output_format: str, input_format
                      compute_format: str | None, accumulator_format: str | None, promotion_interval_k: int,
                      kernel: str, family: str, distribution: str, seed: int | None, time_ms: float | None,
                      reps: int | None, note: str, allow_nonfinite: bool, spot_checks: int) -> dict[str, Any]:
-    from .gpu import gpu_module
-
     if not all(_on_gpu(x) for x in (A, B, C)):
         raise ValueError("A, B and C must all be GPU tensors, or all host arrays")
     device = int(C.__dlpack_device__()[1])

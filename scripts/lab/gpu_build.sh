@@ -28,7 +28,7 @@ export PKG_CONFIG_PATH=$lib/pkgconfig:$sys/usr/share/pkgconfig
 export CPATH=$sys/usr/include:$sys/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
 export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
 export PATH=/usr/local/cuda/bin:$PATH
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${GEMMLAB_CUDA_ARCHS:-90a}" \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGEMMLAB_BUILD_TESTS=ON -DCMAKE_CUDA_ARCHITECTURES="${GEMMLAB_CUDA_ARCHS:-90a}" \
   -DCMAKE_PREFIX_PATH="$sys/usr" -DOPENSSL_ROOT_DIR="$sys/usr" -DOPENSSL_CRYPTO_LIBRARY="$lib/libcrypto.so" \
   -DOPENSSL_INCLUDE_DIR="$sys/usr/include" >"$build.configure.log" 2>&1 || { tail -30 "$build.configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >"$build.build.log" 2>&1 || { grep -E 'error|Error' "$build.build.log" | head -30; exit 1; }

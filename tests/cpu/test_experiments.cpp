@@ -139,8 +139,29 @@ TEST(Output, RowWidthMustMatchHeader) {
 }
 
 TEST(Output, UnwritableFolderIsAUsageError) {
-  EXPECT_THROW(check_writable("/nonexistent/folder/x.csv"), UsageError);
-  EXPECT_THROW(CsvWriter("/nonexistent/folder/x.csv", {"a"}), UsageError);
+  // A folder that cannot be made: a file stands in its path (a missing folder is made, even as root).
+  auto d = temp_dir();
+  const fs::path file = d / "a_file";
+  std::ofstream(file) << "not a folder\n";
+  const std::string out = (file / "folder" / "x.csv").string();
+  try {
+    check_writable(out);
+    ADD_FAILURE() << "check_writable accepted " << out;
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a file, not a folder"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(CsvWriter(out, {"a"}), UsageError);
+}
+
+TEST(Output, MissingFoldersOfTheOutputAreMade) {
+  auto d = temp_dir();
+  const fs::path out = d / "made" / "deeper" / "x.csv";
+  check_writable(out.string());  // checks only: nothing made yet
+  EXPECT_FALSE(fs::exists(d / "made"));
+  CsvWriter w(out.string(), {"a"});
+  w.row({"1"});
+  w.commit();
+  EXPECT_TRUE(fs::is_regular_file(out));
 }
 
 TEST(Output, DoublesRoundTrip) {

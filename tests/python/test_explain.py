@@ -24,7 +24,7 @@ def test_builtin_numerics_file_is_valid_json_of_records():
 
 
 def test_explain_without_gpu_engine_says_so(monkeypatch):
-    import gemmlab.gpu as g
+    import gemmlab._engine as g
     monkeypatch.setattr(g, "_gpu", None)
     monkeypatch.setattr(g, "_GPU_MISSING_CUDA", None)
     monkeypatch.setattr(g, "_GPU_IMPORT_ERROR", "No module named 'gemmlab._gpu'")

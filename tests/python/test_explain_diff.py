@@ -16,7 +16,7 @@ from gemmlab.explain_diff import _pair
 
 
 def test_explain_diff_without_gpu_engine_says_so(monkeypatch):
-    import gemmlab.gpu as g
+    import gemmlab._engine as g
     monkeypatch.setattr(g, "_gpu", None)
     monkeypatch.setattr(g, "_GPU_IMPORT_ERROR", "No module named 'gemmlab._gpu'")
 

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 import gemmlab
+import gemmlab._engine as engine
 import gemmlab.gpu as gpu_module
 
 
 def test_cpu_only_install_names_what_to_install(monkeypatch):
-    monkeypatch.setattr(gpu_module, "_gpu", None)
-    monkeypatch.setattr(gpu_module, "_GPU_MISSING_CUDA", None)
-    monkeypatch.setattr(gpu_module, "_GPU_IMPORT_ERROR", "No module named 'gemmlab._gpu'")
+    monkeypatch.setattr(engine, "_gpu", None)
+    monkeypatch.setattr(engine, "_GPU_MISSING_CUDA", None)
+    monkeypatch.setattr(engine, "_GPU_IMPORT_ERROR", "No module named 'gemmlab._gpu'")
     with pytest.raises(gemmlab.GpuUnavailable, match=r"without its GPU engine"):
         gemmlab.invariance(lambda a, b: a @ b, name="mm", input_format="fp16")
 

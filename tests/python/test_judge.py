@@ -19,16 +19,16 @@ import pandas as pd
 import pytest
 
 import gemmlab
-import gemmlab.gpu as judge_module
+import gemmlab._engine as engine
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMING = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"}
 
 
 def test_cpu_only_install_names_what_to_install(monkeypatch):
-    monkeypatch.setattr(judge_module, "_gpu", None)
-    monkeypatch.setattr(judge_module, "_GPU_MISSING_CUDA", None)
-    monkeypatch.setattr(judge_module, "_GPU_IMPORT_ERROR", "No module named 'gemmlab._gpu'")
+    monkeypatch.setattr(engine, "_gpu", None)
+    monkeypatch.setattr(engine, "_GPU_MISSING_CUDA", None)
+    monkeypatch.setattr(engine, "_GPU_IMPORT_ERROR", "No module named 'gemmlab._gpu'")
     with pytest.raises(gemmlab.GpuUnavailable, match=r"without its GPU engine.*CUDA toolkit.*pip install"):
         gemmlab.judge(lambda a, b: a @ b, name="mm", input_format="fp16")
     ok, why = gemmlab.gpu_available()
@@ -36,9 +36,9 @@ def test_cpu_only_install_names_what_to_install(monkeypatch):
 
 
 def test_gpu_engine_that_cannot_load_says_why(monkeypatch):
-    monkeypatch.setattr(judge_module, "_gpu", None)
-    monkeypatch.setattr(judge_module, "_GPU_MISSING_CUDA", None)
-    monkeypatch.setattr(judge_module, "_GPU_IMPORT_ERROR", "libcublas.so.13: cannot open shared object file")
+    monkeypatch.setattr(engine, "_gpu", None)
+    monkeypatch.setattr(engine, "_GPU_MISSING_CUDA", None)
+    monkeypatch.setattr(engine, "_GPU_IMPORT_ERROR", "libcublas.so.13: cannot open shared object file")
     with pytest.raises(gemmlab.GpuUnavailable, match=r"cannot be loaded: libcublas"):
         gemmlab.judge(lambda a, b: a @ b, name="mm", input_format="fp16")
 
@@ -47,22 +47,22 @@ def test_gpu_engine_that_cannot_load_says_why(monkeypatch):
                     reason="GEMMLAB_EXPECT_GPU_ENGINE=1 is set by scripts/test.sh where a CUDA toolkit is installed")
 def test_cuda_toolkit_gives_the_gpu_engine():
     # scripts/setup.sh / test.sh install the package where nvcc exists: it must have been built with it.
-    assert judge_module._gpu is not None, \
-        f"gemmlab._gpu is missing: {judge_module._GPU_MISSING_CUDA or judge_module._GPU_IMPORT_ERROR}"
+    assert engine._gpu is not None, \
+        f"gemmlab._gpu is missing: {engine._GPU_MISSING_CUDA or engine._GPU_IMPORT_ERROR}"
 
 
 def test_gpu_engine_without_cublas_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(judge_module, "_gpu", None)
-    monkeypatch.setattr(judge_module, "_GPU_MISSING_CUDA", "libcublasLt.so.13 and libcublas.so.13 not found (...). "
+    monkeypatch.setattr(engine, "_gpu", None)
+    monkeypatch.setattr(engine, "_GPU_MISSING_CUDA", "libcublasLt.so.13 and libcublas.so.13 not found (...). "
                         'install NVIDIA\'s wheel (pip install "nvidia-cublas>=13,<14"; ...)')
     with pytest.raises(gemmlab.GpuUnavailable, match=r"needs cuBLAS, which is not part of the package: .*nvidia-cublas"):
         gemmlab.judge(lambda a, b: a @ b, name="mm", input_format="fp16")
 
 
 def test_no_gpu_says_so():
-    if judge_module._gpu is None:
+    if engine._gpu is None:
         pytest.skip("this installation has no GPU engine (the CPU-only message is tested above)")
-    if judge_module._gpu.device_status(0)[0]:
+    if engine._gpu.device_status(0)[0]:
         pytest.skip("a GPU is present: the GPU tests below run instead")
     with pytest.raises(gemmlab.GpuUnavailable, match="no usable CUDA GPU"):
         gemmlab.judge(lambda a, b: a @ b, name="mm", input_format="fp16")
