@@ -169,12 +169,12 @@ std::vector<PortRow> port(const std::vector<PortKernel>& kernels, const PortOpti
   }
   std::vector<PortRow> rows;
   for (const PortKernel& k : kernels) {
-    if (!k.numerics.predictable() && k.numerics.accumulation != Accumulation::tree)
-      throw std::invalid_argument(k.name + ": its numerics (" + k.numerics.describe() +
-                                  ") cannot be predicted, so they cannot be ported");
     if (k.numerics.split.pieces > 1)
       throw std::invalid_argument(k.name + ": split operands (" + k.numerics.describe() +
                                   ") are not ported yet: each piece's product would move with the node");
+    if (!k.numerics.predictable() && k.numerics.accumulation != Accumulation::tree)
+      throw std::invalid_argument(k.name + ": its numerics (" + k.numerics.describe() +
+                                  ") cannot be predicted, so they cannot be ported");
     if (k.numerics.accumulation == Accumulation::tree) {
       if (!k.numerics.instruction)
         throw std::invalid_argument(k.name + ": a revealed tree without fused nodes sums on CUDA cores; nothing moves");

@@ -161,8 +161,8 @@ TEST(Port, ReadsWhatExplainWrote) {
   const PortKernel k = port_kernel_from_explain(dir + "triton_fp16_f32_4096x4096x4096.meta.json");
   EXPECT_EQ(k.name, "triton_fp16_f32");
   EXPECT_EQ(k.from, tc::Generation::hopper);
-  EXPECT_EQ(k.numerics.accumulation, Accumulation::tree);
-  ASSERT_TRUE(k.numerics.instruction.has_value());
+  EXPECT_EQ(k.numerics.accumulation, Accumulation::in_mma);  // explain named the revealed tree's order
+  EXPECT_EQ(k.numerics.instruction, tc::Instruction::mma_m16n8k16_f16_f32);
   EXPECT_EQ(k.measured.size(), 3u);  // the judged rows beside it
   EXPECT_NEAR(k.measured.at("uniform_0_1").first, -393.93, 0.01);
   // The same file through its CSV.
@@ -175,13 +175,31 @@ TEST(Port, ReadsWhatExplainWrote) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(row(rows, "blackwell", "uniform_0_1").status, "same_model");
   EXPECT_EQ(row(rows, "ampere", "uniform_0_1").changed, 16);
-  // At another K the tree does not apply: refused, naming why.
-  o.K = 2048;
+  EXPECT_THROW(port_kernel_from_explain(dir + "no_such_kernel.meta.json"), std::invalid_argument);
+}
+
+// A revealed tree record (accumulation tree, its compact form) of fused nodes of 16 products each adding
+// the running sum is the in_mma order: both port to the same bits on every generation, and the tree
+// refuses another K.
+TEST(Port, ATreeRecordPortsAsItsNamedOrder) {
+  Numerics tree = in_mma_fp16();
+  tree.accumulation = Accumulation::tree;
+  tree.tree = "[(0:15);{16:31}*3+16]";  // K = 64: a chain of four fused nodes of 16
+  const PortOptions o = small({tc::Generation::volta, tc::Generation::ampere, tc::Generation::blackwell});
+  const std::vector<PortRow> a = port({kernel(tree)}, o), b = port({kernel(in_mma_fp16())}, o);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].status, b[i].status) << a[i].gpu;
+    EXPECT_EQ(a[i].changed, b[i].changed) << a[i].gpu << " " << a[i].distribution;
+    EXPECT_EQ(a[i].bias_u, b[i].bias_u) << a[i].gpu << " " << a[i].distribution;
+  }
+  EXPECT_GT(row(a, "ampere", "uniform_0_1").changed, 0);
+  PortOptions other = o;
+  other.K = 32;
   try {
-    port({k}, o);
-    ADD_FAILURE() << "a tree of K = 4096 ported at K = 2048";
+    port({kernel(tree)}, other);
+    ADD_FAILURE() << "a tree of K = 64 ported at K = 32";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("another K"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(port_kernel_from_explain(dir + "no_such_kernel.meta.json"), std::invalid_argument);
 }
