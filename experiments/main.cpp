@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
       cli::add_inputs(app, command_line),                   cli::add_evaluate(app, command_line),
       cli::add_tc_eval(app, command_line),                  cli::add_compare(app),
       cli::add_invariance(app, args),                       cli::add_plot(app),
-      cli::add_plugin_header(app),
+      cli::add_plugin_header(app),                          cli::add_port(app, command_line),
   };
   try {
     app.parse(argc, argv);

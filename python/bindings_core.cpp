@@ -17,6 +17,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -36,7 +37,10 @@
 #include "reference/gemm_form.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/mpfr_gemm.hpp"
+#include "reference/tc_gpus.hpp"
 #include "reference/tc_model.hpp"
+#include "experiments/engine/port.hpp"
+#include "experiments/report/numerics_json.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -75,7 +79,7 @@ Matrix to_matrix(const In2& a) {
 tc::Instruction instruction_of(const std::string& name) {
   if (auto i = tc::parse_instruction(name)) return *i;
   std::string valid;
-  for (tc::Instruction i : tc::all_instructions()) valid += std::string(valid.empty() ? "" : ", ") + tc::info(i).name;
+  for (tc::Instruction i : tc::every_instruction()) valid += std::string(valid.empty() ? "" : ", ") + tc::info(i).name;
   throw std::invalid_argument("unknown instruction '" + name + "'; valid instructions: " + valid);
 }
 
@@ -433,7 +437,7 @@ void bind_tc(nb::module_& m) {
 
   m.def("instructions", [] {
     std::vector<nb::dict> v;
-    for (tc::Instruction i : tc::all_instructions()) {
+    for (tc::Instruction i : tc::every_instruction()) {
       const auto& x = tc::info(i);
       nb::dict d;
       d["name"] = x.name;
@@ -460,6 +464,92 @@ void bind_tc(nb::module_& m) {
   m.def("measured_hopper_params", [](const std::string& instruction) -> std::optional<tc::TcParams> {
     return tc::measured_hopper_params(instruction_of(instruction));
   }, "instruction"_a, "The model gemmlab's probes inferred on Hopper (reference/tc_model.hpp); None where open (fp8).");
+  // GPU generations (reference/tc_gpus.hpp).
+  const auto generation_of = [](const std::string& gpu) {
+    const std::optional<tc::Generation> g = tc::parse_gpu(gpu);
+    if (!g) throw std::invalid_argument("gpu " + gpu + ": not a GPU gemmlab models; use one of " + tc::gpu_name_help());
+    return *g;
+  };
+  m.def("tc_generation", [generation_of](const std::string& gpu) { return std::string(tc::to_string(generation_of(gpu))); },
+        "gpu"_a, "The generation a GPU name, architecture (sm_80) or generation name stands for.");
+  m.def("tc_gpus", [] {
+    std::vector<nb::dict> v;
+    for (const tc::GpuName& g : tc::gpu_names()) {
+      nb::dict d;
+      d["name"] = g.name;
+      d["full_name"] = g.full_name;
+      d["generation"] = tc::to_string(g.generation);
+      d["compute_capability"] = std::to_string(g.cc / 10) + "." + std::to_string(g.cc % 10);
+      v.push_back(d);
+    }
+    return v;
+  }, "The GPUs --gpu names (reference/tc_gpus.hpp gpu_names).");
+  m.def("tc_instructions_of", [generation_of](const std::string& gpu) {
+    std::vector<std::string> v;
+    for (tc::Instruction i : tc::instructions_of(generation_of(gpu))) v.push_back(tc::info(i).name);
+    return v;
+  }, "gpu"_a, "The instructions a generation has.");
+  m.def("generation_params", [generation_of](const std::string& instruction, const std::string& gpu) {
+    const tc::Generation g = generation_of(gpu);
+    const tc::Instruction i = instruction_of(instruction);
+    const std::optional<tc::TcParams> p = tc::generation_params(g, i);
+    if (!p) {
+      const std::optional<tc::Instruction> near = tc::closest_instruction(g, i);
+      throw std::invalid_argument(instruction + " does not exist on " + tc::to_string(g) +
+                                  (near ? std::string(": the closest instruction it has is ") + tc::info(*near).name : ""));
+    }
+    return *p;
+  }, "instruction"_a, "gpu"_a, "A generation's model of an instruction (reference/tc_gpus.hpp generation_params).");
+  m.def("tc_provenance", [generation_of](const std::string& instruction, const std::string& gpu) {
+    const tc::ModelProvenance p = tc::provenance(generation_of(gpu), instruction_of(instruction));
+    return std::make_pair(std::string(tc::to_string(p.source)), p.text);
+  }, "instruction"_a, "gpu"_a, "Where a generation's model of an instruction comes from: (probed|fitted|literature, text).");
+  m.def("port", [generation_of](const std::vector<std::string>& kernels_json, const std::vector<std::string>& targets,
+                                const std::vector<std::string>& distributions, int M, int N, int K, std::uint64_t seed,
+                                int entries, int threads, const std::string& out_csv, const std::string& command_line) {
+    // kernels_json: one JSON object per kernel: {"name", "numerics", "conversion_a", "conversion_b",
+    // "from", "origin", "measured": {dist: [bias, spread]}} or {"explanation": path}.
+    std::vector<PortKernel> ks;
+    for (const std::string& text : kernels_json) {
+      const nlohmann::json j = nlohmann::json::parse(text);
+      if (j.contains("explanation")) {
+        ks.push_back(port_kernel_from_explain(j.at("explanation").get<std::string>()));
+        continue;
+      }
+      PortKernel k;
+      k.name = j.at("name").get<std::string>();
+      k.numerics = numerics_from_json(j.at("numerics"));
+      for (auto [key, dst] : {std::pair{"conversion_a", &k.conversion_a}, std::pair{"conversion_b", &k.conversion_b}}) {
+        const std::string v = j.value(key, std::string("as_is"));
+        const auto c = explain::parse_conversion(v);
+        if (!c) throw std::invalid_argument(std::string(key) + " '" + v + "' is not a conversion explain writes");
+        *dst = *c;
+      }
+      k.from = generation_of(j.value("from", std::string("hopper")));
+      k.origin = j.value("origin", std::string("gemmlab.port"));
+      if (j.contains("measured"))
+        for (const auto& [d, v] : j.at("measured").items()) k.measured[d] = {v.at(0).get<double>(), v.at(1).get<double>()};
+      ks.push_back(std::move(k));
+    }
+    PortOptions o;
+    for (const std::string& t : targets) {
+      const tc::Generation g = generation_of(t);
+      if (std::find(o.targets.begin(), o.targets.end(), g) == o.targets.end()) o.targets.push_back(g);
+    }
+    if (!distributions.empty()) o.distributions = distributions;
+    o.M = M, o.N = N, o.K = K, o.seed = seed, o.entries = entries, o.threads = threads;
+    std::vector<PortRow> rows;
+    {
+      nb::gil_scoped_release release;
+      rows = port(ks, o);
+    }
+    if (!out_csv.empty()) write_port_csv(rows, out_csv, command_line, o);
+    std::vector<std::vector<std::string>> out;
+    for (const PortRow& r : rows) out.push_back(to_fields(r));
+    return out;
+  }, "kernels_json"_a, "targets"_a, "distributions"_a, "M"_a, "N"_a, "K"_a, "seed"_a, "entries"_a, "threads"_a,
+     "out_csv"_a, "command_line"_a, "experiments/engine/port.hpp port: rows as lists of the CSV's fields.");
+  m.def("port_columns", [] { return port_columns(); }, "The columns of gemmlab port's CSV.");
   m.def("emulate", [](const std::string& accumulation, const std::string& instruction, int k_step, int promotion_k,
                       int split_k, const std::string& output, const In2& a, const In2& b, const tc::TcParams& p, int threads) {
     // The numerics record (reference/numerics.hpp) of the order the Python Order describes.

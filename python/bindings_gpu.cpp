@@ -48,6 +48,7 @@
 #include "reference/formats.hpp"
 #include "reference/gemm_form.hpp"
 #include "reference/numerics.hpp"
+#include "reference/tc_gpus.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -634,6 +635,16 @@ NB_MODULE(_gpu, m) {
     const DeviceInfo& d = query_device(device);
     return std::make_pair(d.present, d.present ? d.name : d.why_absent);
   }, "device"_a = 0, "(usable, GPU name or why not) of CUDA device `device`");
+  m.def("select_model", [](int device, const std::string& gpu) {
+    const DeviceInfo& d = query_device(device);
+    if (!d.present) throw std::invalid_argument("no usable GPU: " + d.why_absent);
+    const tc::DeviceModel m = tc::select_device_model(d.cc(), d.name, gpu);
+    if (!m.ok) throw std::invalid_argument(m.message);
+    tc::apply_model(m);
+    return m.message;
+  }, "device"_a, "gpu"_a,
+        "The tensor-core model this process's explain and predictions use: device's generation, or gpu's (a name, "
+        "sm_XX or generation); ValueError on a GPU gemmlab has no model for unless gpu names one. Returns what was chosen.");
 
   m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
         "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,

@@ -1,6 +1,8 @@
 // Kernel emulation: the tensor-core model composed in a kernel's order; see kernel_emulation.hpp.
 #include "reference/kernel_emulation.hpp"
 
+#include "reference/tc_gpus.hpp"
+
 #include "reference/parallel.hpp"
 #include "reference/tree_form.hpp"
 
@@ -219,6 +221,23 @@ SummationTree expected_tree(const Numerics& o, int K, const std::vector<int>& cu
 
 std::optional<tc::TcParams> tree_node_params(Format input, int leaves) {
   using tc::Instruction;
+  if (tc::active_generation() != tc::Generation::hopper) {
+    // Another generation: the first instruction it has whose fused block of `input` products (fp32
+    // out, one contiguous block, C in the block) has that many leaves; fp8 values are exact in fp16,
+    // so an fp8 node of 16 may be one HMMA step of fp8 mma.sync run through fp16 (as on Hopper).
+    for (Format f : {input, Format::fp16}) {
+      if (f != input && input != Format::e4m3 && input != Format::e5m2) continue;
+      for (Instruction i : tc::instructions_of(tc::active_generation())) {
+        const tc::InstructionInfo& ii = tc::info(i);
+        if (ii.input != f || ii.format_b() != f || ii.output != Format::fp32) continue;
+        const std::optional<tc::TcParams> p = tc::model_params(i);
+        if (p && p->arithmetic == tc::Arithmetic::block_fused && p->block_size == leaves && p->step_interleave == 0 &&
+            p->c_entry == tc::CEntry::first_block)
+          return p;
+      }
+    }
+    return std::nullopt;
+  }
   std::optional<Instruction> ins;
   switch (input) {
     case Format::fp16: if (leaves == 16) ins = Instruction::mma_m16n8k16_f16_f32; break;
@@ -234,7 +253,7 @@ std::optional<tc::TcParams> tree_node_params(Format input, int leaves) {
     default: break;
   }
   if (!ins) return std::nullopt;
-  return tc::measured_hopper_params(*ins);
+  return tc::model_params(*ins);
 }
 
 std::string tree_gap(const SummationTree& t, const NodeModel& model, const std::string& input_name,

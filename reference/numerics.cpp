@@ -7,6 +7,7 @@
 
 #include "reference/tree_bound.hpp"
 #include "reference/tree_form.hpp"
+#include "reference/tc_gpus.hpp"
 
 namespace gemmlab {
 
@@ -160,7 +161,7 @@ BoundModel bound_model(const Numerics& n, int K) {
                                 " products (a record holds the tree of the size it was explained at: explain the "
                                 "kernel at this size, or judge by the named order without the tree): " + e.what());
   }
-  const std::optional<tc::TcParams> model = n.instruction ? tc::measured_hopper_params(*n.instruction) : std::nullopt;
+  const std::optional<tc::TcParams> model = n.instruction ? tc::model_params(*n.instruction) : std::nullopt;
   const TreeRoundoff r = tree_roundoff(t, [&](int) { return model; }, n.accumulator == Format::fp64 ? Format::fp64 : Format::fp32,
                                        n.split.pieces > 1 ? n.split.passes() : 1);
   m.tree_path = r.path;

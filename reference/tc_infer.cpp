@@ -1,5 +1,6 @@
 // Probe set and parameter inference for the tensor-core model; see tc_infer.hpp.
 #include "reference/tc_infer.hpp"
+#include "reference/tc_gpus.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -888,7 +889,7 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   // The outcomes that the special rules decide are left out of the search (rule_probe).
   std::vector<char> by_rule(outcomes.size());
   {
-    TcParams base = measured_hopper_params(ins.id).value_or(TcParams{});
+    TcParams base = model_params(ins.id).value_or(measured_hopper_params(ins.id).value_or(TcParams{}));
     base.input = ins.input, base.input_b = ins.input_b, base.output = ins.output;
     const std::vector<TcParams> variants = special_candidates(base, ins);
     for (size_t i = 0; i < outcomes.size(); ++i) by_rule[i] = rule_probe(outcomes[i].probe, variants);

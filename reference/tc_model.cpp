@@ -673,7 +673,25 @@ const std::vector<Instruction>& all_instructions() {
       Instruction::wgmma_m64n8k32_e4m3_e5m2_f32, Instruction::mma_m16n8k32_e4m3_f16, Instruction::mma_m16n8k32_e5m2_f16,
       Instruction::mma_m16n8k32_e4m3_e5m2_f32, Instruction::mma_m16n8k8_f16_f32, Instruction::mma_m16n8k8_bf16_f32,
       Instruction::mma_m16n8k4_tf32_f32, Instruction::wgmma_m64n16k16_f16_f32, Instruction::mma_m8n8k4_f64,
-      Instruction::mma_m16n8k4_f64, Instruction::mma_m16n8k8_f64, Instruction::mma_m16n8k16_f64};
+      Instruction::mma_m16n8k4_f64, Instruction::mma_m16n8k8_f64, Instruction::mma_m16n8k16_f64,
+      Instruction::wmma_m16n16k16_f16_f16};
+  return v;
+}
+
+const std::vector<Instruction>& literature_instructions() {
+  static const std::vector<Instruction> v = {
+      Instruction::tcgen05_m128n8k16_f16_f32, Instruction::tcgen05_m128n8k16_bf16_f32,
+      Instruction::tcgen05_m128n8k8_tf32_f32, Instruction::tcgen05_m128n8k32_e4m3_f32,
+      Instruction::tcgen05_m128n8k32_e5m2_f32, Instruction::tcgen05_m128n8k16_f16_f16};
+  return v;
+}
+
+const std::vector<Instruction>& every_instruction() {
+  static const std::vector<Instruction> v = [] {
+    std::vector<Instruction> all = all_instructions();
+    all.insert(all.end(), literature_instructions().begin(), literature_instructions().end());
+    return all;
+  }();
   return v;
 }
 
@@ -708,12 +726,19 @@ const InstructionInfo& info(Instruction i) {
       {Instruction::mma_m16n8k4_f64, "mma_m16n8k4_f64", Format::fp64, Format::fp64, 16, 8, 4, 90},
       {Instruction::mma_m16n8k8_f64, "mma_m16n8k8_f64", Format::fp64, Format::fp64, 16, 8, 8, 90},
       {Instruction::mma_m16n8k16_f64, "mma_m16n8k16_f64", Format::fp64, Format::fp64, 16, 8, 16, 90},
+      {Instruction::wmma_m16n16k16_f16_f16, "wmma_m16n16k16_f16_f16", Format::fp16, Format::fp16, 16, 16, 16, 70},
+      {Instruction::tcgen05_m128n8k16_f16_f32, "tcgen05_m128n8k16_f16_f32", Format::fp16, Format::fp32, 128, 8, 16, 100},
+      {Instruction::tcgen05_m128n8k16_bf16_f32, "tcgen05_m128n8k16_bf16_f32", Format::bf16, Format::fp32, 128, 8, 16, 100},
+      {Instruction::tcgen05_m128n8k8_tf32_f32, "tcgen05_m128n8k8_tf32_f32", Format::tf32, Format::fp32, 128, 8, 8, 100},
+      {Instruction::tcgen05_m128n8k32_e4m3_f32, "tcgen05_m128n8k32_e4m3_f32", Format::e4m3, Format::fp32, 128, 8, 32, 100},
+      {Instruction::tcgen05_m128n8k32_e5m2_f32, "tcgen05_m128n8k32_e5m2_f32", Format::e5m2, Format::fp32, 128, 8, 32, 100},
+      {Instruction::tcgen05_m128n8k16_f16_f16, "tcgen05_m128n8k16_f16_f16", Format::fp16, Format::fp16, 128, 8, 16, 100},
   };
   return table[(int)i];
 }
 
 std::optional<Instruction> parse_instruction(const std::string& name) {
-  for (Instruction i : all_instructions())
+  for (Instruction i : every_instruction())
     if (name == info(i).name) return i;
   return std::nullopt;
 }
@@ -807,6 +832,7 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
     // corpus case reproduced, 0 mismatches on 10^6 random tiles each; results/probes/README.md).
     // Each came out as the measured instruction it shares a datapath with, as predicted.
     case Instruction::wgmma_m64n8k16_f16_f16:  // as mma.sync f16 -> f16
+    case Instruction::wmma_m16n16k16_f16_f16:  // as mma.sync f16 -> f16 (wmma f16 -> f32 is mma.sync's too)
       p.neab = 15;
       p.output_rounding = Rounding::nearest_even;
       p.zero_c_offset = 7;
@@ -851,6 +877,13 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
       return p;
     case Instruction::wgmma_m64n16k16_f16_f32:  // as wgmma m64n8k16
       return p;
+    case Instruction::tcgen05_m128n8k16_f16_f32:  // Blackwell's: Hopper has no tcgen05 (tc_gpus.hpp models it)
+    case Instruction::tcgen05_m128n8k16_bf16_f32:
+    case Instruction::tcgen05_m128n8k8_tf32_f32:
+    case Instruction::tcgen05_m128n8k32_e4m3_f32:
+    case Instruction::tcgen05_m128n8k32_e5m2_f32:
+    case Instruction::tcgen05_m128n8k16_f16_f16:
+      return std::nullopt;
     case Instruction::mma_m8n8k4_f64:
     case Instruction::mma_m16n8k4_f64:
     case Instruction::mma_m16n8k8_f64:
@@ -895,6 +928,16 @@ std::string model_evidence(Instruction ins) {
     case Instruction::mma_m16n8k8_bf16_f32: return issue21 + "m16n8k16's numerics in one block of 8";
     case Instruction::mma_m16n8k4_tf32_f32: return issue21 + "m16n8k8 tf32's numerics in one block of 4";
     case Instruction::wgmma_m64n16k16_f16_f32: return issue21 + "the numerics of wgmma m64n8k16 (N = 16 changes nothing)";
+    case Instruction::tcgen05_m128n8k16_f16_f32:
+    case Instruction::tcgen05_m128n8k16_bf16_f32:
+    case Instruction::tcgen05_m128n8k8_tf32_f32:
+    case Instruction::tcgen05_m128n8k32_e4m3_f32:
+    case Instruction::tcgen05_m128n8k32_e5m2_f32:
+    case Instruction::tcgen05_m128n8k16_f16_f16:
+      return "not on Hopper: Blackwell's tcgen05, a model from the literature (reference/tc_gpus.hpp)";
+    case Instruction::wmma_m16n16k16_f16_f16:
+      return "probed on the H200 (2026-11-29, `gemmlab probe --instructions wmma_m16n16k16_f16_f16`): the numerics of "
+             "mma.sync f16 -> f16, as wmma f16 -> f32 has mma.sync's";
     case Instruction::mma_m8n8k4_f64:
     case Instruction::mma_m16n8k4_f64:
     case Instruction::mma_m16n8k8_f64:

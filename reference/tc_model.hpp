@@ -235,6 +235,18 @@ enum class Instruction {
   mma_m16n8k4_f64,
   mma_m16n8k8_f64,
   mma_m16n8k16_f64,
+  // Added for issue 41: nvcuda::wmma 16x16x16 with an fp16 accumulator, the fp16-output instruction
+  // every generation from Volta has (the published V100 vectors' d_fp16 ran through it).
+  wmma_m16n16k16_f16_f16,
+  // Blackwell's tcgen05.mma (sm_100a), kinds f16 (fp16, bf16 -> fp32 or fp16), tf32 and f8f6f4 (fp8):
+  // models from the literature (reference/tc_gpus.hpp), which no gemmlab probe has run. One output
+  // row of an m128nNk tile is the same k-term dot product as mma.sync's.
+  tcgen05_m128n8k16_f16_f32,
+  tcgen05_m128n8k16_bf16_f32,
+  tcgen05_m128n8k8_tf32_f32,
+  tcgen05_m128n8k32_e4m3_f32,
+  tcgen05_m128n8k32_e5m2_f32,
+  tcgen05_m128n8k16_f16_f16,
 };
 struct InstructionInfo {
   Instruction id;
@@ -246,7 +258,12 @@ struct InstructionInfo {
   Format format_b() const { return input_b.value_or(input); }
 };
 const InstructionInfo& info(Instruction i);
+// The instructions gemmlab probes (a probe kernel each; Hopper has them all).
 const std::vector<Instruction>& all_instructions();
+// Instructions gemmlab models from the literature only (no probe kernel; tc_gpus.hpp): Blackwell's tcgen05.
+const std::vector<Instruction>& literature_instructions();
+// Both, in that order: what parse_instruction knows and tc-eval evaluates.
+const std::vector<Instruction>& every_instruction();
 std::optional<Instruction> parse_instruction(const std::string& name);
 
 // The parameters `gemmlab probe` inferred on Hopper (H100 and H200 alike; results/probes/README.md,

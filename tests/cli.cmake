@@ -335,6 +335,29 @@ add_test(NAME cli.tc_eval_one COMMAND $<TARGET_FILE:gemmlab> tc-eval -i wgmma_m6
   --a "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
   --b "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
 set_tests_properties(cli.tc_eval_one PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x3f800000 1[^.0-9]")
+# The published hardware outputs of eight GPUs (tests/data/km_vectors/): each GPU's model reproduces
+# its sample, and Hopper's model does not reproduce the others' (the samples tell them apart).
+add_test(NAME tc.km_vectors COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/check_km_vectors.sh $<TARGET_FILE:gemmlab>
+  ${_data}/km_vectors ${_out}/km_vectors)
+set_tests_properties(tc.km_vectors PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "km_vectors: 48 sets checked"
+  FAIL_REGULAR_EXPRESSION "FAIL")
+# tc-eval's choice of model: --gpu names one (a GPU, an architecture or a generation), none is Hopper's
+# and says so, an unknown name is refused naming the known ones, an instruction the GPU lacks names
+# the closest it has.
+gemmlab_cli_test(tc_eval_default_gpu 0 "no --gpu given: using hopper's model" -
+  -- $<TARGET_FILE:gemmlab> tc-eval -i mma_m16n8k16_f16_f32 --a "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+  --b "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+gemmlab_cli_test(tc_eval_gpu_sm80 0 "on ampere" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu sm_80 -i mma_m16n8k16_f16_f32 --a "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+  --b "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+gemmlab_cli_test(tc_eval_gpu_unknown 2 "--gpu rtx9090: not a GPU gemmlab models; use one of v100" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu rtx9090 -i mma_m16n8k16_f16_f32 --a "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+  --b "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+gemmlab_cli_test(tc_eval_gpu_lacks 2 "wgmma_m64n8k16_f16_f32 does not exist on ampere: the closest instruction it has is mma_m16n8k16_f16_f32" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu a100 -i wgmma_m64n8k16_f16_f32 --a "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+  --b "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+gemmlab_cli_test(tc_eval_models_csv 0 "wrote the models of 5 generation" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --list --gpu all -o ${_out}/tc_models.csv)
 gemmlab_cli_test(tc_eval_wrong_d 5 "1 differ from the model" -
   -- $<TARGET_FILE:gemmlab> tc-eval --in ${_data}/tc_eval_wrong_d.csv -o ${_out}/tc_wrong.csv)
 gemmlab_cli_test(tc_eval_malformed 2 "tc_eval_bad.csv line 3: 2 fields, the header has 5" ${_out}/tc_bad.csv

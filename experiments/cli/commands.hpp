@@ -35,6 +35,7 @@ Command add_bench_mma_ceiling(CLI::App& app, const std::string& command_line);
 Command add_inputs(CLI::App& app, const std::string& command_line);
 Command add_evaluate(CLI::App& app, const std::string& command_line);
 Command add_tc_eval(CLI::App& app, const std::string& command_line);
+Command add_port(CLI::App& app, const std::string& command_line);
 Command add_invariance(CLI::App& app, const std::vector<std::string>& argv);
 Command add_plugin_header(CLI::App& app);
 Command add_plot(CLI::App& app);

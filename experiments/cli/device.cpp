@@ -153,6 +153,9 @@ Command add_explain(CLI::App& app, const std::string& command_line) {
                   "difference (default results/explain-diff-<A>-vs-<B>.csv)");
   cmd->add_option("--judge", o->r.judge_csv,
                   "also run the kernel under the numerics found and write those rows here (status by that bound)");
+  cmd->add_option("--gpu", o->r.gpu,
+                  "the tensor-core models' GPU (v100, a100, ada, l4, h100, b200, sm_80, ...; default: this GPU's own "
+                  "generation; a GPU gemmlab has no model for needs it, and nothing found that way is validated)");
   add_plugin_option(cmd, o->plugins);
   return {cmd, [o, command_line] {
             load_plugins(o->plugins);
@@ -216,7 +219,7 @@ Command add_predict(CLI::App& app, const std::string& command_line) {
   auto* predict = app.add_subcommand("predict", "predict kernels' outputs bit for bit on the CPU and compare with the GPU");
   struct Options {
     std::vector<std::string> kernels, dists = {"uniform_0_1"}, tree_entries, plugins;
-    std::string size = "512", out;
+    std::string size = "512", out, gpu;
     std::uint64_t seed = 1;
   };
   auto o = std::make_shared<Options>();
@@ -231,6 +234,8 @@ Command add_predict(CLI::App& app, const std::string& command_line) {
   predict->add_option("-s,--size", o->size, "N or MxNxK");
   predict->add_option("--seed", o->seed, "seed of the inputs");
   predict->add_option("-o,--out", o->out, "CSV of one row per kernel x distribution")->required();
+  predict->add_option("--gpu", o->gpu,
+                      "the tensor-core models' GPU (default: this GPU's own generation; see `gemmlab tc-eval --list`)");
   add_plugin_option(predict, o->plugins);
   return {predict, [o, command_line] {
             load_plugins(o->plugins);
@@ -245,7 +250,7 @@ Command add_predict(CLI::App& app, const std::string& command_line) {
               entries.emplace_back(i, j);
             }
             return predict_command(split_commas(o->kernels), split_commas(o->dists), z.M, z.N, z.K, o->seed, o->out,
-                                   command_line, entries);
+                                   command_line, entries, o->gpu);
           }};
 }
 

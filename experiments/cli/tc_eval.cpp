@@ -15,7 +15,7 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
   auto* cmd = app.add_subcommand(
       "tc-eval", "evaluate gemmlab's tensor-core model on your inputs: one instruction, A/B/C bits in, D bits out");
   struct Options {
-    std::string instruction, a, b, c, d, in, out, write_cases;
+    std::string instruction, a, b, c, d, in, out, write_cases, gpu;
     bool list = false, explain = false;
   };
   auto o = std::make_shared<Options>();
@@ -33,7 +33,13 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
   cmd->add_flag("--explain", o->explain,
                 "say which rule of the model decided D and the intermediate values (aligned terms, truncated sum, "
                 "normalisation, rounding); with --in, as the columns rule and explanation");
-  cmd->add_flag("--list", o->list, "list the instructions and the model of each");
+  cmd->add_flag("--list", o->list,
+                "list the instructions and the model of each (with --gpu, that generation's; --gpu all: every "
+                "generation's; with -o, as a CSV)");
+  cmd->add_option("--gpu", o->gpu,
+                  "the GPU whose model to use: v100, a100, a30, a2, ada, l4, l40s, h100, h200, b200, an architecture "
+                  "(sm_70, sm_80, sm_86, sm_89, sm_90, sm_100) or a generation (volta, ampere, ada, hopper, blackwell); "
+                  "default: hopper, said on stderr");
   cmd->add_option("--write-cases", o->write_cases,
                   "with -i and -o: write the instruction's probes or adversarial corpus (probes|corpus) as a CSV of "
                   "cases for --in (bit patterns, with case id and class)");
@@ -44,14 +50,40 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
                    "separate values with spaces, on the command line (quoted) as in the CSV\n");
   };
   return {cmd, [o, command_line, warn_commas] {
+            // The generation whose model is used: --gpu, else Hopper's, said once on stderr.
+            std::vector<tc::Generation> gens;
+            if (o->gpu == "all") {
+              if (!o->list) throw UsageError("tc-eval --gpu all goes with --list; evaluate cases under one GPU's model");
+              gens = tc::all_generations();
+            } else if (!o->gpu.empty()) {
+              const std::optional<tc::Generation> g = tc::parse_gpu(o->gpu);
+              if (!g) throw UsageError("--gpu " + o->gpu + ": not a GPU gemmlab models; use one of " + tc::gpu_name_help());
+              gens = {*g};
+            } else {
+              gens = {tc::Generation::hopper};
+              if (!o->list && o->write_cases.empty())
+                std::fprintf(stderr,
+                             "[gemmlab] tc-eval: no --gpu given: using hopper's model (H100, H200); --gpu NAME picks "
+                             "another GPU's\n");
+            }
+            const tc::Generation gen = gens.front();
             if (o->list) {
-              for (tc::Instruction i : tc::all_instructions()) {
-                const tc::InstructionInfo& ii = tc::info(i);
-                std::string in = info(ii.input).name;
-                if (ii.input_b) in += std::string(" x ") + info(*ii.input_b).name;
-                std::printf("%-29s k=%-2d %s -> %s  %s\n    %s\n", ii.name, ii.k, in.c_str(), info(ii.output).name,
-                            tc::measured_hopper_params(i)->describe().c_str(), tc::model_evidence(i).c_str());
+              if (!o->out.empty()) {
+                require_csv(o->out);
+                write_tc_models(gens, o->out, command_line);
+                std::fprintf(stderr, "[gemmlab] tc-eval: wrote the models of %zu generation(s) to %s\n", gens.size(),
+                             o->out.c_str());
+                return 0;
               }
+              for (tc::Generation g : gens)
+                for (tc::Instruction i : tc::instructions_of(g)) {
+                  const tc::InstructionInfo& ii = tc::info(i);
+                  std::string in = info(ii.input).name;
+                  if (ii.input_b) in += std::string(" x ") + info(*ii.input_b).name;
+                  const tc::ModelProvenance prov = tc::provenance(g, i);
+                  std::printf("%-9s %-29s k=%-2d %s -> %s  %s\n    %s\n", tc::to_string(g), ii.name, ii.k, in.c_str(),
+                              info(ii.output).name, tc::generation_params(g, i)->describe().c_str(), prov.text.c_str());
+                }
               return 0;
             }
             if (!o->write_cases.empty()) {
@@ -69,7 +101,7 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
                 throw UsageError("tc-eval: give either --in FILE (with -o) or one case (-i, --a, --b), not both");
               if (o->out.empty()) throw UsageError("tc-eval --in needs -o OUT.csv for the results");
               require_csv(o->out);
-              const TcEvalSummary s = tc_eval_file(o->in, o->out, command_line, o->explain);
+              const TcEvalSummary s = tc_eval_file(o->in, o->out, command_line, o->explain, gen);
               warn_commas(s.used_commas);
               std::fprintf(stderr, "[gemmlab] tc-eval: %lld cases, %lld with an observed D, %lld differ from the model; wrote %s\n",
                            s.cases, s.compared, s.mismatches, o->out.c_str());
@@ -79,13 +111,13 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
               throw UsageError("tc-eval: give -i INSTRUCTION --a VALUES --b VALUES [--c C] [--d D], or --in FILE -o OUT");
             const TcEvalCase c = parse_tc_case(o->instruction, o->a, o->b, o->c, o->d);
             warn_commas(c.used_commas);
-            const TcEvalResult r = evaluate_tc_case(c, o->explain);
+            const TcEvalResult r = evaluate_tc_case(c, o->explain, gen);
             const tc::InstructionInfo& ii = tc::info(c.instruction);
             std::printf("%s %.17g\n", tc_hex(ii.output, r.d_bits).c_str(), r.d_value);
             if (o->explain)
-              for (const std::string& line : explain_tc_case(c, r)) std::printf("  %s\n", line.c_str());
-            std::fprintf(stderr, "[gemmlab] %s model (%s): %s\n", ii.name, tc::model_evidence(c.instruction).c_str(),
-                         tc::measured_hopper_params(c.instruction)->describe().c_str());
+              for (const std::string& line : explain_tc_case(c, r, gen)) std::printf("  %s\n", line.c_str());
+            std::fprintf(stderr, "[gemmlab] %s model on %s (%s): %s\n", ii.name, tc::to_string(gen),
+                         tc::provenance(gen, c.instruction).text.c_str(), tc_eval_params(c.instruction, gen).describe().c_str());
             if (r.match && !*r.match) {
               std::fprintf(stderr, "[gemmlab] the observed D %s differs from the model's %s\n",
                            tc_hex(ii.output, *c.d_observed).c_str(), tc_hex(ii.output, r.d_bits).c_str());

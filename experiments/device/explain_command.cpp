@@ -13,6 +13,7 @@
 #include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
 #include "reference/distributions.hpp"
+#include "reference/tc_gpus.hpp"
 
 namespace gemmlab {
 
@@ -21,7 +22,8 @@ namespace {
 // The checks `gemmlab explain` and `explain --diff` make before any launch: every distribution parses
 // and can be expressed in `input`, there is a usable GPU, and it can run every kernel. "" or the
 // message (the command exits 2 with it).
-std::string refusal(const std::vector<std::string>& distributions, Format input, const std::vector<const Kernel*>& k) {
+std::string refusal(const std::vector<std::string>& distributions, Format input, const std::vector<const Kernel*>& k,
+                    const std::string& gpu) {
   for (const std::string& d : distributions) {
     try {
       if (std::string why = unusable_reason(parse_distribution(d), input); !why.empty())
@@ -34,6 +36,11 @@ std::string refusal(const std::vector<std::string>& distributions, Format input,
   if (!dev.present) return "no usable GPU: " + dev.why_absent;
   for (const Kernel* x : k)
     if (std::string why = hardware_support(*x, dev); !why.empty()) return std::string(x->name) + " cannot run here: " + why;
+  // The tensor-core model explain's nodes and predictions use: this GPU's generation, or --gpu's.
+  const tc::DeviceModel m = tc::select_device_model(dev.cc(), dev.name, gpu);
+  if (!m.ok) return m.message;
+  tc::apply_model(m);
+  std::cerr << "[gemmlab] " << m.message << "\n";
   return "";
 }
 
@@ -70,7 +77,7 @@ int explain_diff_command(const ExplainRequest& req) {
               << "), so they cannot be given the same inputs; compare kernels of one input format\n";
     return 2;
   }
-  if (std::string why = refusal(req.distributions, k[0]->numerics.input, {k[0], k[1]}); !why.empty()) {
+  if (std::string why = refusal(req.distributions, k[0]->numerics.input, {k[0], k[1]}, req.gpu); !why.empty()) {
     std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
   }
@@ -122,7 +129,7 @@ int explain_command(const ExplainRequest& req) {
     std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
   }
-  if (std::string why = refusal(req.distributions, k->numerics.input, {k}); !why.empty()) {
+  if (std::string why = refusal(req.distributions, k->numerics.input, {k}, req.gpu); !why.empty()) {
     std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
   }

@@ -22,6 +22,9 @@ struct ExplainRequest {
   // compares per distribution (0: every output).
   std::vector<std::string> diff;
   long long confirm_outputs = 0;
+  // --gpu: the tensor-core model's generation (reference/tc_gpus.hpp); empty: this GPU's own, and a
+  // GPU gemmlab has no model for is refused.
+  std::string gpu;
 };
 
 // Returns 0 when the kernel was identified, 5 when it was not (the CSV says which stage and why);

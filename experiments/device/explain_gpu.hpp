@@ -14,6 +14,7 @@
 #include "experiments/device/runner.hpp"
 #include "kernels/kernel.hpp"
 #include "reference/explain.hpp"
+#include "experiments/report/numerics_json.hpp"
 
 namespace gemmlab {
 
@@ -61,9 +62,6 @@ class KernelOracle : public explain::Oracle {
 // "behaves exactly like".
 std::vector<explain::KnownKernel> known_kernels(const std::vector<const Kernel*>& kernels);
 
-nlohmann::json numerics_to_json(const Numerics& n);
-// Throws std::invalid_argument naming the field that is missing or unknown.
-Numerics numerics_from_json(const nlohmann::json& j);
 std::vector<explain::KnownKernel> known_kernels_from_json(const nlohmann::json& j);  // {name: numerics}
 
 nlohmann::json report_to_json(const explain::Report& r);

@@ -18,6 +18,7 @@
 #include "experiments/report/metadata.hpp"
 #include "kernels/registry.hpp"
 #include "reference/kernel_emulation.hpp"
+#include "reference/tc_gpus.hpp"
 
 namespace gemmlab {
 namespace {
@@ -74,7 +75,7 @@ std::vector<std::string> to_fields(const PredictionRow& r) {
 std::optional<tc::TcParams> prediction_params(const Kernel& k) {
   if (!k.numerics.predictable()) return std::nullopt;
   if (k.numerics.accumulation == Accumulation::fma) return tc::TcParams{};
-  return tc::measured_hopper_params(*k.numerics.instruction);
+  return tc::model_params(*k.numerics.instruction);
 }
 
 namespace {
@@ -250,7 +251,16 @@ PredictionRow predict_measured(const Kernel& k, const Distribution& d, int M, in
 
 int predict_command(const std::vector<std::string>& kernels, const std::vector<std::string>& distributions, int M,
                     int N, int K, std::uint64_t seed, const std::string& out_csv, const std::string& command_line,
-                    const std::vector<std::pair<int, int>>& tree_entries) {
+                    const std::vector<std::pair<int, int>>& tree_entries, const std::string& gpu) {
+  // The tensor-core model: this GPU's generation, or --gpu's (a GPU gemmlab has no model for needs it).
+  if (const DeviceInfo& dev = query_device(); dev.present) {
+    const tc::DeviceModel m = tc::select_device_model(dev.cc(), dev.name, gpu);
+    if (!m.ok) throw UsageError(m.message);
+    tc::apply_model(m);
+    std::fprintf(stderr, "[gemmlab] %s\n", m.message.c_str());
+  } else if (!gpu.empty() && !tc::parse_gpu(gpu)) {
+    throw UsageError("--gpu " + gpu + ": not a GPU gemmlab models; use one of " + tc::gpu_name_help());
+  }
   std::vector<const Kernel*> ks;
   std::vector<std::optional<tc::TcParams>> params;  // nullopt: through a measured order
   for (const std::string& name : kernels) {
@@ -258,7 +268,7 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
     if (!k) throw UsageError("unknown kernel '" + name + "' (`gemmlab list` shows them)");
     auto p = prediction_params(*k);
     const bool scaled = k->scale_a != ScaleGranularity::none;
-    if (!p && scaled) p = tc::measured_hopper_params(*scaled_candidate_orders(*k).front().instruction);
+    if (!p && scaled) p = tc::model_params(*scaled_candidate_orders(*k).front().instruction);
     if (!p) {
       if (std::string gap = measured_order_gap(*k); !gap.empty())
         throw UsageError(name + ": gemmlab cannot predict this kernel (" + k->numerics.describe() + "): " + gap);

@@ -38,7 +38,8 @@ struct PredictionRow {
 const std::vector<std::string>& prediction_columns();
 std::vector<std::string> to_fields(const PredictionRow& r);
 
-// The tensor-core parameters the prediction uses for this kernel: measured_hopper_params of its
+// The tensor-core parameters the prediction uses for this kernel: the active generation's model
+// (tc::model_params: this GPU's, or --gpu's) of its
 // instruction (empty TcParams for fma); nullopt when its numerics are not predictable or its
 // instruction's model is still open.
 std::optional<tc::TcParams> prediction_params(const Kernel& k);
@@ -82,6 +83,6 @@ PredictionRow predict_and_compare(const Kernel& k, const Distribution& d, int M,
 // for the problem, with nothing written).
 int predict_command(const std::vector<std::string>& kernels, const std::vector<std::string>& distributions, int M,
                     int N, int K, std::uint64_t seed, const std::string& out_csv, const std::string& command_line,
-                    const std::vector<std::pair<int, int>>& tree_entries = {});
+                    const std::vector<std::pair<int, int>>& tree_entries = {}, const std::string& gpu = "");
 
 }  // namespace gemmlab

@@ -19,6 +19,8 @@
 #include <cuda_runtime.h>
 #include <mma.h>
 
+#include <type_traits>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -254,22 +256,26 @@ __global__ void dmma16_kernel(const std::uint64_t* A, const std::uint64_t* B, co
 #endif
 }
 
-// nvcuda::wmma 16x16x16 fp16 -> fp32, one warp: A (16, 16) row-major, B (16, 16) row-major, C/D f32.
+// nvcuda::wmma 16x16x16 fp16 -> fp32 (Acc float) or fp16 -> fp16 (Acc __half), one warp: A (16, 16)
+// row-major, B (16, 16) row-major, C/D in the accumulator's format (fp16 bits in the low half).
+template <typename Acc>
 __global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, const std::uint32_t* C, std::uint32_t* D) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
   using namespace nvcuda;
+  constexpr bool f16_acc = std::is_same_v<Acc, __half>;
   __shared__ __half sa[256], sb[256];
-  __shared__ float sc[256];
+  __shared__ Acc sc[256];
   const long long t = blockIdx.x;
   for (int i = threadIdx.x; i < 256; i += 32) {
     sa[i] = __ushort_as_half((unsigned short)A[t * 256 + i]);
     sb[i] = __ushort_as_half((unsigned short)B[t * 256 + i]);
-    sc[i] = __uint_as_float(C[t * 256 + i]);
+    if constexpr (f16_acc) sc[i] = __ushort_as_half((unsigned short)C[t * 256 + i]);
+    else sc[i] = __uint_as_float(C[t * 256 + i]);
   }
   __syncwarp();
   wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
   wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+  wmma::fragment<wmma::accumulator, 16, 16, 16, Acc> fc;
   wmma::load_matrix_sync(fa, sa, 16);
   wmma::load_matrix_sync(fb, sb, 16);
   wmma::load_matrix_sync(fc, sc, 16, wmma::mem_row_major);
@@ -277,7 +283,10 @@ __global__ void wmma_kernel(const std::uint32_t* A, const std::uint32_t* B, cons
   __syncwarp();
   wmma::store_matrix_sync(sc, fc, 16, wmma::mem_row_major);
   __syncwarp();
-  for (int i = threadIdx.x; i < 256; i += 32) D[t * 256 + i] = __float_as_uint(sc[i]);
+  for (int i = threadIdx.x; i < 256; i += 32) {
+    if constexpr (f16_acc) D[t * 256 + i] = __half_as_ushort(sc[i]);
+    else D[t * 256 + i] = __float_as_uint(sc[i]);
+  }
 #endif
 }
 
@@ -398,6 +407,20 @@ DeviceCaps device_caps() {
   return d;
 }
 
+// Why this GPU cannot probe the instruction ("" when it can): too old for it, wgmma off sm_90a (its
+// kernels are built for Hopper alone), or an instruction gemmlab models from the literature only
+// (Blackwell's tcgen05: no probe kernel).
+std::string probe_support(const tc::InstructionInfo& I, const DeviceCaps& dev) {
+  const std::string name = I.name;
+  if (name.rfind("tcgen05_", 0) == 0)
+    return "no probe kernel in gemmlab: a model from the literature (reference/tc_gpus.hpp)";
+  if (dev.cc < I.min_cc)
+    return "needs compute capability " + std::to_string(I.min_cc) + "; " + dev.name + " is " + std::to_string(dev.cc);
+  if (name.rfind("wgmma_", 0) == 0 && dev.cc != 90)
+    return "wgmma exists on sm_90a (Hopper) only; " + dev.name + " is " + std::to_string(dev.cc);
+  return "";
+}
+
 // Runs n tiles (host bit arrays) through the instruction; returns D bits (n, m, n). The device
 // holds 64-bit elements for fp64 instructions, 32-bit ones (the host's low bits) otherwise.
 std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uint64_t>& A,
@@ -438,7 +461,8 @@ std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uin
     case Instruction::wgmma_m64n8k8_tf32_f32: wgmma_kernel<2><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e4m3_f32: wgmma_kernel<3><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e5m2_f32: wgmma_kernel<4><<<grid, wg>>>(a32, b32, c32, d32); break;
-    case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::wmma_m16n16k16_f16_f32: wmma_kernel<float><<<grid, block>>>(a32, b32, c32, d32); break;
+    case Instruction::wmma_m16n16k16_f16_f16: wmma_kernel<__half><<<grid, block>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k16_f16_f16: wgmma_kernel<5><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e4m3_f16: wgmma_kernel<6><<<grid, wg>>>(a32, b32, c32, d32); break;
     case Instruction::wgmma_m64n8k32_e5m2_f16: wgmma_kernel<7><<<grid, wg>>>(a32, b32, c32, d32); break;
@@ -454,6 +478,8 @@ std::vector<std::uint64_t> run_tiles(Instruction ins, const std::vector<std::uin
     case Instruction::mma_m16n8k4_f64: dmma16_kernel<4><<<grid, block>>>(a64, b64, c64, d64); break;
     case Instruction::mma_m16n8k8_f64: dmma16_kernel<8><<<grid, block>>>(a64, b64, c64, d64); break;
     case Instruction::mma_m16n8k16_f64: dmma16_kernel<16><<<grid, block>>>(a64, b64, c64, d64); break;
+    default:
+      throw std::runtime_error(std::string("probe: no probe kernel for ") + tc::info(ins).name);
   }
   GEMMLAB_LAUNCH_CHECK(tc::info(ins).name);
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -602,7 +628,7 @@ ValidationResult validate_instruction(const std::string& instruction, long long 
   for (const char* c : kCRanges) res.c_ranges.push_back(c);
   res.cells.assign(kNumDistributions * kNumCRanges, {});
   DeviceCaps dev = device_caps();
-  if (!dev.present || dev.cc < I.min_cc) {
+  if (!dev.present || !probe_support(I, dev).empty()) {
     res.status = "not_supported";
     return res;
   }
@@ -759,11 +785,8 @@ int run_probes(const std::string& out_csv_path, bool print_table, const std::str
   for (Instruction ins : tc::all_instructions()) {
     const tc::InstructionInfo& I = tc::info(ins);
     if (!only.empty() && std::find(only.begin(), only.end(), I.name) == only.end()) continue;
-    if (dev.cc < I.min_cc) {
-      findings.push_back({I.name, "status",
-                          "not_supported (needs compute capability " + std::to_string(I.min_cc) + "; " + dev.name +
-                              " is " + std::to_string(dev.cc) + ")",
-                          "", ""});
+    if (const std::string why = probe_support(I, dev); !why.empty()) {
+      findings.push_back({I.name, "status", "not_supported (" + why + ")", "", ""});
       if (print_table) std::cout << I.name << ": not_supported on " << dev.name << "\n";
       continue;
     }

@@ -42,6 +42,7 @@
 #include "reference/formats.hpp"
 #include "reference/parallel.hpp"
 #include "reference/scaled_fp8.hpp"
+#include "reference/tc_gpus.hpp"
 
 namespace gemmlab {
 namespace {
@@ -1238,7 +1239,10 @@ std::string info_name(Format f) { return gemmlab::info(f).name; }
 
 class GpuDevice final : public Device {
  public:
-  explicit GpuDevice(int index) : index_(index) {}
+  explicit GpuDevice(int index) : index_(index) {
+    // The tensor-core model of this GPU's generation for the numerics records' bounds (tc_gpus.hpp).
+    if (const DeviceInfo& d = query_device(index_); d.present) tc::apply_device_default(d.cc(), d.name);
+  }
   const DeviceInfo& info() override { return query_device(index_); }
   SoftwareVersions software() override { return software_versions(index_); }
   std::string hardware_support(const Kernel& k) override { return gemmlab::hardware_support(k, query_device(index_)); }

@@ -86,7 +86,7 @@ TcEvalCase parse_tc_case(const std::string& instruction, const std::string& a, c
   const auto ins = tc::parse_instruction(trim(instruction));
   if (!ins) {
     std::string names;
-    for (tc::Instruction i : tc::all_instructions()) names += std::string(names.empty() ? "" : ", ") + tc::info(i).name;
+    for (tc::Instruction i : tc::every_instruction()) names += std::string(names.empty() ? "" : ", ") + tc::info(i).name;
     throw UsageError("unknown instruction '" + instruction + "'; known: " + names);
   }
   out.instruction = *ins;
@@ -105,18 +105,21 @@ TcEvalCase parse_tc_case(const std::string& instruction, const std::string& a, c
   return out;
 }
 
-namespace {
-
-tc::TcParams params_of(tc::Instruction i) {
-  const std::optional<tc::TcParams> p = tc::measured_hopper_params(i);
+tc::TcParams tc_eval_params(tc::Instruction i, tc::Generation g) {
+  if (!tc::has_instruction(g, i)) {
+    const std::optional<tc::Instruction> near = tc::closest_instruction(g, i);
+    throw UsageError(std::string(tc::info(i).name) + " does not exist on " + tc::to_string(g) +
+                     (near ? std::string(": the closest instruction it has is ") + tc::info(*near).name
+                           : std::string(", nor any instruction of the same formats")) +
+                     " (`gemmlab tc-eval --list --gpu " + tc::to_string(g) + "` names them)");
+  }
+  const std::optional<tc::TcParams> p = tc::generation_params(g, i);
   if (!p) throw UsageError(std::string(tc::info(i).name) + ": gemmlab has no model of this instruction");
   return *p;
 }
 
-}  // namespace
-
-TcEvalResult evaluate_tc_case(const TcEvalCase& c, bool explain) {
-  const tc::TcParams p = params_of(c.instruction);
+TcEvalResult evaluate_tc_case(const TcEvalCase& c, bool explain, tc::Generation g) {
+  const tc::TcParams p = tc_eval_params(c.instruction, g);
   tc::Probe probe;
   probe.raw = c.bits;
   TcEvalResult r;
@@ -126,13 +129,14 @@ TcEvalResult evaluate_tc_case(const TcEvalCase& c, bool explain) {
   return r;
 }
 
-std::vector<std::string> explain_tc_case(const TcEvalCase& c, const TcEvalResult& r) {
+std::vector<std::string> explain_tc_case(const TcEvalCase& c, const TcEvalResult& r, tc::Generation g) {
   const tc::InstructionInfo& ii = tc::info(c.instruction);
-  const tc::TcParams p = params_of(c.instruction);
+  const tc::TcParams p = tc_eval_params(c.instruction, g);
   const tc::TcTrace& t = r.trace;
   const auto x = [](double v) { return tc::exact_text(v); };
   std::vector<std::string> out;
-  out.push_back(std::string("model of ") + ii.name + " (" + tc::model_evidence(c.instruction) + "): " + p.describe());
+  out.push_back(std::string("model of ") + ii.name + " on " + tc::to_string(g) + " (" + tc::provenance(g, c.instruction).text +
+                "): " + p.describe());
   out.push_back("rule: " + t.rule);
   for (std::size_t j = 0; j < t.blocks.size(); ++j) {
     const tc::TcTrace::Block& b = t.blocks[j];
@@ -165,7 +169,7 @@ std::vector<std::string> explain_tc_case(const TcEvalCase& c, const TcEvalResult
 }
 
 TcEvalSummary tc_eval_file(const std::string& in_csv, const std::string& out_csv, const std::string& command_line,
-                           bool explain) {
+                           bool explain, tc::Generation g) {
   check_writable(out_csv);
   const engine::CsvRecords csv = engine::parse_csv(engine::read_file(in_csv));
   if (csv.torn_tail) throw UsageError(in_csv + ": the last line is cut short (an unterminated quote or no newline)");
@@ -200,9 +204,17 @@ TcEvalSummary tc_eval_file(const std::string& in_csv, const std::string& out_csv
       throw UsageError(where + ": " + e.what());
     }
     s.used_commas = s.used_commas || c.used_commas;
-    const TcEvalResult r = evaluate_tc_case(c, explain);
+    TcEvalResult r;
+    try {
+      r = evaluate_tc_case(c, explain, g);
+    } catch (const UsageError& e) {
+      throw UsageError(where + ": " + e.what());
+    }
     const tc::InstructionInfo& ii = tc::info(c.instruction);
-    models[ii.name] = {{"model", params_of(c.instruction).describe()}, {"evidence", tc::model_evidence(c.instruction)}};
+    const tc::ModelProvenance prov = tc::provenance(g, c.instruction);
+    models[ii.name] = {{"model", tc_eval_params(c.instruction, g).describe()},
+                       {"source", tc::to_string(prov.source)},
+                       {"evidence", prov.text}};
     ++s.cases;
     if (r.match) {
       ++s.compared;
@@ -224,7 +236,8 @@ TcEvalSummary tc_eval_file(const std::string& in_csv, const std::string& out_csv
   columns.insert(columns.end(), added.begin(), added.end());
   nlohmann::json meta = base_metadata("tc-eval", command_line, out_csv);
   meta["input_file"] = in_csv;
-  meta["model"] = "tc::measured_hopper_params (results/probes/README.md: inferred on H100 and H200)";
+  meta["generation"] = tc::to_string(g);
+  meta["model"] = std::string("tc::generation_params(") + tc::to_string(g) + ") (reference/tc_gpus.hpp)";
   meta["instruction_models"] = models;
   meta["match"] = "bit for bit, NaN included (the model writes NaN as its nan_encoding rule says)";
   meta["cases"] = s.cases;
@@ -232,6 +245,40 @@ TcEvalSummary tc_eval_file(const std::string& in_csv, const std::string& out_csv
   meta["mismatches"] = s.mismatches;
   write_table(out_csv, columns, rows, meta);
   return s;
+}
+
+void write_tc_models(const std::vector<tc::Generation>& gens, const std::string& out_csv,
+                     const std::string& command_line) {
+  check_writable(out_csv);
+  const std::vector<std::string> columns = {
+      "generation", "instruction", "k", "input", "input_b", "output", "arithmetic", "block", "fraction_bits",
+      "align_rounding", "output_rounding", "align_reference", "c_in_alignment", "result_fraction_bits", "zero_c_exponent",
+      "split", "c_entry", "operand_conversion", "subnormals", "nan_encoding", "overflow", "zero_sign", "zero_operand",
+      "source", "evidence"};
+  std::vector<std::vector<std::string>> rows;
+  for (tc::Generation g : gens)
+    for (tc::Instruction i : tc::instructions_of(g)) {
+      const tc::InstructionInfo& ii = tc::info(i);
+      const tc::TcParams p = *tc::generation_params(g, i);
+      const tc::ModelProvenance prov = tc::provenance(g, i);
+      const bool fused = p.arithmetic == tc::Arithmetic::block_fused;
+      const auto dash = [&](const std::string& v) { return fused ? v : std::string(""); };
+      rows.push_back(
+          {tc::to_string(g), ii.name, std::to_string(ii.k), info(ii.input).name, ii.input_b ? info(*ii.input_b).name : "",
+           info(ii.output).name, tc::to_string(p.arithmetic), std::to_string(p.block_size),
+           dash(std::to_string(p.fraction_bits())), dash(to_string(p.align_rounding)), to_string(p.output_rounding),
+           dash(tc::to_string(p.align_reference)), dash(p.c_in_alignment ? "yes" : "no"),
+           dash(p.result_fraction_bits < 0 ? "none" : std::to_string(p.result_fraction_bits)),
+           dash(p.zero_c_offset < 0 ? "absent" : "emin-" + std::to_string(p.zero_c_offset)),
+           dash(p.step_interleave == 0 ? "contiguous" : "interleave" + std::to_string(p.step_interleave)),
+           dash(tc::to_string(p.c_entry)), dash(p.operand_conversion ? info(*p.operand_conversion).name : "as_is"),
+           std::string(p.subnormal_inputs ? "kept" : "flushed") + "/" + (p.subnormal_output ? "kept" : "flushed"),
+           tc::to_string(p.nan_encoding), tc::to_string(p.overflow), tc::to_string(p.zero_sign),
+           dash(tc::to_string(p.zero_operand_exponent)), tc::to_string(prov.source), prov.text});
+    }
+  nlohmann::json meta = base_metadata("tc-eval --list", command_line, out_csv);
+  meta["model"] = "tc::generation_params (reference/tc_gpus.hpp)";
+  write_table(out_csv, columns, rows, meta);
 }
 
 long long write_tc_cases(tc::Instruction instruction, const std::string& which, const std::string& out_csv,

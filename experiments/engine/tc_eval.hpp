@@ -1,5 +1,7 @@
-// `gemmlab tc-eval`: the tensor-core model gemmlab inferred (tc::measured_hopper_params), evaluated
-// on a user's own inputs, so that anyone can hold it against their own measurements.
+// `gemmlab tc-eval`: gemmlab's tensor-core model of one GPU generation (reference/tc_gpus.hpp:
+// Hopper's inferred by gemmlab's probes, the others' fitted to published hardware outputs or taken
+// from the literature), evaluated on a user's own inputs, so that anyone can hold it against their
+// own measurements. Without a generation named (--gpu), Hopper's.
 //
 // One case is one output entry of one instruction: D = C + sum_k A(0, k) B(k, 0) over the
 // instruction's k products, in k order (which k goes to which tensor-core step depends on k:
@@ -27,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/tc_gpus.hpp"
 #include "reference/tc_infer.hpp"
 #include "reference/tc_model.hpp"
 
@@ -58,12 +61,17 @@ double parse_tc_value(Format f, const std::string& text, const std::string& what
 TcEvalCase parse_tc_case(const std::string& instruction, const std::string& a, const std::string& b,
                          const std::string& c, const std::string& d);
 
-// The model's D for the case (the parameters of measured_hopper_params); with explain, the trace.
-TcEvalResult evaluate_tc_case(const TcEvalCase& c, bool explain = false);
+// The model's D for the case under generation g's model (tc::generation_params); with explain, the
+// trace. Throws UsageError when g does not have the instruction, naming the closest one it has.
+TcEvalResult evaluate_tc_case(const TcEvalCase& c, bool explain = false,
+                              tc::Generation g = tc::Generation::hopper);
 
 // The explanation of a result, one line per step: the rule, then per block the aligned terms, the
 // alignment exponent and what set it, the truncated sum, its normalisation and the rounding.
-std::vector<std::string> explain_tc_case(const TcEvalCase& c, const TcEvalResult& r);
+std::vector<std::string> explain_tc_case(const TcEvalCase& c, const TcEvalResult& r,
+                                         tc::Generation g = tc::Generation::hopper);
+// g's model of instruction i; throws UsageError (naming the closest instruction g has) when g lacks i.
+tc::TcParams tc_eval_params(tc::Instruction i, tc::Generation g);
 
 // Hex of bits in format f's width, e.g. 0x3c00 for fp16.
 std::string tc_hex(Format f, std::uint64_t bits);
@@ -75,7 +83,13 @@ struct TcEvalSummary {
   bool used_commas = false;
 };
 TcEvalSummary tc_eval_file(const std::string& in_csv, const std::string& out_csv, const std::string& command_line,
-                           bool explain = false);
+                           bool explain = false, tc::Generation g = tc::Generation::hopper);
+
+// The models of generations `gens`, one row per (generation, instruction it has): its parameters
+// column by column, the source (probed, fitted, literature) and the evidence; CSV + metadata,
+// atomically. The table of the generations' arithmetic side by side (docs/gpus.md) is this file.
+void write_tc_models(const std::vector<tc::Generation>& gens, const std::string& out_csv,
+                     const std::string& command_line);
 
 // Writes the probe set (tc::make_probes) or the adversarial corpus (tc::make_corpus) of an
 // instruction as a tc-eval input CSV (instruction, a, b, c as bit patterns; case; class), atomically

@@ -1,5 +1,7 @@
 #include "experiments/report/metadata.hpp"
 
+#include "reference/tc_gpus.hpp"
+
 #include <unistd.h>
 
 #include <ctime>
@@ -54,6 +56,12 @@ void add_device_metadata(nlohmann::json& meta, const DeviceInfo& dev, const Soft
                       {"cuda_driver_api", sw.cuda_driver_api},
                       {"cuda_runtime", sw.cuda_runtime},
                       {"cublas", sw.cublas}};
+  // The tensor-core model this process's predictions, explanations and tree bounds use (tc_gpus.hpp).
+  const tc::DeviceModel m = tc::applied_model();
+  meta["tc_model"] = {{"generation", tc::to_string(m.generation)},
+                      {"validated", m.validated},
+                      {"chosen_by", m.overridden ? "--gpu" : "the GPU"},
+                      {"message", m.message}};
 }
 
 std::string metadata_path(const std::string& csv_path) {

@@ -22,6 +22,8 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``explain_diff(a, b, ...)``: where two such callables' numerics differ (tree, scheduling, operand
   conversion, node arithmetic, output conversion), each difference on an input where their bits differ,
   or that they are bit-identical by construction (``gemmlab explain --diff``'s C++).
+* ``port(explanation, gpus=[...])``: the same kernel's outputs on other GPU generations, predicted on the
+  CPU from its explained numerics and each generation's tensor-core model (``tc.model(name, gpu)``);
 * ``form_text(...)``: the canonical text of a form beyond C = A B (alpha, beta C0, a bias, batches, groups, an
   output scale), as ``judge`` takes it and the CSV's ``form`` column writes it;
 * ``plot(csv)``: every figure of a run CSV (``gemmlab plot``; needs ``pip install "gemmlab[plots]"``);
@@ -39,6 +41,7 @@ from .gpu import (FORM_KEYWORDS, GpuContextLost, GpuUnavailable, JudgeError, for
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .explain_diff import KernelDiff, explain_diff
 from .figures import PlotError, plot
+from .port import DEFAULT_PORT_DISTRIBUTIONS, port
 from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
@@ -51,7 +54,8 @@ __all__ = [
     "INPUTS_FORMAT_VERSION",
     "Inputs", "JudgeError", "PlotError", "FORM_KEYWORDS", "form_text", "framework_metadata", "gpu_available",
     "invariance", "judge", "plot", "plugin_header",
-    "explain", "Explanation", "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff",
+    "explain", "Explanation", "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff", "port",
+    "DEFAULT_PORT_DISTRIBUTIONS",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",

@@ -91,7 +91,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
             form: str | None = None, alpha: float | None = None, beta: float | None = None, c0: str | None = None,
             bias: str | tuple[str, str] | None = None, batch: int | None = None,
             groups: Sequence[int | str] | None = None, scale: float | None = None, c0_format: str | None = None,
-            bias_format: str | None = None) -> Explanation:
+            bias_format: str | None = None, gpu: str | None = None) -> Explanation:
     """Explain ``fn`` (``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) at ``size``.
 
     ``compare_outputs``: outputs predicted per distribution, whole rows including the first, middle,
@@ -111,12 +111,18 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``report["form"]`` holds it (gemmlab/explain_form.py), ``out`` gets ``<stem>_form.csv`` beside it, and
     the judged rows use the places found.
 
+    ``gpu``: the tensor-core models' GPU (a name such as ``"a100"``, ``"sm_89"`` or a generation; see
+    ``gemmlab.tc.gpus()``); by default this GPU's own generation. On a GPU gemmlab has no model for,
+    ``gpu`` is needed, and nothing found that way is validated (the report's ``tc_generation`` says
+    which was used).
+
     Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
     ``GpuContextLost`` when the GPU reported an error after which nothing more runs in this process
     (an illegal memory access in the callable): ``out`` is written first (one row, the stage and the
     call in its reason) and the exception's ``explanation`` holds the report.
     """
-    gpu = gpu_module(device)
+    engine = gpu_module(device)
+    engine.select_model(int(device), gpu or "")  # ValueError on a GPU without a model unless gpu names one
     the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
     distributions = list(distributions)
@@ -136,7 +142,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
         def run_core(core: Callable, rows: int, predictions_file: str = "") -> tuple[dict, pd.DataFrame]:
             q = p if core is fn else _prepare(core, kernel, framework, "return", input_format, output_format,
                                               "unknown", device, None, "gemmlab.explain")
-            text = gpu.explain(q.launcher, framework, kernel, q.input_format, q.output_format, layout_a, layout_b,
+            text = engine.explain(q.launcher, framework, kernel, q.input_format, q.output_format, layout_a, layout_b,
                                q.how == "return", rows, N, K, distributions, int(seed), int(compare_outputs),
                                int(verify_entries), int(device), q.stream, _known_kernels(), str(csv),
                                json.dumps(caller), "gemmlab.explain " + shlex.join(

@@ -102,6 +102,7 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
     if confirm_outputs < 0 or compare_outputs < 0:
         raise ValueError("compare_outputs and confirm_outputs must be 0 (every output) or more")
     gpu = gpu_module(device)
+    gpu.select_model(int(device), "")  # this GPU's generation; ValueError on a GPU gemmlab has no model for
     sides = [_prepare(fn, names[s], frameworks[s], styles[s], input_format, outputs[s], "unknown", device, None,
                       "gemmlab.explain_diff") for s, fn in enumerate((a, b))]
     if sides[0].kernel == sides[1].kernel:

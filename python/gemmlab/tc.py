@@ -5,8 +5,10 @@ exact products; the products of a block of ``block_size`` (and C, when it joins)
 largest exponent keeping F = p_out - 1 + neab fraction bits, the bits shifted out rounded as
 ``align_rounding`` says; one normalisation and rounding into the output (``output_rounding``).
 ``published_params`` gives the parameters gemmlab's probes inferred on an H200
-(results/probes/README.md). ``emulate`` composes the model in a kernel's order of accumulation
-(reference/kernel_emulation.hpp) and predicts every output bit of such a kernel.
+(results/probes/README.md); ``model(name, gpu=...)`` any GPU generation's model (reference/tc_gpus.hpp:
+Hopper's probed, Volta's, Ampere's, Ada's and Blackwell's fitted to published hardware outputs or taken
+from the literature, ``provenance`` says which). ``emulate`` composes the model in a kernel's order of
+accumulation (reference/kernel_emulation.hpp) and predicts every output bit of such a kernel.
 """
 
 from __future__ import annotations
@@ -66,6 +68,34 @@ def published_params(name: str) -> TcParams:
         raise ValueError(f"{name}: no published parameters (the fp8 model is an open question, "
                          "results/probes/README.md)")
     return p
+
+
+def gpus() -> list[dict]:
+    """The GPUs gemmlab models: name (as ``gpu=`` takes it), full name, generation, compute capability."""
+    return list(_core.tc_gpus())
+
+
+def generation(gpu: str) -> str:
+    """The generation (volta, ampere, ada, hopper, blackwell) a GPU name (``"a100"``, ``"l4"``), an
+    architecture (``"sm_89"``) or a generation name stands for; ValueError listing the known ones."""
+    return _core.tc_generation(gpu)
+
+
+def instructions(gpu: str = "hopper") -> list[str]:
+    """The instructions a GPU generation has (wgmma: Hopper only; fp8 mma.sync from Ada; tcgen05:
+    Blackwell)."""
+    return list(_core.tc_instructions_of(gpu))
+
+
+def model(name: str, gpu: str = "hopper") -> TcParams:
+    """``gpu``'s model of instruction ``name`` (``gpu``: a GPU, architecture or generation name; see
+    ``gpus()``). ValueError when that generation lacks the instruction (naming the closest it has)."""
+    return _core.generation_params(instruction(name).name, gpu)
+
+
+def provenance(name: str, gpu: str = "hopper") -> tuple[str, str]:
+    """Where ``gpu``'s model of ``name`` comes from: ("probed" | "fitted" | "literature", the evidence)."""
+    return tuple(_core.tc_provenance(instruction(name).name, gpu))
 
 
 def dot(params: TcParams, a: npt.ArrayLike, b: npt.ArrayLike, c: float = 0.0) -> float:
@@ -134,11 +164,11 @@ class Order:
 
 
 def emulate(order: Order, A: npt.ArrayLike, B: npt.ArrayLike, params: TcParams | None = None, *,
-            threads: int = 0) -> np.ndarray:
+            threads: int = 0, gpu: str = "hopper") -> np.ndarray:
     """C = A B (M, N) as a kernel with this order computes it, bit for bit under the model.
 
     A (M, K) and B (K, N) must hold values of the instruction's input format (fp32 for fma);
-    ``params`` defaults to ``published_params(order.instruction)``. K must be a multiple of
+    ``params`` defaults to ``model(order.instruction, gpu)`` (Hopper's: ``published_params``). K must be a multiple of
     ``k_step * split_k`` (and of ``promotion_k`` for promoted).
     """
     check_format(order.output, "order.output")
@@ -147,7 +177,7 @@ def emulate(order: Order, A: npt.ArrayLike, B: npt.ArrayLike, params: TcParams |
         params = params or TcParams(input="fp32", output="fp32")
     else:
         input_format = instruction(order.instruction).input
-        params = params or published_params(order.instruction)
+        params = params or model(order.instruction, gpu)
     a, b = matrix(A, "A"), matrix(B, "B")
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"A is {a.shape} but B is {b.shape}: A's columns must equal B's rows (K)")

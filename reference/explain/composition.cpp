@@ -15,6 +15,7 @@
 #include "reference/tc_infer.hpp"
 #include "reference/tree_bound.hpp"
 #include "reference/tree_form.hpp"
+#include "reference/tc_gpus.hpp"
 
 namespace gemmlab::explain {
 
@@ -124,7 +125,7 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
     r.path_roundoff = m.tree_path;
     // The roundings on the worst path, as tree_bound.hpp counts them for this record.
     const std::optional<tc::TcParams> p =
-        r.numerics->instruction ? tc::measured_hopper_params(*r.numerics->instruction) : std::nullopt;
+        r.numerics->instruction ? tc::model_params(*r.numerics->instruction) : std::nullopt;
     const TreeRoundoff t = tree_roundoff(r.tree.tree, [&](int) { return p; },
                                          r.numerics->accumulator == Format::fp64 ? Format::fp64 : Format::fp32,
                                          r.numerics->split.pieces > 1 ? r.numerics->split.passes() : 1);
@@ -267,7 +268,7 @@ std::optional<Numerics> record_for(const SummationTree& tree, Format input, Form
     if (!(s >> first)) return std::nullopt;  // a node model no instruction of gemmlab's has
     const std::optional<tc::Instruction> i = tc::parse_instruction(first);
     if (!i) return std::nullopt;
-    if (ins && tc::measured_hopper_params(*ins) != tc::measured_hopper_params(*i)) return std::nullopt;
+    if (ins && tc::model_params(*ins) != tc::model_params(*i)) return std::nullopt;
     if (!ins || k.carry) ins = i;
   }
   if (split && !ins) return std::nullopt;  // pieces reach a multiplier: fused nodes

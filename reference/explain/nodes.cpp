@@ -15,6 +15,7 @@
 #include "reference/explain/internal.hpp"
 #include "reference/rng.hpp"
 #include "reference/tc_infer.hpp"
+#include "reference/tc_gpus.hpp"
 
 namespace gemmlab::explain {
 
@@ -66,7 +67,7 @@ bool same_arithmetic(tc::TcParams a, const tc::TcParams& b) {
 // fp32 accumulator, or with any (fp16 too) when `any_accumulator`.
 std::vector<tc::Instruction> instructions_for(Format compute, int leaves, bool any_accumulator = false) {
   std::vector<tc::Instruction> out;
-  for (tc::Instruction i : tc::all_instructions()) {
+  for (tc::Instruction i : tc::instructions_of(tc::active_generation())) {  // the GPU's own instructions
     const tc::InstructionInfo& I = tc::info(i);
     if (I.input == compute && I.format_b() == compute && I.k == leaves && (any_accumulator || I.output == Format::fp32))
       out.push_back(i);
@@ -130,7 +131,7 @@ NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTre
     for (const auto& [leaves, carry] : kinds) {
       if (f.model_of.count(leaves)) continue;
       for (tc::Instruction i : instructions_for(f.instruction_input, leaves)) {
-        const std::optional<tc::TcParams> mp = tc::measured_hopper_params(i);
+        const std::optional<tc::TcParams> mp = tc::model_params(i);
         if (!mp) continue;
         if (!f.model_of.count(leaves)) f.model_of[leaves] = *mp;
         if (same_arithmetic(*mp, f.model_of[leaves]))
@@ -454,7 +455,7 @@ NodeKind infer_kind(Oracle& o, const std::vector<Entry>& E, const SummationTree&
   };
   std::vector<std::optional<tc::TcParams>> measured;
   for (tc::Instruction ins : cands) {
-    measured.push_back(tc::measured_hopper_params(ins));
+    measured.push_back(tc::model_params(ins));
     NodeKind::Candidate c{tc::info(ins).name, 0, -1};  // -1: no measured model to check
     if (measured.back()) c.mismatching = check(*measured.back(), c.instruction.c_str(), c.probes);
     nk.candidates.push_back(c);
