@@ -2,9 +2,10 @@
 // record error statistics beside the runtime. The subcommands live in experiments/cli/.
 //
 // Exit codes: 0 success; 1 internal error; 2 bad input (the message says what and what to do);
-// 3 the run (or `gemmlab invariance`) finished but some kernel raised an error (its CSV row says which), or `gemmlab compare`
-// found a statistic or a status changed, or a kernel hit a GPU error that loses the CUDA context (`gemmlab run` stops, its
-// journal keeping the rows before; `gemmlab explain` writes its CSV row, which says at which call); 4 `gemmlab order` (or `predict` for a library kernel) found
+// 3 the run (or `gemmlab invariance`) finished but some kernel raised an error, timed out or faulted (its CSV row says
+// which), or `gemmlab compare` found a statistic or a status changed, or a kernel hit a GPU error that loses the CUDA
+// context or a launch that never ends in this process (`gemmlab run --isolation none` stops, its journal keeping the rows
+// before and that kernel's row; `gemmlab explain` writes its CSV row, which says at which call); 4 `gemmlab order` (or `predict` for a library kernel) found
 // outputs that do not form a summation tree, or a tree gemmlab cannot compose, or `gemmlab compare`
 // found a row slower beyond the noise; 5 `gemmlab predict` / `tc-eval` found outputs that
 // differ from the model, or `gemmlab explain` could not identify the kernel; 128 + signal: `gemmlab run` stopped by SIGINT or

@@ -103,6 +103,7 @@ Command add_order(CLI::App& app, const std::string& command_line) {
   order->add_option("-j", o->j, "column of the output entry");
   order->add_option("-o,--out", o->out, "CSV of the tree's nodes (default results/order-<kernel>-K<K>.csv)");
   add_plugin_option(order, o->plugins);
+  add_launch_timeout_option(order);
   return {order, [o, command_line] {
             load_plugins(o->plugins);
             Size z = parse_size(o->size);
@@ -150,6 +151,7 @@ Command add_explain(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--judge", o->r.judge_csv,
                   "also run the kernel under the numerics found and write those rows here (status by that bound)");
   add_plugin_option(cmd, o->plugins);
+  add_launch_timeout_option(cmd);
   return {cmd, [o, command_line] {
             load_plugins(o->plugins);
             const Size z = parse_size(o->size);
@@ -228,6 +230,7 @@ Command add_predict(CLI::App& app, const std::string& command_line) {
   predict->add_option("--seed", o->seed, "seed of the inputs");
   predict->add_option("-o,--out", o->out, "CSV of one row per kernel x distribution")->required();
   add_plugin_option(predict, o->plugins);
+  add_launch_timeout_option(predict);
   return {predict, [o, command_line] {
             load_plugins(o->plugins);
             require_csv(o->out);
