@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const CudaContextLost& e) {  // a kernel's fault, not gemmlab's: the message says what to do
     std::fprintf(stderr, "gemmlab: %s\n", e.what());
-    return 3;
+    // No teardown: the GPU context is the kernel's now (a launch that never ends would hold the exit).
+    std::fflush(nullptr);
+    std::_Exit(3);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemmlab: internal error: %s\n", e.what());
     return 1;
