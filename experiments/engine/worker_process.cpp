@@ -265,6 +265,10 @@ WorkerChannel::WorkerChannel(int in_fd, int out_fd) : in_(in_fd), out_(out_fd) {
     throw std::runtime_error("this process was not started as a gemmlab worker (file descriptors " +
                              std::to_string(in_fd) + " and " + std::to_string(out_fd) + " are not open)");
   ignore_sigpipe();
+  // Not inherited by what the worker starts (a compiler, nvidia-smi): one that outlived it would keep the
+  // parent from seeing the worker's end.
+  ::fcntl(in_, F_SETFD, FD_CLOEXEC);
+  ::fcntl(out_, F_SETFD, FD_CLOEXEC);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   // The parent may have died before the line above: then the worker has no one to work for.
   if (const char* p = std::getenv("GEMMLAB_WORKER_PARENT"); p && std::atoi(p) != static_cast<int>(::getppid())) ::_exit(1);

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -56,7 +57,7 @@ class WorkerProcess {
   void finish(double seconds);
   // How the child ended, in words, once it has: "exited with status 3", "was killed by signal 11
   // (Segmentation fault)". Reaps it (waiting up to `seconds` after its output closed).
-  std::string how_it_ended(double seconds = 5.0);
+  std::string how_it_ended(double seconds = 30.0);
   pid_t pid() const { return pid_; }
 
  private:

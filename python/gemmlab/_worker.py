@@ -123,4 +123,8 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    # Run as `python -m gemmlab._worker`, this file is the module __main__; judge and explain look at
+    # gemmlab._worker's importing_main, so the worker runs in that module, not in this copy.
+    from gemmlab._worker import main as _main
+
+    sys.exit(_main(sys.argv))

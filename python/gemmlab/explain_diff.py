@@ -99,12 +99,12 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
     ``GpuContextLost`` when a callable made the GPU unusable in this process (``out`` is written first,
     the diff as far as it got in the exception's ``explanation``).
     """
+    _worker.stop_if_importing_main()
     outputs, frameworks = _pair(output_format, "output_format"), _pair(framework, "framework")
     styles, las, lbs = _pair(style, "style"), _pair(layout_a, "layout_a"), _pair(layout_b, "layout_b")
     names = _pair(names, "names")
     if confirm_outputs < 0 or compare_outputs < 0:
         raise ValueError("compare_outputs and confirm_outputs must be 0 (every output) or more")
-    _worker.stop_if_importing_main()
     gpu = gpu_module(device)
     sides = [_prepare(fn, names[s], frameworks[s], styles[s], input_format, outputs[s], "unknown", device, None,
                       "gemmlab.explain_diff") for s, fn in enumerate((a, b))]

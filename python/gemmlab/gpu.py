@@ -450,6 +450,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
         raise ValueError(f"isolate must be 'auto', True or False, got {isolate!r}")
     if not (float(launch_timeout) >= 0):
         raise ValueError(f"launch_timeout must be >= 0 seconds (0: no limit), got {launch_timeout!r}")
+    if retry_failed and not resume:
+        raise ValueError("retry_failed computes again rows of an interrupted run's journal: pass resume=True too")
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.judge")
     kw["name"] = p.kernel
