@@ -1,16 +1,21 @@
-"""Which callables gemmlab.judge and explain can send to a worker process (gemmlab._worker), and how a
-callable of a script's __main__ is re-created there: the script's top level runs up to its first gemmlab
-call, which stops it. No GPU needed."""
+"""Which callables gemmlab.judge and explain can send to a worker process (gemmlab._worker), how a callable
+of a script's __main__ is re-created there (the script's top level runs up to its first gemmlab call, which
+stops it), and explain's parent (gemmlab._gpu.explain_isolated) with fake workers that block in a call, die,
+or cannot start: the report stops at the stage in progress, naming the call and the limit or the signal,
+with the stages finished before. No GPU needed."""
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import gemmlab
@@ -88,12 +93,12 @@ def test_the_worker_says_why_it_cannot_re_create_a_callable(tmp_path):
     spec = tmp_path / "spec.pkl"
     spec.write_bytes(pickle.dumps({"kind": "judge", "fn": b"not a pickle", "main": None, "sys_path": list(sys.path),
                                    "kwargs": {}}))
-    read, write = __import__("os").pipe()
+    read, write = os.pipe()
     r = subprocess.run([sys.executable, "-c", f"import os; os.dup2({write}, 4); import runpy, sys; "
                         f"sys.argv = ['x', {str(spec)!r}]; runpy.run_module('gemmlab._worker', run_name='__main__')"],
                        pass_fds=(write,), capture_output=True, text=True, timeout=120)
-    __import__("os").close(write)
-    said = __import__("os").read(read, 65536).decode()
+    os.close(write)
+    said = os.read(read, 65536).decode()
     assert r.returncode == 1, r.stderr
     assert json.loads(said.splitlines()[0])["failed"].startswith("the callable could not be re-created in a worker")
 
@@ -108,3 +113,84 @@ def test_every_entry_point_stops_a_scripts_top_level_in_a_worker(entry):
                                                                                                    input_format="fp16")
     finally:
         _worker.importing_main = False
+
+
+FAKE_EXPLAIN_WORKER = textwrap.dedent("""
+    # A worker of gemmlab.explain that reports two stages begun, then blocks in its call 4 (or dies, or
+    # never gets ready), speaking the protocol of experiments/engine/worker_process.hpp on fd 4.
+    import json, os, signal, sys, time
+    how, ncols = sys.argv[1], int(sys.argv[2])
+    def send(m):
+        os.write(4, (json.dumps(m) + "\\n").encode())
+    if how == "no_start":
+        send({"failed": "the callable could not be re-created in a worker process: told so"})
+        sys.exit(1)
+    send({"ready": {"explain": "fake"}})
+    def stage(name, launches, gemm_check, tail):
+        report = {"identified": False, "failed_stage": name, "reason": "", "gemm_check": gemm_check,
+                  "numerics": None, "behaves_like": [], "schedule": {"verdict": ""}, "launches": launches}
+        send({"stage": {"stage": name, "report": report, "row": [f"c{i}" for i in range(ncols)],
+                        "summary_tail": tail, "launches": launches}})
+    def call(n):
+        send({"arm": {"kernel": "fake", "size": "64x64x64", "limit": 0.3}})
+        send({"beat": f"call {n}"})
+    stage("gemm", 0, "", "")
+    for n in (1, 2, 3):
+        call(n)
+        send({"disarm": True})
+    stage("tree", 3, "C = A B on 3 calls", "  gemm: C = A B on 3 calls\\n")
+    call(4)
+    if how == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    time.sleep(120)
+""")
+
+
+def _explain_columns(root: Path) -> list[str]:
+    from test_docs import documented  # noqa: PLC0415 - the docs' explain columns, in the writer's order
+    return documented(root / "docs" / "csv.md", "<!-- columns: explain -->")
+
+
+@pytest.mark.parametrize("how", ["hang", "crash"])
+def test_an_explain_worker_that_stops_answering_leaves_the_stages_it_finished(how, tmp_path, root):
+    gpu = gemmlab.gpu._gpu
+    if gpu is None:
+        pytest.skip("this gemmlab has no GPU engine module (gemmlab._gpu)")
+    sys.path.insert(0, str(root / "tests" / "python"))
+    cols = _explain_columns(root)
+    fake = tmp_path / "fake_worker.py"
+    fake.write_text(FAKE_EXPLAIN_WORKER)
+    out = tmp_path / "x.csv"
+    t0 = time.monotonic()
+    text = gpu.explain_isolated([sys.executable, str(fake), how, str(len(cols))], "fake", 64, 64, 64, 1, 0, str(out),
+                                "{}", "gemmlab.explain fake", grace_seconds=0.5)
+    took = time.monotonic() - t0
+    r = json.loads(text)
+    assert r["failed_stage"] == "tree" and r["oracle_lost"] is True
+    assert r["gemm_check"] == "C = A B on 3 calls", "the stage finished before is reported"
+    assert r["launches"] == 4, r["launches"]
+    if how == "hang":
+        assert r["worker_stopped"] == "timeout"
+        assert r["reason"].startswith("fake at 64x64x64: call 4 did not finish within its limit of 0.3 s (and 0.5 s "
+                                      "of grace)"), r["reason"]
+        assert took < 30, took
+    else:
+        assert r["worker_stopped"] == "faulted"
+        assert r["reason"] == "the worker process running fake (call 4) was killed by signal 11 (Segmentation fault)", r
+    assert r["summary"] == f"UNIDENTIFIED (tree: {r['reason']})\n  gemm: C = A B on 3 calls\n"
+    row = pd.read_csv(out, keep_default_na=False, dtype=str)
+    assert list(row.columns) == cols and len(row) == 1
+    assert row["failed_stage"][0] == "tree" and row["reason"][0] == r["reason"] and row["launches"][0] == "4"
+    assert row[cols[0]][0] == "c0", "the other fields are the worker's row"
+    meta = json.loads((tmp_path / "x.meta.json").read_text())
+    assert meta["report"]["reason"] == r["reason"]
+
+
+def test_an_explain_worker_that_cannot_start_says_why(tmp_path):
+    gpu = gemmlab.gpu._gpu
+    if gpu is None:
+        pytest.skip("this gemmlab has no GPU engine module (gemmlab._gpu)")
+    fake = tmp_path / "fake_worker.py"
+    fake.write_text(FAKE_EXPLAIN_WORKER)
+    with pytest.raises(gpu.WorkerStartFailed, match="told so"):
+        gpu.explain_isolated([sys.executable, str(fake), "no_start", "3"], "fake", 64, 64, 64, 1, 0, "", "{}", "x")
