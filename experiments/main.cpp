@@ -19,6 +19,7 @@
 
 #include "experiments/cli/commands.hpp"
 #include "experiments/device/runner.hpp"
+#include "experiments/engine/watchdog.hpp"
 #include "experiments/plan/plan.hpp"
 
 using namespace gemmlab;
@@ -46,7 +47,16 @@ int main(int argc, char** argv) {
   }
   try {
     for (const auto& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) {
+        const int rc = c.run();
+        // A launch that never ended holds this process's GPU (gemmlab explain reports it and returns): no
+        // teardown, which would wait for it.
+        if (gpu_held_by_a_kernel()) {
+          std::fflush(nullptr);
+          std::_Exit(rc);
+        }
+        return rc;
+      }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gemmlab: %s\n", e.what());
     return 2;

@@ -58,6 +58,12 @@ bool first_launch_of(const std::string& name) {
   return seen.insert(name).second;
 }
 
+namespace {
+std::atomic<bool> the_gpu_held{false};
+}
+void LaunchTimeout::note_gpu_held() { the_gpu_held = true; }
+bool gpu_held_by_a_kernel() { return the_gpu_held.load(); }
+
 void set_launch_reporter(LaunchReporter* r) { the_reporter = r; }
 LaunchReporter* launch_reporter() { return the_reporter.load(); }
 

@@ -66,9 +66,15 @@ bool first_launch_of(const std::string& name);
 // be running, so nothing more can run on the GPU in this process (a CudaContextLost); false when the
 // launch's host call came back late and the GPU then drained within the limit, so the process goes on.
 struct LaunchTimeout : CudaContextLost {
-  LaunchTimeout(const std::string& what, bool gpu_held) : CudaContextLost(what), gpu_held(gpu_held) {}
+  LaunchTimeout(const std::string& what, bool gpu_held) : CudaContextLost(what), gpu_held(gpu_held) {
+    if (gpu_held) note_gpu_held();
+  }
   bool gpu_held;
+  static void note_gpu_held();
 };
+// Whether a launch that never ended holds this process's GPU (a LaunchTimeout with gpu_held was made): the
+// process then ends without tearing the CUDA runtime down, which would wait for that launch.
+bool gpu_held_by_a_kernel();
 
 // What a worker process tells its parent while kernels under test run (engine/isolation.hpp sends these
 // as messages; the parent's watchdog stops a worker that stays silent beyond the armed limit). In a
