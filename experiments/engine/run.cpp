@@ -692,9 +692,11 @@ class IsolatedRunner {
         std::find(result_columns().begin(), result_columns().end(), "status") - result_columns().begin());
   }
 
-  // Starts every GPU's worker and waits until each is ready. Throws engine::WorkerStartFailed.
-  void start(const std::function<void(const std::string&)>& log) {
+  // Starts every GPU's worker, then waits until each is ready. Throw engine::WorkerStartFailed.
+  void spawn() {
     for (std::size_t w = 0; w < workers_.size(); ++w) workers_[w] = spawn(static_cast<int>(w));
+  }
+  void wait_ready(const std::function<void(const std::string&)>& log) {
     for (auto& w : workers_) w->wait_ready(kStartSeconds, log);
   }
 
@@ -939,6 +941,18 @@ void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Num
 int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
   const auto start = std::chrono::steady_clock::now();
   const Prepared p = prepare(req, devices);
+  // Isolated, the kernels run in worker processes (one per GPU): started now, so that their start overlaps
+  // the metadata's queries, and waited for before the session takes the output (a worker that cannot start
+  // costs nothing written).
+  const bool isolated = !req.dry_run && static_cast<bool>(req.worker_command);
+  std::atomic<int> errors{0};
+  TimeSplit time;
+  HostPaths host_paths;
+  std::unique_ptr<IsolatedRunner> workers;
+  if (isolated) {
+    workers = std::make_unique<IsolatedRunner>(req, p, devices, time, errors, host_paths);
+    workers->spawn();
+  }
   nlohmann::json meta = plan_metadata(req, p, devices);
 
   engine::EngineRequest er;
@@ -950,25 +964,15 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
   // Without -o the output's name has the start time in it: the resume command must name it.
   if (req.out_csv.empty() && !er.argv.empty()) er.argv.insert(er.argv.end(), {"-o", p.out});
   er.workers = req.dry_run ? 1 : static_cast<int>(devices.size());
-  // Isolated, the kernels run in worker processes (one per GPU), started here and waited for before the
-  // session takes the output: a worker that cannot start costs nothing written.
-  const bool isolated = !req.dry_run && static_cast<bool>(req.worker_command);
   if (!req.dry_run && !isolated) er.worker_start = [&](int w) { devices[w]->bind_thread(); };
   er.log = req.log;
   er.live_progress = req.live_progress;
-  std::atomic<int> errors{0};
   er.on_resumed_row = [&](const std::vector<std::string>& fields) {
     if (retried_by_retry_failed(from_fields(result_columns(), fields).status)) ++errors;
   };
 
-  TimeSplit time;
-  HostPaths host_paths;
   ProblemRunner runner(req, p, devices, time, errors, host_paths);
-  std::unique_ptr<IsolatedRunner> workers;
-  if (isolated) {
-    workers = std::make_unique<IsolatedRunner>(req, p, devices, time, errors, host_paths);
-    workers->start([&](const std::string& line) { std::fprintf(req.log, "%s\n", line.c_str()); });
-  }
+  if (workers) workers->wait_ready([&](const std::string& line) { std::fprintf(req.log, "%s\n", line.c_str()); });
   const LaunchLimit limit = launch_limit();
   meta["isolation"] = {{"kernels_run_in", isolated ? "worker processes" : "this process"},
                        {"launch_limit", {{"enabled", limit.enabled},
