@@ -39,7 +39,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import _worker
-from .gpu import GpuContextLost, _prepare, _worker_argv, form_text, gpu_module, judge
+from .gpu import GpuContextLost, _prepare, _take_torch_state, _worker_argv, form_text, gpu_module, judge
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -211,6 +211,7 @@ def _explain_in_worker(fn: Callable, kw: dict) -> int:
     """A worker process of explain (``python -m gemmlab._worker``): the plain explanation, its stages and
     launches told to the parent as they go (gemmlab._gpu.explain(..., serve=True)); it writes the CSV."""
     gpu = gpu_module(kw["device"])
+    _take_torch_state(kw.get("torch_state"))
     p = _prepare(fn, kw["name"], kw["framework"], kw["style"], kw["input_format"], kw["output_format"], "unknown",
                  kw["device"], None, "gemmlab.explain")
     M, N, K = (kw["size"],) * 3 if isinstance(kw["size"], int) else tuple(int(x) for x in kw["size"])

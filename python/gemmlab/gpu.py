@@ -53,11 +53,13 @@ class JudgeError(RuntimeError):
 
 
 class GpuContextLost(RuntimeError):
-    """The GPU reported an error after which nothing more runs on it in this process (an illegal memory
-    access, a misaligned address, a trap in a kernel): the message names the callable, the call and what
-    to do. The rows finished before are kept: ``rows`` (a DataFrame, possibly empty) and, where the run
-    wrote files, ``journal`` (the ``<out>.csv.journal`` that ``resume=True`` continues from in a new
-    process). ``explanation``: gemmlab.explain's report up to where it stopped (its CSV is written)."""
+    """With the callable in this process (not in a worker: ``isolate``), the GPU reported an error after
+    which nothing more runs on it here (an illegal memory access, a misaligned address, a trap in a kernel),
+    or a launch never ended within its limit: the message names the callable, the call and what to do. The
+    rows finished are kept, that one's included (status ``faulted`` or ``timeout``): ``rows`` (a DataFrame,
+    possibly empty) and, where the run wrote files, ``journal`` (the ``<out>.csv.journal`` that
+    ``resume=True`` continues from in a new process). ``explanation``: gemmlab.explain's report up to
+    where it stopped, with the stages finished before (its CSV is written)."""
 
     def __init__(self, message: str, rows: pd.DataFrame | None = None, journal: Path | None = None,
                  explanation: Any = None):
@@ -240,6 +242,27 @@ def framework_metadata(framework: str) -> dict[str, Any]:
             "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
         }
     return meta
+
+
+def _torch_state() -> dict[str, Any] | None:
+    """The torch settings that decide a matmul's numerics in this process (framework_metadata records them),
+    for a worker process to take: None where torch is not imported."""
+    return framework_metadata("torch").get("torch") if "torch" in sys.modules else None
+
+
+def _take_torch_state(state: dict[str, Any] | None) -> None:
+    """In a worker process: the caller's torch settings (``_torch_state``), so that ``fn`` computes what it
+    computes in the caller's process (a TF32 switch set before judge, say)."""
+    if not state:
+        return
+    import torch
+    torch.set_float32_matmul_precision(state["float32_matmul_precision"])
+    mm = torch.backends.cuda.matmul
+    mm.allow_tf32 = state["allow_tf32"]
+    mm.allow_fp16_reduced_precision_reduction = state["allow_fp16_reduced_precision_reduction"]
+    mm.allow_bf16_reduced_precision_reduction = state["allow_bf16_reduced_precision_reduction"]
+    torch.backends.cudnn.allow_tf32 = state["cudnn_allow_tf32"]
+    torch.use_deterministic_algorithms(state["deterministic_algorithms"])
 
 
 def _style(fn: Callable, style: Style) -> str:
@@ -504,7 +527,7 @@ def _worker_argv(fn: Callable, kind: str, kw: dict, spec_dir: Path) -> tuple[lis
                           "Define it in a module (or a script) to run it in a worker process", RuntimeWarning,
                           stacklevel=3)
         return [], why
-    return _worker.write_spec(spec_dir, kind, data, main, kw), ""
+    return _worker.write_spec(spec_dir, kind, data, main, {**kw, "torch_state": _torch_state()}), ""
 
 
 def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[str], why: str,
@@ -534,6 +557,7 @@ def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[
 
 def _judge_in_worker(fn: Callable, kw: dict) -> int:
     """A worker process of judge (``python -m gemmlab._worker``): serves its parent's rows."""
+    _take_torch_state(kw.get("torch_state"))
     p = _prepare(fn, kw["name"], kw["framework"], kw["style"], kw["input_format"], kw["output_format"],
                  kw["accumulation"], kw["device"], None, "gemmlab.judge")
     return _judge_call(gpu_module(kw["device"]), p, kw, kw["csv"], [], "", serve=True)

@@ -194,3 +194,18 @@ def test_an_explain_worker_that_cannot_start_says_why(tmp_path):
     fake.write_text(FAKE_EXPLAIN_WORKER)
     with pytest.raises(gpu.WorkerStartFailed, match="told so"):
         gpu.explain_isolated([sys.executable, str(fake), "no_start", "3"], "fake", 64, 64, 64, 1, 0, "", "{}", "x")
+
+
+def test_a_worker_takes_the_callers_torch_numerics_switches():
+    torch = pytest.importorskip("torch", reason="torch's switches")
+    from gemmlab.gpu import _take_torch_state, _torch_state
+
+    before = _torch_state()
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = not before["allow_tf32"]
+        wanted = _torch_state()
+        torch.backends.cuda.matmul.allow_tf32 = before["allow_tf32"]  # as a fresh worker has it
+        _take_torch_state(wanted)
+        assert _torch_state() == wanted
+    finally:
+        _take_torch_state(before)
