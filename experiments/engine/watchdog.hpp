@@ -4,15 +4,16 @@
 //
 // The limit of one launch of a problem of 2·M·N·K floating-point operations (every part of a form):
 //
-//   limit = floor + 2·M·N·K / (10^10 FLOP/s)      (+ first_call_seconds for a callable's first call)
+//   limit = floor + 2·M·N·K / (10^10 FLOP/s)      (+ first_call_seconds for a callable's first launches)
 //
 // 10 GFLOP/s is 50 times below the slowest kernel gemmlab runs (sgemm_01_naive, 0.5 TFLOP/s on an
 // H100 at 4096^3) and 40 times below its host baselines (eigen_gemm_fp64, 437 GFLOP/s on 16 cores), so
 // the work term alone covers any launch of them; the floor (10 s, `--launch-timeout`, the
 // `launch_timeout` of gemmlab.judge / explain) covers launch overheads, a library's first-call
 // heuristics and small problems, where the work term is nothing. At 4096^3 the limit is 23.7 s.
-// A Python callable's first call in a process also gets first_call_seconds (120 s): Triton compiles
-// there, and an autotuner times its configurations.
+// A Python callable's first batch of launches in a process (its first row's warm-up and timed launches,
+// explain's first call) also gets first_call_seconds (120 s): Triton compiles there, and an autotuner
+// times its configurations.
 //
 // Where it is checked (experiments/device/runner.cu): the timing helper and EntryRunner record an event
 // after each launch and wait for the launches by polling those events (cudaEventQuery) instead of one
@@ -36,7 +37,7 @@ struct LaunchLimit {
   bool enabled = true;
   double floor_seconds = 10.0;       // --launch-timeout
   double rate_flops = 1e10;          // the conservative rate of the work term
-  double first_call_seconds = 0.0;   // added to a kernel's first launch in the process (Python callables: 120)
+  double first_call_seconds = 0.0;   // added to a kernel's first batch of launches in the process (callables: 120)
   static constexpr double kCallableFirstCallSeconds = 120.0;
 
   // The limit of one launch of `flops` operations (its first in this process when `first`).
