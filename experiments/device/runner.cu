@@ -425,11 +425,11 @@ class WatchedLaunches {
   void called(int i) {
     if (!watch_.enabled()) return;
     const double took = seconds_since(call_start_);
-    if (took <= watch_.limit_seconds()) return;
+    if (took <= watch_.host_limit_seconds()) return;
     char t[32];
     std::snprintf(t, sizeof t, "%.1f", took);
     const bool drained = drains_within(watch_.limit_seconds());
-    throw LaunchTimeout(watch_.overran(i, std::string("returned after ") + t + " s, beyond") +
+    throw LaunchTimeout(watch_.overran(i, std::string("returned after ") + t + " s, beyond", true) +
                             (drained ? "" : "; the GPU has not drained since, and stays held: " +
                                                 std::string(context_lost_advice())),
                         !drained);

@@ -74,9 +74,10 @@ LaunchWatch::LaunchWatch(std::string kernel, int M, int N, int K, double flops, 
       limit_(launch_limit()),
       flops_(flops),
       first_(first_launch_of(kernel_)) {
-  seconds_ = std::max(limit_.seconds(flops_, first_), at_least_seconds);
+  seconds_ = std::max(limit_.seconds(flops_, false), at_least_seconds);
+  host_seconds_ = std::max(limit_.seconds(flops_, first_), at_least_seconds);
   if (limit_.enabled)
-    if (LaunchReporter* r = launch_reporter()) r->arm(kernel_, size_, seconds_);
+    if (LaunchReporter* r = launch_reporter()) r->arm(kernel_, size_, host_seconds_);
 }
 
 LaunchWatch::~LaunchWatch() {
@@ -84,12 +85,14 @@ LaunchWatch::~LaunchWatch() {
     if (LaunchReporter* r = launch_reporter()) r->disarm();
 }
 
-std::string LaunchWatch::overran(int launch, const std::string& how) const {
+std::string LaunchWatch::overran(int launch, const std::string& how, bool host) const {
+  const bool first = host && first_;
+  const double limit = host ? host_seconds_ : seconds_;
   return "launch " + std::to_string(launch + 1) + " of " + std::to_string(launches_) + " of " + kernel_ + " at " +
          size_ + " " + how + " its limit of " +
-         (seconds_ > limit_.seconds(flops_, first_)
-              ? seconds_text(seconds_) + " s (the patience of a launch under a schedule perturbation)"
-              : limit_.words(flops_, first_)) +
+         (limit > limit_.seconds(flops_, first)
+              ? seconds_text(limit) + " s (the patience of a launch under a schedule perturbation)"
+              : limit_.words(flops_, first)) +
          "; --launch-timeout (launch_timeout= in Python) sets the floor";
 }
 

@@ -11,9 +11,9 @@
 // the work term alone covers any launch of them; the floor (10 s, `--launch-timeout`, the
 // `launch_timeout` of gemmlab.judge / explain) covers launch overheads, a library's first-call
 // heuristics and small problems, where the work term is nothing. At 4096^3 the limit is 23.7 s.
-// A Python callable's first batch of launches in a process (its first row's warm-up and timed launches,
-// explain's first call) also gets first_call_seconds (120 s): Triton compiles there, and an autotuner
-// times its configurations.
+// The host calls of a Python callable's first batch of launches in a process (its first row's warm-up and
+// timed launches, explain's first call) also get first_call_seconds (120 s): Triton compiles there, and an
+// autotuner times its configurations. The GPU's part of a launch never does.
 //
 // Where it is checked (experiments/device/runner.cu): the timing helper and EntryRunner record an event
 // after each launch and wait for the launches by polling those events (cudaEventQuery) instead of one
@@ -107,10 +107,15 @@ class LaunchWatch {
   LaunchWatch& operator=(const LaunchWatch&) = delete;
 
   bool enabled() const { return limit_.enabled; }
+  // A launch's limit on the GPU: from when it was enqueued, or the one before it ended, to its end.
   double limit_seconds() const { return seconds_; }
+  // A launch's host call (k.launch): the limit, and first_call_seconds more in a kernel's first batch in the
+  // process (a callable's compilation happens there, not on the GPU). What the reporter is armed with.
+  double host_limit_seconds() const { return host_seconds_; }
   // "launch 3 of 23 of sgemm_01_naive at 4096x4096x4096 did not end within its limit of 23.7 s (10 s +
-  // 2MNK at 10 GFLOP/s)" with `how` = "did not end" ("returned after 31.2 s, beyond ...").
-  std::string overran(int launch, const std::string& how) const;
+  // 2MNK at 10 GFLOP/s)" with `how` = "did not end within" ("returned after 31.2 s, beyond": `host`, the
+  // host call's limit).
+  std::string overran(int launch, const std::string& how, bool host = false) const;
   // The reporter's beat for launch i (0-based), enqueued or ended.
   void beat(int launch);
 
@@ -118,7 +123,7 @@ class LaunchWatch {
   std::string kernel_, size_;
   int launches_;
   LaunchLimit limit_;
-  double flops_, seconds_;
+  double flops_, seconds_, host_seconds_;
   bool first_;
   bool beaten_ = false;
   std::chrono::steady_clock::time_point last_beat_;

@@ -449,7 +449,7 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     cannot move); ``""``: none.
 
     Every launch of ``fn`` has a time limit, ``launch_timeout`` (its floor, 10 s) + 2MNK at 10 GFLOP/s, and
-    its first row's launches in a process 120 s more (Triton compiles there); a call beyond it gives its row status
+    the host calls of its first row in a process 120 s more (compilation); a call beyond it gives its row status
     ``timeout``. ``isolate`` (``"auto"``): ``fn`` runs in a worker process (``gemmlab._worker``: it is
     pickled by reference, or re-created by re-running the script that defines it in ``__main__`` up to its
     first gemmlab call), so that a call that hangs or faults costs its row (``timeout``, ``faulted``), the

@@ -80,7 +80,8 @@ class FakeDevice final : public gemmlab::Device {
           throw gemmlab::CudaContextLost("CUDA error cudaErrorIllegalAddress (an illegal memory access was "
                                          "encountered) in the fake's launch of " + std::string(k.name));
         case Misdeed::overrun: throw gemmlab::LaunchTimeout(watch.overran(1, "did not end within"), true);
-        case Misdeed::late: throw gemmlab::LaunchTimeout(watch.overran(0, "returned after 9.9 s, beyond"), false);
+        case Misdeed::late:
+          throw gemmlab::LaunchTimeout(watch.overran(0, "returned after 9.9 s, beyond", true), false);
         default: break;
       }
     gemmlab::KernelRun r;

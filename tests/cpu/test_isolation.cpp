@@ -136,6 +136,16 @@ TEST(LaunchLimit, TheProcessLimitIsScopedAndAWatchNamesLaunchKernelSizeAndLimit)
     EXPECT_EQ(w.overran(2, "did not end within"),
               "launch 3 of 23 of kernel_under_test_limit at 256x128x64 did not end within its limit of 3 s (3 s + 2MNK "
               "at 10 GFLOP/s); --launch-timeout (launch_timeout= in Python) sets the floor");
+    // A first batch: its host calls get the first-call allowance (compilation), its GPU launches do not.
+    l.first_call_seconds = 120;
+    gemmlab::set_launch_limit(l);
+    gemmlab::LaunchWatch first("kernel_under_test_first", 256, 128, 64, 0, 1);
+    EXPECT_DOUBLE_EQ(first.limit_seconds(), 3.0);
+    EXPECT_DOUBLE_EQ(first.host_limit_seconds(), 123.0);
+    EXPECT_NE(first.overran(0, "returned after 130 s, beyond", true).find("123 s (3 s + 2MNK at 10 GFLOP/s + 120 s for a first call)"),
+              std::string::npos) << first.overran(0, "x", true);
+    gemmlab::LaunchWatch second("kernel_under_test_first", 256, 128, 64, 0, 1);
+    EXPECT_DOUBLE_EQ(second.host_limit_seconds(), 3.0) << "the next batch is not a first";
     gemmlab::LaunchWatch patient("kernel_under_test_limit", 256, 128, 64, 0, 1, 20.0);
     EXPECT_DOUBLE_EQ(patient.limit_seconds(), 20.0) << "a perturbed launch's patience, where longer";
     EXPECT_NE(patient.overran(0, "did not end within").find("20 s (the patience of a launch under a schedule perturbation)"),
