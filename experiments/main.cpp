@@ -2,9 +2,10 @@
 // record error statistics beside the runtime. The subcommands live in experiments/cli/.
 //
 // Exit codes: 0 success; 1 internal error; 2 bad input (the message says what and what to do);
-// 3 the run (or `gemmlab invariance`) finished but some kernel raised an error (its CSV row says which), or `gemmlab compare`
-// found a statistic or a status changed, or a kernel hit a GPU error that loses the CUDA context (`gemmlab run` stops, its
-// journal keeping the rows before; `gemmlab explain` writes its CSV row, which says at which call); 4 `gemmlab order` (or `predict` for a library kernel) found
+// 3 the run (or `gemmlab invariance`) finished but some kernel raised an error, timed out or faulted (its CSV row says
+// which), or `gemmlab compare` found a statistic or a status changed, or a kernel hit a GPU error that loses the CUDA
+// context or a launch that never ends in this process (`gemmlab run --isolation none` stops, its journal keeping the rows
+// before and that kernel's row; `gemmlab explain` writes its CSV row, which says at which call); 4 `gemmlab order` (or `predict` for a library kernel) found
 // outputs that do not form a summation tree, or a tree gemmlab cannot compose, or `gemmlab compare`
 // found a row slower beyond the noise; 5 `gemmlab predict` / `tc-eval` found outputs that
 // differ from the model, or `gemmlab explain` could not identify the kernel; 128 + signal: `gemmlab run` stopped by SIGINT or
@@ -12,11 +13,13 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "experiments/cli/commands.hpp"
 #include "experiments/device/runner.hpp"
+#include "experiments/engine/watchdog.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/metadata.hpp"
 
@@ -49,13 +52,24 @@ int main(int argc, char** argv) {
   }
   try {
     for (const auto& c : commands)
-      if (c.app->parsed()) return c.run();
+      if (c.app->parsed()) {
+        const int rc = c.run();
+        // A launch that never ended holds this process's GPU (gemmlab explain reports it and returns): no
+        // teardown, which would wait for it.
+        if (gpu_held_by_a_kernel()) {
+          std::fflush(nullptr);
+          std::_Exit(rc);
+        }
+        return rc;
+      }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gemmlab: %s\n", e.what());
     return 2;
   } catch (const CudaContextLost& e) {  // a kernel's fault, not gemmlab's: the message says what to do
     std::fprintf(stderr, "gemmlab: %s\n", e.what());
-    return 3;
+    // No teardown: the GPU context is the kernel's now (a launch that never ends would hold the exit).
+    std::fflush(nullptr);
+    std::_Exit(3);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gemmlab: internal error: %s\n", e.what());
     return 1;

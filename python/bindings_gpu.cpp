@@ -27,6 +27,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <execinfo.h>
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -41,6 +43,8 @@
 #include "experiments/engine/evaluate.hpp"
 #include "experiments/engine/invariance.hpp"
 #include "experiments/engine/run.hpp"
+#include "experiments/engine/watchdog.hpp"
+#include "experiments/engine/worker_process.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
@@ -196,6 +200,8 @@ struct Callable {
   void launch(const GemmArgs& a) {
     nb::gil_scoped_acquire gil;
     ++calls;
+    // In a worker process, the parent's watchdog names the call that never comes back.
+    if (LaunchReporter* r = launch_reporter()) r->beat("call " + std::to_string(calls));
     std::string raised;
     try {
       const auto now = std::make_tuple(a.A, a.B, static_cast<const void*>(a.C), a.M, a.N, a.K, a.C0, a.bias, a.batch,
@@ -368,8 +374,21 @@ void* timing_stream(std::optional<std::uintptr_t> stream) {
   return *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*stream);
 }
 
+// The launch limit of a callable's launches (engine/watchdog.hpp): `launch_timeout` the floor (0: none), and
+// the first call in a process allowed LaunchLimit::kCallableFirstCallSeconds more (Triton compiles there).
+LaunchLimit callable_limit(double launch_timeout) {
+  if (!(launch_timeout >= 0)) throw std::invalid_argument("launch_timeout must be >= 0 seconds (0: no limit)");
+  LaunchLimit l;
+  l.enabled = launch_timeout > 0;
+  if (l.enabled) l.floor_seconds = launch_timeout;
+  l.first_call_seconds = LaunchLimit::kCallableFirstCallSeconds;
+  return l;
+}
+
 // Runs the plan of one callable kernel through run_experiment. Returns the process-style exit code
-// (0 every row produced, 3 some row is an `error`).
+// (0 every row produced, 3 some row is an `error`, `timeout` or `faulted`). With `worker_argv`, the
+// callable runs in worker processes started with that command (python -m gemmlab._worker SPEC), each of
+// which calls this with `serve` (serve_run_worker): a callable that hangs or faults costs its row.
 int judge(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
           const std::string& description, const std::string& input_format, const std::string& compute_format,
           const std::string& accumulator_format, const std::string& output_format, const std::string& accumulation,
@@ -380,7 +399,9 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
           bool resume, bool force, const std::string& caller_json, const std::string& command_line, bool quiet,
           const std::string& numerics_json, const std::string& perturbation, const std::string& form,
           const std::string& c0_format, const std::string& bias_format, const std::string& c0_placement,
-          const std::string& bias_placement) {
+          const std::string& bias_placement, const std::vector<std::string>& worker_argv, double launch_timeout,
+          bool retry_failed, bool serve) {
+  const ScopedLaunchLimit limit(callable_limit(launch_timeout));
   const Numerics n = judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
                                      promotion_interval_k, numerics_json);
   const std::string key = form_key(form);  // "" for plain; a bad form throws (ValueError) before anything runs
@@ -412,8 +433,11 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
   req.timing.host_timer = host_timer;
   req.timing.stream = timing_stream(stream);
   req.timing.perturbation = perturbation;
+  req.retry_failed = retry_failed;
+  if (!worker_argv.empty()) req.worker_command = [worker_argv](int, int) { return worker_argv; };
   try {
     nb::gil_scoped_release nogil;
+    if (serve) return serve_run_worker(req, gpu_device(device), 1);
     return run_experiment(req, gpu_device(device));
   } catch (const CudaContextLost& e) {
     throw CudaContextLost(name + ", at or before call " + std::to_string(judged.state->calls) +
@@ -435,7 +459,9 @@ int invariance(nb::callable launcher, const std::string& framework, const std::s
                const std::vector<std::string>& k_tails, int repeats, const std::string& distribution,
                std::uint64_t seed, int reps, int warmup, bool flush_l2, int reveal_k_max, bool cost, int device,
                std::optional<std::uintptr_t> stream, bool host_timer, const std::string& out_csv, bool resume,
-               bool force, const std::string& caller_json, const std::string& command_line, bool quiet) {
+               bool force, const std::string& caller_json, const std::string& command_line, bool quiet,
+               double launch_timeout) {
+  const ScopedLaunchLimit limit(callable_limit(launch_timeout));
   JudgedKernel judged(launcher, framework, name, family, description,
                       judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
                                       promotion_interval_k),
@@ -483,7 +509,9 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
                     const std::vector<std::string>& distributions, std::uint64_t seed, long long compare_outputs,
                     int verify_entries, int device, std::optional<std::uintptr_t> stream, const std::string& known_json,
                     const std::string& out_csv, const std::string& caller_json, const std::string& command_line,
-                    bool schedule, double schedule_seconds, const std::string& predictions_file) {
+                    bool schedule, double schedule_seconds, const std::string& predictions_file, double launch_timeout,
+                    bool serve) {
+  const ScopedLaunchLimit limit(callable_limit(launch_timeout));
   const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), Accumulation::unknown);
   if (M < 1 || N < 1 || K < 2) throw std::invalid_argument("explain needs M, N >= 1 and K >= 2");
   for (const std::string& d : distributions)
@@ -501,11 +529,40 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   if (!known_json.empty()) opt.known = known_kernels_from_json(nlohmann::json::parse(known_json));
   JudgedKernel judged(launcher, framework, name, "user", "explained by gemmlab.explain", n, layout_a, layout_b,
                       returns_output, device);
+  // A worker process of an isolated explain (explain_isolated): the launches' events and, as each stage
+  // begins, the report so far go to the parent, which reports those stages if the callable never comes back.
+  std::optional<engine::WorkerChannel> channel;
+  std::optional<engine::ChannelReporter> reporter;
+  if (serve) {
+    channel.emplace();
+    reporter.emplace(*channel);
+    set_launch_reporter(&*reporter);
+  }
   explain::Report r;
   {
     nb::gil_scoped_release nogil;
     void* s = !stream ? nullptr : *stream == 0 ? reinterpret_cast<void*>(std::uintptr_t{1}) : reinterpret_cast<void*>(*stream);
+    const auto t0 = std::chrono::steady_clock::now();
     KernelOracle oracle(judged.ck->kernel, M, N, K, device, s, judged.state->foreign_streams());
+    if (channel) {
+      opt.on_stage = [&](const explain::Report& so_far, const std::string& stage) {
+        explain::Report c = so_far;  // as if it stopped here: the parent fills in the reason
+        c.identified = false;
+        c.failed_stage = stage;
+        c.reason.clear();
+        c.oracle_lost = true;
+        c.launches = oracle.launches;
+        c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const std::string summary = c.summary();
+        channel->send({{"stage",
+                        {{"stage", stage},
+                         {"report", report_to_json(c)},
+                         {"row", explain_rows(name, c, M, N, K, seed).at(0)},
+                         {"summary_tail", summary.substr(summary.find('\n') + 1)},
+                         {"launches", c.launches}}}});
+      };
+      channel->send({{"ready", {{"explain", name}}}});
+    }
     r = explain::explain_kernel(oracle, opt);
   }
   nlohmann::json report = report_to_json(r);
@@ -515,6 +572,97 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
     meta["report"] = report;
     if (!caller_json.empty()) meta["caller"] = nlohmann::json::parse(caller_json);
     write_table(out_csv, explain_columns(), explain_rows(name, r, M, N, K, seed), meta);
+  }
+  if (channel) {
+    channel->send({{"result", report}});
+    set_launch_reporter(nullptr);
+  }
+  return report.dump();
+}
+
+// gemmlab.explain's parent of an isolated explain: starts `worker_argv` (python -m gemmlab._worker SPEC, which
+// calls explain() with `serve`) and returns its report as JSON text. Where the callable never comes back
+// (silent beyond its limit: engine/worker_process.hpp) or the worker dies, the worker is stopped and the report
+// is the one its last stage began with, stopped there with the reason (the call, the limit or how it ended):
+// the stages finished before are reported; `out_csv` is written with it. Throws engine::WorkerStartFailed when
+// the worker cannot start (the Python side then explains in-process).
+std::string explain_isolated(const std::vector<std::string>& worker_argv, const std::string& name, int M, int N, int K,
+                             std::uint64_t seed, int device, const std::string& out_csv, const std::string& caller_json,
+                             const std::string& command_line, double grace_seconds) {
+  if (!out_csv.empty()) check_writable(out_csv);
+  nlohmann::json report;
+  std::vector<std::string> row;
+  {
+    nb::gil_scoped_release nogil;
+    const auto t0 = std::chrono::steady_clock::now();
+    engine::WatchedWorker w(worker_argv, grace_seconds);
+    w.wait_ready(600, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+    nlohmann::json last;  // the last stage's report, as it began
+    long long arms_then = 0;
+    std::string reason, stopped;
+    for (;;) {
+      const engine::WatchedWorker::Event e = w.next(1.0);
+      if (e.kind == engine::WatchedWorker::Event::quiet) continue;
+      if (e.kind == engine::WatchedWorker::Event::message) {
+        if (e.msg.contains("result")) {
+          w.process().finish(10.0);
+          return e.msg["result"].dump();  // the worker wrote out_csv
+        }
+        if (e.msg.contains("stage")) {
+          last = e.msg["stage"];
+          arms_then = w.arms();
+        } else if (e.msg.contains("failed")) {
+          throw std::runtime_error(e.msg["failed"].get<std::string>());
+        }
+        continue;
+      }
+      if (e.kind == engine::WatchedWorker::Event::timed_out) {
+        w.process().kill();
+        stopped = "timeout";
+        reason = w.overran_words() + ": its host call never came back, or the GPU never finished it; the worker "
+                 "process running it was stopped (launch_timeout= sets the limit's floor)";
+      } else {
+        stopped = "faulted";
+        reason = "the worker process running " + name + (w.last_beat().empty() ? "" : " (" + w.last_beat() + ")") +
+                 " " + w.process().how_it_ended();
+      }
+      break;
+    }
+    if (last.is_null()) {  // before the first stage began: nothing to report but where
+      explain::Report none;
+      none.failed_stage = "gemm";
+      last = {{"stage", "gemm"}, {"report", report_to_json(none)}, {"row", explain_rows(name, none, M, N, K, seed).at(0)},
+              {"summary_tail", ""}, {"launches", 0}};
+    }
+    const std::string stage = last["stage"].get<std::string>();
+    const long long launches = last["launches"].get<long long>() + (w.arms() - arms_then);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report = last["report"];
+    report["failed_stage"] = stage;
+    report["reason"] = reason;
+    report["launches"] = launches;
+    report["seconds"] = seconds;
+    report["oracle_lost"] = true;
+    report["worker_stopped"] = stopped;
+    report["summary"] = "UNIDENTIFIED (" + stage + ": " + reason + ")\n" + last["summary_tail"].get<std::string>();
+    row = last["row"].get<std::vector<std::string>>();
+    const auto& cols = explain_columns();
+    auto set = [&](const std::string& col, const std::string& v) {
+      row.at(static_cast<std::size_t>(std::find(cols.begin(), cols.end(), col) - cols.begin())) = v;
+    };
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3f", seconds);
+    set("failed_stage", stage);
+    set("reason", reason);
+    set("launches", std::to_string(launches));
+    set("explain_seconds", secs);
+  }
+  if (!out_csv.empty()) {
+    nlohmann::json meta = base_metadata("explain", command_line, out_csv);
+    add_device_metadata(meta, query_device(device), software_versions(device), current_sm_clock_mhz(device));
+    meta["report"] = report;
+    if (!caller_json.empty()) meta["caller"] = nlohmann::json::parse(caller_json);
+    write_table(out_csv, explain_columns(), {row}, meta);
   }
   return report.dump();
 }
@@ -533,7 +681,8 @@ std::string explain_diff(nb::callable launcher_a, const std::string& framework_a
                          long long confirm_outputs, int verify_entries, int device, const std::string& known_json,
                          const std::string& out_csv, const std::string& out_csv_a, const std::string& out_csv_b,
                          const std::string& caller_json, const std::string& command_line, bool schedule,
-                         double schedule_seconds) {
+                         double schedule_seconds, double launch_timeout) {
+  const ScopedLaunchLimit limit(callable_limit(launch_timeout));
   if (name_a == name_b) throw std::invalid_argument("explain_diff needs two different names, got '" + name_a + "' twice");
   const Numerics na = declared_numerics(format_of(input_format), format_of(output_a), Accumulation::unknown);
   const Numerics nbr = declared_numerics(format_of(input_format), format_of(output_b), Accumulation::unknown);
@@ -629,6 +778,8 @@ NB_MODULE(_gpu, m) {
   if (std::getenv("GEMMLAB_SEGV_BACKTRACE")) std::signal(SIGSEGV, print_native_backtrace);
   // The GPU's context is lost (an illegal memory access, ...): gemmlab.GpuContextLost on the Python side.
   nb::exception<CudaContextLost>(m, "CudaContextLost", PyExc_RuntimeError);
+  // A worker process could not start (gemmlab.judge and explain then run the callable in-process).
+  nb::exception<engine::WorkerStartFailed>(m, "WorkerStartFailed", PyExc_RuntimeError);
   m.doc() = "gemmlab's GPU engine: judge(), evaluate() on GPU tensors (see gemmlab.judge)";
 
   m.def("device_status", [](int device) {
@@ -649,16 +800,22 @@ NB_MODULE(_gpu, m) {
   m.def("explain", &explain, "launcher"_a, "framework"_a, "name"_a, "input_format"_a, "output_format"_a, "layout_a"_a,
         "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
         "verify_entries"_a, "device"_a, "stream"_a.none(), "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
-        "schedule"_a = true, "schedule_seconds"_a = 12.0, "predictions_file"_a = "",
+        "schedule"_a = true, "schedule_seconds"_a = 12.0, "predictions_file"_a = "", "launch_timeout"_a = 10.0,
+        "serve"_a = false,
         "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON "
         "(report['oracle_lost']: the GPU context was lost, the files written, nothing more can run)");
+
+  m.def("explain_isolated", &explain_isolated, "worker_argv"_a, "name"_a, "M"_a, "N"_a, "K"_a, "seed"_a, "device"_a,
+        "out_csv"_a, "caller_json"_a, "command_line"_a, "grace_seconds"_a = 5.0,
+        "explain() in a worker process started with worker_argv; a callable that never comes back stops it, the "
+        "stages finished before reported");
 
   m.def("explain_diff", &explain_diff, "launcher_a"_a, "framework_a"_a, "name_a"_a, "output_a"_a, "layout_a_a"_a,
         "layout_b_a"_a, "returns_a"_a, "stream_a"_a.none(), "launcher_b"_a, "framework_b"_a, "name_b"_a, "output_b"_a,
         "layout_a_b"_a, "layout_b_b"_a, "returns_b"_a, "stream_b"_a.none(), "input_format"_a, "M"_a, "N"_a, "K"_a,
         "distributions"_a, "seed"_a, "compare_outputs"_a, "confirm_outputs"_a, "verify_entries"_a, "device"_a,
         "known_json"_a, "out_csv"_a, "out_csv_a"_a, "out_csv_b"_a, "caller_json"_a, "command_line"_a, "schedule"_a,
-        "schedule_seconds"_a, "Where two callables' numerics differ, each difference on an input where their bits differ; the diff as JSON");
+        "schedule_seconds"_a, "launch_timeout"_a = 10.0, "Where two callables' numerics differ, each difference on an input where their bits differ; the diff as JSON");
 
   m.def("judge", &judge, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a, "input_format"_a,
         "compute_format"_a, "accumulator_format"_a, "output_format"_a, "accumulation"_a, "promotion_interval_k"_a,
@@ -666,7 +823,8 @@ NB_MODULE(_gpu, m) {
         "flush_l2"_a, "reference"_a, "spot_checks"_a, "device"_a, "stream"_a.none(), "host_timer"_a, "out_csv"_a,
         "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a, "numerics_json"_a = "",
         "perturbation"_a = "", "form"_a = "", "c0_format"_a = "", "bias_format"_a = "", "c0_placement"_a = "",
-        "bias_placement"_a = "",
+        "bias_placement"_a = "", "worker_argv"_a = std::vector<std::string>{}, "launch_timeout"_a = 10.0,
+        "retry_failed"_a = false, "serve"_a = false,
         "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
 
   m.def("invariance", &invariance, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a,
@@ -674,7 +832,7 @@ NB_MODULE(_gpu, m) {
         "promotion_interval_k"_a, "layout_a"_a, "layout_b"_a, "returns_output"_a, "size"_a, "m"_a, "n"_a,
         "k_tails"_a, "repeats"_a, "distribution"_a, "seed"_a, "reps"_a, "warmup"_a, "flush_l2"_a, "reveal_k_max"_a,
         "cost"_a, "device"_a, "stream"_a.none(), "host_timer"_a, "out_csv"_a, "resume"_a, "force"_a, "caller_json"_a,
-        "command_line"_a, "quiet"_a,
+        "command_line"_a, "quiet"_a, "launch_timeout"_a = 10.0,
         "Determinism and batch invariance of the callable (gemmlab invariance's core); returns the exit code");
 
   m.def(

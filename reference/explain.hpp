@@ -187,6 +187,10 @@ struct Options {
   // accumulator's value), a text line "distribution i j value" with the value in C's hexadecimal
   // floating point (%a), exact. gemmlab.explain's forms stage builds the epilogue's candidates on it.
   std::string predictions_file;
+  // Called as each stage begins ("gemm", "tree", "scheduling", "conversion", "nodes", "composition") with the
+  // report of the stages finished so far: a worker process sends it to its parent, which reports those
+  // stages if the kernel then never comes back (python/bindings_gpu.cpp). Null: nothing is called.
+  std::function<void(const struct Report&, const std::string& stage)> on_stage;
 };
 
 struct TreeStage {
@@ -318,7 +322,8 @@ struct Report {
   bool identified = false;
   std::string failed_stage;  // gemm | tree | scheduling | conversion | nodes | composition ("" when identified)
   std::string reason;
-  // The oracle could answer no more (OracleLost: the GPU context is lost); the reason says where.
+  // The oracle could answer no more (OracleLost: the GPU context is lost, or a launch never ended); the
+  // reason says where. The stages finished before it are kept; nothing is identified.
   bool oracle_lost = false;
   std::string gemm_check;    // what stage 1 saw
   TreeStage tree;

@@ -54,5 +54,8 @@ void require_threads(const CLI::Option* option, int threads);
 // `--plugin PATH` (repeatable) on a subcommand: shared libraries whose kernels join the registry
 // (experiments/engine/plugin.hpp). The action loads them before it resolves a kernel name.
 void add_plugin_option(CLI::App* command, std::vector<std::string>& paths);
+// `--launch-timeout SECONDS` on a subcommand that launches kernels under test: the floor of each launch's time
+// limit (experiments/engine/watchdog.hpp), set for the process as the option is parsed.
+void add_launch_timeout_option(CLI::App* command);
 
 }  // namespace gemmlab::cli

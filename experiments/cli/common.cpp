@@ -1,6 +1,8 @@
 #include <cstdint>
+#include <cstdio>
 
 #include "experiments/cli/commands.hpp"
+#include "experiments/engine/watchdog.hpp"
 #include "experiments/plan/plan.hpp"
 
 namespace gemmlab::cli {
@@ -43,6 +45,27 @@ void add_plugin_option(CLI::App* command, std::vector<std::string>& paths) {
   command->add_option("--plugin", paths,
                       "shared library of kernels built against kernels/plugin/gemmlab_plugin.h (repeatable); its "
                       "kernels join the registry, `all` and family:<name>");
+}
+
+void add_launch_timeout_option(CLI::App* command) {
+  command->add_option_function<double>(
+      "--launch-timeout",
+      [](const double& seconds) {
+        if (!(seconds >= 0) || seconds > 1e6)
+        {
+          char given[32];
+          std::snprintf(given, sizeof given, "%g", seconds);
+          throw CLI::ValidationError("--launch-timeout " + std::string(given) +
+                                     ": give the floor of a launch's limit in seconds (e.g. 10), or 0 to turn the "
+                                     "watchdog off");
+        }
+        LaunchLimit l = launch_limit();
+        l.enabled = seconds > 0;
+        if (l.enabled) l.floor_seconds = seconds;
+        set_launch_limit(l);
+      },
+      "the floor of every launch's time limit, in seconds (default 10; 0: no limit): a launch of a kernel under test "
+      "may take this + 2MNK at 10 GFLOP/s; one that takes longer is stopped and its row has status `timeout`");
 }
 
 }  // namespace gemmlab::cli

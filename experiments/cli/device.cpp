@@ -107,6 +107,7 @@ Command add_order(CLI::App& app, const std::string& command_line) {
   order->add_option("-j", o->j, "column of the output entry");
   order->add_option("-o,--out", o->out, "CSV of the tree's nodes (default results/order-<kernel>-K<K>.csv)");
   add_plugin_option(order, o->plugins);
+  add_launch_timeout_option(order);
   return {order, [o, command_line] {
             load_plugins(o->plugins);
             Size z = parse_size(o->size);
@@ -157,6 +158,7 @@ Command add_explain(CLI::App& app, const std::string& command_line) {
                   "the tensor-core models' GPU (v100, a100, ada, l4, h100, b200, sm_80, ...; default: this GPU's own "
                   "generation; a GPU gemmlab has no model for needs it, and nothing found that way is validated)");
   add_plugin_option(cmd, o->plugins);
+  add_launch_timeout_option(cmd);
   return {cmd, [o, command_line] {
             load_plugins(o->plugins);
             const Size z = parse_size(o->size);
@@ -237,6 +239,7 @@ Command add_predict(CLI::App& app, const std::string& command_line) {
   predict->add_option("--gpu", o->gpu,
                       "the tensor-core models' GPU (default: this GPU's own generation; see `gemmlab tc-eval --list`)");
   add_plugin_option(predict, o->plugins);
+  add_launch_timeout_option(predict);
   return {predict, [o, command_line] {
             load_plugins(o->plugins);
             require_csv(o->out);

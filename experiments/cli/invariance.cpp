@@ -186,6 +186,7 @@ Command add_invariance(CLI::App& app, const std::vector<std::string>& argv) {
   inv->add_flag("--resume", o->job.resume, "continue the interrupted run writing --out from its journal");
   inv->add_flag("--force", o->job.force, "replace an existing --out, or discard the journal of an interrupted run");
   add_plugin_option(inv, o->plugins);
+  add_launch_timeout_option(inv);
   return {inv, [o] {
             load_plugins(o->plugins);
             InvarianceJob job = o->job;

@@ -1,5 +1,6 @@
 // `gemmlab run` and `gemmlab list`.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "experiments/cli/commands.hpp"
@@ -18,6 +19,8 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
     RunRequest req;
     std::vector<std::string> kernels, exclude, dists, sizes, seeds, plugins, forms;
     std::string suite, reference, gpus;
+    std::string isolation = "process";
+    std::string worker;  // hidden: "GPU/WORKERS" in a worker process of an isolated run
     int reps = -1, warmup = -1, spot = -1;
   };
   auto o = std::make_shared<Options>();
@@ -48,7 +51,17 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
   run->add_option("--shard", o->req.shard, "compute only shard i of n (1-based, e.g. 2/8); `gemmlab merge` joins the shards");
   run->add_option("--gpus", o->gpus, "'all' or GPU indices (e.g. 0,1): one worker per GPU, one CSV (default: GPU 0)");
   run->add_flag("--dry-run", o->req.dry_run, "write the plan's rows with status `planned` without running anything (no GPU needed)");
+  run->add_flag("--retry-failed", o->req.retry_failed,
+                "with --resume: compute again the journal's rows whose kernel timed out, faulted or raised (status "
+                "timeout, faulted, error), instead of keeping them as results");
+  run->add_option("--isolation", o->isolation,
+                  "process (default): the kernels run in a worker process per GPU, so that one that hangs or crashes "
+                  "costs its row (timeout, faulted) and a restart, never the run; none: in this process, where such a "
+                  "row stops the run (--resume goes on)")
+      ->check(CLI::IsMember({"process", "none"}));
   add_plugin_option(run, o->plugins);
+  add_launch_timeout_option(run);
+  run->add_option("--worker", o->worker)->group("");  // the worker process of an isolated run (run.hpp)
   return {run, [o, threads] {
             RunRequest& req = o->req;
             // Options are checked before anything about the output (a missing results/ folder).
@@ -69,9 +82,29 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
             if (o->warmup >= 0) req.plan.warmup = o->warmup;
             if (o->spot >= 0) req.plan.spot_checks = o->spot;
             if (!o->reference.empty()) req.plan.reference = o->reference;
+            if (req.retry_failed && !req.resume)
+              throw UsageError("--retry-failed computes again rows of an interrupted run's journal: add --resume");
+            if (!o->worker.empty()) {  // a worker process of an isolated run: GPU/WORKERS
+              const auto slash = o->worker.find('/');
+              return serve_run_worker(req, gpu_device(std::stoi(o->worker.substr(0, slash))),
+                                      std::stoi(o->worker.substr(slash + 1)));
+            }
             if (req.plan.invariance) {
               if (!o->gpus.empty()) throw UsageError("a suite with [invariance] runs on GPU 0: leave out --gpus");
               return run_invariance_suite(req);
+            }
+            if (o->isolation == "process") {
+              // The worker is this binary with the same arguments, which make the same plan, and --worker.
+              std::error_code ec;
+              std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+              if (ec || self.empty()) self = req.argv.at(0);
+              std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
+              req.worker_command = [self, args](int gpu, int workers) {
+                std::vector<std::string> cmd{self};
+                cmd.insert(cmd.end(), args.begin(), args.end());
+                cmd.insert(cmd.end(), {"--worker", std::to_string(gpu) + "/" + std::to_string(workers)});
+                return cmd;
+              };
             }
             if (req.dry_run) {
               if (!o->gpus.empty()) throw UsageError("--dry-run runs nothing on a GPU: leave out --gpus");

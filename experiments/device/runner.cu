@@ -36,6 +36,7 @@
 #include "experiments/device/inputs_gpu.hpp"
 #include "experiments/device/perturb.hpp"
 #include "experiments/device/quantize_gpu.hpp"
+#include "experiments/engine/watchdog.hpp"
 #include "kernels/common/cuda_libraries.hpp"
 #include "experiments/report/result.hpp"
 #include "kernels/common/cuda_check.cuh"
@@ -398,12 +399,102 @@ void wait_or_lost(cudaStream_t stream, double seconds, const std::string& what) 
     if (q == cudaSuccess) return;
     if (q != cudaErrorNotReady) GEMMLAB_CUDA_CHECK(q);
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > seconds)
-      throw CudaContextLost(what + " has not ended after " + std::to_string(static_cast<int>(seconds)) +
-                            " s: it may wait for blocks that cannot all be resident there (a persistent or stream-K "
-                            "kernel sized for the whole GPU), and the GPU stays held by it: " + context_lost_advice());
+      throw LaunchTimeout(what + " has not ended after " + std::to_string(static_cast<int>(seconds)) +
+                              " s: it may wait for blocks that cannot all be resident there (a persistent or stream-K "
+                              "kernel sized for the whole GPU), and the GPU stays held by it: " + context_lost_advice(),
+                          true);
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
+
+// The GPU side of a LaunchWatch (engine/watchdog.hpp): an event recorded on `stream` after each launch,
+// waited for by polling, each launch allowed the limit from when the one before it was seen ended (or
+// from its enqueueing, if later). A host call that comes back after the limit (a callable's Python) is
+// caught when it returns: the GPU is then given the limit to drain. Either throws LaunchTimeout; with the
+// watchdog off, wait() is the one blocking synchronisation it replaces.
+class WatchedLaunches {
+ public:
+  using Clock = std::chrono::steady_clock;
+  WatchedLaunches(const Kernel& k, int M, int N, int K, double flops, int launches, cudaStream_t stream,
+                  double at_least_seconds = 0)
+      : watch_(k.name, M, N, K, flops, launches, at_least_seconds), stream_(stream), start_(Clock::now()) {}
+  ~WatchedLaunches() {
+    for (cudaEvent_t e : ends_) cudaEventDestroy(e);
+  }
+  WatchedLaunches(const WatchedLaunches&) = delete;
+  WatchedLaunches& operator=(const WatchedLaunches&) = delete;
+
+  // Around launch i's host call (k.launch).
+  void calling(int i) {
+    if (!watch_.enabled()) return;
+    call_start_ = Clock::now();
+    watch_.beat(i);
+  }
+  void called(int i) {
+    if (!watch_.enabled()) return;
+    const double took = seconds_since(call_start_);
+    if (took <= watch_.host_limit_seconds()) return;
+    char t[32];
+    std::snprintf(t, sizeof t, "%.1f", took);
+    const bool drained = drains_within(watch_.limit_seconds());
+    throw LaunchTimeout(watch_.overran(i, std::string("returned after ") + t + " s, beyond", true) +
+                            (drained ? "" : "; the GPU has not drained since, and stays held: " +
+                                                std::string(context_lost_advice())),
+                        !drained);
+  }
+  // After launch i's GPU work is enqueued (with its collect): the event its end is seen by.
+  void enqueued(int i) {
+    (void)i;
+    if (!watch_.enabled()) return;
+    cudaEvent_t e;
+    GEMMLAB_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ends_.push_back(e);
+    enqueued_at_.push_back(Clock::now());
+    GEMMLAB_CUDA_CHECK(cudaEventRecord(e, stream_));
+  }
+  // Until every launch enqueued has ended, each within the limit.
+  void wait() {
+    if (!watch_.enabled()) {
+      GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    Clock::time_point last = start_;
+    for (; waited_ < ends_.size(); ++waited_) {
+      const Clock::time_point from = std::max(last, enqueued_at_[waited_]);
+      for (;;) {
+        const cudaError_t q = cudaEventQuery(ends_[waited_]);
+        if (q == cudaSuccess) break;
+        if (q != cudaErrorNotReady) GEMMLAB_CUDA_CHECK(q);
+        if (std::chrono::duration<double>(Clock::now() - from).count() > watch_.limit_seconds())
+          throw LaunchTimeout(watch_.overran(static_cast<int>(waited_), "did not end within") + ": the GPU stays held by "
+                                  "it: " + context_lost_advice(),
+                              true);
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      last = Clock::now();
+      watch_.beat(static_cast<int>(waited_));
+    }
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream_));  // what was enqueued after the last event: copies
+  }
+
+ private:
+  bool drains_within(double seconds) {
+    const auto t0 = Clock::now();
+    for (;;) {
+      const cudaError_t q = cudaStreamQuery(stream_);
+      if (q == cudaSuccess) return true;
+      if (q != cudaErrorNotReady) GEMMLAB_CUDA_CHECK(q);
+      if (seconds_since(t0) > seconds) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  LaunchWatch watch_;
+  cudaStream_t stream_;
+  Clock::time_point start_, call_start_;
+  std::vector<cudaEvent_t> ends_;
+  std::vector<Clock::time_point> enqueued_at_;
+  std::size_t waited_ = 0;
+};
 
 // TimingOptions::perturbation's one launch: into a C of its own (dP), compared bit for bit with the
 // last launch's C (dC), on `stream` or the perturbation's. Fills run.perturbation*.
@@ -444,10 +535,11 @@ void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions
   if (k.prepare) k.prepare(pa);
   pr.before(*p, ps);
   if (opt.host_timer) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(ps));
+  const double patience = p->patience_seconds(run.time_ms_max * 1e-3, dev.sm_count);
+  const LaunchWatch watch(k.name, args.M, args.N, args.K, 2.0 * args.M * args.N * double(args.K), 1, patience);
   k.launch(pa);
   if (k.collect) k.collect(pa);
-  wait_or_lost(ps, p->patience_seconds(run.time_ms_max * 1e-3, dev.sm_count),
-               std::string("a launch of ") + k.name + " " + p->words(dev.sm_count));
+  wait_or_lost(ps, patience, std::string("a launch of ") + k.name + " " + p->words(dev.sm_count));
   if (std::string late = pr.after(*p, ps); !late.empty()) {
     run.perturbation_not_applied = late;
     return;
@@ -489,6 +581,8 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
   } event_guard{ev};
   std::vector<float> host_ms;
 
+  // The watchdog of the kernel's launches (engine/watchdog.hpp): each must end within its limit.
+  WatchedLaunches watched(k, M, N, K, 2.0 * M * N * double(K), opt.warmup + reps, stream);
   const auto launches_start = std::chrono::steady_clock::now();
   int launched = 0;
   auto launch = [&](int timed_rep) {
@@ -503,7 +597,9 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
         GEMMLAB_CUDA_CHECK(cudaEventRecord(ev[2 * timed_rep], stream));
       }
     }
+    watched.calling(launched);
     k.launch(args);
+    watched.called(launched);
     if (timed_rep >= 0) {
       if (opt.host_timer) {
         GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
@@ -513,11 +609,12 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
       }
     }
     if (k.collect) k.collect(args);
+    watched.enqueued(launched);
     if (launched++ == 0) GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(dFirst, dC, c_bytes, cudaMemcpyDeviceToDevice, stream));
   };
   for (int w = 0; w < opt.warmup; ++w) launch(-1);
   for (int r = 0; r < reps; ++r) launch(r);
-  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+  watched.wait();
   GEMMLAB_CUDA_CHECK(cudaGetLastError());
 
   KernelRun run;
@@ -715,20 +812,28 @@ struct EntryRunner::Impl {
     if (perturbation) perturber->before(*perturbation, stream);
     if (foreign_streams) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     launched_at = std::chrono::steady_clock::now();
+    const double patience = perturbation ? perturbation->patience_seconds(undisturbed_seconds, dev.sm_count) : 0.0;
+    watch.emplace(k, M, N, K, 2.0 * M * N * double(K), 1, stream, patience);
+    watch->calling(0);
     k.launch(args);
+    watch->called(0);
     if (k.collect) k.collect(args);
+    watch->enqueued(0);
     if (perturbation) {
-      wait_or_lost(stream, perturbation->patience_seconds(undisturbed_seconds, dev.sm_count),
-                   std::string("a launch of ") + k.name + " " + perturbation->words(dev.sm_count));
+      wait_or_lost(stream, patience, std::string("a launch of ") + k.name + " " + perturbation->words(dev.sm_count));
       if (std::string late = perturber->after(*perturbation, stream); !late.empty()) throw std::runtime_error(late);
     }
   }
-  // After the stream is synchronised: an undisturbed launch's time (with what was queued before it: an
-  // overestimate, which only makes the patience under a perturbation longer).
-  void launch_done() {
+  // Waits for the launch (within its limit: the watchdog) and what was enqueued after it, then notes an
+  // undisturbed launch's time (with what was queued before it: an overestimate, which only makes the
+  // patience under a perturbation longer).
+  void wait_launch() {
+    watch->wait();
+    watch.reset();
     if (!perturbation) undisturbed_seconds = std::max(undisturbed_seconds, seconds_since(launched_at));
   }
   std::chrono::steady_clock::time_point launched_at;
+  std::optional<WatchedLaunches> watch;  // the launch under way
 
   // Both operands packed in the kernel's format and layouts and uploaded whole.
   void upload(const Matrix& a, const Matrix& b) {
@@ -879,8 +984,7 @@ std::vector<std::uint64_t> EntryRunner::run_entries_once(const std::vector<std::
                                                                   static_cast<unsigned char*>(d_out));
     GEMMLAB_CUDA_CHECK(cudaGetLastError());
     GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(bits.data(), d_out, bits.size(), cudaMemcpyDeviceToHost, m.stream));
-    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
-    m.launch_done();
+    m.wait_launch();
     for (std::size_t e = 0; e < entries.size(); ++e) std::memcpy(&out[e], bits.data() + e * m.eb_out, m.eb_out);
   } else {
     for (std::size_t e = 0; e < entries.size(); ++e)
@@ -888,8 +992,7 @@ std::vector<std::uint64_t> EntryRunner::run_entries_once(const std::vector<std::
                                                      (static_cast<std::size_t>(entries[e].first) * m.N + entries[e].second) *
                                                          m.eb_out,
                                          m.eb_out, cudaMemcpyDeviceToHost, m.stream));
-    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
-    m.launch_done();
+    m.wait_launch();
   }
   GEMMLAB_CUDA_CHECK(cudaGetLastError());
   return out;
@@ -937,8 +1040,7 @@ double EntryRunner::run_entry_once(int i, int j) {
   GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&bits, static_cast<const unsigned char*>(m.C.p) +
                                                 (static_cast<std::size_t>(i) * m.N + j) * m.eb_out,
                                      m.eb_out, cudaMemcpyDeviceToHost, m.stream));
-  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
-  m.launch_done();
+  m.wait_launch();
   GEMMLAB_CUDA_CHECK(cudaGetLastError());
   return from_bits(m.k.numerics.output, bits);
 }

@@ -120,6 +120,8 @@ void run_form_rows(const FormRowsContext& c, const Distribution& d, int M, int N
                       s.ref->label.c_str(), s.ref->seconds);
         c.log(line);
       }
+    } catch (const CudaContextLost&) {
+      throw;  // a kernel before this one lost the GPU: nothing more runs on it in this process
     } catch (const std::exception& e) {  // the operands or the reference could not be made: every such row says so
       row.status = Status::error;
       row.note = std::string("form ") + f.name() + ": " + e.what();
@@ -163,6 +165,14 @@ void run_form_rows(const FormRowsContext& c, const Distribution& d, int M, int N
       row.status = Status::not_supported;
       row.note = e.what();
       c.log(c.who + "   " + k.name + ": not supported: " + e.what());
+    } catch (const CudaContextLost& e) {  // the row is a result; the process may be done (run.hpp record_lost)
+      c.spent("kernel_setup", seconds_since(t0));
+      const bool go_on = record_lost(row, e);
+      c.log(c.who + "   " + k.name + ": " + to_string(row.status) + ": " + row.note);
+      if (!go_on) {
+        c.emit(row);
+        throw;
+      }
     } catch (const std::exception& e) {
       c.spent("kernel_setup", seconds_since(t0));
       row.status = Status::error;

@@ -14,12 +14,16 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
+#include <unistd.h>
 
 #include "experiments/engine/engine.hpp"
 #include "experiments/engine/form_rows.hpp"
 #include "experiments/engine/merge.hpp"
 #include "experiments/engine/plugin.hpp"
 #include "experiments/engine/shard.hpp"
+#include "experiments/engine/watchdog.hpp"
+#include "experiments/engine/worker_process.hpp"
 #include "experiments/engine/evaluate.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
@@ -392,7 +396,7 @@ class ProblemRunner {
     std::vector<const Kernel*> kernels;
     for (const auto& r : prob.rows) kernels.push_back(kernels_.at(r.kernel));
     auto emit = [&](const ResultRow& row) {
-      if (row.status == Status::error) ++errors_;
+      if (retried_by_retry_failed(row.status)) ++errors_;
       const auto t0 = std::chrono::steady_clock::now();
       ctx.emit(to_fields(row));  // journaled (on disk) when it returns
       time_.add(&TimeSplit::io, seconds_since(t0));
@@ -466,6 +470,7 @@ class ProblemRunner {
     for (const Kernel* k : kernels) {
       if (ctx.should_stop()) return;
       emit(run_row(*k, d, z, seed, *inputs, tag, refs, device, ctx, who));
+      if (lost_) std::rethrow_exception(std::exchange(lost_, nullptr));
     }
   }
 
@@ -521,10 +526,14 @@ class ProblemRunner {
       row.status = Status::not_supported;
       row.note = e.what();
       ctx.log(who + "   " + k.name + ": not supported: " + e.what());
-    } catch (const CudaContextLost&) {
-      // Nothing more runs on this GPU in this process: no row for it (it has no result), and the run
-      // stops with the rows before it in the journal (the engine says how to resume).
-      throw;
+    } catch (const CudaContextLost& e) {
+      // The row is a result (timeout or faulted). Where nothing more can run on this GPU in this process,
+      // operator() stops after emitting it: in a worker the parent starts another, in-process the run
+      // stops with the rows before it and this one in the journal (the engine says how to resume).
+      time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
+      if (!record_lost(row, e)) lost_ = std::current_exception();
+      ctx.log(who + "   " + k.name + ": " + to_string(row.status) + ": " + row.note);
+      if (lost_) return row;  // the reference's checks need the GPU; the row is no judgement against it
     } catch (const std::exception& e) {
       time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
       row.status = Status::error;
@@ -627,8 +636,14 @@ class ProblemRunner {
           record(row, m.run, m.stats, *k, d, device);
           host_paths_.record(row, m);
           log_row(row, m.run, *k, ctx, who);
-        } catch (const CudaContextLost&) {
-          throw;  // as in run_row: the run stops, the rows before it kept
+        } catch (const CudaContextLost& e) {  // as in run_row: the row is a result, and the process may be done
+          time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
+          const bool go_on = record_lost(row, e);
+          ctx.log(who + "   " + k->name + ": " + to_string(row.status) + ": " + row.note);
+          if (!go_on) {
+            emit(row);
+            throw;
+          }
         } catch (const std::exception& e) {
           time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
           row.status = Status::error;
@@ -652,9 +667,213 @@ class ProblemRunner {
   std::map<std::string, Distribution> dists_;
   int threads_ = 0;
   TimingOptions topt_;
+  std::exception_ptr lost_;  // run_row's row lost the GPU: operator() emits it, then rethrows this
+};
+
+// --- isolation: the rows computed in worker processes ---------------------------------------------------
+//
+// The messages of `gemmlab run`'s workers (engine/worker_process.hpp carries them):
+//   parent -> worker: {"problem": [row keys]}: one problem's rows still to compute; {"stop": true}: finish
+//                     the row in progress and say done; the end of its input: exit.
+//   worker -> parent: {"ready": {...}}; {"log": line}; {"row": [fields]}: a finished row; {"done": {"time":
+//                     {part: seconds}, "host_paths": {reason: rows}}}: the problem's rows are sent; {"lost": why}:
+//                     nothing more runs on its GPU (it exits); {"failed": why}: gemmlab's own error (the run
+//                     stops with it); and the watchdog's arm / beat / disarm (engine/watchdog.hpp).
+
+// The parent's side: one worker per GPU, started before the first row and again after each one that a
+// kernel's timeout or fault ended, each handed the rows of one problem at a time.
+class IsolatedRunner {
+ public:
+  IsolatedRunner(const RunRequest& req, const Prepared& p, const std::vector<Device*>& devices, TimeSplit& time,
+                 std::atomic<int>& errors, HostPaths& host_paths)
+      : req_(req), devices_(devices), time_(time), errors_(errors), host_paths_(host_paths), workers_(devices.size()) {
+    for (auto* k : p.rp.kernels) kernels_[k->name] = k;
+    status_column_ = static_cast<std::size_t>(
+        std::find(result_columns().begin(), result_columns().end(), "status") - result_columns().begin());
+  }
+
+  // Starts every GPU's worker, then waits until each is ready. Throw engine::WorkerStartFailed.
+  void spawn() {
+    for (std::size_t w = 0; w < workers_.size(); ++w) workers_[w] = spawn(static_cast<int>(w));
+  }
+  void wait_ready(const std::function<void(const std::string&)>& log) {
+    for (auto& w : workers_) w->wait_ready(kStartSeconds, log);
+  }
+
+  void operator()(const engine::Problem& prob, engine::WorkerContext& ctx) {
+    std::vector<engine::RowKey> left = prob.rows;
+    int idle_deaths = 0;  // this problem's workers that died with no kernel running
+    while (!left.empty()) {
+      if (ctx.should_stop()) return;
+      if (!workers_[ctx.worker]) {
+        workers_[ctx.worker] = spawn(ctx.worker);
+        workers_[ctx.worker]->wait_ready(kStartSeconds, ctx.log);
+      }
+      engine::WatchedWorker& w = *workers_[ctx.worker];
+      nlohmann::json keys = nlohmann::json::array();
+      for (const auto& k : left) keys.push_back(k.str());
+      w.process().send({{"problem", keys}});
+      bool stop_sent = false;
+      long long arms_seen = w.arms();
+      std::string running, lost;  // the kernel armed last whose row has not come; the worker's "lost" words
+      for (;;) {
+        if (!stop_sent && ctx.should_stop()) {
+          w.process().send({{"stop", true}});
+          stop_sent = true;
+        }
+        const engine::WatchedWorker::Event e = w.next(0.25);
+        if (w.arms() != arms_seen) arms_seen = w.arms(), running = w.kernel();
+        if (e.kind == engine::WatchedWorker::Event::quiet) continue;
+        if (e.kind == engine::WatchedWorker::Event::message) {
+          const nlohmann::json& m = e.msg;
+          if (m.contains("row")) {
+            const auto fields = m["row"].get<std::vector<std::string>>();
+            const engine::RowKey key = engine::key_of_row(result_columns(), fields);
+            if (key.kernel == running) running.clear();
+            take(left, key.str());
+            emit(fields, ctx);
+          } else if (m.contains("log")) {
+            ctx.log(m["log"].get<std::string>());
+          } else if (m.contains("done")) {
+            add_times(m["done"]);
+            if (stop_sent) return;
+            if (!left.empty())
+              throw std::logic_error("the worker said done with " + std::to_string(left.size()) + " rows not sent");
+            break;
+          } else if (m.contains("lost")) {
+            lost = m["lost"].get<std::string>();
+          } else if (m.contains("failed")) {
+            throw std::runtime_error(m["failed"].get<std::string>());
+          }
+          continue;
+        }
+        // The worker must go: a launch overran (the parent's watchdog), or it ended (lost, or died).
+        std::optional<Unfinished> row;
+        const std::string who = devices_.size() > 1 ? "[gemmlab gpu" + std::to_string(devices_[ctx.worker]->info().device) + "]"
+                                                     : std::string("[gemmlab]");
+        if (e.kind == engine::WatchedWorker::Event::timed_out) {
+          w.process().kill();
+          row = unfinished(left, w.kernel(), Status::timeout,
+                           w.overran_words() + ": its host call never came back, or the GPU never finished it; the "
+                           "worker process running it was stopped and a new one went on (--launch-timeout sets the "
+                           "limit's floor)");
+        } else {
+          const std::string how = w.process().how_it_ended();
+          if (!lost.empty()) {
+            // Its row came before: nothing to add.
+          } else if (!running.empty()) {
+            row = unfinished(left, running, Status::faulted,
+                             "the worker process running " + running + " at " + w.size() +
+                                 (w.last_beat().empty() ? "" : " (" + w.last_beat() + ")") + " " + how +
+                                 "; a new one went on");
+          } else if (++idle_deaths >= 2) {
+            throw std::runtime_error("the worker process " + how + " twice while no kernel under test was running "
+                                     "(making the inputs or the exact reference of " + prob.key.str() +
+                                     "): gemmlab's own failure, not a kernel's; its messages are above");
+          }
+          if (!row && lost.empty()) ctx.log(who + " the worker process " + how + " with no kernel running; starting another");
+        }
+        if (row) {
+          ctx.log(who + "   " + row->kernel + ": " + to_string(row->status) + ": " + row->note);
+          take(left, row->key_of_plan);
+          emit(to_fields(row->row), ctx);
+        }
+        workers_[ctx.worker].reset();
+        ++restarts_;
+        break;
+      }
+    }
+  }
+
+  // Ends every worker (each exits at the end of its input).
+  void finish() {
+    for (auto& w : workers_)
+      if (w) w->process().finish(10.0);
+    workers_.clear();
+  }
+  int restarts() const { return restarts_.load(); }
+
+ private:
+  static constexpr double kStartSeconds = 600;  // a Python worker imports its framework and the callable
+
+  struct Unfinished {
+    std::string kernel, key_of_plan;
+    Status status;
+    std::string note;
+    ResultRow row;
+  };
+
+  std::unique_ptr<engine::WatchedWorker> spawn(int w) {
+    const int device = devices_[w]->info().device;
+    return std::make_unique<engine::WatchedWorker>(req_.worker_command(device, static_cast<int>(devices_.size())),
+                                                   req_.worker_grace_seconds);
+  }
+
+  // The row of `kernel` among `left` (one problem's: kernels differ), with status and note.
+  std::optional<Unfinished> unfinished(const std::vector<engine::RowKey>& left, const std::string& kernel, Status st,
+                                       const std::string& note) {
+    for (const auto& key : left) {
+      if (key.kernel != kernel) continue;
+      const Kernel& k = *kernels_.at(key.kernel);
+      ResultRow row = key.form.empty()
+                          ? describe(k, key.distribution, key.size.M, key.size.N, key.size.K, key.seed)
+                          : describe_form(k, key.distribution, key.size.M, key.size.N, key.size.K, key.seed,
+                                          parse_form(key.form));
+      row.reps = req_.plan.reps;
+      row.status = st;
+      row.note = note;
+      return Unfinished{kernel, key.str(), st, note, row};
+    }
+    return std::nullopt;  // its row came before
+  }
+
+  static void take(std::vector<engine::RowKey>& left, const std::string& key) {
+    left.erase(std::remove_if(left.begin(), left.end(), [&](const engine::RowKey& k) { return k.str() == key; }),
+               left.end());
+  }
+
+  void emit(const std::vector<std::string>& fields, engine::WorkerContext& ctx) {
+    if (const auto st = parse_status(fields.at(status_column_)); st && retried_by_retry_failed(*st)) ++errors_;
+    const auto t0 = std::chrono::steady_clock::now();
+    ctx.emit(fields);
+    time_.add(&TimeSplit::io, seconds_since(t0));
+  }
+
+  void add_times(const nlohmann::json& done) {
+    const nlohmann::json& t = done.at("time");
+    for (auto [name, part] : {std::pair{"kernels", &TimeSplit::kernels}, {"kernel_setup", &TimeSplit::kernel_setup},
+                              {"reference", &TimeSplit::reference}, {"statistics", &TimeSplit::statistics},
+                              {"inputs", &TimeSplit::inputs}, {"io", &TimeSplit::io}})
+      time_.add(part, t.value(name, 0.0));
+    std::lock_guard<std::mutex> lock(host_paths_.mu);
+    for (const auto& [reason, rows] : done.at("host_paths").items()) {
+      host_paths_.rows += rows.get<long long>();
+      host_paths_.rows_by_reason[reason] += rows.get<long long>();
+    }
+  }
+
+  const RunRequest& req_;
+  const std::vector<Device*>& devices_;
+  TimeSplit& time_;
+  std::atomic<int>& errors_;
+  HostPaths& host_paths_;
+  std::map<std::string, const Kernel*> kernels_;
+  std::size_t status_column_ = 0;
+  std::vector<std::unique_ptr<engine::WatchedWorker>> workers_;
+  std::atomic<int> restarts_{0};
 };
 
 }  // namespace
+
+bool record_lost(ResultRow& row, const CudaContextLost& e) {
+  const auto* t = dynamic_cast<const LaunchTimeout*>(&e);
+  row.status = t ? Status::timeout : Status::faulted;
+  row.note = e.what();
+  const bool go_on = t && !t->gpu_held;
+  // In a worker process (an isolated run) the parent starts another: the run goes on.
+  if (!go_on && launch_reporter()) row.note += " [in a worker process of the run: it ended here, and a new one went on]";
+  return go_on;
+}
 
 void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,
                      const Distribution& d, int sm_clock_mhz) {
@@ -722,29 +941,46 @@ void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Num
 int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
   const auto start = std::chrono::steady_clock::now();
   const Prepared p = prepare(req, devices);
+  // Isolated, the kernels run in worker processes (one per GPU): started now, so that their start overlaps
+  // the metadata's queries, and waited for before the session takes the output (a worker that cannot start
+  // costs nothing written).
+  const bool isolated = !req.dry_run && static_cast<bool>(req.worker_command);
+  std::atomic<int> errors{0};
+  TimeSplit time;
+  HostPaths host_paths;
+  std::unique_ptr<IsolatedRunner> workers;
+  if (isolated) {
+    workers = std::make_unique<IsolatedRunner>(req, p, devices, time, errors, host_paths);
+    workers->spawn();
+  }
   nlohmann::json meta = plan_metadata(req, p, devices);
 
   engine::EngineRequest er;
   er.paths = p.paths;
   er.identity = identity(req, p, devices);
   er.rows = p.rows;
-  er.session = {req.resume, req.force, req.command_line};
+  er.session = {req.resume, req.force, req.command_line, req.retry_failed};
   er.argv = req.argv;
   // Without -o the output's name has the start time in it: the resume command must name it.
   if (req.out_csv.empty() && !er.argv.empty()) er.argv.insert(er.argv.end(), {"-o", p.out});
   er.workers = req.dry_run ? 1 : static_cast<int>(devices.size());
-  if (!req.dry_run) er.worker_start = [&](int w) { devices[w]->bind_thread(); };
+  if (!req.dry_run && !isolated) er.worker_start = [&](int w) { devices[w]->bind_thread(); };
   er.log = req.log;
   er.live_progress = req.live_progress;
-  std::atomic<int> errors{0};
   er.on_resumed_row = [&](const std::vector<std::string>& fields) {
-    if (from_fields(result_columns(), fields).status == Status::error) ++errors;
+    if (retried_by_retry_failed(from_fields(result_columns(), fields).status)) ++errors;
   };
 
-  TimeSplit time;
-  HostPaths host_paths;
   ProblemRunner runner(req, p, devices, time, errors, host_paths);
+  if (workers) workers->wait_ready([&](const std::string& line) { std::fprintf(req.log, "%s\n", line.c_str()); });
+  const LaunchLimit limit = launch_limit();
+  meta["isolation"] = {{"kernels_run_in", isolated ? "worker processes" : "this process"},
+                       {"launch_limit", {{"enabled", limit.enabled},
+                                         {"floor_seconds", limit.floor_seconds},
+                                         {"rate_flops", limit.rate_flops},
+                                         {"first_call_seconds", limit.first_call_seconds}}}};
   auto metadata = [&] {
+    if (workers) meta["isolation"]["worker_restarts"] = workers->restarts();
     if (!req.dry_run) meta["gpu"]["sm_clock_mhz_end"] = devices.front()->sm_clock_mhz();
     meta["rows"] = p.rows.size();
     meta["kernel_errors"] = errors.load();
@@ -777,13 +1013,91 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
     }
     return meta;
   };
-  const engine::EngineResult r =
-      engine::run_rows(er, [&](const engine::Problem& prob, engine::WorkerContext& ctx) { runner(prob, ctx); }, metadata);
+  const engine::EngineResult r = engine::run_rows(
+      er,
+      [&](const engine::Problem& prob, engine::WorkerContext& ctx) {
+        if (workers) (*workers)(prob, ctx);
+        else runner(prob, ctx);
+      },
+      metadata);
+  if (workers) workers->finish();
   if (!r.complete) return r.exit_status;
   std::printf("%s\n", p.out.c_str());
   return errors.load() ? 3 : 0;
 }
 
 int run_experiment(const RunRequest& req, Device& device) { return run_experiment(req, std::vector<Device*>{&device}); }
+
+int serve_run_worker(const RunRequest& req_in, Device& device, int workers) {
+  engine::WorkerChannel ch;
+  engine::ChannelReporter reporter(ch);
+  set_launch_reporter(&reporter);
+  RunRequest req = req_in;
+  // The CPU threads are shared among the GPUs' workers, as among the threads of one process.
+  if (workers > 1) req.threads = std::max(1, resolve_threads(req.threads) / workers);
+  req.worker_command = nullptr;
+  const std::vector<Device*> devices{&device};
+  std::optional<Prepared> p;
+  try {
+    p.emplace(prepare(req, devices));
+  } catch (const std::exception& e) {
+    ch.send({{"failed", e.what()}});
+    return 2;
+  }
+  std::map<std::string, engine::RowKey> by_key;
+  for (const auto& k : p->rows) by_key.emplace(k.str(), k);
+  TimeSplit time;
+  HostPaths host_paths;
+  std::atomic<int> errors{0};
+  ProblemRunner runner(req, *p, devices, time, errors, host_paths);
+  device.bind_thread();
+  ch.send({{"ready", {{"rows", p->rows.size()}}}});
+  while (const auto m = ch.receive()) {
+    if (!m->contains("problem")) continue;  // a stop that came after the problem's last row
+    engine::Problem prob;
+    for (const auto& key : (*m)["problem"]) {
+      const auto it = by_key.find(key.get<std::string>());
+      if (it == by_key.end()) {
+        ch.send({{"failed", "the worker's plan has no row " + key.get<std::string>() + " (its command differs from the run's)"}});
+        return 2;
+      }
+      prob.rows.push_back(it->second);
+    }
+    if (prob.rows.empty()) continue;
+    prob.key = engine::problem_of(prob.rows.front());
+    engine::WorkerContext ctx;
+    ctx.emit = [&](const std::vector<std::string>& fields) { ch.send({{"row", fields}}); };
+    ctx.should_stop = [&] { return ch.stop_requested(); };
+    ctx.log = [&](const std::string& line) { ch.send({{"log", line}}); };
+    try {
+      runner(prob, ctx);
+    } catch (const CudaContextLost& e) {
+      // Nothing more runs on this GPU in this process (the row is sent): the parent starts another.
+      ch.send({{"lost", e.what()}});
+      std::fflush(nullptr);
+      ::_exit(3);  // no teardown: the context's state is the kernel's
+    } catch (const std::exception& e) {
+      ch.send({{"failed", e.what()}});
+      std::fflush(nullptr);
+      ::_exit(1);
+    }
+    nlohmann::json parts, paths = nlohmann::json::object();
+    {
+      std::lock_guard<std::mutex> lock(time.mu);
+      parts = {{"kernels", time.kernels}, {"kernel_setup", time.kernel_setup}, {"reference", time.reference},
+               {"statistics", time.statistics}, {"inputs", time.inputs}, {"io", time.io}};
+      time.kernels = time.kernel_setup = time.reference = time.statistics = time.inputs = time.io = 0;
+    }
+    {
+      std::lock_guard<std::mutex> lock(host_paths.mu);
+      for (const auto& [reason, rows] : host_paths.rows_by_reason) paths[reason] = rows;
+      host_paths.rows_by_reason.clear();
+      host_paths.rows = 0;
+    }
+    ch.send({{"done", {{"time", parts}, {"host_paths", paths}}}});
+  }
+  set_launch_reporter(nullptr);
+  return 0;
+}
 
 }  // namespace gemmlab

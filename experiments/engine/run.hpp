@@ -8,6 +8,7 @@
 // is plain C++: gpu_device(i) is the CUDA implementation, and tests drive the loop with a fake.
 #pragma once
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,14 @@ struct RunRequest {
   // How launches are timed beyond the plan's reps and warmup (which override these): the stream
   // (gemmlab.judge passes its caller's), the host timer, the L2 flush.
   TimingOptions timing;
+  // Isolation: set, the kernels run in worker processes, one per GPU, each started with the command
+  // worker_command(gpu index, number of workers), which must serve this request (serve_run_worker); a
+  // kernel that overruns its launch limit or faults costs its row (timeout, faulted) and the worker, never
+  // the run. Unset (the default): in this process, where such a row stops the run.
+  std::function<std::vector<std::string>(int device, int workers)> worker_command;
+  // How long beyond a launch's limit the parent waits for a silent worker (engine/worker_process.hpp).
+  double worker_grace_seconds = 5.0;
+  bool retry_failed = false;  // with resume: compute the journal's timeout, faulted and error rows again
 };
 
 struct ResolvedPlan {
@@ -71,6 +80,13 @@ void judge(ResultRow& row, const ErrorStats& s, const Distribution& d, const Num
 void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,
                      const Distribution& d, int sm_clock_mhz);
 
+// A row whose kernel lost the GPU (CudaContextLost): `timeout` for a launch beyond its limit
+// (LaunchTimeout, engine/watchdog.hpp), `faulted` for a CUDA error that ends the context; the note is the
+// error's words (which name the kernel, the size, the limit or CUDA's error). Returns true when this
+// process can go on (a host call that came back late, the GPU drained since), false when nothing more can
+// run on that GPU in it.
+bool record_lost(ResultRow& row, const CudaContextLost& e);
+
 // `--gpus all|0,1,...` on a host with `count` GPUs: the indices, in the order given. Throws
 // UsageError for a malformed list, a repeated index, or an index the host does not have.
 std::vector<int> parse_gpus(const std::string& text, int count);
@@ -83,5 +99,11 @@ std::vector<int> parse_gpus(const std::string& text, int count);
 // rows and the log says how to resume). Throws UsageError for bad input, having written nothing.
 int run_experiment(const RunRequest& req, const std::vector<Device*>& devices);
 int run_experiment(const RunRequest& req, Device& device);
+
+// The worker process of an isolated run (RunRequest::worker_command): prepares the same plan on `device`,
+// then computes the problems its parent hands it, messages on its file descriptors 3 and 4
+// (engine/worker_process.hpp). `workers`: how many share the CPU threads. Returns the exit code when its
+// parent ends its input; exits the process at once (status 3) after a row that lost the GPU.
+int serve_run_worker(const RunRequest& req, Device& device, int workers);
 
 }  // namespace gemmlab

@@ -1,11 +1,13 @@
 #include "experiments/engine/session.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <unordered_set>
 
 #include "experiments/engine/files.hpp"
 #include "experiments/report/files.hpp"
+#include "experiments/report/result.hpp"
 #include "experiments/plan/plan.hpp"
 
 namespace fs = std::filesystem;
@@ -58,6 +60,7 @@ void RunSession::open(const SessionOptions& opt) {
                          " rows belong to another run: resume with the plan, binary and GPU that wrote them, or run "
                          "without --resume and with --force to discard them and start again");
       const auto& in_run = keys_;
+      if (opt.retry_failed) drop_failed(rec);
       for (auto& row : rec.rows) {
         const std::string k = key_of_(row);
         // The identity matched, so a row outside this run or a second copy means the file was edited.
@@ -68,7 +71,9 @@ void RunSession::open(const SessionOptions& opt) {
       resumed_ = done_.size();
       journal_ = std::make_unique<JournalWriter>(paths_.journal, rec);
       note_ = "resuming '" + paths_.journal + "': " + std::to_string(resumed_) + " of " + std::to_string(order_.size()) +
-              " rows finished" + (rec.dropped.empty() ? "" : "; dropped " + rec.dropped);
+              " rows finished" + (rec.dropped.empty() ? "" : "; dropped " + rec.dropped) +
+              (opt.retry_failed ? "; " + std::to_string(retried_) + " timeout, faulted or error rows to compute again"
+                                : std::string());
       return;
     }
     note_ = "'" + paths_.journal + "' holds no row (" + rec.dropped + "): starting from the first row";
@@ -77,6 +82,10 @@ void RunSession::open(const SessionOptions& opt) {
     throw UsageError("'" + paths_.journal + "' holds " + std::to_string(rec.rows.size()) +
                      " finished rows of an interrupted run: pass --resume to continue it, or --force to discard it and start again");
   } else if (!have_journal) {
+    if (opt.retry_failed && fs::exists(paths_.csv, ec))
+      throw UsageError("'" + paths_.csv + "' is complete, with no journal: --retry-failed computes again the rows of an "
+                       "interrupted run's journal; to compute a finished run's timeout, faulted or error rows again, run "
+                       "those kernels into another --out, or the whole plan with --force");
     if (opt.resume && !opt.force && fs::exists(paths_.csv, ec))
       throw UsageError("'" + paths_.csv + "' is complete, with no journal to resume: nothing to do (pass --force to run it again)");
     if (opt.resume)
@@ -85,6 +94,27 @@ void RunSession::open(const SessionOptions& opt) {
     check_no_overwrite(paths_, opt.force);
   }
   journal_ = std::make_unique<JournalWriter>(paths_.journal, id_);
+}
+
+void RunSession::drop_failed(RecoveredJournal& rec) {
+  const auto& cols = rec.identity.columns;
+  const auto at = std::find(cols.begin(), cols.end(), "status");
+  if (at == cols.end()) return;  // rows of a kind without statuses
+  const std::size_t c = static_cast<std::size_t>(at - cols.begin());
+  std::vector<std::vector<std::string>> kept;
+  for (auto& row : rec.rows) {
+    const auto st = parse_status(row[c]);
+    if (st && retried_by_retry_failed(*st)) ++retried_;
+    else kept.push_back(std::move(row));
+  }
+  if (!retried_) return;
+  // The journal without them, in place of the old one in one rename: a crash leaves one or the other.
+  std::string text = rec.identity.to_json().dump() + "\n";
+  for (const auto& row : kept) text += csv_line(row);
+  write_durably(paths_.journal, text);
+  rec.rows = std::move(kept);
+  rec.complete_bytes = text.size();
+  rec.dropped.clear();
 }
 
 RunSession::~RunSession() = default;

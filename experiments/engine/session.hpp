@@ -38,6 +38,9 @@ struct SessionOptions {
   bool resume = false;       // continue the journal (refused when there is none)
   bool force = false;        // replace an existing final CSV, or discard an existing journal
   std::string command_line;  // written into the lock, for the message another run gets
+  // With resume: the journal's rows whose kernel did not finish or raised (status timeout, faulted, error:
+  // report/result.hpp retried_by_retry_failed) are dropped from it before the run, so they are computed again.
+  bool retry_failed = false;
 };
 
 class RunSession {
@@ -58,6 +61,7 @@ class RunSession {
   std::vector<RowKey> pending() const;   // rows not yet finished, in plan order
   bool finished(const std::string& key) const;  // whether the row of this key is recorded
   std::size_t resumed() const { return resumed_; }
+  std::size_t retried() const { return retried_; }  // rows dropped from the journal by retry_failed
   // The rows finished so far (resumed ones included), in plan order.
   std::vector<std::vector<std::string>> finished_rows() const;
   // What the start did, for the log: "resumed out.csv.journal: 8 of 30 rows finished, …".
@@ -77,6 +81,7 @@ class RunSession {
   OutputPaths paths_;
   JournalIdentity id_;
   void open(const SessionOptions& opt);
+  void drop_failed(RecoveredJournal& rec);  // SessionOptions::retry_failed
   std::vector<RowKey> rows_;              // empty for a session keyed by RowKeyFn
   std::vector<std::string> order_;        // every row's key, in final order
   RowKeyFn key_of_;
@@ -84,7 +89,7 @@ class RunSession {
   std::unique_ptr<OutputLock> lock_;
   std::unique_ptr<JournalWriter> journal_;
   std::unordered_map<std::string, std::vector<std::string>> done_;  // key -> row
-  std::size_t resumed_ = 0;
+  std::size_t resumed_ = 0, retried_ = 0;
   std::string note_;
   mutable std::mutex mu_;
 };

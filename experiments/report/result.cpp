@@ -22,6 +22,8 @@ const char* to_string(Status s) {
     case Status::not_supported: return "not_supported";
     case Status::not_applicable: return "not_applicable";
     case Status::error: return "error";
+    case Status::timeout: return "timeout";
+    case Status::faulted: return "faulted";
     case Status::nondeterministic: return "nondeterministic";
     case Status::planned: return "planned";
   }
@@ -29,11 +31,14 @@ const char* to_string(Status s) {
 }
 
 const std::vector<Status>& all_statuses() {
-  static const std::vector<Status> v = {Status::passed,         Status::failed_bound, Status::no_bound,
+  static const std::vector<Status> v = {Status::passed,         Status::failed_bound,   Status::no_bound,
                                         Status::not_supported,  Status::not_applicable, Status::error,
-                                        Status::nondeterministic, Status::planned};
+                                        Status::timeout,        Status::faulted,        Status::nondeterministic,
+                                        Status::planned};
   return v;
 }
+
+bool retried_by_retry_failed(Status s) { return s == Status::error || s == Status::timeout || s == Status::faulted; }
 
 std::optional<Status> parse_status(std::string_view s) {
   for (Status x : all_statuses())
@@ -285,7 +290,11 @@ const std::vector<Column>& columns() {
     v.push_back({"status", [](const ResultRow& r) { return std::string(to_string(r.status)); },
                  [](ResultRow& r, const std::string& s) {
                    auto st = parse_status(s);
-                   if (!st) bad_value("status", s, "a status (passed, failed_bound, no_bound, not_supported, not_applicable, error, planned)");
+                   if (!st) {
+                     std::string all;
+                     for (Status x : all_statuses()) all += std::string(all.empty() ? "" : ", ") + to_string(x);
+                     bad_value("status", s, ("a status (" + all + ")").c_str());
+                   }
                    r.status = *st;
                  }});
     text("note", &ResultRow::note);

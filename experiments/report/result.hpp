@@ -23,10 +23,18 @@ namespace gemmlab {
 //  not_supported   this GPU or build cannot run the kernel (note says why)
 //  not_applicable  the distribution cannot be expressed in the kernel's formats (note says why)
 //  error           the kernel raised an error (note has the message)
+//  timeout         a launch did not end within its limit (engine/watchdog.hpp; note: which launch, the
+//                  kernel, the size and the limit); the run went on without it
+//  faulted         the kernel made the GPU report an error that ends the process's CUDA context (an
+//                  illegal address, a trap), or its worker process died (note: CUDA's error or the signal)
 //  nondeterministic  two launches on the same inputs gave different bits (note: how many entries);
 //                  the statistics are the last launch's, and no judgement is passed on them
 //  planned         `--dry-run`: the row a run would produce, not run
-enum class Status { passed, failed_bound, no_bound, not_supported, not_applicable, error, nondeterministic, planned };
+enum class Status {
+  passed, failed_bound, no_bound, not_supported, not_applicable, error, timeout, faulted, nondeterministic, planned
+};
+// A row whose kernel did not finish (timeout, faulted) or raised (error): `--retry-failed` computes it again.
+bool retried_by_retry_failed(Status s);
 const char* to_string(Status s);
 std::optional<Status> parse_status(std::string_view s);
 const std::vector<Status>& all_statuses();  // in the order above

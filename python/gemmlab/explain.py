@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import shlex
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -37,7 +38,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .gpu import GpuContextLost, _prepare, form_text, gpu_module, judge
+from . import _worker
+from .gpu import GpuContextLost, _prepare, _take_torch_state, _worker_argv, form_text, gpu_module, judge
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -91,7 +93,8 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
             form: str | None = None, alpha: float | None = None, beta: float | None = None, c0: str | None = None,
             bias: str | tuple[str, str] | None = None, batch: int | None = None,
             groups: Sequence[int | str] | None = None, scale: float | None = None, c0_format: str | None = None,
-            bias_format: str | None = None, gpu: str | None = None) -> Explanation:
+            bias_format: str | None = None, isolate: bool | str = "auto", launch_timeout: float = 10.0,
+            gpu: str | None = None) -> Explanation:
     """Explain ``fn`` (``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) at ``size``.
 
     ``compare_outputs``: outputs predicted per distribution, whole rows including the first, middle,
@@ -116,13 +119,27 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``gpu`` is needed, and nothing found that way is validated (the report's ``tc_generation`` says
     which was used).
 
+    Every launch of ``fn`` has a time limit, ``launch_timeout`` + 2MNK at 10 GFLOP/s, as for ``gemmlab.judge``.
+    ``isolate`` (``"auto"``, as for ``judge``): ``fn`` runs in a worker process; a call that never comes back
+    (beyond its limit) or a worker that dies stops the explanation there: the report is unidentified at the
+    stage in progress, its reason naming the call, the limit or the signal, the stages finished before kept
+    (``report["worker_stopped"]``: ``"timeout"`` or ``"faulted"``), and ``out`` written. A form is explained
+    in this process.
+
     Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
-    ``GpuContextLost`` when the GPU reported an error after which nothing more runs in this process
-    (an illegal memory access in the callable): ``out`` is written first (one row, the stage and the
-    call in its reason) and the exception's ``explanation`` holds the report.
+    ``GpuContextLost`` when, in this process, the GPU reported an error after which nothing more runs (an
+    illegal memory access in the callable) or a launch never ended: ``out`` is written first (one row, the
+    stage and the call in its reason) and the exception's ``explanation`` holds the report, with the stages
+    finished before.
     """
+    kw = {k: v for k, v in locals().items() if k != "fn"}
+    _worker.stop_if_importing_main()
     engine = gpu_module(device)
     engine.select_model(int(device), gpu or "")  # ValueError on a GPU without a model unless gpu names one
+    if isolate not in ("auto", True, False):
+        raise ValueError(f"isolate must be 'auto', True or False, got {isolate!r}")
+    if not (float(launch_timeout) >= 0):
+        raise ValueError(f"launch_timeout must be >= 0 seconds (0: no limit), got {launch_timeout!r}")
     the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
     distributions = list(distributions)
@@ -130,6 +147,8 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
         raise ValueError(f"explain of a form ({the_form}) takes torch callables; got framework {framework!r}")
     if the_form == "plain" and (c0_format or bias_format):
         raise ValueError("c0_format and bias_format belong to a form with c0 or bias")
+    if the_form != "plain" and isolate is True:
+        raise ValueError(f"isolate=True: a form ({the_form}) is explained in this process; pass isolate='auto' or False")
     p = _prepare(fn, name, framework, style, input_format, output_format, "unknown", device, None, "gemmlab.explain")
     kernel, how, caller = p.kernel, p.how, p.caller
     if the_form != "plain":
@@ -139,19 +158,37 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
         if csv.suffix != ".csv":
             raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
 
+        command_line = "gemmlab.explain " + shlex.join([kernel, f"--framework={framework}", f"--style={how}",
+                                                        f"--form={the_form}"])
+
         def run_core(core: Callable, rows: int, predictions_file: str = "") -> tuple[dict, pd.DataFrame]:
             q = p if core is fn else _prepare(core, kernel, framework, "return", input_format, output_format,
                                               "unknown", device, None, "gemmlab.explain")
             text = engine.explain(q.launcher, framework, kernel, q.input_format, q.output_format, layout_a, layout_b,
                                q.how == "return", rows, N, K, distributions, int(seed), int(compare_outputs),
                                int(verify_entries), int(device), q.stream, _known_kernels(), str(csv),
-                               json.dumps(caller), "gemmlab.explain " + shlex.join(
-                                   [kernel, f"--framework={framework}", f"--style={how}", f"--form={the_form}"]),
-                               bool(schedule), float(schedule_seconds), predictions_file)
+                               json.dumps(caller), command_line, bool(schedule), float(schedule_seconds),
+                               predictions_file, launch_timeout=float(launch_timeout))
             return json.loads(text), pd.read_csv(csv, keep_default_na=False)
 
         places: dict = {}
+        argv: list[str] = []
         if the_form == "plain":
+            kw.update(name=kernel, csv=str(csv), caller=caller, command_line=command_line)
+            argv, why = _worker_argv(fn, "explain", kw, Path(tmp))
+            caller["isolation"] = "worker process" if argv else f"this process: {why}"
+        if argv:
+            try:
+                report = json.loads(engine.explain_isolated(argv, kernel, M, N, K, int(seed), int(device), str(csv),
+                                                         json.dumps(caller), command_line))
+                rows = pd.read_csv(csv, keep_default_na=False)
+            except engine.WorkerStartFailed as e:
+                warnings.warn(f"{kernel} could not run in a worker process ({e}); it is explained in this process "
+                              "with the watchdog alone", RuntimeWarning, stacklevel=2)
+                argv = []
+                caller["isolation"] = f"this process: its worker process did not start: {e}"
+                report, rows = run_core(fn, M)
+        elif the_form == "plain":
             report, rows = run_core(fn, M)
         else:
             from .explain_form import explain_form  # noqa: PLC0415 - needs torch
@@ -159,7 +196,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
                 run_core, fn, how, the_form, input_format=p.input_format, output_format=p.output_format,
                 size=(M, N, K), seed=int(seed), device=device, layout_a=layout_a, layout_b=layout_b,
                 c0_format=c0_format, bias_format=bias_format, out=Path(out) if out is not None else None)
-    if report.get("oracle_lost"):
+    if report.get("oracle_lost") and not argv:
         # Nothing more runs on the GPU in this process: no judging, the report as it stopped.
         e = Explanation(report=report, rows=rows, judged=None, name=kernel)
         raise GpuContextLost(f"gemmlab.explain of {kernel} stopped at its {report['failed_stage']} stage: "
@@ -172,5 +209,23 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
                        distributions=distributions, seeds=[seed], name=kernel, framework=framework, style=how,
                        layout_a=layout_a, layout_b=layout_b, reps=reps, warmup=warmup, device=device,
                        out=judge_out, force=judge_out is not None, errors="rows",
-                       numerics=report["numerics"] if report["identified"] else None, **form_kw)
+                       numerics=report["numerics"] if report["identified"] else None,
+                       isolate=isolate, launch_timeout=launch_timeout, **form_kw)
     return Explanation(report=report, rows=rows, judged=judged, name=kernel)
+
+
+def _explain_in_worker(fn: Callable, kw: dict) -> int:
+    """A worker process of explain (``python -m gemmlab._worker``): the plain explanation, its stages and
+    launches told to the parent as they go (gemmlab._gpu.explain(..., serve=True)); it writes the CSV."""
+    gpu = gpu_module(kw["device"])
+    gpu.select_model(int(kw["device"]), kw.get("gpu") or "")  # the parent's choice of tensor-core model
+    _take_torch_state(kw.get("torch_state"))
+    p = _prepare(fn, kw["name"], kw["framework"], kw["style"], kw["input_format"], kw["output_format"], "unknown",
+                 kw["device"], None, "gemmlab.explain")
+    M, N, K = (kw["size"],) * 3 if isinstance(kw["size"], int) else tuple(int(x) for x in kw["size"])
+    gpu.explain(p.launcher, kw["framework"], p.kernel, p.input_format, p.output_format, kw["layout_a"], kw["layout_b"],
+                p.how == "return", M, N, K, list(kw["distributions"]), int(kw["seed"]), int(kw["compare_outputs"]),
+                int(kw["verify_entries"]), int(kw["device"]), p.stream, _known_kernels(), kw["csv"],
+                json.dumps(kw["caller"]), kw["command_line"], bool(kw["schedule"]), float(kw["schedule_seconds"]), "",
+                launch_timeout=float(kw["launch_timeout"]), serve=True)
+    return 0

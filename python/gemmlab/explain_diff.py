@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import _worker
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, _known_kernels
 from .gpu import GpuContextLost, _prepare, gpu_module
 
@@ -77,7 +78,7 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
                  style: str | tuple[str, str] = "auto", layout_a: str | tuple[str, str] = "row",
                  layout_b: str | tuple[str, str] = "row", compare_outputs: int = 1 << 16, confirm_outputs: int = 0,
                  verify_entries: int = 256, device: int = 0, out: str | Path | None = None, schedule: bool = True,
-                 schedule_seconds: float = 12.0) -> KernelDiff:
+                 schedule_seconds: float = 12.0, launch_timeout: float = 10.0) -> KernelDiff:
     """Where ``a`` and ``b`` (each ``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) differ
     in their numerics at ``size``, each difference with an entry and inputs where their bits differ; or
     that they are bit-identical by construction, confirmed on full inputs.
@@ -91,11 +92,14 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
     ``confirm_outputs``: outputs compared between the two on full inputs per distribution (0: every
     output). ``out`` writes the explain_diff CSV (one row per difference) with its ``.meta.json``.
     ``schedule``, ``schedule_seconds``: each explanation's scheduling stage, as for ``gemmlab.explain``.
+    The callables run in this process, every launch within ``launch_timeout`` (the floor of its limit, as
+    for ``gemmlab.judge``): one beyond it stops the diff (``GpuContextLost``).
 
     Raises ``GpuUnavailable`` without a usable GPU engine, ``ValueError`` for bad arguments, and
     ``GpuContextLost`` when a callable made the GPU unusable in this process (``out`` is written first,
     the diff as far as it got in the exception's ``explanation``).
     """
+    _worker.stop_if_importing_main()
     outputs, frameworks = _pair(output_format, "output_format"), _pair(framework, "framework")
     styles, las, lbs = _pair(style, "style"), _pair(layout_a, "layout_a"), _pair(layout_b, "layout_b")
     names = _pair(names, "names")
@@ -121,7 +125,8 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
             pb.launcher, frameworks[1], pb.kernel, pb.output_format, las[1], lbs[1], pb.how == "return", pb.stream,
             pa.input_format, M, N, K, distributions, int(seed), int(compare_outputs), int(confirm_outputs),
             int(verify_entries), int(device), _known_kernels(), str(csv), str(csv_a), str(csv_b), json.dumps(caller),
-            "gemmlab.explain_diff " + shlex.join([pa.kernel, pb.kernel]), bool(schedule), float(schedule_seconds))
+            "gemmlab.explain_diff " + shlex.join([pa.kernel, pb.kernel]), bool(schedule), float(schedule_seconds),
+            launch_timeout=float(launch_timeout))
         rows = pd.read_csv(csv, keep_default_na=False)
         rows_a = pd.read_csv(csv_a, keep_default_na=False)
         rows_b = pd.read_csv(csv_b, keep_default_na=False)

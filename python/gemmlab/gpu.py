@@ -30,7 +30,7 @@ from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
-from . import _engine
+from . import _engine, _worker
 from ._checks import ACC_ROUNDING, check_format
 from ._engine import GpuUnavailable, gpu_available, gpu_module
 from .results import load_results
@@ -49,11 +49,13 @@ class JudgeError(RuntimeError):
 
 
 class GpuContextLost(RuntimeError):
-    """The GPU reported an error after which nothing more runs on it in this process (an illegal memory
-    access, a misaligned address, a trap in a kernel): the message names the callable, the call and what
-    to do. The rows finished before are kept: ``rows`` (a DataFrame, possibly empty) and, where the run
-    wrote files, ``journal`` (the ``<out>.csv.journal`` that ``resume=True`` continues from in a new
-    process). ``explanation``: gemmlab.explain's report up to where it stopped (its CSV is written)."""
+    """With the callable in this process (not in a worker: ``isolate``), the GPU reported an error after
+    which nothing more runs on it here (an illegal memory access, a misaligned address, a trap in a kernel),
+    or a launch never ended within its limit: the message names the callable, the call and what to do. The
+    rows finished are kept, that one's included (status ``faulted`` or ``timeout``): ``rows`` (a DataFrame,
+    possibly empty) and, where the run wrote files, ``journal`` (the ``<out>.csv.journal`` that
+    ``resume=True`` continues from in a new process). ``explanation``: gemmlab.explain's report up to
+    where it stopped, with the stages finished before (its CSV is written)."""
 
     def __init__(self, message: str, rows: pd.DataFrame | None = None, journal: Path | None = None,
                  explanation: Any = None):
@@ -177,6 +179,27 @@ def framework_metadata(framework: str) -> dict[str, Any]:
             "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
         }
     return meta
+
+
+def _torch_state() -> dict[str, Any] | None:
+    """The torch settings that decide a matmul's numerics in this process (framework_metadata records them),
+    for a worker process to take: None where torch is not imported."""
+    return framework_metadata("torch").get("torch") if "torch" in sys.modules else None
+
+
+def _take_torch_state(state: dict[str, Any] | None) -> None:
+    """In a worker process: the caller's torch settings (``_torch_state``), so that ``fn`` computes what it
+    computes in the caller's process (a TF32 switch set before judge, say)."""
+    if not state:
+        return
+    import torch
+    torch.set_float32_matmul_precision(state["float32_matmul_precision"])
+    mm = torch.backends.cuda.matmul
+    mm.allow_tf32 = state["allow_tf32"]
+    mm.allow_fp16_reduced_precision_reduction = state["allow_fp16_reduced_precision_reduction"]
+    mm.allow_bf16_reduced_precision_reduction = state["allow_bf16_reduced_precision_reduction"]
+    torch.backends.cudnn.allow_tf32 = state["cudnn_allow_tf32"]
+    torch.use_deterministic_algorithms(state["deterministic_algorithms"])
 
 
 def _style(fn: Callable, style: Style) -> str:
@@ -314,7 +337,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           bias: str | tuple[str, str] | None = None, batch: int | None = None,
           groups: Sequence[int | str] | None = None, scale: float | None = None, c0_format: str | None = None,
           bias_format: str | None = None, c0_placement: str = "unknown",
-          bias_placement: str = "unknown", perturbation: str = "auto") -> pd.DataFrame:
+          bias_placement: str = "unknown", perturbation: str = "auto", isolate: bool | Literal["auto"] = "auto",
+          launch_timeout: float = 10.0, retry_failed: bool = False) -> pd.DataFrame:
     """Judge ``fn`` as ``gemmlab run`` judges its built-in kernels; one row per size x distribution x seed.
 
     ``fn(A, B) -> C`` or ``fn(A, B, out)``: A (M, K) and B (K, N) are tensors of ``framework`` in
@@ -361,45 +385,119 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``"fewer_sms_<N>"``: the launch in a CUDA green context of N SMs (not for JAX, whose streams gemmlab
     cannot move); ``""``: none.
 
-    Raises ``GpuContextLost`` when the GPU reports an error after which nothing more runs in this
-    process (an illegal memory access): the rows finished before are in its ``rows`` (and, with
-    ``out``, in ``out``'s journal, which ``resume=True`` continues from in a new process).
+    Every launch of ``fn`` has a time limit, ``launch_timeout`` (its floor, 10 s) + 2MNK at 10 GFLOP/s, and
+    the host calls of its first row in a process 120 s more (compilation); a call beyond it gives its row status
+    ``timeout``. ``isolate`` (``"auto"``): ``fn`` runs in a worker process (``gemmlab._worker``: it is
+    pickled by reference, or re-created by re-running the script that defines it in ``__main__`` up to its
+    first gemmlab call), so that a call that hangs or faults costs its row (``timeout``, ``faulted``), the
+    worker is replaced and the next row goes on; where ``fn`` cannot be sent (a lambda, a closure, a
+    notebook's function, JAX, an explicit ``stream``), it runs in this process with the watchdog alone and a
+    warning says why. ``isolate=False`` runs it here; ``True`` refuses a callable that cannot be sent.
+    ``retry_failed`` (with ``resume``): the journal's ``timeout``, ``faulted`` and ``error`` rows are
+    computed again.
+
+    Raises ``GpuContextLost`` when, in this process, the GPU reports an error after which nothing more
+    runs (an illegal memory access) or a launch never ends: the rows finished before and that one's
+    (``faulted`` or ``timeout``) are in its ``rows`` (and, with ``out``, in ``out``'s journal, which
+    ``resume=True`` continues from in a new process).
     """
+    kw = {k: v for k, v in locals().items() if k != "fn"}
+    _worker.stop_if_importing_main()
     gpu = gpu_module(device)
     if errors not in ("raise", "rows"):
         raise ValueError(f"errors must be 'raise' or 'rows', got {errors!r}")
+    if isolate not in ("auto", True, False):
+        raise ValueError(f"isolate must be 'auto', True or False, got {isolate!r}")
+    if not (float(launch_timeout) >= 0):
+        raise ValueError(f"launch_timeout must be >= 0 seconds (0: no limit), got {launch_timeout!r}")
+    if retry_failed and not resume:
+        raise ValueError("retry_failed computes again rows of an interrupted run's journal: pass resume=True too")
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.judge")
-    the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
-    p.caller["form"] = the_form
-    with _csv_path(out, p.kernel, "gemmlab-judge-") as csv:
+    kw["name"] = p.kernel
+    with _csv_path(out, p.kernel, "gemmlab-judge-") as csv, \
+            tempfile.TemporaryDirectory(prefix="gemmlab-worker-") as spec_dir:
+        kw["csv"] = str(csv)  # the workers make the plan of this output (they write nothing there)
+        argv, why = _worker_argv(fn, "judge", kw, Path(spec_dir))
         try:
-            rc = gpu.judge(
-                p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
-                p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
-                int(promotion_interval_k), layout_a, layout_b, p.how == "return", _sizes(sizes), list(distributions),
-                [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks),
-                int(device), p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
-                "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}",
-                                               f"--form={the_form}"]), bool(quiet),
-                json.dumps(numerics) if numerics else "", perturbation, "" if the_form == "plain" else the_form,
-                c0_format or "", bias_format or "", c0_placement, bias_placement)
+            rc = _judge_call(gpu, p, kw, csv, argv, why)
+        except gpu.WorkerStartFailed as e:
+            warnings.warn(f"{p.kernel} could not run in a worker process ({e}); it runs in this process with the "
+                          "watchdog alone", RuntimeWarning, stacklevel=2)
+            rc = _judge_call(gpu, p, kw, csv, [], f"its worker process did not start: {e}")
         except gpu.CudaContextLost as e:
             journal = Path(f"{csv}.journal")
             kept = _journal_rows(journal)
-            where = (f"; the {len(kept)} rows finished before are in {journal}: call judge again with out={str(out)!r}, "
-                     "resume=True in a new process" if out is not None and journal.exists()
-                     else f"; the {len(kept)} rows finished before are in this exception's .rows")
+            where = (f"; the {len(kept)} rows finished (that one's included) are in {journal}: call judge again with "
+                     f"out={str(out)!r}, resume=True in a new process" if out is not None and journal.exists()
+                     else f"; the {len(kept)} rows finished (that one's included) are in this exception's .rows")
             raise GpuContextLost(f"gemmlab.judge of {e}{where}", kept,
                                  journal if out is not None and journal.exists() else None) from None
         rows = load_results(csv)
     _warn(rows)
-    bad = rows[rows["status"] == "error"]
+    bad = rows[rows["status"].isin(["error", "timeout", "faulted"])]
     if (rc != 0 or len(bad)) and errors == "raise":
-        lines = "\n".join(f"  {r.kernel} {r.distribution} {r.M}x{r.N}x{r.K} seed {r.seed}: {r.note}"
+        lines = "\n".join(f"  {r.kernel} {r.distribution} {r.M}x{r.N}x{r.K} seed {r.seed}: {r.status}: {r.note}"
                           for r in bad.itertuples())
-        raise JudgeError(f"{len(bad)} of {len(rows)} rows of {p.kernel} are errors:\n{lines}", rows)
+        raise JudgeError(f"{len(bad)} of {len(rows)} rows of {p.kernel} are errors, timeouts or faults:\n{lines}",
+                         rows)
     return rows
+
+
+_WARNED_IN_PROCESS: set[str] = set()
+
+
+def _worker_argv(fn: Callable, kind: str, kw: dict, spec_dir: Path) -> tuple[list[str], str]:
+    """The command of ``fn``'s worker process (``kind``: judge or explain), or ``([], why it runs here)``,
+    with the warning ``isolate="auto"`` gives once per callable, or the ValueError of ``isolate=True``."""
+    if kw["isolate"] is False:
+        return [], "isolate=False"
+    data, main, why = _worker.sendable(fn, kw["framework"], kw.get("stream"))
+    if why:
+        name = kw.get("name") or getattr(fn, "__name__", "fn")
+        if kw["isolate"] is True:
+            raise ValueError(f"isolate=True: {name} cannot run in a worker process: {why}")
+        if name not in _WARNED_IN_PROCESS:
+            _WARNED_IN_PROCESS.add(name)
+            warnings.warn(f"gemmlab.{kind} runs {name} in this process with the watchdog alone ({why}): a launch "
+                          "beyond its limit stops the run there, and a call blocked in Python cannot be stopped. "
+                          "Define it in a module (or a script) to run it in a worker process", RuntimeWarning,
+                          stacklevel=3)
+        return [], why
+    return _worker.write_spec(spec_dir, kind, data, main, {**kw, "torch_state": _torch_state()}), ""
+
+
+def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[str], why: str,
+                serve: bool = False) -> int:
+    """gemmlab._gpu.judge of the prepared callable ``p`` with judge's keywords ``kw``: in worker processes
+    started with ``worker_argv`` (empty: in this process, ``why``), or as such a worker (``serve``)."""
+    form = form_text(kw["form"], alpha=kw["alpha"], beta=kw["beta"], c0=kw["c0"], bias=kw["bias"], batch=kw["batch"],
+                     groups=kw["groups"], scale=kw["scale"])
+    p.caller["form"] = form
+    p.caller["isolation"] = "worker process" if worker_argv or serve else f"this process: {why}"
+    rc = gpu.judge(
+        p.launcher, kw["framework"], p.kernel, kw["family"],
+        kw["description"] or f"Python callable {p.caller['callable']}", p.input_format, kw["compute_format"] or "",
+        kw["accumulator_format"] or "", p.output_format, kw["accumulation"], int(kw["promotion_interval_k"]),
+        kw["layout_a"], kw["layout_b"], p.how == "return", _sizes(kw["sizes"]), list(kw["distributions"]),
+        [int(s) for s in kw["seeds"]], int(kw["reps"]), int(kw["warmup"]), bool(kw["flush_l2"]), kw["reference"],
+        int(kw["spot_checks"]), int(kw["device"]), p.stream, kw["framework"] == "jax", str(csv), bool(kw["resume"]),
+        bool(kw["force"]), json.dumps(p.caller),
+        "gemmlab.judge " + shlex.join([p.kernel, f"--framework={kw['framework']}", f"--style={p.how}",
+                                       f"--form={form}"]), bool(kw["quiet"]),
+        json.dumps(kw["numerics"]) if kw["numerics"] else "", kw["perturbation"], "" if form == "plain" else form,
+        kw["c0_format"] or "", kw["bias_format"] or "", kw["c0_placement"], kw["bias_placement"],
+        worker_argv=list(worker_argv), launch_timeout=float(kw["launch_timeout"]),
+        retry_failed=bool(kw["retry_failed"]), serve=serve)
+    return rc
+
+
+def _judge_in_worker(fn: Callable, kw: dict) -> int:
+    """A worker process of judge (``python -m gemmlab._worker``): serves its parent's rows."""
+    _take_torch_state(kw.get("torch_state"))
+    p = _prepare(fn, kw["name"], kw["framework"], kw["style"], kw["input_format"], kw["output_format"],
+                 kw["accumulation"], kw["device"], None, "gemmlab.judge")
+    return _judge_call(gpu_module(kw["device"]), p, kw, kw["csv"], [], "", serve=True)
 
 
 def _journal_rows(journal: Path) -> pd.DataFrame:
@@ -463,7 +561,7 @@ def invariance(fn: Callable, *, input_format: str, output_format: str = "fp32",
                accumulator_format: str | None = None, promotion_interval_k: int = 0, reps: int = 3, warmup: int = 1,
                flush_l2: bool = True, reveal_k_max: int = 0, cost: bool = True, device: int = 0,
                stream: int | None = None, out: str | os.PathLike | None = None, resume: bool = False,
-               force: bool = False, quiet: bool = True) -> pd.DataFrame:
+               force: bool = False, quiet: bool = True, launch_timeout: float = 10.0) -> pd.DataFrame:
     """Determinism and batch invariance of ``fn``, bit for bit, as ``gemmlab invariance`` measures a
     built-in kernel (the same C++): rows [0, m) of C computed with M = m against the same rows at the
     full M for every ``m`` ("default": 1..8, 2^p - 1, 2^p, 2^p + 1 below M), likewise columns ``n``
@@ -479,7 +577,11 @@ def invariance(fn: Callable, *, input_format: str, output_format: str = "fp32",
     Returns the rows with exactly the CSV's columns (kernel, config, ..., check, m, n, k, compared,
     differing, first_i, first_j, status, why, ...). Raises ``GpuUnavailable`` without a usable GPU
     engine, ``ValueError`` for bad arguments, ``RuntimeError`` when the run stopped early.
+
+    ``fn`` runs in this process, every launch within ``launch_timeout`` (the floor of its limit, as for
+    ``judge``): one beyond it raises ``GpuContextLost``.
     """
+    _worker.stop_if_importing_main()
     gpu = gpu_module(device)
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.invariance")
@@ -492,7 +594,8 @@ def invariance(fn: Callable, *, input_format: str, output_format: str = "fp32",
             _sweep(k_tails, "k_tails"), int(repeats), distribution, int(seed), int(reps), int(warmup), bool(flush_l2),
             int(reveal_k_max), bool(cost), int(device), p.stream, framework == "jax", str(csv), bool(resume),
             bool(force), json.dumps(p.caller),
-            "gemmlab.invariance " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet))
+            "gemmlab.invariance " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}"]), bool(quiet),
+            launch_timeout=float(launch_timeout))
         if rc not in (0, 3):
             raise RuntimeError(f"gemmlab.invariance of {p.kernel} stopped early (exit {rc}); its journal "
                                f"{csv}.journal keeps the finished rows: call again with resume=True")

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "reference/explain/internal.hpp"
@@ -66,9 +67,14 @@ namespace {
 template <class Note, class Fail>
 Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E, Report& r, std::string& stage,
                       Note& note, Fail& fail, Clock::time_point t0, long long launches0) {
+  auto begin = [&](const char* next) {
+    stage = next;
+    if (opt.on_stage) opt.on_stage(r, stage);
+  };
+  begin("gemm");
   if (std::string why = check_gemm(o, E, r.gemm_check); !why.empty()) return fail("gemm", why);
   note("gemm checked");
-  stage = "tree";
+  begin("tree");
   r.tree = reveal(o, E, opt);
   note("tree");
   // The scheduling stage describes an order that changes, with or without a tree: an order that
@@ -76,19 +82,19 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   // a tree, or with one that changed between the tree stage's own two passes, there is nothing to infer
   // nodes on: the report stops at the tree, with the scheduling stage's words.
   if (r.tree.text.empty() && r.tree.masks.empty()) return fail("tree", r.tree.why);  // no counts to ask
-  stage = "scheduling";
+  begin("scheduling");
   r.schedule = check_schedule(o, E, r.tree, opt);
   note("scheduling");
   if (r.tree.text.empty() || !r.tree.deterministic)
     return fail("tree", r.tree.why + (r.schedule.verdict == "depends" ? "; " + r.schedule.text : std::string()));
-  stage = "conversion";
+  begin("conversion");
   r.conversion = infer_conversion(o, E);
   note("conversion");
   if (!r.conversion.ok) return fail("conversion", r.conversion.why);
-  stage = "nodes";
+  begin("nodes");
   r.nodes = infer_nodes(o, E, r.tree.tree, r.conversion, opt);
   note("nodes");
-  stage = "composition";
+  begin("composition");
   if (!r.nodes.ok) return fail("nodes", r.nodes.why);
   // Composition at full size on each distribution.
   long long total_mismatches = 0;
@@ -141,9 +147,14 @@ Report explain_kernel(Oracle& o, const Options& opt) {
   try {
     return explain_stages(o, opt, E, r, stage, note, fail, t0, launches0);
   } catch (const OracleLost& e) {
-    // Nothing found before counts: the report keeps only the stage and the reason.
-    r = Report{};
+    // The stages finished before hold (each was answered in full); the one in progress is where it
+    // stopped, and nothing is identified: no record, no bound, no kernel it behaves like.
     r.oracle_lost = true;
+    r.numerics.reset();
+    r.numerics_text.clear();
+    r.behaves_like.clear();
+    r.bound = std::numeric_limits<double>::quiet_NaN();
+    r.named_bound = std::numeric_limits<double>::quiet_NaN();
     return fail(stage, e.what());
   } catch (const std::exception& e) {
     return fail(stage, e.what());

@@ -9,6 +9,9 @@
 // failed, with its message, never identified.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include <string>
 
 #include "reference/error_stats.hpp"
@@ -308,16 +311,38 @@ TEST(ExplainBadInput, KernelFailingLateStopsAtThatStageNeverIdentified) {
   }
 }
 
-TEST(ExplainBadInput, LostOracleKeepsNothingButTheStageAndReason) {
-  SyntheticKernel k = fma_kernel();
-  Failing f(k, 40, "CUDA error cudaErrorIllegalAddress: the CUDA context of this process is lost", How::lost);
-  const Report r = explain_kernel(f, quick());
-  EXPECT_FALSE(r.identified);
-  EXPECT_TRUE(r.oracle_lost);
-  EXPECT_FALSE(r.failed_stage.empty());
-  EXPECT_TRUE(contains(r.reason, "call 40: CUDA error cudaErrorIllegalAddress")) << r.reason;
-  EXPECT_TRUE(r.tree.text.empty());  // nothing found before is kept
-  EXPECT_FALSE(r.numerics.has_value());
+TEST(ExplainBadInput, LostOracleKeepsTheFinishedStagesAndIdentifiesNothing) {
+  SyntheticKernel never = fma_kernel();
+  std::vector<std::string> began;  // Options::on_stage, as a worker process reports it to its parent
+  Options o = quick();
+  o.on_stage = [&](const Report&, const std::string& stage) { began.push_back(stage); };
+  const Report clean = explain_kernel(never, o);
+  ASSERT_TRUE(clean.identified) << clean.summary();
+  EXPECT_EQ(began, (std::vector<std::string>{"gemm", "tree", "scheduling", "conversion", "nodes", "composition"}));
+  const std::vector<std::string> order = began;
+  std::set<std::string> stopped_at;
+  for (long long at : {3LL, clean.launches / 4, clean.launches / 2, 3 * clean.launches / 4, clean.launches - 1}) {
+    SyntheticKernel k = fma_kernel();
+    Failing f(k, at, "CUDA error cudaErrorIllegalAddress: the CUDA context of this process is lost", How::lost);
+    Report at_stage;  // the report as the stage that failed began
+    o.on_stage = [&](const Report& r, const std::string&) { at_stage = r; };
+    const Report r = explain_kernel(f, o);
+    EXPECT_FALSE(r.identified);
+    EXPECT_TRUE(r.oracle_lost);
+    EXPECT_TRUE(contains(r.reason, "call " + std::to_string(at) + ": CUDA error cudaErrorIllegalAddress")) << r.reason;
+    EXPECT_FALSE(r.numerics.has_value()) << "nothing is identified";
+    EXPECT_TRUE(r.behaves_like.empty());
+    stopped_at.insert(r.failed_stage);
+    // Every stage finished before the failed one is kept as the clean run found it.
+    const auto done = std::find(order.begin(), order.end(), r.failed_stage) - order.begin();
+    ASSERT_LT(done, static_cast<long>(order.size())) << r.failed_stage;
+    if (done > 1) EXPECT_EQ(r.tree.text, clean.tree.text) << "failed at " << r.failed_stage;
+    if (done > 2) EXPECT_EQ(r.schedule.verdict, clean.schedule.verdict) << "failed at " << r.failed_stage;
+    if (done > 3) EXPECT_EQ(r.conversion.ok, clean.conversion.ok) << "failed at " << r.failed_stage;
+    if (done <= 1) EXPECT_TRUE(r.tree.text.empty()) << "the tree stage did not finish";
+    EXPECT_EQ(at_stage.tree.text, r.tree.text) << "the report the stage began with holds what the lost one does";
+  }
+  EXPECT_GE(stopped_at.size(), 3u) << "the launches chosen stop explain in several stages";
 }
 
 TEST(ExplainBadInput, KernelFailingUnderAPerturbationIsThatTrialsNotTheKernels) {

@@ -152,15 +152,15 @@ TEST(RunLoop, BitsThatChangeUnderAPerturbationAreNondeterministicAndSaySo) {
   }
 }
 
-TEST(RunLoop, ALostGpuContextStopsTheRunWithTheRowsBeforeItJournaled) {
+TEST(RunLoop, ALostGpuContextStopsTheRunWithItsFaultedRowAndTheRowsBeforeItJournaled) {
   TempDir d("run_lost");
   PerturbedDevice dev("sgemm_02_coalesce");
   gemmlab::RunRequest req = perturbed_request(d, {"sgemm_01_naive", "sgemm_02_coalesce", "sgemm_03_smem"});
   req.plan.distributions = {"uniform_0_1", "normal_0_1"};
   EXPECT_THROW(gemmlab::run_experiment(req, dev), gemmlab::CudaContextLost);
   std::fclose(req.log);
-  // No CSV: the run did not finish. The journal holds the row computed before the lost one, no row
-  // for the kernel that lost the context, and nothing after it.
+  // No CSV: the run did not finish. The journal holds the row computed before the lost one, the lost
+  // one's (status faulted, CUDA's error in its note: a result, which --resume keeps), and nothing after.
   EXPECT_FALSE(std::filesystem::exists(req.out_csv));
   const std::string journal = req.out_csv + ".journal";
   ASSERT_TRUE(std::filesystem::exists(journal));
@@ -169,6 +169,10 @@ TEST(RunLoop, ALostGpuContextStopsTheRunWithTheRowsBeforeItJournaled) {
   std::vector<std::string> rows;
   std::getline(in, line);  // the identity
   while (std::getline(in, line)) rows.push_back(line);
-  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows.size(), 2u);
   EXPECT_NE(rows[0].find("sgemm_01_naive"), std::string::npos) << rows[0];
+  const auto lost = gemmlab::from_fields(gemmlab::result_columns(), parse_csv(rows[1] + "\n").records.at(0));
+  EXPECT_EQ(lost.kernel, "sgemm_02_coalesce");
+  EXPECT_EQ(lost.status, gemmlab::Status::faulted);
+  EXPECT_EQ(lost.note, "CUDA error cudaErrorIllegalAddress in the fake: the CUDA context is lost");
 }

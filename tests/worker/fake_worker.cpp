@@ -1,0 +1,32 @@
+// The worker process of the isolation tests (tests/cpu/test_isolation.cpp): `gemmlab run`'s worker loop
+// (serve_run_worker) on the fake GPU of tests/cpu/isolation_fake.hpp, which misbehaves on one kernel.
+//
+//   gemmlab_fake_worker MISDEED KERNEL RAN_LOG FLOOR_SECONDS
+//
+// MISDEED: none, hang, crash, lost, overrun, late, die_idle, or no_start (exits before it is ready).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "../cpu/isolation_fake.hpp"
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: %s MISDEED KERNEL RAN_LOG FLOOR_SECONDS\n", argv[0]);
+    return 2;
+  }
+  const std::string misdeed = argv[1];
+  if (misdeed == "no_start") {
+    std::fprintf(stderr, "fake worker: told not to start\n");
+    return 7;
+  }
+  gemmlab::LaunchLimit limit;
+  limit.floor_seconds = std::atof(argv[4]);
+  gemmlab::set_launch_limit(limit);
+  gemmlab::RunRequest req;
+  req.plan = isolation_test::plan();
+  req.threads = 1;
+  req.out_csv = "unused.csv";
+  isolation_test::FakeDevice dev(isolation_test::misdeed_of(misdeed), argv[2], argv[3]);
+  return gemmlab::serve_run_worker(req, dev, 1);
+}
