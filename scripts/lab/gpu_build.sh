@@ -2,7 +2,8 @@
 # Builds gemmlab on a lent GPU machine that has nvcc, CMake and ninja but none of the -dev packages:
 #   scripts/lab/gpu_build.sh DEBS_DIR BUILD_DIR [TARGET...]
 # DEBS_DIR holds the Debian -dev packages (made here with `apt-get download libmpfr-dev libgmp-dev libgmpxx4ldbl
-# libeigen3-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libtomlplusplus3 libgtest-dev libssl-dev`). They
+# libeigen3-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libtomlplusplus3 libgtest-dev libssl-dev`), or
+# *.tar.xz archives of what they unpack to (their static libraries left out: a fraction of the size to carry). They
 # are unpacked into a private sysroot (never into /); their .so links are pointed at the machine's own runtime
 # libraries (libmpfr6, libgmp10, libcrypto3 come with its compiler and Python) and their pkg-config files at the
 # sysroot. Builds for sm_90a (GEMMLAB_CUDA_ARCHS to change) with every CPU core.
@@ -11,7 +12,8 @@ debs=$(realpath "$1"); build=$2; shift 2
 targets=("$@"); [ ${#targets[@]} -eq 0 ] && targets=(gemmlab gemmlab_gpu_tests)
 sys=/tmp/gemmlab-sysroot
 rm -rf "$sys"; mkdir -p "$sys"
-for f in "$debs"/*.deb; do dpkg -x "$f" "$sys"; done
+for f in "$debs"/*.deb; do [ -e "$f" ] && dpkg -x "$f" "$sys"; done
+for f in "$debs"/*.tar.xz; do [ -e "$f" ] && tar -xJf "$f" -C "$sys"; done
 lib=$sys/usr/lib/x86_64-linux-gnu
 for so in "$lib"/*.so; do
   if [ -L "$so" ] && [ ! -e "$so" ]; then
