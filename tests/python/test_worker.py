@@ -153,7 +153,7 @@ def _explain_columns(root: Path) -> list[str]:
 
 @pytest.mark.parametrize("how", ["hang", "crash"])
 def test_an_explain_worker_that_stops_answering_leaves_the_stages_it_finished(how, tmp_path, root):
-    gpu = gemmlab.gpu._gpu
+    gpu = gemmlab._engine._gpu
     if gpu is None:
         pytest.skip("this gemmlab has no GPU engine module (gemmlab._gpu)")
     sys.path.insert(0, str(root / "tests" / "python"))
@@ -187,7 +187,7 @@ def test_an_explain_worker_that_stops_answering_leaves_the_stages_it_finished(ho
 
 
 def test_an_explain_worker_that_cannot_start_says_why(tmp_path):
-    gpu = gemmlab.gpu._gpu
+    gpu = gemmlab._engine._gpu
     if gpu is None:
         pytest.skip("this gemmlab has no GPU engine module (gemmlab._gpu)")
     fake = tmp_path / "fake_worker.py"
