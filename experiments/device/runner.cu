@@ -2,7 +2,9 @@
 //
 // Per repetition: L2 flushed (a memset over twice the L2), C poisoned with NaN (all-ones bytes are
 // NaN in fp64, fp32, fp16, bf16, e4m3 and e5m2), then CUDA events around the launch alone. Warm-up
-// launches first. Every repetition's time is kept; the median is what the CSV reports.
+// launches first. Every repetition's time is kept; the median is what the CSV reports, with its 95%
+// confidence interval; a fixed count of repetitions, or as many as the median's noise asks
+// (experiments/report/stopping.hpp).
 #include "experiments/device/runner.hpp"
 
 #include <cublasLt.h>
@@ -355,13 +357,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The one timing helper: warm-up, then `reps` timed launches, each after an L2 flush and a NaN
-// poison of C, CUDA events around the launch alone (or, with opt.host_timer, the host clock around
-// the launch and a synchronisation). A kernel that returns its output (Kernel::collect) has it moved
-// into C after each launch, outside the timed region; Kernel::prepare runs before each launch, outside
-// it too. The first launch's C is kept and compared
-// with the last's bit for bit (KernelRun::nondeterministic). `consume(dC, stream)` sees the last
-// output. Fills every field of KernelRun but c, unwritten and wall_seconds.
 // The Perturber of GPU `device` (perturb.hpp), made on first use and kept for the process (never
 // destroyed: at exit the CUDA driver may already be gone).
 Perturber& perturber_of(int device) {
@@ -447,6 +442,14 @@ void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions
   run.perturbed_differences = count_differences(dC, dP, n, out_bytes, buf, stream);
 }
 
+// The one timing helper: warm-up, then the timed launches (opt.reps of them, or as many as the
+// noise rule of stopping.hpp asks), each after an L2 flush and a NaN poison of C, CUDA events around
+// the launch alone (or, with opt.host_timer, the host clock around the launch and a synchronisation).
+// A kernel that returns its output (Kernel::collect) has it moved into C after each launch, outside
+// the timed region; Kernel::prepare runs before each launch, outside it too. The first launch's C is
+// kept and compared with the last's bit for bit (KernelRun::nondeterministic): how many launches come
+// in between changes nothing the row is judged on. `consume(dC, stream)` sees the last output. Fills
+// every field of KernelRun but c, unwritten and wall_seconds.
 KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const TimingOptions& opt,
                          const DeviceInfo& dev, RowBuffers& buf,
                          const std::function<void(const void*, cudaStream_t)>& consume, const float* scale_a,
@@ -470,16 +473,15 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
     if (flush_bytes) GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dFlush, 0, flush_bytes, stream));
     GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dC, 0xFF, c_bytes, stream));  // NaN poison
   };
-  const int reps = std::max(1, opt.reps);
-  std::vector<cudaEvent_t> ev(opt.host_timer ? 0 : 2 * reps);
-  for (auto& e : ev) GEMMLAB_CUDA_CHECK(cudaEventCreate(&e));
+  // Two events per timed launch of a batch, made as the batches grow and reused by the next batch.
+  std::vector<cudaEvent_t> ev;
   struct EventGuard {
     std::vector<cudaEvent_t>& ev;
     ~EventGuard() {
       for (auto e : ev) cudaEventDestroy(e);
     }
   } event_guard{ev};
-  std::vector<float> host_ms;
+  std::vector<float> batch_ms;
 
   const auto launches_start = std::chrono::steady_clock::now();
   int launched = 0;
@@ -499,7 +501,7 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
     if (timed_rep >= 0) {
       if (opt.host_timer) {
         GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
-        host_ms.push_back(static_cast<float>(1e3 * seconds_since(t0)));
+        batch_ms[timed_rep] = static_cast<float>(1e3 * seconds_since(t0));
       } else {
         GEMMLAB_CUDA_CHECK(cudaEventRecord(ev[2 * timed_rep + 1], stream));
       }
@@ -508,23 +510,47 @@ KernelRun run_timed_once(const Kernel& k, int M, int N, int K, const void* dA, c
     if (launched++ == 0) GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(dFirst, dC, c_bytes, cudaMemcpyDeviceToDevice, stream));
   };
   for (int w = 0; w < opt.warmup; ++w) launch(-1);
-  for (int r = 0; r < reps; ++r) launch(r);
+  // The timed launches in batches (stopping.hpp): a fixed count is one batch, enqueued right after
+  // the warm-up as it always was; on noise, each batch is timed and looked at before the next is
+  // enqueued, its size from the wall time a launch takes (the warm-up's at first).
+  const StoppingRule rule = opt.rule();
+  LaunchBatches batches(rule);
+  double launch_ms = 0;
+  if (rule.reps == 0) {
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (opt.warmup > 0) launch_ms = 1e3 * seconds_since(launches_start) / opt.warmup;
+  }
+  const auto timed_start = std::chrono::steady_clock::now();
+  for (int b; (b = batches.next(launch_ms, 1e3 * seconds_since(timed_start))) > 0;) {
+    if (!opt.host_timer)
+      while (static_cast<int>(ev.size()) < 2 * b) {
+        cudaEvent_t e;
+        GEMMLAB_CUDA_CHECK(cudaEventCreate(&e));
+        ev.push_back(e);
+      }
+    batch_ms.assign(b, 0.0f);
+    for (int r = 0; r < b; ++r) launch(r);
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    GEMMLAB_CUDA_CHECK(cudaGetLastError());
+    if (!opt.host_timer)
+      for (int r = 0; r < b; ++r) GEMMLAB_CUDA_CHECK(cudaEventElapsedTime(&batch_ms[r], ev[2 * r], ev[2 * r + 1]));
+    const double elapsed_ms = 1e3 * seconds_since(timed_start);
+    batches.add(batch_ms, elapsed_ms);
+    launch_ms = elapsed_ms / static_cast<double>(batches.times().size());
+  }
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
   GEMMLAB_CUDA_CHECK(cudaGetLastError());
 
   KernelRun run;
   run.launch_seconds = seconds_since(launches_start);
-  run.times_ms.resize(reps);
-  for (int r = 0; r < reps; ++r) {
-    if (opt.host_timer) run.times_ms[r] = host_ms[r];
-    else GEMMLAB_CUDA_CHECK(cudaEventElapsedTime(&run.times_ms[r], ev[2 * r], ev[2 * r + 1]));
-  }
-  std::vector<float> sorted = run.times_ms;
-  std::sort(sorted.begin(), sorted.end());
-  run.time_ms_min = sorted.front();
-  run.time_ms_max = sorted.back();
-  run.time_ms_median = reps % 2 ? sorted[reps / 2] : 0.5 * (double(sorted[reps / 2 - 1]) + sorted[reps / 2]);
-  run.time_ms_iqr = interquartile_range(std::vector<double>(sorted.begin(), sorted.end()));
+  run.times_ms = batches.times();
+  const TimingSummary t = summarize(run.times_ms);
+  run.time_ms_min = t.min;
+  run.time_ms_max = t.max;
+  run.time_ms_median = t.median;
+  run.time_ms_iqr = t.iqr;
+  run.time_ms_ci95_rel = t.ci95_rel;
+  run.stopped_by = batches.reason();
   run.tflops = 2.0 * M * N * double(K) / (run.time_ms_median * 1e-3) / 1e12;
   if (launched > 1) run.nondeterministic = count_differences(dFirst, dC, n, out_bytes, buf, stream);
   if (!opt.perturbation.empty()) perturbed_launch(k, args, opt, dev, buf, dC, n, out_bytes, stream, run);

@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "experiments/report/stopping.hpp"
 #include "kernels/kernel.hpp"
 #include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
@@ -61,7 +62,15 @@ std::string hardware_support(const Kernel& k, const DeviceInfo& dev);
 
 struct TimingOptions {
   int warmup = 3;      // untimed launches first (module load, cuBLAS heuristics, clocks up)
-  int reps = 20;       // timed repetitions; each gets an L2 flush and a NaN-poisoned C first
+  // Timed repetitions, each after an L2 flush and a NaN-poisoned C: exactly `reps` when > 0; with 0,
+  // as many as the noise rule below asks (experiments/report/stopping.hpp: until the median's 95%
+  // confidence interval is within +-max_noise of it, or max_time_ms has passed).
+  int reps = 20;
+  double max_noise = StoppingRule{}.max_noise;
+  int min_samples = StoppingRule{}.min_samples;
+  double min_time_ms = StoppingRule{}.min_time_ms;
+  double max_time_ms = StoppingRule{}.max_time_ms;
+  StoppingRule rule() const { return {reps, max_noise, min_samples, min_time_ms, max_time_ms}; }
   bool flush_l2 = true;
   // The stream the launches go to (cudaStream_t): a Python caller's, so that its framework's work
   // and the timing events are ordered on one stream. nullptr: the harness makes its own.
@@ -81,6 +90,10 @@ struct KernelRun {
   std::vector<float> times_ms;   // every timed repetition
   double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;
   double time_ms_iqr = 0;        // interquartile_range(times_ms) (experiments/report/result.hpp)
+  // The median's 95% confidence half-width over the median (summarize, stopping.hpp; NaN below 6
+  // repetitions), and what ended the repetitions (the fixed count, the noise rule, the time limit).
+  double time_ms_ci95_rel = 0;
+  StopReason stopped_by = StopReason::reps;
   double tflops = 0;             // 2 M N K / median
   long long unwritten = 0;       // NaN entries left in C (the poison): a kernel that skipped entries
   // Entries of C whose bits differ between the first launch and the last: a kernel that is not

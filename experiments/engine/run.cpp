@@ -115,6 +115,12 @@ engine::PlanSpec plan_spec(const RunPlan& p, const ResolvedPlan& r) {
   s.seeds = p.seeds;
   s.reps = p.reps;
   s.warmup = p.warmup;
+  if (p.reps == 0) {  // the noise rule decides the launches only without a fixed count
+    s.max_noise = p.max_noise;
+    s.min_samples = p.min_samples;
+    s.min_time_ms = p.min_time_ms;
+    s.max_time_ms = p.max_time_ms;
+  }
   s.reference = p.reference;
   s.spot_checks = p.spot_checks;
   for (auto* k : r.kernels)
@@ -266,6 +272,11 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
   meta["plan"] = {{"name", plan.name},           {"kernels", plan.kernels}, {"distributions", plan.distributions},
                   {"seeds", plan.seeds},         {"reps", plan.reps},       {"warmup", plan.warmup},
                   {"reference", plan.reference}, {"spot_checks", plan.spot_checks}, {"forms", plan.forms}};
+  if (plan.reps == 0)
+    meta["plan"]["stopping"] = {{"max_noise", plan.max_noise},
+                                {"min_samples", plan.min_samples},
+                                {"min_time_ms", plan.min_time_ms},
+                                {"max_time_ms", plan.max_time_ms}};
   for (const auto& z : plan.sizes) meta["plan"]["sizes"].push_back({z.M, z.N, z.K});
   if (!plan.plugins.empty()) meta["plan"]["plugins"] = plan.plugins;
   if (!plan.exclude.empty()) meta["plan"]["exclude"] = plan.exclude;
@@ -380,6 +391,10 @@ class ProblemRunner {
     topt_ = req.timing;
     topt_.reps = req.plan.reps;
     topt_.warmup = req.plan.warmup;
+    topt_.max_noise = req.plan.max_noise;
+    topt_.min_samples = req.plan.min_samples;
+    topt_.min_time_ms = req.plan.min_time_ms;
+    topt_.max_time_ms = req.plan.max_time_ms;
   }
 
   void operator()(const engine::Problem& prob, engine::WorkerContext& ctx) {
@@ -484,7 +499,7 @@ class ProblemRunner {
                   : k.scale_b == ScaleGranularity::blk128 ? "1x128_128x128" : "1x128_1x128");
       return row;
     }
-    row.reps = req_.plan.reps;
+    if (req_.plan.reps > 0) row.reps = req_.plan.reps;
     if (std::string why = device.hardware_support(k); !why.empty()) {
       row.status = Status::not_supported;
       row.note = why;
@@ -602,7 +617,7 @@ class ProblemRunner {
     for (const Kernel* k : takers) {
       if (ctx.should_stop()) return;
       ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
-      row.reps = req_.plan.reps;
+      if (req_.plan.reps > 0) row.reps = req_.plan.reps;
       if (std::string why = device.hardware_support(*k); !why.empty()) {
         row.status = Status::not_supported;
         row.note = why;
@@ -659,7 +674,12 @@ class ProblemRunner {
 void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,
                      const Distribution& d, int sm_clock_mhz) {
   row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
-                      .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = sm_clock_mhz};
+                      .time_ms_iqr = run.time_ms_iqr,
+                      .time_ms_ci95_rel = std::isfinite(run.time_ms_ci95_rel) ? std::optional(run.time_ms_ci95_rel)
+                                                                                : std::nullopt,
+                      .stopped_by = run.times_ms.empty() ? std::nullopt : std::optional(run.stopped_by), .tflops = run.tflops, .sm_clock_mhz = sm_clock_mhz};
+  // The repetitions the median is taken over (a fixed count, or as many as the noise rule asked).
+  if (!run.times_ms.empty()) row.reps = static_cast<int>(run.times_ms.size());
   row.stats = stats;
   judge(row, *row.stats, d, n);
   if (n.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {

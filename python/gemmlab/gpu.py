@@ -369,7 +369,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           name: str | None = None, family: str = "user", description: str = "",
           framework: Framework = "torch", style: Style = "auto", layout_a: str = "row", layout_b: str = "row",
           accumulation: str = "unknown", compute_format: str | None = None, accumulator_format: str | None = None,
-          promotion_interval_k: int = 0, reps: int = 20, warmup: int = 3, flush_l2: bool = True,
+          promotion_interval_k: int = 0, reps: int | None = None, warmup: int = 1, max_noise: float = 0.005,
+          min_samples: int = 10, min_time_ms: float = 0.0, max_time_ms: float = 500.0, flush_l2: bool = True,
           reference: str = "auto", spot_checks: int = 16, device: int = 0, stream: int | None = None,
           out: str | os.PathLike | None = None, resume: bool = False, force: bool = False, quiet: bool = True,
           errors: Literal["raise", "rows"] = "raise", numerics: dict | None = None, form: str | None = None,
@@ -385,6 +386,12 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     laid out as ``layout_a`` / ``layout_b`` say ("col" gives the transposed view of a column-major
     buffer); C is (M, N) in ``output_format`` (fp32, fp16, bf16) on the same GPU, any strides.
     The launches go to ``stream`` (default: the framework's current stream on ``device``).
+
+    Timing, as ``gemmlab run`` times its rows (experiments/report/stopping.hpp): ``warmup`` untimed calls,
+    then timed calls until the median's distribution-free 95% confidence interval is within
+    ``+-max_noise`` of it (after at least ``min_samples`` calls and ``min_time_ms`` of their time), or
+    ``max_time_ms`` of wall clock have passed; ``reps=N`` times exactly N calls instead. Each row says how many (``reps``), its
+    ``time_ms_ci95_rel`` and what stopped it (``stopped_by``).
 
     ``accumulation`` and the formats declare what you know of the kernel's numerics (the bound it is
     judged by; ``"unknown"`` claims none: status ``no_bound``). ``name`` (default: ``fn.__name__``)
@@ -431,6 +438,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     gpu = gpu_module(device)
     if errors not in ("raise", "rows"):
         raise ValueError(f"errors must be 'raise' or 'rows', got {errors!r}")
+    if reps is not None and int(reps) < 1:
+        raise ValueError(f"reps must be at least 1 (a fixed count), or None to stop on noise; got {reps!r}")
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.judge")
     the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
@@ -441,12 +450,13 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
                 p.launcher, framework, p.kernel, family, description or f"Python callable {p.caller['callable']}",
                 p.input_format, compute_format or "", accumulator_format or "", p.output_format, accumulation,
                 int(promotion_interval_k), layout_a, layout_b, p.how == "return", _sizes(sizes), list(distributions),
-                [int(s) for s in seeds], int(reps), int(warmup), bool(flush_l2), reference, int(spot_checks),
-                int(device), p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
+                [int(s) for s in seeds], 0 if reps is None else int(reps), int(warmup), bool(flush_l2), reference,
+                int(spot_checks), int(device), p.stream, framework == "jax", str(csv), bool(resume), bool(force), json.dumps(p.caller),
                 "gemmlab.judge " + shlex.join([p.kernel, f"--framework={framework}", f"--style={p.how}",
                                                f"--form={the_form}"]), bool(quiet),
                 json.dumps(numerics) if numerics else "", perturbation, "" if the_form == "plain" else the_form,
-                c0_format or "", bias_format or "", c0_placement, bias_placement)
+                c0_format or "", bias_format or "", c0_placement, bias_placement, float(max_noise), int(min_samples),
+                float(min_time_ms), float(max_time_ms))
         except gpu.CudaContextLost as e:
             journal = Path(f"{csv}.journal")
             kept = _journal_rows(journal)
