@@ -368,26 +368,29 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
     // C passes through, re-rounded only by flushing and the cut
     return done(round_exact(p.output, ce, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow),
                 "C alone passes through");
-  int emax = std::numeric_limits<int>::min();
-  std::string from;
+  // Where the largest exponent came from is named only for a trace (a string per product would cost
+  // more than the arithmetic: explain's composition runs this on hundreds of millions of products).
+  enum class From { none, product, c, zero_c, zero_operand } from = From::none;
+  int emax = std::numeric_limits<int>::min(), from_k = -1;
   for (int i = 0; i < nt; ++i)
     if (terms[i].ref > emax) {
       emax = terms[i].ref;
-      from = product_name(terms[i].k);
+      from = From::product;
+      from_k = terms[i].k;
     }
   bool c_joins = p.c_in_alignment && c != 0;
   if (c_joins && cref > emax) {
     emax = cref;
-    from = "c";
+    from = From::c;
   }
   // A zero C enters the datapath with a fixed small exponent: the aligned sum's quantum has a floor.
   if (p.zero_c_offset >= 0 && p.c_in_alignment && c == 0 && fo.emin - p.zero_c_offset > emax) {
     emax = fo.emin - p.zero_c_offset;
-    from = "zero C (emin_out - " + std::to_string(p.zero_c_offset) + ")";
+    from = From::zero_c;
   }
   if (zero_ref > emax) {
     emax = zero_ref;
-    from = "zero operand " + product_name(zero_k) + " (rule zero_operand " + to_string(p.zero_operand_exponent) + ")";
+    from = From::zero_operand;
   }
   const int q = emax - F;  // exponent of the quantum of the aligned sum
   i128 sum = 0;
@@ -412,7 +415,16 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
   }
   if (tr) {
     tr->max_exponent = emax;
-    tr->max_from = from;
+    switch (from) {
+      case From::product: tr->max_from = product_name(from_k); break;
+      case From::c: tr->max_from = "c"; break;
+      case From::zero_c: tr->max_from = "zero C (emin_out - " + std::to_string(p.zero_c_offset) + ")"; break;
+      case From::zero_operand:
+        tr->max_from = "zero operand " + product_name(zero_k) + " (rule zero_operand " +
+                       to_string(p.zero_operand_exponent) + ")";
+        break;
+      case From::none: tr->max_from.clear(); break;
+    }
     tr->quantum_exponent = q;
     tr->aligned_sum = exact_value(total);
     tr->leading_exponent = total.v == 0 ? 0 : total.e + bit_length(uabs(total.v)) - 1;
