@@ -429,7 +429,7 @@ void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions
   pa.stream = ps;
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dP, 0xFF, c_bytes, ps));
   if (k.prepare) k.prepare(pa);
-  pr.before(*p, ps);
+  pr.before(*p, ps, p->release_seconds(run.time_ms_max * 1e-3, dev.sm_count));
   if (opt.host_timer) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(ps));
   k.launch(pa);
   if (k.collect) k.collect(pa);
@@ -730,7 +730,10 @@ struct EntryRunner::Impl {
   void launch() {
     GEMMLAB_CUDA_CHECK(cudaMemsetAsync(C.p, 0xFF, static_cast<std::size_t>(M) * N * eb_out, stream));
     if (k.prepare) k.prepare(args);  // a host kernel's copies of A and B
-    if (perturbation) perturber->before(*perturbation, stream);
+    // busy_sms: a launch that waits for the held SMs (a grid sized for the whole GPU) is let go long
+    // before the holding blocks' own limit, and the trial says the hold was not kept.
+    if (perturbation)
+      perturber->before(*perturbation, stream, perturbation->release_seconds(undisturbed_seconds, dev.sm_count));
     if (foreign_streams) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
     launched_at = std::chrono::steady_clock::now();
     k.launch(args);
