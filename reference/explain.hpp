@@ -308,6 +308,9 @@ struct NodeStage {
 struct Comparison {
   std::string distribution;
   long long outputs = 0, mismatches = 0;
+  // Where its time went: making the inputs, the kernel's launch on them, the prediction of the compared
+  // outputs (the other orders' included).
+  double inputs_seconds = 0, kernel_seconds = 0, prediction_seconds = 0;
   std::string first_mismatch;  // "(i,j): predicted 0x.. kernel 0x.."
   // Outputs that the tree's prediction misses but a revealed variant of the order predicts (counted
   // as predicted, not in mismatches).
@@ -341,6 +344,14 @@ struct Report {
   std::vector<std::string> behaves_like;
   long long launches = 0;
   double seconds = 0;
+  // Each stage that ran, in order (gemm, tree, scheduling, conversion, nodes, composition): its wall
+  // time and the kernel's launches in it, where explain's time goes.
+  struct StageTime {
+    std::string stage;
+    double seconds = 0;
+    long long launches = 0;
+  };
+  std::vector<StageTime> stage_times;
   std::string summary() const;       // a few lines for people
 };
 

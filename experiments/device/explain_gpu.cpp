@@ -319,8 +319,16 @@ nlohmann::json report_to_json(const explain::Report& r) {
                    {"outputs", c.outputs},
                    {"mismatches", c.mismatches},
                    {"by_variant", c.by_variant},
-                   {"first_mismatch", c.first_mismatch}});
+                   {"first_mismatch", c.first_mismatch},
+                   {"inputs_seconds", c.inputs_seconds},
+                   {"kernel_seconds", c.kernel_seconds},
+                   {"prediction_seconds", c.prediction_seconds}});
   j["comparisons"] = cmp;
+  // Where the time went, stage by stage (reference/explain.hpp Report::stage_times).
+  nlohmann::json stages = nlohmann::json::array();
+  for (const explain::Report::StageTime& t : r.stage_times)
+    stages.push_back({{"stage", t.stage}, {"seconds", t.seconds}, {"launches", t.launches}});
+  j["stages"] = stages;
   j["numerics"] = r.numerics ? numerics_to_json(*r.numerics) : nlohmann::json(nullptr);
   j["numerics_text"] = r.numerics_text;
   // The bound of the record (NaN, written as null, without one; +inf as the string "inf").
