@@ -239,6 +239,9 @@ struct Measurement {
   // error, quantization included: ResultRow::total); absent for other rows.
   std::optional<ErrorStats> total;
   double stats_seconds = 0;  // every statistics computed for the row
+  // The statistics were those of an earlier row of the problem whose output was the same bits, for the
+  // same output format and bound (a GPU's statistics reuse, runner.cu), not computed again.
+  bool stats_reused = false;
   // Why the row left a GPU's GPU path (experiments/device/gpu_path.hpp): the kernel's operands went
   // to it from the host, its output came back and was judged on the CPU. Empty when it stayed (and
   // on a device without a GPU path).

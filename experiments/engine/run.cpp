@@ -307,6 +307,7 @@ struct TimeSplit {
   double kernels = 0;       // the launches themselves: warm-up and timed, with their L2 flushes and NaN poisons
   double kernel_setup = 0;  // around them: operands packed for the kernel, checks of C and of the inputs
   double reference = 0, statistics = 0, inputs = 0, io = 0;
+  long long stats_reused = 0;  // rows whose statistics were an earlier row's of the same bits (Measurement)
   void add(double TimeSplit::*part, double s) {
     std::lock_guard<std::mutex> lock(mu);
     this->*part += s;
@@ -523,6 +524,10 @@ class ProblemRunner {
       time_.add(&TimeSplit::kernels, run.launch_seconds);
       time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
       time_.add(&TimeSplit::statistics, m.stats_seconds);
+      if (m.stats_reused) {
+        std::lock_guard<std::mutex> lock(time_.mu);
+        ++time_.stats_reused;
+      }
       record(row, run, m.stats, k, d, device);
       host_paths_.record(row, m);
       if (!req_.save_matrices.empty()) {
@@ -793,7 +798,8 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
     {
       std::lock_guard<std::mutex> lock(host_paths.mu);
       meta["gpu_path"] = {{"host_path_rows", host_paths.rows},
-                          {"host_path_reasons", nlohmann::json(host_paths.rows_by_reason)}};
+                          {"host_path_reasons", nlohmann::json(host_paths.rows_by_reason)},
+                          {"stats_reused_rows", time.stats_reused}};
     }
     return meta;
   };
