@@ -301,16 +301,62 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
 }
 
 // Seconds spent in each part of the work, summed over the workers (so with several GPUs they can
-// add up to more than the run's wall time).
+// add up to more than the run's wall time), and per row: each part a worker spends is also the row's it
+// is working on (a problem's inputs and reference are the first row's that needs them, a row's journal
+// write its own), taken when the row is emitted.
 struct TimeSplit {
   std::mutex mu;
   double kernels = 0;       // the launches themselves: warm-up and timed, with their L2 flushes and NaN poisons
   double kernel_setup = 0;  // around them: operands packed for the kernel, checks of C and of the inputs
   double reference = 0, statistics = 0, inputs = 0, io = 0;
   long long stats_reused = 0;  // rows whose statistics were an earlier row's of the same bits (Measurement)
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double startup = -1;  // from the run's start to its first problem (plan, GPU context, journal); -1: none yet
+  // Per row: key, status, then the parts below and the row's wall time (since the worker's previous row).
+  static constexpr const char* kRowColumns[] = {"key", "status", "kernels", "kernel_setup", "statistics",
+                                                "reference", "inputs", "io", "wall"};
+  std::vector<nlohmann::json> rows;
+  struct Parts {
+    double kernels = 0, kernel_setup = 0, statistics = 0, reference = 0, inputs = 0, io = 0;
+  };
+  // Each worker's parts of the row under way, and when its previous row ended (the run's start at first).
+  struct Worker {
+    Parts parts;
+    std::chrono::steady_clock::time_point last;
+  };
+  std::map<std::thread::id, Worker> workers;
+  Worker& worker() {  // under mu
+    auto [it, added] = workers.try_emplace(std::this_thread::get_id());
+    if (added) it->second.last = start;
+    return it->second;
+  }
   void add(double TimeSplit::*part, double s) {
     std::lock_guard<std::mutex> lock(mu);
     this->*part += s;
+    Parts& r = worker().parts;
+    (part == &TimeSplit::kernels        ? r.kernels
+     : part == &TimeSplit::kernel_setup ? r.kernel_setup
+     : part == &TimeSplit::statistics   ? r.statistics
+     : part == &TimeSplit::reference    ? r.reference
+     : part == &TimeSplit::inputs       ? r.inputs
+                                        : r.io) += s;
+  }
+  // A worker begins a problem: the first one ends the start-up.
+  void problem_begins() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (startup < 0) startup = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  // The row this worker just emitted: its parts since its previous row.
+  void row_done(const ResultRow& row) {
+    std::lock_guard<std::mutex> lock(mu);
+    Worker& w = worker();
+    const Parts p = w.parts;
+    w.parts = Parts{};
+    const auto now = std::chrono::steady_clock::now();
+    const double wall = std::chrono::duration<double>(now - w.last).count();
+    w.last = now;
+    rows.push_back(nlohmann::json::array(
+        {row.key(), to_string(row.status), p.kernels, p.kernel_setup, p.statistics, p.reference, p.inputs, p.io, wall}));
   }
 };
 
@@ -407,11 +453,13 @@ class ProblemRunner {
                                                 : std::string("[gemmlab]");
     std::vector<const Kernel*> kernels;
     for (const auto& r : prob.rows) kernels.push_back(kernels_.at(r.kernel));
+    time_.problem_begins();
     auto emit = [&](const ResultRow& row) {
       if (row.status == Status::error) ++errors_;
       const auto t0 = std::chrono::steady_clock::now();
       ctx.emit(to_fields(row));  // journaled (on disk) when it returns
       time_.add(&TimeSplit::io, seconds_since(t0));
+      time_.row_done(row);
     };
 
     if (req_.dry_run) {
@@ -767,6 +815,7 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
   };
 
   TimeSplit time;
+  time.start = start;
   HostPaths host_paths;
   ProblemRunner runner(req, p, devices, time, errors, host_paths);
   auto metadata = [&] {
@@ -792,7 +841,15 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
                               {"statistics", time.statistics},
                               {"inputs", time.inputs},
                               {"io", time.io},
+                              {"startup", std::max(0.0, time.startup)},
                               {"other", total - time.kernels - parts}};
+    // Where each row's time went (TimeSplit::rows), in the order the rows finished.
+    {
+      std::lock_guard<std::mutex> lock(time.mu);
+      meta["timing_rows"] = {
+          {"columns", std::vector<std::string>(std::begin(TimeSplit::kRowColumns), std::end(TimeSplit::kRowColumns))},
+          {"rows", time.rows}};
+    }
     // Rows judged on the host instead of a GPU's GPU path (experiments/device/gpu_path.hpp), by reason
     // (each such row's note says it too); 0 when every row stayed on the GPU, and on devices without one.
     {

@@ -313,6 +313,25 @@ TEST(Stopping, EveryStatisticAndStatusIsTheSameWithAFixedCountAndWithTheNoiseRul
   EXPECT_EQ(meta["plan"]["stopping"]["max_noise"], 0.002);
   EXPECT_FALSE(nlohmann::json::parse(engine_test::slurp(engine::OutputPaths::for_csv(d / "fixed.csv").meta))["plan"]
                    .contains("stopping"));
+  // Where each row's time went: one line per row, its parts adding up to the run's.
+  const auto& t = meta["timing_seconds"];
+  const auto& rows = meta["timing_rows"];
+  EXPECT_EQ(rows["columns"], nlohmann::json({"key", "status", "kernels", "kernel_setup", "statistics", "reference",
+                                             "inputs", "io", "wall"}));
+  ASSERT_EQ(rows["rows"].size(), noise.rows.size());
+  double kernels = 0, statistics = 0, reference = 0, wall = 0;
+  for (const auto& r : rows["rows"]) {
+    kernels += r[2].get<double>();
+    statistics += r[4].get<double>();
+    reference += r[5].get<double>();
+    wall += r[8].get<double>();
+  }
+  EXPECT_NEAR(kernels, t["kernels"].get<double>(), 1e-9);
+  EXPECT_NEAR(statistics, t["statistics"].get<double>(), 1e-9);
+  EXPECT_NEAR(reference, t["reference"].get<double>(), 1e-9);
+  EXPECT_LE(wall, t["total"].get<double>());
+  EXPECT_GE(t["startup"].get<double>(), 0.0);
+  EXPECT_LE(t["startup"].get<double>(), t["total"].get<double>());
 }
 
 }  // namespace
