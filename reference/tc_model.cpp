@@ -354,20 +354,24 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
     cref = p.align_reference == AlignReference::exponent_sum ? dc.exponent : ce.e + bit_length(uabs(ce.v)) - 1;
   }
   if (tr) tr->c = c;
-  const auto done = [&](double r, const std::string& note) {
+  // The result, with a note for a trace: `note` is called only when there is one (the notes are strings,
+  // and most blocks of explain's sparse probes are all zeros).
+  const auto done = [&](double r, const auto& note) {
     if (tr) {
       tr->result = r;
-      if (!note.empty()) tr->note += (tr->note.empty() ? "" : "; ") + note;
+      const std::string n = note();
+      if (!n.empty()) tr->note += (tr->note.empty() ? "" : "; ") + n;
     }
     return r;
   };
   if (nt == 0 && c == 0)  // every term zero: nothing to align
-    return done(zero_result(p, c, all_minus_zero),
-                std::string("every term is zero: the sign of zero (rule ") + to_string(p.zero_sign) + ")");
+    return done(zero_result(p, c, all_minus_zero), [&] {
+      return std::string("every term is zero: the sign of zero (rule ") + to_string(p.zero_sign) + ")";
+    });
   if (nt == 0 && !p.c_in_alignment && zero_ref == std::numeric_limits<int>::min())
     // C passes through, re-rounded only by flushing and the cut
     return done(round_exact(p.output, ce, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow),
-                "C alone passes through");
+                [] { return std::string("C alone passes through"); });
   // Where the largest exponent came from is named only for a trace (a string per product would cost
   // more than the arithmetic: explain's composition runs this on hundreds of millions of products).
   enum class From { none, product, c, zero_c, zero_operand } from = From::none;
@@ -430,14 +434,18 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
     tr->leading_exponent = total.v == 0 ? 0 : total.e + bit_length(uabs(total.v)) - 1;
   }
   if (total.v == 0)
-    return done(zero_result(p, c, false), std::string("the aligned terms cancel exactly: the sign of zero (rule ") +
-                                              to_string(p.zero_sign) + ")");
+    return done(zero_result(p, c, false), [&] {
+      return std::string("the aligned terms cancel exactly: the sign of zero (rule ") + to_string(p.zero_sign) + ")";
+    });
   const double r = round_exact(p.output, total, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow);
-  std::string note;
-  if (std::fabs(r) >= gemmlab::info(p.output).max_finite && std::fabs(exact_value(total)) > gemmlab::info(p.output).max_finite)
-    note = std::string("beyond the output's range: ") + (std::isinf(r) ? "infinity" : "largest finite") + " (rule overflow " +
-           to_string(p.overflow) + ")";
-  return done(r, note);
+  return done(r, [&] {
+    std::string note;
+    if (std::fabs(r) >= gemmlab::info(p.output).max_finite &&
+        std::fabs(exact_value(total)) > gemmlab::info(p.output).max_finite)
+      note = std::string("beyond the output's range: ") + (std::isinf(r) ? "infinity" : "largest finite") +
+             " (rule overflow " + to_string(p.overflow) + ")";
+    return note;
+  });
 }
 
 bool special(double x) { return std::isnan(x) || std::isinf(x); }
