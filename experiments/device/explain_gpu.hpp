@@ -54,6 +54,7 @@ class KernelOracle : public explain::Oracle {
   std::unique_ptr<Perturber> perturber_;  // made on first use
   std::vector<Perturbation> offered_;
   std::vector<int> rows_set_, cols_set_;  // non-zero rows of A and columns of B on the GPU now
+  std::vector<char> row_mark_, col_mark_;  // run_sparse's scratch: the lines of the call under way
   bool dense_ = false;                    // run_full left whole operands there
 };
 
