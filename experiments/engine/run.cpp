@@ -829,7 +829,7 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
     // Wall time of this process, and the parts of the work summed over its workers. Rows resumed
     // from a journal took their time in an earlier process and are not counted here.
     // non_kernel: everything but the launches (the total less `kernels`; with one worker the parts
-    // below add up to it, less the engine's own bookkeeping, which is `other`).
+    // below and `startup` add up to it, less the engine's own bookkeeping, which is `other`).
     const double total = seconds_since(start);
     const double parts = time.kernel_setup + time.reference + time.statistics + time.inputs + time.io;
     meta["timing_seconds"] = {{"total", total},
@@ -842,7 +842,7 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
                               {"inputs", time.inputs},
                               {"io", time.io},
                               {"startup", std::max(0.0, time.startup)},
-                              {"other", total - time.kernels - parts}};
+                              {"other", total - time.kernels - parts - std::max(0.0, time.startup)}};
     // Where each row's time went (TimeSplit::rows), in the order the rows finished.
     {
       std::lock_guard<std::mutex> lock(time.mu);
