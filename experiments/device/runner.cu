@@ -159,9 +159,9 @@ struct Scratch {
 
 // What one row's launches need besides the operands, reused by every row of one GPU: C, the copy of
 // the first launch's C (determinism check), the kernel's workspace, the L2 flush buffer, the output
-// widened to binary64, a scratch for checks, the harness's stream and a counter.
+// widened to binary64, the perturbed launch's C, the harness's stream and a counter.
 struct RowBuffers {
-  Scratch c, first, workspace, flush, widened, check, perturbed;
+  Scratch c, first, workspace, flush, widened, perturbed;
   cudaStream_t stream = nullptr;
   unsigned long long* count = nullptr;  // device counter of count_differences
   RowBuffers() {
@@ -1231,10 +1231,16 @@ class GpuInputs final : public ProblemInputs {
 
   // Operand A (which = 0) or B (1) in the input format and `layout`, packed on first use.
   const void* packed(int which, Layout layout) {
-    auto& slot = packed_[which][layout == Layout::row_major ? 0 : 1];
+    const int l = layout == Layout::row_major ? 0 : 1;
+    auto& slot = packed_[which][l];
     if (!slot) {
-      slot = std::make_unique<DeviceBuffer>(pack_into(which, layout, nullptr));
+      const std::size_t bytes = pack_into(which, layout, nullptr);
+      slot = std::make_unique<DeviceBuffer>(bytes);
       pack_into(which, layout, slot->p);
+      // A copy no kernel sees, for written(): comparing with it costs one read of both, where packing
+      // again would read the values and write a third buffer first.
+      pristine_[which][l] = std::make_unique<DeviceBuffer>(bytes);
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(pristine_[which][l]->p, slot->p, bytes, cudaMemcpyDeviceToDevice));
     }
     return slot->p;
   }
@@ -1250,15 +1256,13 @@ class GpuInputs final : public ProblemInputs {
   // Entries of the packed operand that differ from a fresh packing (a kernel that wrote into its
   // input); a damaged packing is dropped so that the next kernel gets a clean one.
   long long written(int which, Layout layout, RowBuffers& buf) {
-    auto& slot = packed_[which][layout == Layout::row_major ? 0 : 1];
+    const int l = layout == Layout::row_major ? 0 : 1;
+    auto& slot = packed_[which][l];
     if (!slot) return 0;
     const std::size_t bytes = pack_into(which, layout, nullptr);
-    void* fresh = buf.check.get(bytes);
-    pack_into(which, layout, fresh);
-    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
     const std::size_t eb = storage_bytes(format);
-    const long long n = count_differences(slot->p, fresh, bytes / eb, eb, buf, buf.stream);
-    if (n) slot.reset();
+    const long long n = count_differences(slot->p, pristine_[which][l]->p, bytes / eb, eb, buf, buf.stream);
+    if (n) slot.reset(), pristine_[which][l].reset();
     return n;
   }
 
@@ -1291,6 +1295,7 @@ class GpuInputs final : public ProblemInputs {
   DeviceBuffer a, b;
   std::unique_ptr<Matrix> host_a_, host_b_;
   std::unique_ptr<DeviceBuffer> packed_[2][2];
+  std::unique_ptr<DeviceBuffer> pristine_[2][2];  // packed()'s copies, for written()
 };
 
 // A scaled fp8 problem made on the GPU, bit for bit make_scaled_problem: the fp32 sources generated
@@ -1383,8 +1388,10 @@ class GpuDevice final : public Device {
   std::string check_memory(int M, int N, int K, Format in) override {
     const DeviceInfo& dev = query_device(index_);
     // Operands and C in the input format (fp64: 8 bytes an entry; every other format fits 4).
+    // (plus the packed operands' pristine copies, GpuInputs::written's)
     const std::size_t kernel = std::max<std::size_t>(4, storage_bytes(in)) *
                                    (std::size_t(M) * K + std::size_t(K) * N + std::size_t(M) * N) +
+                               storage_bytes(in) * (std::size_t(M) * K + std::size_t(K) * N) +
                                2 * std::size_t(dev.l2_bytes) + (64u << 20);
     const std::size_t need = kernel + device::gpu_oracle_bytes(M, N, K, in);
     const std::size_t have = static_cast<std::size_t>(0.9 * double(dev.global_mem_bytes));
