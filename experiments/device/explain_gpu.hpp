@@ -37,6 +37,10 @@ class KernelOracle : public explain::Oracle {
   // GPU's context is lost), so that no stage takes it for an answer.
   std::vector<std::uint64_t> run_sparse(const explain::SparseInputs& in, const std::vector<explain::Entry>& entries) override;
   std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<explain::Entry>& entries) override;
+  // The operands made on the GPU (EntryRunner::generate_operands), only B and the entries' rows of A
+  // coming back.
+  std::vector<std::uint64_t> run_generated(const Distribution& d, std::uint64_t seed, int threads,
+                                           const std::vector<explain::Entry>& entries, Matrix& A, Matrix& B) override;
   // default_perturbations() of this GPU (experiments/device/perturb.hpp). fewer_sms is refused for a
   // kernel on streams of its own (JAX) and for stream-K kernels (k_chunked: their blocks wait for each
   // other, all assumed resident).

@@ -962,6 +962,54 @@ void EntryRunner::set_operands(const Matrix& A, const Matrix& B) {
   });
 }
 
+void EntryRunner::generate_operands(const Distribution& d, std::uint64_t seed, const std::vector<int>& rows, Matrix& A,
+                                    Matrix& B) {
+  Impl& m = *impl_;
+  guarded(m.dev.device, [&] {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+    const Format f = m.k.numerics.input;
+    const bool wide = f == Format::fp64;
+    const std::size_t vb = wide ? sizeof(double) : sizeof(float);
+    DeviceBuffer va(static_cast<std::size_t>(m.M) * m.K * vb), vbuf(static_cast<std::size_t>(m.K) * m.N * vb);
+    void* s = m.stream;
+    if (wide) {
+      device::generate_gpu(d, Operand::A, m.M, m.K, f, seed, static_cast<double*>(va.p), s);
+      device::generate_gpu(d, Operand::B, m.K, m.N, f, seed, static_cast<double*>(vbuf.p), s);
+      device::pack_gpu(static_cast<const double*>(va.p), m.M, m.K, f, m.k.layout_a, m.A.p, s);
+      device::pack_gpu(static_cast<const double*>(vbuf.p), m.K, m.N, f, m.k.layout_b, m.B.p, s);
+    } else {
+      device::generate_gpu(d, Operand::A, m.M, m.K, f, seed, static_cast<float*>(va.p), s);
+      device::generate_gpu(d, Operand::B, m.K, m.N, f, seed, static_cast<float*>(vbuf.p), s);
+      device::pack_gpu(static_cast<const float*>(va.p), m.M, m.K, f, m.k.layout_a, m.A.p, s);
+      device::pack_gpu(static_cast<const float*>(vbuf.p), m.K, m.N, f, m.k.layout_b, m.B.p, s);
+    }
+    // What the caller reads: B whole, A's rows (every value exact as a double: widened from float).
+    std::vector<unsigned char> hb(static_cast<std::size_t>(m.K) * m.N * vb), row(static_cast<std::size_t>(m.K) * vb);
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(hb.data(), vbuf.p, hb.size(), cudaMemcpyDeviceToHost, m.stream));
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));
+    auto widen = [&](const unsigned char* bytes, std::size_t n, double* out) {
+      for (std::size_t t = 0; t < n; ++t) {
+        if (wide) {
+          std::memcpy(&out[t], bytes + t * sizeof(double), sizeof(double));
+        } else {
+          float x;
+          std::memcpy(&x, bytes + t * sizeof(float), sizeof(float));
+          out[t] = x;
+        }
+      }
+    };
+    B = Matrix(m.K, m.N);
+    widen(hb.data(), B.v.size(), B.v.data());
+    A = Matrix(m.M, m.K);
+    for (int i : rows) {
+      if (i < 0 || i >= m.M) throw std::out_of_range("EntryRunner::generate_operands: row " + std::to_string(i) + " of A");
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(row.data(), static_cast<const unsigned char*>(va.p) + static_cast<std::size_t>(i) * row.size(),
+                                    row.size(), cudaMemcpyDeviceToHost));
+      widen(row.data(), static_cast<std::size_t>(m.K), &A.v[static_cast<std::size_t>(i) * m.K]);
+    }
+  });
+}
+
 void EntryRunner::perturb(const Perturbation* p, Perturber* perturber) {
   Impl& m = *impl_;
   guarded(m.dev.device, [&] {

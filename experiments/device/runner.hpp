@@ -168,6 +168,11 @@ class EntryRunner {
   std::vector<std::uint64_t> run_entries(const std::vector<std::pair<int, int>>& entries);
   // Replaces both operands (values exact in the kernel's input format).
   void set_operands(const Matrix& A, const Matrix& B);
+  // Replaces both operands by those of distribution d from `seed` in the kernel's input format, made
+  // and packed on the GPU (device/inputs_gpu.hpp: generate()'s values bit for bit), and copies back
+  // what a prediction reads: B whole into B (K, N) and the rows `rows` of A into A (M, K), its other
+  // rows left 0.
+  void generate_operands(const Distribution& d, std::uint64_t seed, const std::vector<int>& rows, Matrix& A, Matrix& B);
   // The launches from now on run under `p` through `perturber` (both kept by the caller; nullptr: no
   // perturbation): fewer_sms moves everything the runner enqueues to the green context's stream (after
   // a device synchronisation), busy_sms holds SMs around each launch. A perturbed launch that has not

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "reference/distributions.hpp"
 #include "reference/explain/internal.hpp"
 #include "reference/tc_infer.hpp"
 
@@ -13,6 +14,13 @@ double SparseVector::value(int k) const {
   for (const auto& [kk, v] : at)
     if (kk == k) return v;
   return k >= fill_from && k < fill_to ? fill : 0.0;
+}
+
+std::vector<std::uint64_t> Oracle::run_generated(const Distribution& d, std::uint64_t seed, int threads,
+                                                 const std::vector<Entry>& entries, Matrix& A, Matrix& B) {
+  A = generate(d, Operand::A, M(), K(), input(), seed, threads);
+  B = generate(d, Operand::B, K(), N(), input(), seed, threads);
+  return run_full(A, B, entries);
 }
 
 namespace detail {
