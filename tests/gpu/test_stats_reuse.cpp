@@ -42,6 +42,7 @@ Table read_table(const std::string& csv) {
 }
 
 TEST(StatsReuse, RowsOfTheSameBitsTakeTheStatisticsTheHostPathComputes) {
+  GEMMLAB_REQUIRE_GPU();
   GEMMLAB_REQUIRE_FAMILY("simt");
   GEMMLAB_REQUIRE_FAMILY("cublas");
   const fs::path dir = fs::temp_directory_path() / ("gemmlab_stats_reuse_" + std::to_string(::getpid()));
