@@ -400,7 +400,7 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
           const std::string& numerics_json, const std::string& perturbation, const std::string& form,
           const std::string& c0_format, const std::string& bias_format, const std::string& c0_placement,
           const std::string& bias_placement, const std::vector<std::string>& worker_argv, double launch_timeout,
-          bool retry_failed, bool serve) {
+          bool retry_failed, bool serve, double max_noise, int min_samples, double min_time_ms, double max_time_ms) {
   const ScopedLaunchLimit limit(callable_limit(launch_timeout));
   const Numerics n = judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
                                      promotion_interval_k, numerics_json);
@@ -417,8 +417,12 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
   req.plan.sizes.clear();
   for (auto [M, N, K] : sizes) req.plan.sizes.push_back({M, N, K});
   req.plan.seeds = seeds;
-  req.plan.reps = reps;
+  req.plan.reps = reps;  // 0: the noise rule below (experiments/report/stopping.hpp)
   req.plan.warmup = warmup;
+  req.plan.max_noise = max_noise;
+  req.plan.min_samples = min_samples;
+  req.plan.min_time_ms = min_time_ms;
+  req.plan.max_time_ms = max_time_ms;
   req.plan.reference = reference;
   req.plan.spot_checks = spot_checks;
   req.out_csv = out_csv;
@@ -824,7 +828,9 @@ NB_MODULE(_gpu, m) {
         "resume"_a, "force"_a, "caller_json"_a, "command_line"_a, "quiet"_a, "numerics_json"_a = "",
         "perturbation"_a = "", "form"_a = "", "c0_format"_a = "", "bias_format"_a = "", "c0_placement"_a = "",
         "bias_placement"_a = "", "worker_argv"_a = std::vector<std::string>{}, "launch_timeout"_a = 10.0,
-        "retry_failed"_a = false, "serve"_a = false,
+        "retry_failed"_a = false, "serve"_a = false, "max_noise"_a = StoppingRule{}.max_noise,
+        "min_samples"_a = StoppingRule{}.min_samples, "min_time_ms"_a = StoppingRule{}.min_time_ms,
+        "max_time_ms"_a = StoppingRule{}.max_time_ms,
         "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
 
   m.def("invariance", &invariance, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a,

@@ -70,6 +70,7 @@ struct BoundModel {
   Format epilogue = Format::fp32;     // the format of that arithmetic
   int output_roundings = 1;           // r: roundings to the output format (2: a term added after C was rounded)
   double underflow_scale = 1;         // |alpha s|: what the accumulation's absolute (underflow) error is scaled by
+  bool operator==(const BoundModel&) const = default;
 };
 
 // Componentwise deterministic bound factor f with |C^ - C| <= f (|A||B|) for every entry

@@ -50,6 +50,7 @@
 #include <utility>
 #include <vector>
 
+#include "reference/distributions.hpp"
 #include "reference/formats.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/matrix.hpp"
@@ -127,6 +128,14 @@ class Oracle {
   virtual Format output() const = 0;
   virtual std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) = 0;
   virtual std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) = 0;
+  // run_full on the operands of distribution d from `seed` in the oracle's input format, generate()'s
+  // bit for bit, made where the kernel reads them; A (M, K) and B (K, N) get their values for the
+  // caller: B whole, A at least in the rows `entries` name (an oracle may leave the others 0). The
+  // default generates them on the host with `threads` threads and calls run_full; a GPU oracle makes
+  // them on the GPU and copies back only what the caller reads (the composition's inputs, whose host
+  // generation, packing and upload were a second of a 4096^3 explain).
+  virtual std::vector<std::uint64_t> run_generated(const Distribution& d, std::uint64_t seed, int threads,
+                                                   const std::vector<Entry>& entries, Matrix& A, Matrix& B);
   // The perturbations of the schedule this oracle can apply (none by default).
   virtual std::vector<Perturbation> perturbations() { return {}; }
   // The launches from now on run under perturbations()[i] (-1: undisturbed). Returns "" or why the
@@ -154,6 +163,11 @@ class ForwardingOracle : public Oracle {
   std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) override {
     before_launch();
     return inner_.run_full(A, B, entries);
+  }
+  std::vector<std::uint64_t> run_generated(const Distribution& d, std::uint64_t seed, int threads,
+                                           const std::vector<Entry>& entries, Matrix& A, Matrix& B) override {
+    before_launch();
+    return inner_.run_generated(d, seed, threads, entries, A, B);
   }
 
  protected:
@@ -312,6 +326,9 @@ struct NodeStage {
 struct Comparison {
   std::string distribution;
   long long outputs = 0, mismatches = 0;
+  // Where its time went: the inputs made where the kernel reads them and its launch on them
+  // (Oracle::run_generated), and the prediction of the compared outputs (the other orders' included).
+  double run_seconds = 0, prediction_seconds = 0;
   std::string first_mismatch;  // "(i,j): predicted 0x.. kernel 0x.."
   // Outputs that the tree's prediction misses but a revealed variant of the order predicts (counted
   // as predicted, not in mismatches).
@@ -346,6 +363,14 @@ struct Report {
   std::vector<std::string> behaves_like;
   long long launches = 0;
   double seconds = 0;
+  // Each stage that ran, in order (gemm, tree, scheduling, conversion, nodes, composition): its wall
+  // time and the kernel's launches in it, where explain's time goes.
+  struct StageTime {
+    std::string stage;
+    double seconds = 0;
+    long long launches = 0;
+  };
+  std::vector<StageTime> stage_times;
   std::string summary() const;       // a few lines for people
 };
 

@@ -319,7 +319,7 @@ struct TreePlan {
     for (const auto& [pa, pb] : split->passes)
       if (pa >= split->pieces || pb >= split->pieces)
         throw std::invalid_argument("emulate_tree: a pass of the split scheme names a piece it does not have");
-    // The pieces are split once per entry, so every fused node must read tf32 containers alike.
+    // The pieces are split once per row and column, so every fused node must read tf32 containers alike.
     for (int n = t.leaves(); n < t.node_count(); ++n)
       if (split->format == SplitScheme::PieceFormat::tf32 && params[n] &&
           params[n]->tf32_low_bits != params[chains[0][0]]->tf32_low_bits)
@@ -368,23 +368,26 @@ double tree_dot(const TreePlan& plan, const double* a, const double* b, std::vec
   return value[t.root()];
 }
 
-// One entry with split operands (SplitScheme): binary nodes add partial sums (tree_gap allowed no
-// product there); each chain of fused nodes is evaluated at its last node, pass by pass.
-double split_tree_dot(const TreePlan& plan, const double* a, const double* b, std::vector<float>& value,
-                      std::vector<double>& pieces) {
+// The pieces of K values as the instruction with model `read` reads them: out[np k + piece].
+constexpr int np = max_split_pieces;
+void split_line(const SplitScheme& s, const tc::TcParams& read, const double* x, int K, std::vector<double>& out) {
+  out.resize(static_cast<std::size_t>(np) * K);
+  for (int k = 0; k < K; ++k) {
+    const std::array<double, np> pk = split_pieces(s, read, x[k]);
+    std::copy(pk.begin(), pk.end(), &out[static_cast<std::size_t>(np) * k]);
+  }
+}
+
+// The model that reads every fused node's pieces (TreePlan checked that they all read tf32 alike).
+const tc::TcParams& piece_reader(const TreePlan& plan) { return *plan.params[plan.chains[0][0]]; }
+
+// One entry with split operands (SplitScheme), from the pieces of its row of A and column of B
+// (split_line): binary nodes add partial sums (tree_gap allowed no product there); each chain of fused
+// nodes is evaluated at its last node, pass by pass.
+double split_tree_dot(const TreePlan& plan, const double* a_pieces, const double* b_pieces, std::vector<float>& value) {
   const SummationTree& t = plan.t;
   const SplitScheme& s = *plan.split;
-  const int K = t.leaves();
   value.resize(t.node_count());
-  // (a's pieces, b's pieces) of each leaf, as the instruction reads them
-  constexpr int np = max_split_pieces;
-  pieces.resize(2 * np * static_cast<std::size_t>(K));
-  const tc::TcParams& read = *plan.params[plan.chains[0][0]];
-  for (int k = 0; k < K; ++k) {
-    const std::array<double, np> pa = split_pieces(s, read, a[k]), pb = split_pieces(s, read, b[k]);
-    std::copy(pa.begin(), pa.end(), &pieces[2 * np * k]);
-    std::copy(pb.begin(), pb.end(), &pieces[2 * np * k + np]);
-  }
   double ga[64], gb[64];
   const std::size_t last_pass = s.passes.size() - 1;
   for (int n = t.leaves(); n < t.node_count(); ++n) {
@@ -408,8 +411,8 @@ double split_tree_dot(const TreePlan& plan, const double* a, const double* b, st
           int m = 0;
           for (int c : t.children(node)) {
             if (!t.is_leaf(c)) continue;
-            ga[m] = pieces[2 * np * c + s.passes[pass].first];
-            gb[m] = pieces[2 * np * c + np + s.passes[pass].second];
+            ga[m] = a_pieces[np * c + s.passes[pass].first];
+            gb[m] = b_pieces[np * c + s.passes[pass].second];
             ++m;
           }
           d = as_float(tc::dot(p, ga, gb, m, d));
@@ -537,13 +540,41 @@ std::vector<double> emulate_tree_at(const SummationTree& t, const NodeModel& mod
                                 " products must agree");
   const TreePlan plan(t, model, split);
   std::vector<double> C(entries.size());
-  parallel_for(static_cast<long>(entries.size()), threads, [&](long e) {
-    std::vector<double> b(K), pieces;
+  // The entries column by column: each column of B is gathered (and, with split operands, split into
+  // pieces) once for all its entries, and each row of A split once (explain compares whole rows: every
+  // column serves as many entries as there are rows). The values are those of one entry at a time.
+  std::vector<int> columns;
+  std::vector<std::vector<std::size_t>> at_column(B.cols);
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    const int j = entries[e].second;
+    if (j < 0 || j >= B.cols || entries[e].first < 0 || entries[e].first >= A.rows)
+      throw std::invalid_argument("emulate_tree: entry (" + std::to_string(entries[e].first) + ", " + std::to_string(j) +
+                                  ") is outside C");
+    if (at_column[j].empty()) columns.push_back(j);
+    at_column[j].push_back(e);
+  }
+  std::vector<std::vector<double>> row_pieces;  // split operands: each row of A's pieces, by row
+  if (split) {
+    std::vector<int> rows;
+    for (const auto& [i, j] : entries) rows.push_back(i);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    row_pieces.resize(A.rows);
+    parallel_for(static_cast<long>(rows.size()), threads, [&](long r) {
+      split_line(*split, piece_reader(plan), &A.v[static_cast<std::size_t>(rows[r]) * K], K, row_pieces[rows[r]]);
+    });
+  }
+  parallel_for(static_cast<long>(columns.size()), threads, [&](long c) {
+    const int j = columns[c];
+    std::vector<double> b(K), b_pieces;
     std::vector<float> value;
-    const auto [i, j] = entries[e];
     for (int k = 0; k < K; ++k) b[k] = B.v[static_cast<std::size_t>(k) * B.cols + j];
-    const double* a = &A.v[static_cast<std::size_t>(i) * K];
-    C[e] = split ? split_tree_dot(plan, a, b.data(), value, pieces) : tree_dot(plan, a, b.data(), value);
+    if (split) split_line(*split, piece_reader(plan), b.data(), K, b_pieces);
+    for (std::size_t e : at_column[j]) {
+      const int i = entries[e].first;
+      C[e] = split ? split_tree_dot(plan, row_pieces[i].data(), b_pieces.data(), value)
+                   : tree_dot(plan, &A.v[static_cast<std::size_t>(i) * K], b.data(), value);
+    }
   });
   return C;
 }

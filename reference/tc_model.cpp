@@ -354,40 +354,47 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
     cref = p.align_reference == AlignReference::exponent_sum ? dc.exponent : ce.e + bit_length(uabs(ce.v)) - 1;
   }
   if (tr) tr->c = c;
-  const auto done = [&](double r, const std::string& note) {
+  // The result, with a note for a trace: `note` is called only when there is one (the notes are strings,
+  // and most blocks of explain's sparse probes are all zeros).
+  const auto done = [&](double r, const auto& note) {
     if (tr) {
       tr->result = r;
-      if (!note.empty()) tr->note += (tr->note.empty() ? "" : "; ") + note;
+      const std::string n = note();
+      if (!n.empty()) tr->note += (tr->note.empty() ? "" : "; ") + n;
     }
     return r;
   };
   if (nt == 0 && c == 0)  // every term zero: nothing to align
-    return done(zero_result(p, c, all_minus_zero),
-                std::string("every term is zero: the sign of zero (rule ") + to_string(p.zero_sign) + ")");
+    return done(zero_result(p, c, all_minus_zero), [&] {
+      return std::string("every term is zero: the sign of zero (rule ") + to_string(p.zero_sign) + ")";
+    });
   if (nt == 0 && !p.c_in_alignment && zero_ref == std::numeric_limits<int>::min())
     // C passes through, re-rounded only by flushing and the cut
     return done(round_exact(p.output, ce, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow),
-                "C alone passes through");
-  int emax = std::numeric_limits<int>::min();
-  std::string from;
+                [] { return std::string("C alone passes through"); });
+  // Where the largest exponent came from is named only for a trace (a string per product would cost
+  // more than the arithmetic: explain's composition runs this on hundreds of millions of products).
+  enum class From { none, product, c, zero_c, zero_operand } from = From::none;
+  int emax = std::numeric_limits<int>::min(), from_k = -1;
   for (int i = 0; i < nt; ++i)
     if (terms[i].ref > emax) {
       emax = terms[i].ref;
-      from = product_name(terms[i].k);
+      from = From::product;
+      from_k = terms[i].k;
     }
   bool c_joins = p.c_in_alignment && c != 0;
   if (c_joins && cref > emax) {
     emax = cref;
-    from = "c";
+    from = From::c;
   }
   // A zero C enters the datapath with a fixed small exponent: the aligned sum's quantum has a floor.
   if (p.zero_c_offset >= 0 && p.c_in_alignment && c == 0 && fo.emin - p.zero_c_offset > emax) {
     emax = fo.emin - p.zero_c_offset;
-    from = "zero C (emin_out - " + std::to_string(p.zero_c_offset) + ")";
+    from = From::zero_c;
   }
   if (zero_ref > emax) {
     emax = zero_ref;
-    from = "zero operand " + product_name(zero_k) + " (rule zero_operand " + to_string(p.zero_operand_exponent) + ")";
+    from = From::zero_operand;
   }
   const int q = emax - F;  // exponent of the quantum of the aligned sum
   i128 sum = 0;
@@ -412,20 +419,33 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
   }
   if (tr) {
     tr->max_exponent = emax;
-    tr->max_from = from;
+    switch (from) {
+      case From::product: tr->max_from = product_name(from_k); break;
+      case From::c: tr->max_from = "c"; break;
+      case From::zero_c: tr->max_from = "zero C (emin_out - " + std::to_string(p.zero_c_offset) + ")"; break;
+      case From::zero_operand:
+        tr->max_from = "zero operand " + product_name(zero_k) + " (rule zero_operand " +
+                       to_string(p.zero_operand_exponent) + ")";
+        break;
+      case From::none: tr->max_from.clear(); break;
+    }
     tr->quantum_exponent = q;
     tr->aligned_sum = exact_value(total);
     tr->leading_exponent = total.v == 0 ? 0 : total.e + bit_length(uabs(total.v)) - 1;
   }
   if (total.v == 0)
-    return done(zero_result(p, c, false), std::string("the aligned terms cancel exactly: the sign of zero (rule ") +
-                                              to_string(p.zero_sign) + ")");
+    return done(zero_result(p, c, false), [&] {
+      return std::string("the aligned terms cancel exactly: the sign of zero (rule ") + to_string(p.zero_sign) + ")";
+    });
   const double r = round_exact(p.output, total, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow);
-  std::string note;
-  if (std::fabs(r) >= gemmlab::info(p.output).max_finite && std::fabs(exact_value(total)) > gemmlab::info(p.output).max_finite)
-    note = std::string("beyond the output's range: ") + (std::isinf(r) ? "infinity" : "largest finite") + " (rule overflow " +
-           to_string(p.overflow) + ")";
-  return done(r, note);
+  return done(r, [&] {
+    std::string note;
+    if (std::fabs(r) >= gemmlab::info(p.output).max_finite &&
+        std::fabs(exact_value(total)) > gemmlab::info(p.output).max_finite)
+      note = std::string("beyond the output's range: ") + (std::isinf(r) ? "infinity" : "largest finite") +
+             " (rule overflow " + to_string(p.overflow) + ")";
+    return note;
+  });
 }
 
 bool special(double x) { return std::isnan(x) || std::isinf(x); }

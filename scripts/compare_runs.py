@@ -26,7 +26,8 @@ import os
 import subprocess
 import sys
 
-TIMING = ["time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"]
+TIMING = ["time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "time_ms_ci95_rel", "reps", "stopped_by",
+          "tflops", "sm_clock_mhz"]
 IDENTITY = ["kernel", "distribution", "M", "N", "K", "seed", "input_format", "output_format"]
 MEASURED = {"passed", "no_bound", "failed_bound", "nondeterministic"}
 
@@ -116,8 +117,11 @@ def main():
         seeds = sorted({r["seed"] for r in fp64})
         plan = meta.get("plan", {})
         host_csv = args.host_csv or os.path.join(args.out, "fp64_host_path.csv")
+        # The same timing as NEW: its fixed count, or (reps 0) its noise rule.
+        timing = (["--reps", str(plan["reps"])] if plan.get("reps", 20) else
+                  [x for k, v in plan.get("stopping", {}).items() for x in (f"--{k.replace('_', '-')}", str(v))])
         cmd = [args.gemmlab, "run", "-k", ",".join(kernels), "-d", args.host_dist, "-s", ",".join(sizes),
-               "--seeds", ",".join(seeds), "--reps", str(plan.get("reps", 20)), "--warmup", str(plan.get("warmup", 3)),
+               "--seeds", ",".join(seeds), *timing, "--warmup", str(plan.get("warmup", 3)),
                "--reference", "cpu", "-o", host_csv, "--force"]
         if not args.host_csv:
             print("running: " + " ".join(cmd), flush=True)

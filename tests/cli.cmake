@@ -33,6 +33,14 @@ gemmlab_cli_test(bad_reference_mode 2 "reference 'fast' is not known" ${_out}/h.
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --reference fast -o ${_out}/h.csv)
 gemmlab_cli_test(no_gpu 2 "needs a CUDA GPU" ${_out}/i.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 -o ${_out}/i.csv)
+# The timing's stopping rule (experiments/report/stopping.hpp): a rule that cannot be followed is refused
+# before anything runs, saying why.
+gemmlab_cli_test(run_reps_zero 2 "--reps must be at least 1 \\(leave it out to stop on noise\\)" ${_out}/stop1.csv
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --reps 0 -o ${_out}/stop1.csv)
+gemmlab_cli_test(run_max_noise_zero 2 "max_noise 0: give the median's relative 95% confidence half-width" ${_out}/stop2.csv
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --max-noise 0 -o ${_out}/stop2.csv)
+gemmlab_cli_test(run_time_limit_below_minimum 2 "max_time_ms 1 is below min_time_ms 3" ${_out}/stop3.csv
+  -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --min-time-ms 3 --max-time-ms 1 -o ${_out}/stop3.csv)
 # Forms (reference/gemm_form.hpp): a bad --form is refused before anything runs; the forms suite plans its rows.
 gemmlab_cli_test(bad_form 2 "form 'alpha=0.5,gamma=2': 'gamma' is not a part of a form" ${_out}/form1.csv
   -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --form alpha=0.5,gamma=2 -o ${_out}/form1.csv)

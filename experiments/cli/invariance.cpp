@@ -134,7 +134,7 @@ int run_invariance_suite(const RunRequest& req) {
   job.seeds = req.plan.seeds;
   job.sweeps = *req.plan.invariance;
   job.settings = job.sweeps.settings;
-  job.reps = req.plan.reps;
+  if (req.plan.reps > 0) job.reps = req.plan.reps;  // invariance times a fixed count (its own 3 by default)
   job.warmup = req.plan.warmup;
   job.threads = req.threads;
   job.out = req.out_csv.empty() ? "results/" + req.plan.name + "-" + utc_now("%Y%m%dT%H%M%SZ") + ".csv" : req.out_csv;

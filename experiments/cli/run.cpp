@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "experiments/cli/commands.hpp"
 #include "experiments/device/explain_gpu.hpp"
@@ -22,6 +23,8 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
     std::string isolation = "process";
     std::string worker;  // hidden: "GPU/WORKERS" in a worker process of an isolated run
     int reps = -1, warmup = -1, spot = -1;
+    std::optional<int> min_samples;
+    std::optional<double> max_noise, min_time_ms, max_time_ms;
   };
   auto o = std::make_shared<Options>();
   for (const auto& a : argv) o->req.command_line += (o->req.command_line.empty() ? "" : " ") + a;
@@ -38,8 +41,26 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
                   "the problem beyond C = A B, repeatable: 'default' (each kernel's own form), 'plain', or key=value "
                   "parts joined by ',', e.g. alpha=0.5,beta=2,c0=normal_0_1 or batch=16 or bias=column:uniform_-1_1 "
                   "or groups=128+512+* or scale=0.25");
-  run->add_option("--reps", o->reps, "timed repetitions per kernel (median reported)");
-  run->add_option("--warmup", o->warmup, "untimed warm-up launches");
+  run->add_option("--reps", o->reps,
+                  "a fixed count of timed repetitions per row (median reported); without it, each row is timed "
+                  "until its median is known (--max-noise)");
+  // The defaults in the help are the code's (StoppingRule, RunPlan), so the text cannot go stale.
+  auto g = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", x);
+    return std::string(b);
+  };
+  const StoppingRule d;
+  run->add_option("--warmup", o->warmup, "untimed warm-up launches per row (default " + std::to_string(RunPlan{}.warmup) + ")");
+  run->add_option("--max-noise", o->max_noise,
+                  "stop a row's repetitions once the median's 95% confidence interval is within +- this fraction "
+                  "of it (default " + g(d.max_noise) + ")");
+  run->add_option("--min-samples", o->min_samples,
+                  "timed repetitions per row before the noise may stop it (default " + std::to_string(d.min_samples) + ")");
+  run->add_option("--min-time-ms", o->min_time_ms,
+                  "milliseconds of timed repetitions per row before the noise may stop it (default " + g(d.min_time_ms) + ")");
+  run->add_option("--max-time-ms", o->max_time_ms,
+                  "stop a row's repetitions after this many milliseconds whatever the noise (default " + g(d.max_time_ms) + ")");
   run->add_option("--reference", o->reference, "auto (GPU exact engine where it can be exact, else CPU; + MPFR spot checks), gpu, cpu, exact (no spot checks), or mpfr (every entry)");
   run->add_option("--spot-checks", o->spot, "entries checked against MPFR per reference in auto mode");
   run->add_option("-o,--out", o->req.out_csv, "output CSV (default results/<suite>-<UTC time>.csv); metadata beside it");
@@ -78,8 +99,15 @@ Command add_run(CLI::App& app, const std::vector<std::string>& argv) {
             }
             if (!o->seeds.empty()) req.plan.seeds = parse_seeds(o->seeds);
             if (!o->forms.empty()) req.plan.forms = o->forms;
-            if (o->reps >= 0) req.plan.reps = o->reps;
+            if (o->reps >= 0) {
+              if (o->reps < 1) throw UsageError("--reps must be at least 1 (leave it out to stop on noise)");
+              req.plan.reps = o->reps;
+            }
             if (o->warmup >= 0) req.plan.warmup = o->warmup;
+            if (o->max_noise) req.plan.max_noise = *o->max_noise;
+            if (o->min_samples) req.plan.min_samples = *o->min_samples;
+            if (o->min_time_ms) req.plan.min_time_ms = *o->min_time_ms;
+            if (o->max_time_ms) req.plan.max_time_ms = *o->max_time_ms;
             if (o->spot >= 0) req.plan.spot_checks = o->spot;
             if (!o->reference.empty()) req.plan.reference = o->reference;
             if (req.retry_failed && !req.resume)

@@ -68,26 +68,36 @@ std::string KernelOracle::perturb(int i) {
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {
   ++launches;
-  std::set<int> rows, cols;
+  // Thousands of lines a launch: marks by index instead of sets (the host's share of a launch, with
+  // FPRev's items, was most of an fp8 kernel's 256-launch trial).
   std::vector<EntryRunner::Line> a, b;
+  a.reserve(in.a_rows.size());
+  b.reserve(in.b_cols.size());
+  row_mark_.resize(M_, 0);
+  col_mark_.resize(N_, 0);
+  std::vector<int> rows, cols;
   for (const explain::SparseVector& v : in.a_rows) {
     a.push_back({v.index, v.fill, &v.at, v.fill_from, v.fill_to});
-    rows.insert(v.index);
+    if (v.index >= 0 && v.index < M_ && !row_mark_[v.index]++) rows.push_back(v.index);
   }
   for (const explain::SparseVector& v : in.b_cols) {
     b.push_back({v.index, v.fill, &v.at, v.fill_from, v.fill_to});
-    cols.insert(v.index);
+    if (v.index >= 0 && v.index < N_ && !col_mark_[v.index]++) cols.push_back(v.index);
   }
   // The lines the previous call set and this one does not go back to zero (all of them after run_full).
   std::vector<int> zero_rows, zero_cols;
   for (int i : rows_set_)
-    if (!rows.count(i)) zero_rows.push_back(i);
+    if (!row_mark_[i]) zero_rows.push_back(i);
   for (int j : cols_set_)
-    if (!cols.count(j)) zero_cols.push_back(j);
+    if (!col_mark_[j]) zero_cols.push_back(j);
+  for (int i : rows) row_mark_[i] = 0;
+  for (int j : cols) col_mark_[j] = 0;
   guarded([&] { runner_->set_lines(a, b, zero_rows, zero_cols, dense_); });
   dense_ = false;
-  rows_set_.assign(rows.begin(), rows.end());
-  cols_set_.assign(cols.begin(), cols.end());
+  std::sort(rows.begin(), rows.end());
+  std::sort(cols.begin(), cols.end());
+  rows_set_ = std::move(rows);
+  cols_set_ = std::move(cols);
   return guarded([&] { return runner_->run_entries(entries); });
 }
 
@@ -95,6 +105,18 @@ std::vector<std::uint64_t> KernelOracle::run_full(const Matrix& A, const Matrix&
                                                   const std::vector<explain::Entry>& entries) {
   ++launches;
   guarded([&] { runner_->set_operands(A, B); });
+  dense_ = true;
+  return guarded([&] { return runner_->run_entries(entries); });
+}
+
+std::vector<std::uint64_t> KernelOracle::run_generated(const Distribution& d, std::uint64_t seed, int,
+                                                       const std::vector<explain::Entry>& entries, Matrix& A, Matrix& B) {
+  ++launches;
+  std::vector<int> rows;
+  for (const explain::Entry& e : entries) rows.push_back(e.first);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  guarded([&] { runner_->generate_operands(d, seed, rows, A, B); });
   dense_ = true;
   return guarded([&] { return runner_->run_entries(entries); });
 }
@@ -242,8 +264,15 @@ nlohmann::json report_to_json(const explain::Report& r) {
                    {"outputs", c.outputs},
                    {"mismatches", c.mismatches},
                    {"by_variant", c.by_variant},
-                   {"first_mismatch", c.first_mismatch}});
+                   {"first_mismatch", c.first_mismatch},
+                   {"run_seconds", c.run_seconds},
+                   {"prediction_seconds", c.prediction_seconds}});
   j["comparisons"] = cmp;
+  // Where the time went, stage by stage (reference/explain.hpp Report::stage_times).
+  nlohmann::json stages = nlohmann::json::array();
+  for (const explain::Report::StageTime& t : r.stage_times)
+    stages.push_back({{"stage", t.stage}, {"seconds", t.seconds}, {"launches", t.launches}});
+  j["stages"] = stages;
   j["numerics"] = r.numerics ? numerics_to_json(*r.numerics) : nlohmann::json(nullptr);
   j["numerics_text"] = r.numerics_text;
   // The bound of the record (NaN, written as null, without one; +inf as the string "inf").

@@ -38,6 +38,10 @@ class KernelOracle : public explain::Oracle {
   // GPU's context is lost), so that no stage takes it for an answer.
   std::vector<std::uint64_t> run_sparse(const explain::SparseInputs& in, const std::vector<explain::Entry>& entries) override;
   std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<explain::Entry>& entries) override;
+  // The operands made on the GPU (EntryRunner::generate_operands), only B and the entries' rows of A
+  // coming back.
+  std::vector<std::uint64_t> run_generated(const Distribution& d, std::uint64_t seed, int threads,
+                                           const std::vector<explain::Entry>& entries, Matrix& A, Matrix& B) override;
   // default_perturbations() of this GPU (experiments/device/perturb.hpp). fewer_sms is refused for a
   // kernel on streams of its own (JAX) and for stream-K kernels (k_chunked: their blocks wait for each
   // other, all assumed resident).
@@ -55,6 +59,7 @@ class KernelOracle : public explain::Oracle {
   std::unique_ptr<Perturber> perturber_;  // made on first use
   std::vector<Perturbation> offered_;
   std::vector<int> rows_set_, cols_set_;  // non-zero rows of A and columns of B on the GPU now
+  std::vector<char> row_mark_, col_mark_;  // run_sparse's scratch: the lines of the call under way
   bool dense_ = false;                    // run_full left whole operands there
 };
 

@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -31,6 +34,13 @@ std::string Perturbation::words(int sm_count) const {
 double Perturbation::patience_seconds(double undisturbed, int sm_count) const {
   const int left = kind == Kind::fewer_sms ? sms : sm_count - sms;
   return std::max(20.0, 50.0 * undisturbed * sm_count / std::max(1, left));
+}
+
+double Perturbation::release_seconds(double undisturbed, int sm_count) const {
+  constexpr double kFloor = 0.05, kLimit = 10.0;  // kLimit: the holding blocks' own (kHoldLimitNs)
+  if (!(undisturbed > 0)) return kLimit;
+  const int left = kind == Kind::fewer_sms ? sms : sm_count - sms;
+  return std::clamp(20.0 * undisturbed * sm_count / std::max(1, left), kFloor, kLimit);
 }
 
 std::optional<Perturbation> parse_perturbation(const std::string& name) {
@@ -132,6 +142,28 @@ struct Perturber::Impl {
   cudaStream_t spin_stream = nullptr;
   bool spinner_ready = false;
   std::string spinner_why;
+  // The host's early release of a hold (before()'s release_after): a thread that waits until then,
+  // unless after() comes first, and writes `release` by a copy on a stream of its own (a copy needs no
+  // SM: the launch and the spinner may hold them all).
+  cudaStream_t release_stream = nullptr;
+  unsigned* one = nullptr;  // pinned, holding 1
+  std::thread releaser;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool launch_over = false;
+  bool released_early = false;
+  double released_after = 0;
+
+  // Stops the releaser (the launch is over), or returns at once if there is none.
+  void stop_releaser() {
+    if (!releaser.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      launch_over = true;
+    }
+    cv.notify_all();
+    releaser.join();
+  }
 
   PFN_cuGreenCtxDestroy_v12040 green_destroy = nullptr;
 
@@ -204,6 +236,9 @@ struct Perturber::Impl {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(hold_sms_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     GEMMLAB_CUDA_CHECK(cudaMalloc(&state, sizeof(SpinState)));
     GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&spin_stream, cudaStreamNonBlocking));
+    GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&release_stream, cudaStreamNonBlocking));
+    GEMMLAB_CUDA_CHECK(cudaMallocHost(&one, sizeof(unsigned)));
+    *one = 1u;
   }
 };
 
@@ -213,11 +248,14 @@ Perturber::Perturber(int device) : impl_(std::make_unique<Impl>()) {
 }
 
 Perturber::~Perturber() {
+  impl_->stop_releaser();
   for (auto& [n, g] : impl_->green) {
     if (g.stream) cudaStreamDestroy(reinterpret_cast<cudaStream_t>(g.stream));
     if (g.ctx && impl_->green_destroy) impl_->green_destroy(g.ctx);
   }
   if (impl_->spin_stream) cudaStreamDestroy(impl_->spin_stream);
+  if (impl_->release_stream) cudaStreamDestroy(impl_->release_stream);
+  if (impl_->one) cudaFreeHost(impl_->one);
   if (impl_->state) cudaFree(impl_->state);
 }
 
@@ -243,9 +281,10 @@ void* Perturber::stream(const Perturbation& p, void* base) {
   return reinterpret_cast<void*>(impl_->green.at(p.sms).stream);
 }
 
-void Perturber::before(const Perturbation& p, void* launch_stream) {
+void Perturber::before(const Perturbation& p, void* launch_stream, double release_after) {
   if (p.kind != Perturbation::Kind::busy_sms) return;
   Impl& m = *impl_;
+  m.stop_releaser();  // a previous hold's, if after() never came (its launch threw)
   if (std::string why = available(p); !why.empty()) throw std::runtime_error(why);
   if (!m.spinner_ready) m.make_spinner();
   const auto s = static_cast<cudaStream_t>(launch_stream);
@@ -266,6 +305,22 @@ void Perturber::before(const Perturbation& p, void* launch_stream) {
     throw std::runtime_error(p.name() + ": only " + std::to_string(h.resident) + " of the " + std::to_string(p.sms) +
                              " holding blocks became resident within a second (other work on the GPU?)");
   }
+  m.launch_over = false;
+  m.released_early = false;
+  constexpr double kLimit = static_cast<double>(kHoldLimitNs) * 1e-9;
+  if (release_after > 0 && release_after < kLimit) {
+    m.released_after = release_after;
+    m.releaser = std::thread([&m, release_after] {
+      std::unique_lock<std::mutex> lock(m.mu);
+      if (m.cv.wait_for(lock, std::chrono::duration<double>(release_after), [&] { return m.launch_over; })) return;
+      // The launch has not ended: it waits for the held SMs. Release them (the launch then ends).
+      if (cudaSetDevice(m.device) == cudaSuccess &&
+          cudaMemcpyAsync(&m.state->release, m.one, sizeof(unsigned), cudaMemcpyHostToDevice, m.release_stream) ==
+              cudaSuccess &&
+          cudaStreamSynchronize(m.release_stream) == cudaSuccess)
+        m.released_early = true;
+    });
+  }
 }
 
 std::string Perturber::after(const Perturbation& p, void* launch_stream) {
@@ -274,9 +329,19 @@ std::string Perturber::after(const Perturbation& p, void* launch_stream) {
   const auto s = static_cast<cudaStream_t>(launch_stream);
   release_kernel<<<1, 1, 0, s>>>(m.state);
   GEMMLAB_LAUNCH_CHECK("release_kernel");
+  // The spinner ends when the launch has (the release above runs after it), or when the host or its own
+  // limit releases it first; only then is it known whether the launch ended under the hold.
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
+  m.stop_releaser();
   SpinState h{};
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&h, m.state, sizeof h, cudaMemcpyDeviceToHost));
+  if (m.released_early) {
+    char what[64];
+    std::snprintf(what, sizeof what, "%.0f ms", 1e3 * m.released_after);
+    return p.name() + ": the launch had not ended " + what + " after the " + std::to_string(p.sms) +
+           " SMs were taken (20 times its time undisturbed on the SMs left): it waits for the held SMs (a grid "
+           "sized for the whole GPU), so they were released before it ended";
+  }
   if (h.expired)
     return p.name() + ": " + std::to_string(h.expired) + " holding blocks reached their " +
            std::to_string(kHoldLimitNs / 1000000000ull) + " s limit before the launch ended";

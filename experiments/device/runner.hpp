@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "experiments/report/stopping.hpp"
 #include "kernels/kernel.hpp"
 #include "reference/distributions.hpp"
 #include "reference/error_stats.hpp"
@@ -61,7 +62,15 @@ std::string hardware_support(const Kernel& k, const DeviceInfo& dev);
 
 struct TimingOptions {
   int warmup = 3;      // untimed launches first (module load, cuBLAS heuristics, clocks up)
-  int reps = 20;       // timed repetitions; each gets an L2 flush and a NaN-poisoned C first
+  // Timed repetitions, each after an L2 flush and a NaN-poisoned C: exactly `reps` when > 0; with 0,
+  // as many as the noise rule below asks (experiments/report/stopping.hpp: until the median's 95%
+  // confidence interval is within +-max_noise of it, or max_time_ms has passed).
+  int reps = 20;
+  double max_noise = StoppingRule{}.max_noise;
+  int min_samples = StoppingRule{}.min_samples;
+  double min_time_ms = StoppingRule{}.min_time_ms;
+  double max_time_ms = StoppingRule{}.max_time_ms;
+  StoppingRule rule() const { return {reps, max_noise, min_samples, min_time_ms, max_time_ms}; }
   bool flush_l2 = true;
   // The stream the launches go to (cudaStream_t): a Python caller's, so that its framework's work
   // and the timing events are ordered on one stream. nullptr: the harness makes its own.
@@ -81,6 +90,10 @@ struct KernelRun {
   std::vector<float> times_ms;   // every timed repetition
   double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;
   double time_ms_iqr = 0;        // interquartile_range(times_ms) (experiments/report/result.hpp)
+  // The median's 95% confidence half-width over the median (summarize, stopping.hpp; NaN below 6
+  // repetitions), and what ended the repetitions (the fixed count, the noise rule, the time limit).
+  double time_ms_ci95_rel = 0;
+  StopReason stopped_by = StopReason::reps;
   double tflops = 0;             // 2 M N K / median
   long long unwritten = 0;       // NaN entries left in C (the poison): a kernel that skipped entries
   // Entries of C whose bits differ between the first launch and the last: a kernel that is not
@@ -155,6 +168,11 @@ class EntryRunner {
   std::vector<std::uint64_t> run_entries(const std::vector<std::pair<int, int>>& entries);
   // Replaces both operands (values exact in the kernel's input format).
   void set_operands(const Matrix& A, const Matrix& B);
+  // Replaces both operands by those of distribution d from `seed` in the kernel's input format, made
+  // and packed on the GPU (device/inputs_gpu.hpp: generate()'s values bit for bit), and copies back
+  // what a prediction reads: B whole into B (K, N) and the rows `rows` of A into A (M, K), its other
+  // rows left 0.
+  void generate_operands(const Distribution& d, std::uint64_t seed, const std::vector<int>& rows, Matrix& A, Matrix& B);
   // The launches from now on run under `p` through `perturber` (both kept by the caller; nullptr: no
   // perturbation): fewer_sms moves everything the runner enqueues to the green context's stream (after
   // a device synchronisation), busy_sms holds SMs around each launch. A perturbed launch that has not
@@ -226,6 +244,9 @@ struct Measurement {
   // error, quantization included: ResultRow::total); absent for other rows.
   std::optional<ErrorStats> total;
   double stats_seconds = 0;  // every statistics computed for the row
+  // The statistics were those of an earlier row of the problem whose output was the same bits, for the
+  // same output format and bound (a GPU's statistics reuse, runner.cu), not computed again.
+  bool stats_reused = false;
   // Why the row left a GPU's GPU path (experiments/device/gpu_path.hpp): the kernel's operands went
   // to it from the host, its output came back and was judged on the CPU. Empty when it stayed (and
   // on a device without a GPU path).

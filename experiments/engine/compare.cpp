@@ -24,8 +24,8 @@ namespace {
 const std::vector<std::string> kIdentity = {"kernel", "distribution", "M", "N", "K", "seed", "input_format", "output_format"};
 // Timing columns: compared through the ratio of the medians and the noise, not one by one (the
 // clock is sampled with the times and goes with them).
-const std::set<std::string> kTiming = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops",
-                                       "sm_clock_mhz"};
+const std::set<std::string> kTiming = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr",
+                                       "time_ms_ci95_rel", "reps", "stopped_by", "tflops", "sm_clock_mhz"};
 
 const std::vector<std::string>& stats_columns() {
   static const std::vector<std::string> v = {

@@ -128,7 +128,8 @@ ResultRow evaluated_row(const Declared& d, int M, int N, int K, const std::strin
     const double t = *d.time_ms;
     // One time given, no repetitions: min, max and the noise are unknown.
     row.timing = Timing{.time_ms_median = t, .time_ms_min = std::nan(""), .time_ms_max = std::nan(""),
-                        .time_ms_iqr = std::nan(""), .tflops = 2.0 * row.M * row.N * row.K / (t * 1e-3) / 1e12,
+                        .time_ms_iqr = std::nan(""), .time_ms_ci95_rel = std::nullopt, .stopped_by = std::nullopt,
+                        .tflops = 2.0 * row.M * row.N * row.K / (t * 1e-3) / 1e12,
                         .sm_clock_mhz = -1};
   }
   auto with_note = [&](const std::string& s) {

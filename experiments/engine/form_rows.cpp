@@ -95,7 +95,7 @@ void run_form_rows(const FormRowsContext& c, const Distribution& d, int M, int N
       not_applicable(k, why);
       continue;
     }
-    row.reps = plan.reps;
+    if (plan.reps > 0) row.reps = plan.reps;
     if (std::string why = device.hardware_support(k); !why.empty()) {
       row.status = Status::not_supported;
       row.note = why;

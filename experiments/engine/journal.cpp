@@ -112,7 +112,9 @@ int open_or_throw(const std::string& path, int flags) {
 JournalWriter::JournalWriter(const std::string& path, const JournalIdentity& id) : path_(path), ncols_(id.columns.size()) {
   fd_ = open_or_throw(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND);
   write_all(id.to_json().dump() + "\n");
+  if (::fdatasync(fd_) != 0) throw std::runtime_error("cannot sync the journal '" + path + "': " + std::strerror(errno));
   fsync_parent(path);  // the journal's name must survive a crash as well as its bytes
+  syncer_ = std::thread([this] { sync_loop(); });
 }
 
 JournalWriter::JournalWriter(const std::string& path, const RecoveredJournal& recovered)
@@ -124,12 +126,33 @@ JournalWriter::JournalWriter(const std::string& path, const RecoveredJournal& re
     ::close(fd_);
     throw std::runtime_error("cannot cut the unfinished row off '" + path + "': " + why);
   }
+  syncer_ = std::thread([this] { sync_loop(); });
 }
 
 JournalWriter::~JournalWriter() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (syncer_.joinable()) syncer_.join();
   if (fd_ >= 0) {
     ::fdatasync(fd_);
     ::close(fd_);
+  }
+}
+
+void JournalWriter::sync_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return sync_wanted_ || stopping_; });
+    if (stopping_) return;
+    sync_wanted_ = false;
+    lock.unlock();  // appends go on while the disk syncs
+    const int rc = ::fdatasync(fd_);
+    const int err = rc == 0 ? 0 : errno;
+    lock.lock();
+    if (err) sync_errno_ = err;
   }
 }
 
@@ -145,14 +168,16 @@ void JournalWriter::write_all(const std::string& bytes) {
   }
   if (done == bytes.size()) {
     // The row is in the kernel's page cache once write(2) returns: a killed process loses nothing.
-    // Against a crash of the machine it is synced to disk at most a second later (a sync per row
-    // costs ~4 ms, 2 s of an 80 s run of 552 rows).
+    // Against a crash of the machine it is synced to disk at most a second later, by the syncer (a
+    // sync costs ~4 ms: in this thread, once a second, it was 0.25 s of the main job's time outside
+    // the kernels).
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_sync_ < std::chrono::seconds(1)) return;
-    if (::fdatasync(fd_) == 0) {
+    if (now - last_sync_ >= std::chrono::seconds(1)) {
       last_sync_ = now;
-      return;
+      sync_wanted_ = true;  // the caller holds mu_ (append), or no syncer runs yet (the constructor)
+      cv_.notify_one();
     }
+    return;
   }
   const std::string why = std::strerror(errno);
   // Leave no fragment behind for the next row to be glued to.
@@ -166,6 +191,9 @@ void JournalWriter::append(const std::vector<std::string>& fields) {
                            std::to_string(ncols_));
   const std::string line = csv_line(fields);
   std::lock_guard<std::mutex> lock(mu_);
+  if (sync_errno_)
+    throw std::runtime_error("cannot sync the journal '" + path_ + "' to disk (" + std::strerror(sync_errno_) +
+                             "): check the disk and free some space, then --resume");
   write_all(line);
 }
 

@@ -9,7 +9,9 @@
 // can do to an append-only file.
 #pragma once
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -70,11 +72,19 @@ class JournalWriter {
 
  private:
   void write_all(const std::string& bytes);
+  void sync_loop();
   std::string path_;
   std::size_t ncols_;
   int fd_ = -1;
   std::mutex mu_;
   std::chrono::steady_clock::time_point last_sync_{};
+  // The sync to disk (fdatasync, milliseconds), at most once a second on a thread of its own, so that
+  // it never holds up the run: a row is in the kernel's page cache when append returns (a killed
+  // process loses nothing), on disk a second later at most. A failed sync is reported by the next append.
+  std::thread syncer_;
+  std::condition_variable cv_;
+  bool sync_wanted_ = false, stopping_ = false;
+  int sync_errno_ = 0;
 };
 
 }  // namespace gemmlab::engine

@@ -86,6 +86,13 @@ nlohmann::json plan_to_json(const PlanSpec& p) {
   j["seeds"] = p.seeds;
   j["reps"] = p.reps;
   j["warmup"] = p.warmup;
+  // The noise rule only where it decides the launches (reps 0): a plan of a fixed count hashes as
+  // before it existed.
+  if (p.reps == 0)
+    j["stopping"] = {{"max_noise", p.max_noise},
+                     {"min_samples", p.min_samples},
+                     {"min_time_ms", p.min_time_ms},
+                     {"max_time_ms", p.max_time_ms}};
   j["reference"] = p.reference;
   j["spot_checks"] = p.spot_checks;
   if (!p.plugins.empty()) {
@@ -109,6 +116,13 @@ PlanSpec plan_from_json(const nlohmann::json& j) {
     p.seeds = j.at("seeds").get<std::vector<std::uint64_t>>();
     p.reps = j.at("reps").get<int>();
     p.warmup = j.at("warmup").get<int>();
+    if (j.contains("stopping")) {
+      const auto& st = j.at("stopping");
+      p.max_noise = st.at("max_noise").get<double>();
+      p.min_samples = st.at("min_samples").get<int>();
+      p.min_time_ms = st.at("min_time_ms").get<double>();
+      p.max_time_ms = st.at("max_time_ms").get<double>();
+    }
     p.reference = j.at("reference").get<std::string>();
     p.spot_checks = j.at("spot_checks").get<int>();
     if (j.contains("plugins"))

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiments/report/stopping.hpp"
+
 namespace gemmlab::engine {
 
 struct PlanSize {
@@ -40,6 +42,11 @@ struct PlanSpec {
   std::vector<std::uint64_t> seeds;
   int reps = 20;
   int warmup = 3;
+  // The noise rule of the timed launches (experiments/report/stopping.hpp), used where reps is 0.
+  double max_noise = StoppingRule{}.max_noise;
+  int min_samples = StoppingRule{}.min_samples;
+  double min_time_ms = StoppingRule{}.min_time_ms;
+  double max_time_ms = StoppingRule{}.max_time_ms;
   std::string reference = "auto";
   int spot_checks = 16;
   std::vector<PlanPlugin> plugins;  // of the kernels above, in order of first use; empty: all built-in

@@ -119,6 +119,12 @@ engine::PlanSpec plan_spec(const RunPlan& p, const ResolvedPlan& r) {
   s.seeds = p.seeds;
   s.reps = p.reps;
   s.warmup = p.warmup;
+  if (p.reps == 0) {  // the noise rule decides the launches only without a fixed count
+    s.max_noise = p.max_noise;
+    s.min_samples = p.min_samples;
+    s.min_time_ms = p.min_time_ms;
+    s.max_time_ms = p.max_time_ms;
+  }
   s.reference = p.reference;
   s.spot_checks = p.spot_checks;
   for (auto* k : r.kernels)
@@ -270,6 +276,11 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
   meta["plan"] = {{"name", plan.name},           {"kernels", plan.kernels}, {"distributions", plan.distributions},
                   {"seeds", plan.seeds},         {"reps", plan.reps},       {"warmup", plan.warmup},
                   {"reference", plan.reference}, {"spot_checks", plan.spot_checks}, {"forms", plan.forms}};
+  if (plan.reps == 0)
+    meta["plan"]["stopping"] = {{"max_noise", plan.max_noise},
+                                {"min_samples", plan.min_samples},
+                                {"min_time_ms", plan.min_time_ms},
+                                {"max_time_ms", plan.max_time_ms}};
   for (const auto& z : plan.sizes) meta["plan"]["sizes"].push_back({z.M, z.N, z.K});
   if (!plan.plugins.empty()) meta["plan"]["plugins"] = plan.plugins;
   if (!plan.exclude.empty()) meta["plan"]["exclude"] = plan.exclude;
@@ -294,15 +305,62 @@ nlohmann::json plan_metadata(const RunRequest& req, const Prepared& p, const std
 }
 
 // Seconds spent in each part of the work, summed over the workers (so with several GPUs they can
-// add up to more than the run's wall time).
+// add up to more than the run's wall time), and per row: each part a worker spends is also the row's it
+// is working on (a problem's inputs and reference are the first row's that needs them, a row's journal
+// write its own), taken when the row is emitted.
 struct TimeSplit {
   std::mutex mu;
   double kernels = 0;       // the launches themselves: warm-up and timed, with their L2 flushes and NaN poisons
   double kernel_setup = 0;  // around them: operands packed for the kernel, checks of C and of the inputs
   double reference = 0, statistics = 0, inputs = 0, io = 0;
+  long long stats_reused = 0;  // rows whose statistics were an earlier row's of the same bits (Measurement)
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double startup = -1;  // from the run's start to its first problem (plan, GPU context, journal); -1: none yet
+  // Per row: key, status, then the parts below and the row's wall time (since the worker's previous row).
+  static constexpr const char* kRowColumns[] = {"key", "status", "kernels", "kernel_setup", "statistics",
+                                                "reference", "inputs", "io", "wall"};
+  std::vector<nlohmann::json> rows;
+  struct Parts {
+    double kernels = 0, kernel_setup = 0, statistics = 0, reference = 0, inputs = 0, io = 0;
+  };
+  // Each worker's parts of the row under way, and when its previous row ended (the run's start at first).
+  struct Worker {
+    Parts parts;
+    std::chrono::steady_clock::time_point last;
+  };
+  std::map<std::thread::id, Worker> workers;
+  Worker& worker() {  // under mu
+    auto [it, added] = workers.try_emplace(std::this_thread::get_id());
+    if (added) it->second.last = start;
+    return it->second;
+  }
   void add(double TimeSplit::*part, double s) {
     std::lock_guard<std::mutex> lock(mu);
     this->*part += s;
+    Parts& r = worker().parts;
+    (part == &TimeSplit::kernels        ? r.kernels
+     : part == &TimeSplit::kernel_setup ? r.kernel_setup
+     : part == &TimeSplit::statistics   ? r.statistics
+     : part == &TimeSplit::reference    ? r.reference
+     : part == &TimeSplit::inputs       ? r.inputs
+                                        : r.io) += s;
+  }
+  // A worker begins a problem: the first one ends the start-up.
+  void problem_begins() {
+    std::lock_guard<std::mutex> lock(mu);
+    if (startup < 0) startup = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  // The row this worker just emitted: its parts since its previous row.
+  void row_done(const ResultRow& row) {
+    std::lock_guard<std::mutex> lock(mu);
+    Worker& w = worker();
+    const Parts p = w.parts;
+    w.parts = Parts{};
+    const auto now = std::chrono::steady_clock::now();
+    const double wall = std::chrono::duration<double>(now - w.last).count();
+    w.last = now;
+    rows.push_back(nlohmann::json::array(
+        {row.key(), to_string(row.status), p.kernels, p.kernel_setup, p.statistics, p.reference, p.inputs, p.io, wall}));
   }
 };
 
@@ -384,6 +442,10 @@ class ProblemRunner {
     topt_ = req.timing;
     topt_.reps = req.plan.reps;
     topt_.warmup = req.plan.warmup;
+    topt_.max_noise = req.plan.max_noise;
+    topt_.min_samples = req.plan.min_samples;
+    topt_.min_time_ms = req.plan.min_time_ms;
+    topt_.max_time_ms = req.plan.max_time_ms;
   }
 
   void operator()(const engine::Problem& prob, engine::WorkerContext& ctx) {
@@ -395,11 +457,13 @@ class ProblemRunner {
                                                 : std::string("[gemmlab]");
     std::vector<const Kernel*> kernels;
     for (const auto& r : prob.rows) kernels.push_back(kernels_.at(r.kernel));
+    time_.problem_begins();
     auto emit = [&](const ResultRow& row) {
       if (retried_by_retry_failed(row.status)) ++errors_;
       const auto t0 = std::chrono::steady_clock::now();
       ctx.emit(to_fields(row));  // journaled (on disk) when it returns
       time_.add(&TimeSplit::io, seconds_since(t0));
+      time_.row_done(row);
     };
 
     if (req_.dry_run) {
@@ -489,7 +553,7 @@ class ProblemRunner {
                   : k.scale_b == ScaleGranularity::blk128 ? "1x128_128x128" : "1x128_1x128");
       return row;
     }
-    row.reps = req_.plan.reps;
+    if (req_.plan.reps > 0) row.reps = req_.plan.reps;
     if (std::string why = device.hardware_support(k); !why.empty()) {
       row.status = Status::not_supported;
       row.note = why;
@@ -513,6 +577,10 @@ class ProblemRunner {
       time_.add(&TimeSplit::kernels, run.launch_seconds);
       time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
       time_.add(&TimeSplit::statistics, m.stats_seconds);
+      if (m.stats_reused) {
+        std::lock_guard<std::mutex> lock(time_.mu);
+        ++time_.stats_reused;
+      }
       record(row, run, m.stats, k, d, device);
       host_paths_.record(row, m);
       if (!req_.save_matrices.empty()) {
@@ -611,7 +679,7 @@ class ProblemRunner {
     for (const Kernel* k : takers) {
       if (ctx.should_stop()) return;
       ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
-      row.reps = req_.plan.reps;
+      if (req_.plan.reps > 0) row.reps = req_.plan.reps;
       if (std::string why = device.hardware_support(*k); !why.empty()) {
         row.status = Status::not_supported;
         row.note = why;
@@ -676,7 +744,8 @@ class ProblemRunner {
 //   parent -> worker: {"problem": [row keys]}: one problem's rows still to compute; {"stop": true}: finish
 //                     the row in progress and say done; the end of its input: exit.
 //   worker -> parent: {"ready": {...}}; {"log": line}; {"row": [fields]}: a finished row; {"done": {"time":
-//                     {part: seconds}, "host_paths": {reason: rows}}}: the problem's rows are sent; {"lost": why}:
+//                     {part: seconds}, "host_paths": {reason: rows}, "timing_rows": [each row's parts]}}: the problem's
+//                     rows are sent; {"lost": why}:
 //                     nothing more runs on its GPU (it exits); {"failed": why}: gemmlab's own error (the run
 //                     stops with it); and the watchdog's arm / beat / disarm (engine/watchdog.hpp).
 
@@ -712,6 +781,7 @@ class IsolatedRunner {
       engine::WatchedWorker& w = *workers_[ctx.worker];
       nlohmann::json keys = nlohmann::json::array();
       for (const auto& k : left) keys.push_back(k.str());
+      time_.problem_begins();  // the first ends the run's start-up (the plan, the workers' start)
       w.process().send({{"problem", keys}});
       bool stop_sent = false;
       long long arms_seen = w.arms();
@@ -845,6 +915,12 @@ class IsolatedRunner {
                               {"reference", &TimeSplit::reference}, {"statistics", &TimeSplit::statistics},
                               {"inputs", &TimeSplit::inputs}, {"io", &TimeSplit::io}})
       time_.add(part, t.value(name, 0.0));
+    {  // the worker's rows' own parts (timing_rows) and its rows that reused statistics
+      std::lock_guard<std::mutex> lock(time_.mu);
+      time_.stats_reused += t.value("stats_reused", 0LL);
+      if (done.contains("timing_rows"))
+        for (const auto& r : done.at("timing_rows")) time_.rows.push_back(r);
+    }
     std::lock_guard<std::mutex> lock(host_paths_.mu);
     for (const auto& [reason, rows] : done.at("host_paths").items()) {
       host_paths_.rows += rows.get<long long>();
@@ -878,7 +954,12 @@ bool record_lost(ResultRow& row, const CudaContextLost& e) {
 void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,
                      const Distribution& d, int sm_clock_mhz) {
   row.timing = Timing{.time_ms_median = run.time_ms_median, .time_ms_min = run.time_ms_min, .time_ms_max = run.time_ms_max,
-                      .time_ms_iqr = run.time_ms_iqr, .tflops = run.tflops, .sm_clock_mhz = sm_clock_mhz};
+                      .time_ms_iqr = run.time_ms_iqr,
+                      .time_ms_ci95_rel = std::isfinite(run.time_ms_ci95_rel) ? std::optional(run.time_ms_ci95_rel)
+                                                                                : std::nullopt,
+                      .stopped_by = run.times_ms.empty() ? std::nullopt : std::optional(run.stopped_by), .tflops = run.tflops, .sm_clock_mhz = sm_clock_mhz};
+  // The repetitions the median is taken over (a fixed count, or as many as the noise rule asked).
+  if (!run.times_ms.empty()) row.reps = static_cast<int>(run.times_ms.size());
   row.stats = stats;
   judge(row, *row.stats, d, n);
   if (n.accumulation == Accumulation::unknown && row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
@@ -947,6 +1028,7 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
   const bool isolated = !req.dry_run && static_cast<bool>(req.worker_command);
   std::atomic<int> errors{0};
   TimeSplit time;
+  time.start = start;
   HostPaths host_paths;
   std::unique_ptr<IsolatedRunner> workers;
   if (isolated) {
@@ -991,7 +1073,7 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
     // Wall time of this process, and the parts of the work summed over its workers. Rows resumed
     // from a journal took their time in an earlier process and are not counted here.
     // non_kernel: everything but the launches (the total less `kernels`; with one worker the parts
-    // below add up to it, less the engine's own bookkeeping, which is `other`).
+    // below and `startup` add up to it, less the engine's own bookkeeping, which is `other`).
     const double total = seconds_since(start);
     const double parts = time.kernel_setup + time.reference + time.statistics + time.inputs + time.io;
     meta["timing_seconds"] = {{"total", total},
@@ -1003,13 +1085,22 @@ int run_experiment(const RunRequest& req, const std::vector<Device*>& devices) {
                               {"statistics", time.statistics},
                               {"inputs", time.inputs},
                               {"io", time.io},
-                              {"other", total - time.kernels - parts}};
+                              {"startup", std::max(0.0, time.startup)},
+                              {"other", total - time.kernels - parts - std::max(0.0, time.startup)}};
+    // Where each row's time went (TimeSplit::rows), in the order the rows finished.
+    {
+      std::lock_guard<std::mutex> lock(time.mu);
+      meta["timing_rows"] = {
+          {"columns", std::vector<std::string>(std::begin(TimeSplit::kRowColumns), std::end(TimeSplit::kRowColumns))},
+          {"rows", time.rows}};
+    }
     // Rows judged on the host instead of a GPU's GPU path (experiments/device/gpu_path.hpp), by reason
     // (each such row's note says it too); 0 when every row stayed on the GPU, and on devices without one.
     {
       std::lock_guard<std::mutex> lock(host_paths.mu);
       meta["gpu_path"] = {{"host_path_rows", host_paths.rows},
-                          {"host_path_reasons", nlohmann::json(host_paths.rows_by_reason)}};
+                          {"host_path_reasons", nlohmann::json(host_paths.rows_by_reason)},
+                          {"stats_reused_rows", time.stats_reused}};
     }
     return meta;
   };
@@ -1081,12 +1172,16 @@ int serve_run_worker(const RunRequest& req_in, Device& device, int workers) {
       std::fflush(nullptr);
       ::_exit(1);
     }
-    nlohmann::json parts, paths = nlohmann::json::object();
+    nlohmann::json parts, paths = nlohmann::json::object(), rows_json = nlohmann::json::array();
     {
       std::lock_guard<std::mutex> lock(time.mu);
       parts = {{"kernels", time.kernels}, {"kernel_setup", time.kernel_setup}, {"reference", time.reference},
-               {"statistics", time.statistics}, {"inputs", time.inputs}, {"io", time.io}};
+               {"statistics", time.statistics}, {"inputs", time.inputs}, {"io", time.io},
+               {"stats_reused", time.stats_reused}};
       time.kernels = time.kernel_setup = time.reference = time.statistics = time.inputs = time.io = 0;
+      time.stats_reused = 0;
+      rows_json = nlohmann::json(time.rows);
+      time.rows.clear();
     }
     {
       std::lock_guard<std::mutex> lock(host_paths.mu);
@@ -1094,7 +1189,7 @@ int serve_run_worker(const RunRequest& req_in, Device& device, int workers) {
       host_paths.rows_by_reason.clear();
       host_paths.rows = 0;
     }
-    ch.send({{"done", {{"time", parts}, {"host_paths", paths}}}});
+    ch.send({{"done", {{"time", parts}, {"host_paths", paths}, {"timing_rows", rows_json}}}});
   }
   set_launch_reporter(nullptr);
   return 0;

@@ -88,7 +88,9 @@ LaunchWatch::~LaunchWatch() {
 std::string LaunchWatch::overran(int launch, const std::string& how, bool host) const {
   const bool first = host && first_;
   const double limit = host ? host_seconds_ : seconds_;
-  return "launch " + std::to_string(launch + 1) + " of " + std::to_string(launches_) + " of " + kernel_ + " at " +
+  // A batch stopped on noise has no count fixed in advance (launches_ 0): "launch 7 of sgemm_01_naive ...".
+  const std::string of = launches_ > 0 ? " of " + std::to_string(launches_) : "";
+  return "launch " + std::to_string(launch + 1) + of + " of " + kernel_ + " at " +
          size_ + " " + how + " its limit of " +
          (limit > limit_.seconds(flops_, first)
               ? seconds_text(limit) + " s (the patience of a launch under a schedule perturbation)"
@@ -106,7 +108,7 @@ void LaunchWatch::beat(int launch) {
   if (beaten_ && now - last_beat_ < std::chrono::milliseconds(250)) return;
   beaten_ = true;
   last_beat_ = now;
-  r->beat("launch " + std::to_string(launch + 1) + " of " + std::to_string(launches_));
+  r->beat("launch " + std::to_string(launch + 1) + (launches_ > 0 ? " of " + std::to_string(launches_) : std::string()));
 }
 
 }  // namespace gemmlab

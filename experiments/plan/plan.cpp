@@ -113,7 +113,8 @@ RunPlan load_suite(const std::string& path) {
   p.name = fs::path(path).stem().string();
   static const std::set<std::string> known = {"name",      "description", "kernels", "exclude",   "distributions",
                                               "sizes",     "seeds",       "reps",    "warmup",    "reference",
-                                              "spot_checks", "plugins",   "invariance", "forms"};
+                                              "spot_checks", "plugins",   "invariance", "forms",  "max_noise",
+                                              "min_samples", "min_time_ms", "max_time_ms"};
   for (const auto& [k, v] : t) {
     std::string key(k.str());
     if (!known.count(key)) {
@@ -161,6 +162,16 @@ RunPlan load_suite(const std::string& path) {
   }
   if (auto n = t.get("reps")) p.reps = static_cast<int>(integer(*n, path, "reps", 1, 100000));
   if (auto n = t.get("warmup")) p.warmup = static_cast<int>(integer(*n, path, "warmup", 0, 100000));
+  if (auto n = t.get("min_samples")) p.min_samples = static_cast<int>(integer(*n, path, "min_samples", 1, 1000000));
+  auto number = [&](const char* key, double& out) {
+    if (auto n = t.get(key)) {
+      if (auto v = n->value<double>()) out = *v;  // an integer reads as a number too
+      else bad(path, key, "must be a number");
+    }
+  };
+  number("max_noise", p.max_noise);
+  number("min_time_ms", p.min_time_ms);
+  number("max_time_ms", p.max_time_ms);
   if (auto n = t.get("spot_checks")) p.spot_checks = static_cast<int>(integer(*n, path, "spot_checks", 0, 1000000));
   if (auto n = t.get("reference")) {
     auto v = n->value<std::string>();
@@ -183,7 +194,7 @@ void validate_numbers(const RunPlan& p) {
     throw UsageError("reference '" + p.reference + "' is not known: use auto (the GPU exact engine where it can be "
                      "exact, else the CPU's, + MPFR spot checks), gpu or cpu (that engine only, + spot checks), exact "
                      "(auto without spot checks), or mpfr (MPFR for every entry; slow, for small sizes)");
-  if (p.reps < 1) throw UsageError("reps must be at least 1");
+  if (std::string why = p.stopping().problem(); !why.empty()) throw UsageError(why);
   if (p.warmup < 0) throw UsageError("warmup must not be negative");
   for (const auto& z : p.sizes)
     if (z.M <= 0 || z.N <= 0 || z.K <= 0) throw UsageError("size " + z.str() + " is not positive");

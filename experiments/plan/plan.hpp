@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "experiments/report/stopping.hpp"
+
 namespace gemmlab {
 
 // A mistake in what the user asked for: the message says what was wrong and what to do.
@@ -39,8 +41,16 @@ struct RunPlan {
   std::vector<std::string> distributions = {"all"};
   std::vector<Size> sizes = {{4096, 4096, 4096}};
   std::vector<std::uint64_t> seeds = {1};
-  int reps = 20;
-  int warmup = 3;
+  // The timed launches of each row (experiments/report/stopping.hpp): `reps` > 0 is a fixed count;
+  // 0 (the default) launches until the median's 95% confidence interval is within +-max_noise of it,
+  // after min_samples launches and min_time_ms of their time, or until max_time_ms of wall clock.
+  int reps = 0;
+  int warmup = 1;  // untimed launches first (nvbench takes one)
+  double max_noise = StoppingRule{}.max_noise;
+  int min_samples = StoppingRule{}.min_samples;
+  double min_time_ms = StoppingRule{}.min_time_ms;
+  double max_time_ms = StoppingRule{}.max_time_ms;
+  StoppingRule stopping() const { return {reps, max_noise, min_samples, min_time_ms, max_time_ms}; }
   std::string reference = "auto";                 // auto | gpu | cpu | exact | mpfr (device/runner.hpp ReferenceOptions)
   int spot_checks = 16;                            // MPFR-checked entries per reference in auto mode
   std::vector<std::string> plugins;                // shared libraries whose kernels join the registry
@@ -59,7 +69,8 @@ Size parse_size(const std::string& s);
 // Reads a suite file; unknown keys, wrong types and bad values are UsageErrors naming the file,
 // the key and what is expected. Keys: name, description, kernels, exclude (names or family:<family>
 // taken out of kernels; an unknown one is refused when the plan is resolved), distributions, sizes ([[M,N,K],..]
-// or [N,..]), seeds, reps, warmup, reference, spot_checks, plugins (["lib.so", ..]: a relative path
+// or [N,..]), seeds, reps (a fixed count; left out: stop on noise), warmup, max_noise, min_samples,
+// min_time_ms, max_time_ms (RunPlan), reference, spot_checks, plugins (["lib.so", ..]: a relative path
 // is relative to the suite file's folder, so a suite means the same from any working directory),
 // forms (["default", "alpha=0.5,beta=2,c0=normal_0_1", ..]: see RunPlan::forms),
 // and the table [invariance] (keys m, n, k_tails: arrays of whole numbers or "default"; settings:

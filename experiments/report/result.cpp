@@ -278,9 +278,26 @@ const std::vector<Column>& columns() {
     timing("time_ms_min", &Timing::time_ms_min);
     timing("time_ms_max", &Timing::time_ms_max);
     timing("time_ms_iqr", &Timing::time_ms_iqr);
+    v.push_back({"time_ms_ci95_rel",
+                 [](const ResultRow& r) {
+                   return r.timing && r.timing->time_ms_ci95_rel ? fmt_double(*r.timing->time_ms_ci95_rel) : std::string();
+                 },
+                 [](ResultRow& r, const std::string& s) {
+                   if (!s.empty()) timing_of(r).time_ms_ci95_rel = to_double("time_ms_ci95_rel", s);
+                 }});
     v.push_back({"reps", [](const ResultRow& r) { return r.reps ? std::to_string(*r.reps) : std::string(); },
                  [](ResultRow& r, const std::string& s) {
                    if (!s.empty()) r.reps = static_cast<int>(to_int("reps", s));
+                 }});
+    v.push_back({"stopped_by",
+                 [](const ResultRow& r) {
+                   return r.timing && r.timing->stopped_by ? std::string(to_string(*r.timing->stopped_by)) : std::string();
+                 },
+                 [](ResultRow& r, const std::string& s) {
+                   if (s.empty()) return;
+                   auto why = parse_stop_reason(s);
+                   if (!why) bad_value("stopped_by", s, "what stopped the repetitions (reps, noise, time_limit)");
+                   timing_of(r).stopped_by = *why;
                  }});
     timing("tflops", &Timing::tflops);
     v.push_back({"sm_clock_mhz", [](const ResultRow& r) { return r.timing ? std::to_string(r.timing->sm_clock_mhz) : ""; },

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "experiments/report/stopping.hpp"
 #include "kernels/kernel.hpp"
 #include "reference/error_stats.hpp"
 #include "reference/numerics.hpp"
@@ -42,6 +43,10 @@ const std::vector<Status>& all_statuses();  // in the order above
 struct Timing {
   double time_ms_median = 0, time_ms_min = 0, time_ms_max = 0;
   double time_ms_iqr = 0;  // interquartile_range of the repetitions: the run's timing noise
+  // The median's distribution-free 95% confidence interval lies within +- this fraction of it
+  // (experiments/report/stopping.hpp); absent below 6 repetitions and where no repetition was timed.
+  std::optional<double> time_ms_ci95_rel;
+  std::optional<StopReason> stopped_by;  // what ended the repetitions (absent: not timed here)
   double tflops = 0;     // 2 M N K / median
   int sm_clock_mhz = -1;  // sampled after the run (nvidia-smi), -1 if unknown
 };
@@ -78,7 +83,9 @@ struct ResultRow {
   std::optional<ErrorStats> stats;
   std::optional<TotalError> total;  // scaled fp8 rows: against A0 B0
   std::optional<Timing> timing;
-  std::optional<int> reps;        // timed repetitions asked for (absent where nothing was going to run)
+  // Timed repetitions: those the median is taken over where the kernel ran; before (and where it did
+  // not run) the fixed count asked for, absent when the count is left to the noise rule.
+  std::optional<int> reps;
   Status status = Status::planned;
   std::string note;
 

@@ -329,7 +329,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           name: str | None = None, family: str = "user", description: str = "",
           framework: Framework = "torch", style: Style = "auto", layout_a: str = "row", layout_b: str = "row",
           accumulation: str = "unknown", compute_format: str | None = None, accumulator_format: str | None = None,
-          promotion_interval_k: int = 0, reps: int = 20, warmup: int = 3, flush_l2: bool = True,
+          promotion_interval_k: int = 0, reps: int | None = None, warmup: int = 1, max_noise: float = 0.005,
+          min_samples: int = 10, min_time_ms: float = 0.0, max_time_ms: float = 500.0, flush_l2: bool = True,
           reference: str = "auto", spot_checks: int = 16, device: int = 0, stream: int | None = None,
           out: str | os.PathLike | None = None, resume: bool = False, force: bool = False, quiet: bool = True,
           errors: Literal["raise", "rows"] = "raise", numerics: dict | None = None, form: str | None = None,
@@ -346,6 +347,12 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     laid out as ``layout_a`` / ``layout_b`` say ("col" gives the transposed view of a column-major
     buffer); C is (M, N) in ``output_format`` (fp32, fp16, bf16) on the same GPU, any strides.
     The launches go to ``stream`` (default: the framework's current stream on ``device``).
+
+    Timing, as ``gemmlab run`` times its rows (experiments/report/stopping.hpp): ``warmup`` untimed calls,
+    then timed calls until the median's distribution-free 95% confidence interval is within
+    ``+-max_noise`` of it (after at least ``min_samples`` calls and ``min_time_ms`` of their time), or
+    ``max_time_ms`` of wall clock have passed; ``reps=N`` times exactly N calls instead. Each row says how many (``reps``), its
+    ``time_ms_ci95_rel`` and what stopped it (``stopped_by``).
 
     ``accumulation`` and the formats declare what you know of the kernel's numerics (the bound it is
     judged by; ``"unknown"`` claims none: status ``no_bound``). ``name`` (default: ``fn.__name__``)
@@ -412,6 +419,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
         raise ValueError(f"launch_timeout must be >= 0 seconds (0: no limit), got {launch_timeout!r}")
     if retry_failed and not resume:
         raise ValueError("retry_failed computes again rows of an interrupted run's journal: pass resume=True too")
+    if reps is not None and int(reps) < 1:
+        raise ValueError(f"reps must be at least 1 (a fixed count), or None to stop on noise; got {reps!r}")
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
                  "gemmlab.judge")
     kw["name"] = p.kernel
@@ -480,7 +489,8 @@ def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[
         kw["description"] or f"Python callable {p.caller['callable']}", p.input_format, kw["compute_format"] or "",
         kw["accumulator_format"] or "", p.output_format, kw["accumulation"], int(kw["promotion_interval_k"]),
         kw["layout_a"], kw["layout_b"], p.how == "return", _sizes(kw["sizes"]), list(kw["distributions"]),
-        [int(s) for s in kw["seeds"]], int(kw["reps"]), int(kw["warmup"]), bool(kw["flush_l2"]), kw["reference"],
+        [int(s) for s in kw["seeds"]], 0 if kw["reps"] is None else int(kw["reps"]), int(kw["warmup"]),
+        bool(kw["flush_l2"]), kw["reference"],
         int(kw["spot_checks"]), int(kw["device"]), p.stream, kw["framework"] == "jax", str(csv), bool(kw["resume"]),
         bool(kw["force"]), json.dumps(p.caller),
         "gemmlab.judge " + shlex.join([p.kernel, f"--framework={kw['framework']}", f"--style={p.how}",
@@ -488,7 +498,8 @@ def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[
         json.dumps(kw["numerics"]) if kw["numerics"] else "", kw["perturbation"], "" if form == "plain" else form,
         kw["c0_format"] or "", kw["bias_format"] or "", kw["c0_placement"], kw["bias_placement"],
         worker_argv=list(worker_argv), launch_timeout=float(kw["launch_timeout"]),
-        retry_failed=bool(kw["retry_failed"]), serve=serve)
+        retry_failed=bool(kw["retry_failed"]), serve=serve, max_noise=float(kw["max_noise"]),
+        min_samples=int(kw["min_samples"]), min_time_ms=float(kw["min_time_ms"]), max_time_ms=float(kw["max_time_ms"]))
     return rc
 
 

@@ -28,7 +28,8 @@ STATUSES: tuple[str, ...] = tuple(_core.statuses())
 
 _TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
          "accumulation", "split_products", "summation_tree", "layout_a", "layout_b", "distribution", "reference", "recipe",
-         "note", "form", "c0_format", "bias_format", "epilogue_format", "c0_placement", "bias_placement"}
+         "note", "form", "c0_format", "bias_format", "epilogue_format", "c0_placement", "bias_placement",
+         "stopped_by"}
 # Counts: nullable, because rows that did not run (not_applicable, not_supported) leave them empty.
 _INT = {"promotion_interval_k", "split_pieces", "fixed_point_bits", "M", "N", "K", "reps", "sm_clock_mhz", *_core.integer_stats_columns()}
 

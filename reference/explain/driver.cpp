@@ -64,17 +64,13 @@ namespace detail {
 namespace {
 
 // The stages in order; each failure returns the report through `fail` (explain_kernel's).
-template <class Note, class Fail>
-Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E, Report& r, std::string& stage,
-                      Note& note, Fail& fail, Clock::time_point t0, long long launches0) {
-  auto begin = [&](const char* next) {
-    stage = next;
-    if (opt.on_stage) opt.on_stage(r, stage);
-  };
-  begin("gemm");
+// `next(s)` closes the stage under way (its time and launches in r.stage_times) and begins stage s.
+template <class Note, class Fail, class Next>
+Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E, Report& r, Note& note, Fail& fail,
+                      Next& next, Clock::time_point t0, long long launches0) {
   if (std::string why = check_gemm(o, E, r.gemm_check); !why.empty()) return fail("gemm", why);
   note("gemm checked");
-  begin("tree");
+  next("tree");
   r.tree = reveal(o, E, opt);
   note("tree");
   // The scheduling stage describes an order that changes, with or without a tree: an order that
@@ -82,20 +78,20 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   // a tree, or with one that changed between the tree stage's own two passes, there is nothing to infer
   // nodes on: the report stops at the tree, with the scheduling stage's words.
   if (r.tree.text.empty() && r.tree.masks.empty()) return fail("tree", r.tree.why);  // no counts to ask
-  begin("scheduling");
+  next("scheduling");
   r.schedule = check_schedule(o, E, r.tree, opt);
   note("scheduling");
   if (r.tree.text.empty() || !r.tree.deterministic)
     return fail("tree", r.tree.why + (r.schedule.verdict == "depends" ? "; " + r.schedule.text : std::string()));
-  begin("conversion");
+  next("conversion");
   r.conversion = infer_conversion(o, E);
   note("conversion");
   if (!r.conversion.ok) return fail("conversion", r.conversion.why);
-  begin("nodes");
+  next("nodes");
   r.nodes = infer_nodes(o, E, r.tree.tree, r.conversion, opt);
   note("nodes");
-  begin("composition");
   if (!r.nodes.ok) return fail("nodes", r.nodes.why);
+  next("composition");
   // Composition at full size on each distribution.
   long long total_mismatches = 0;
   if (std::string gap = compose(o, opt, r, total_mismatches); !gap.empty()) return fail("nodes", gap);
@@ -113,6 +109,7 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
     return fail("composition", s.str());
   }
   r.identified = true;
+  next("");
   r.launches = o.launches - launches0;
   r.seconds = since(t0);
   return r;
@@ -131,9 +128,26 @@ Report explain_kernel(Oracle& o, const Options& opt) {
     if (trace) std::fprintf(stderr, "[explain] %s at %.2f s, %lld launches\n", what, since(t0), o.launches);
   };
   const long long launches0 = o.launches;
-  auto fail = [&](const std::string& stage, const std::string& why) {
+  // The stage under way, since when and from which launch: closed into r.stage_times by the next one,
+  // by the end, or by a failure.
+  std::string stage = "gemm";
+  Clock::time_point stage_start = t0;
+  long long stage_launches = launches0;
+  // Each stage begun is told to opt.on_stage (a worker process tells its parent, which reports the stages
+  // finished before a call that never comes back).
+  auto next = [&](const std::string& s) {
+    if (!stage.empty()) r.stage_times.push_back({stage, since(stage_start), o.launches - stage_launches});
+    stage = s;
+    stage_start = Clock::now();
+    stage_launches = o.launches;
+    if (!s.empty() && opt.on_stage) opt.on_stage(r, stage);
+  };
+  auto fail = [&](std::string failed, const std::string& why) {
+    const std::string at = stage;
+    next("");
+    stage = at;  // an exception's stage (explain_kernel's catch) is the one under way
     r.identified = false;
-    r.failed_stage = stage;
+    r.failed_stage = failed;
     r.reason = why;
     r.launches = o.launches - launches0;
     r.seconds = since(t0);
@@ -141,11 +155,11 @@ Report explain_kernel(Oracle& o, const Options& opt) {
   };
   const std::vector<Entry> E = choose_entries(o.M(), o.N(), std::min(o.M(), o.N()), opt.seed);
   note("start");
+  if (opt.on_stage) opt.on_stage(r, stage);  // the first stage, "gemm"
   // A stage that cannot finish (the kernel raised, a count that is no count) leaves the kernel
   // unidentified at that stage, with the reason; nothing is guessed past it.
-  std::string stage = "gemm";
   try {
-    return explain_stages(o, opt, E, r, stage, note, fail, t0, launches0);
+    return explain_stages(o, opt, E, r, note, fail, next, t0, launches0);
   } catch (const OracleLost& e) {
     // The stages finished before hold (each was answered in full); the one in progress is where it
     // stopped, and nothing is identified: no record, no bound, no kernel it behaves like.

@@ -37,6 +37,8 @@ struct Item {
 
 // Runs the items |entries| at a time, item t of a launch at entries[t]; the output bits per item.
 std::vector<std::uint64_t> run_items(Oracle& o, const std::vector<Entry>& entries, const std::vector<Item>& items);
+// The same with items the caller gives up: moved into the launches, not copied.
+std::vector<std::uint64_t> run_items(Oracle& o, const std::vector<Entry>& entries, std::vector<Item>&& items);
 
 // A NaN whose payload bits are all ones (0x7fffffff for fp32): what Hopper writes for NaN results.
 std::uint64_t all_ones_nan(Format f);

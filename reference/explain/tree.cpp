@@ -106,8 +106,9 @@ std::vector<int> Fprev::counts(const std::vector<Entry>& E, const std::vector<st
     const int units = pairs[first].first >= 0 ? K - 2 : K, G = m.groups(units);
     for (int g = 0; g < G; ++g) {
       std::vector<Item> items;
+      items.reserve(n);
       for (std::size_t t = 0; t < n; ++t) items.push_back(item(pairs[first + t].first, pairs[first + t].second, g));
-      const std::vector<std::uint64_t> bits = run_items(o, E, items);
+      const std::vector<std::uint64_t> bits = run_items(o, E, std::move(items));
       const int in_group = std::min(m.group, units - g * m.group);
       for (std::size_t t = 0; t < n; ++t) {
         const auto [p, q] = pairs[first + t];

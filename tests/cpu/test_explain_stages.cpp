@@ -1,0 +1,76 @@
+// Where explain's time goes (reference/explain.hpp Report::stage_times, Comparison's seconds): every
+// stage that ran, in order, with its time and launches adding up to the report's; a kernel that fails
+// a stage ends the list at that stage. Synthetic CPU kernels, as tests/cpu/test_explain.cpp.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "reference/explain.hpp"
+#include "reference/summation_tree.hpp"
+#include "reference/tc_model.hpp"
+
+using namespace gemmlab;
+using namespace gemmlab::explain;
+
+namespace {
+
+emulation::NodeModel model_of(tc::Instruction ins) {
+  const tc::TcParams p = *tc::measured_hopper_params(ins);
+  const int k = tc::info(ins).k;
+  return [p, k](int leaves) -> std::optional<tc::TcParams> { return leaves == k ? std::optional(p) : std::nullopt; };
+}
+
+Options quick() {
+  Options o;
+  o.distributions = {"uniform_0_1", "normal_0_1"};
+  o.verify_pairs = 16;
+  o.max_probes = 4000;
+  return o;
+}
+
+std::vector<std::string> names(const Report& r) {
+  std::vector<std::string> n;
+  for (const Report::StageTime& t : r.stage_times) n.push_back(t.stage);
+  return n;
+}
+
+TEST(ExplainStages, EveryStageHasItsTimeAndLaunchesAddingUpToTheReports) {
+  SyntheticKernel k(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const Report r = explain_kernel(k, quick());
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(names(r), (std::vector<std::string>{"gemm", "tree", "scheduling", "conversion", "nodes", "composition"}));
+  double seconds = 0;
+  long long launches = 0;
+  for (const Report::StageTime& t : r.stage_times) {
+    EXPECT_GE(t.seconds, 0) << t.stage;
+    EXPECT_GT(t.launches, 0) << t.stage << ": every stage launches the kernel";
+    seconds += t.seconds;
+    launches += t.launches;
+  }
+  EXPECT_EQ(launches, r.launches);
+  EXPECT_LE(seconds, r.seconds + 1e-9);
+  EXPECT_GE(seconds, 0.9 * r.seconds) << "the stages cover the report's time";
+  EXPECT_NEAR(r.stage_times[1].seconds, r.tree.seconds, 0.05 * r.seconds + 1e-3);
+  const double composition = r.stage_times.back().seconds;
+  ASSERT_EQ(r.comparisons.size(), 2u);
+  double parts = 0;
+  for (const Comparison& c : r.comparisons) {
+    EXPECT_GT(c.run_seconds, 0) << c.distribution;
+    EXPECT_GT(c.prediction_seconds, 0) << c.distribution;
+    parts += c.run_seconds + c.prediction_seconds;
+  }
+  EXPECT_LE(parts, composition + 1e-9);
+}
+
+TEST(ExplainStages, AFailedStageEndsTheList) {
+  SyntheticKernel k(64, 64, 64, Format::fp32, sequential_tree(64), [](int) { return std::nullopt; });
+  k.add_constant = 1.0;  // not a GEMM: C + 1
+  const Report r = explain_kernel(k, quick());
+  ASSERT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "gemm");
+  EXPECT_EQ(names(r), std::vector<std::string>{"gemm"});
+  EXPECT_EQ(r.stage_times[0].launches, r.launches);
+}
+
+}  // namespace
