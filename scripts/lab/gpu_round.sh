@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One GPU session of the 2026-11-29 round, in parts that fit 10-minute calls on one machine (a part's
+# builds and venv stay on the machine for the next call while it is held):
+#   scripts/lab/gpu_round.sh OUT_DIR PART...
+# Run from the repository root, with carry-sys/ (scripts/lab/gpu_build.sh's archive of the -dev packages)
+# and dist-gpu/ (a cp312 wheel of this tree: scripts/build_wheel.sh -a 90a -o dist-gpu) carried.
+# PART:
+#   setup      the wheel into /tmp/glvenv (over /opt/torch/.venv's packages, nothing fetched); gemmlab,
+#              gemmlab_gpu_tests and the test plugins built into build-gpu/ (about 2 minutes on 16 cores)
+#   tests      build-gpu/gemmlab_gpu_tests, every GPU test
+#   gen        scripts/lab/gpu_generations.sh (issue 41)
+#   pytest     tests/python with the GPU (every Python test, the GPU ones included)
+#   main       scripts/lab/bench_speed.py main (issue 42: the main job stopped on noise, its guard, compare)
+#   explain    scripts/lab/bench_speed.py explain-cli explain-frameworks explain-others (issue 42)
+#   explain-cli, explain-frameworks, explain-others: one of those
+#   quantized  scripts/lab/gpu_quantized.sh (issue 43)
+#   watchdog   scripts/lab/gpu_watchdog.sh (issue 44)
+# Each part's logs go to OUT_DIR/<part>/; one line per part (its exit code and seconds) is printed at the
+# end and written to OUT_DIR/round.txt, and OUT_DIR/<part>.tar.xz holds each part's folder.
+set -uo pipefail
+out=$(mkdir -p "$1" && cd "$1" && pwd); shift
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+export PYTHONUNBUFFERED=1
+host_py=/opt/torch/.venv/bin/python
+[ -x "$host_py" ] || host_py=python3
+venv=/tmp/glvenv
+py=$venv/bin/python
+bin=$root/build-gpu
+summary=()
+part_run() {  # NAME COMMAND...: run, time, remember
+  local name=$1 t0 rc
+  shift
+  mkdir -p "$out/$name"
+  t0=$(date +%s.%N)
+  "$@" >"$out/$name/log.txt" 2>&1
+  rc=$?
+  summary+=("$(printf '%-20s rc=%-3s %6.1f s' "$name" "$rc" "$(python3 -c "print($(date +%s.%N) - $t0)")")")
+  echo "== $name rc=$rc"; tail -25 "$out/$name/log.txt"
+}
+setup() {
+  rm -rf "$venv"
+  "$host_py" -m venv --system-site-packages "$venv" || return 1
+  "$host_py" -c 'import site; print("\n".join(site.getsitepackages()))' \
+    >"$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/host-site.pth"
+  "$py" -m pip install -q --no-deps --no-index --disable-pip-version-check dist-gpu/gemmlab-*.whl || return 1
+  "$py" -c 'import gemmlab; print("gemmlab", gemmlab.__version__, gemmlab.gpu_available())'
+  scripts/lab/gpu_build.sh carry-sys "$bin" gemmlab gemmlab_gpu_tests gemmlab_faulting_plugin gemmlab_example_plugin
+}
+for part in "$@"; do
+  case $part in
+    setup) part_run setup setup ;;
+    tests) part_run tests "$bin/gemmlab_gpu_tests" --gtest_brief=1 ;;
+    gen) part_run gen scripts/lab/gpu_generations.sh "$bin" "$out/gen/files" ;;
+    pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider tests/python ;;
+    main) part_run main "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" main ;;
+    explain) part_run explain "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" explain ;;
+    explain-cli|explain-frameworks|explain-others) part_run "$part" "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" "$part" ;;
+    quantized) part_run quantized env PYTHON="$py" scripts/lab/gpu_quantized.sh "$bin" "$out/quantized/files" ;;
+    watchdog) part_run watchdog env PYTHON="$host_py" WHEEL="$(ls "$root"/dist-gpu/gemmlab-*.whl | head -1)" \
+                scripts/lab/gpu_watchdog.sh "$bin" "$out/watchdog/files" ;;
+    *) echo "gpu_round: unknown part '$part'" >&2; exit 2 ;;
+  esac
+done
+printf '%s\n' "${summary[@]}" | tee -a "$out/round.txt"
+for d in "$out"/*/; do
+  name=$(basename "$d")
+  [ "$name" = venv ] && continue
+  tar -cJf "$out/$name.tar.xz" -C "$out" "$name" && rm -rf "$d"
+done
