@@ -1,0 +1,125 @@
+// The arithmetic of quantized recipes (reference/quantized_recipe.hpp), written once for the CPU
+// (reference/quantized.cpp) and the GPU (experiments/device/quantized_gpu.cu), which therefore give the
+// same bits: every floating-point operation is a pfp:: call (unfused binary64 on the host, __ddiv_rn &
+// co. on the device), the roundings are pfp::round_format, the rest is integer logic. A block's amax,
+// min and max are exact and independent of the order they are taken in.
+//
+// Why one binary64 quotient then one rounding is the correctly rounded quotient: x (24 bits) divided by
+// a scale of at most 28 significant bits (NVFP4's b t; fp32 and bf16 scales have fewer; an E8M0 scale
+// divides exactly) is either exactly a rounding midpoint of the target (at most 4 significant bits:
+// then the binary64 quotient is exact too) or at least 2^-32 relative away from every midpoint, far
+// beyond binary64's 2^-53. The recipes' other two-step operations (uint4's (x - z) / s and min + 8 s)
+// are definitions: binary64 operations in this order, rounded as written.
+//
+// Plain C++: no CUDA header. Under nvcc the functions are __host__ __device__.
+#pragma once
+#include <cstdint>
+
+#include "reference/portable_fp.hpp"
+
+namespace gemmlab::quant_detail {
+
+// What quantizing one operand needs, as plain data (a GPU kernel takes it by value).
+struct QuantPlan {
+  int scheme = 0;              // QuantScheme as an int (plain 0, mx 1, nvfp4 2, channel 3, group 4)
+  bool zero = false;           // group: uint4 with a zero point
+  pfp::FormatParams element;   // the elements' rounding (integers: the grid of integers)
+  double element_max = 0;      // largest element magnitude: saturation (6, 7.5, 28, 448, 57344, 127, 7)
+  int element_emax = 0;        // MX: the element format's emax
+  pfp::FormatParams scale;     // fp32, bf16 or ue4m3 (mx: unused)
+  int block_rows = 1, block_cols = 1;  // one scale's block in the operand: A (1, block), B (block, 1)
+  int grid_cols = 1;           // scales per row of the scale grid
+};
+
+// Why a block has no usable scale (0: it has one). The host turns these into messages.
+enum QuantProblem : int {
+  quant_ok = 0,
+  quant_amax_zero = 1,        // every value of the block is 0: no scale (refused, as scaled fp8 does)
+  quant_nonfinite = 2,        // a NaN or infinite source value
+  quant_scale_range = 3,      // the scale is 0 in its format, or an E8M0 exponent outside -127 .. 127
+  quant_constant_group = 4,   // uint4: max == min, so the scale (max - min) / 15 is 0
+  quant_inexact = 5,          // uint4: (q - 8) s + z is not exact in binary64
+};
+
+GEMMLAB_HD long long scale_index(const QuantPlan& p, int i, int j) {
+  return static_cast<long long>(i / p.block_rows) * p.grid_cols + j / p.block_cols;
+}
+
+// floor(log2 |x|) of a finite non-zero binary64 value.
+GEMMLAB_HD int floor_log2(double x) {
+  const pfp::Split s = pfp::split_magnitude(pfp::bits(x) & 0x7FFFFFFFFFFFFFFFull);
+  return s.e + (63 - pfp::clz64(s.m));
+}
+
+// The element stored for x under the dequantization scale s: RN(x / s) into the element format,
+// saturated to +-element_max (OCP MX's conversion with saturation; e5m2 would otherwise overflow to inf,
+// the integers' grid is unbounded).
+GEMMLAB_HD double quantize_element(double x, double s, const QuantPlan& p) {
+  double q = pfp::round_format(pfp::div(x, s), p.element);
+  if (q > p.element_max) q = p.element_max;
+  if (q < -p.element_max) q = -p.element_max;
+  return q;
+}
+
+// MX: the scale 2^e of a block of largest magnitude amax, e = floor(log2 amax) - emax_elem (OCP MX
+// v1.0's shared exponent). Refused: amax 0 or non-finite, e outside E8M0's -127 .. 127.
+GEMMLAB_HD double mx_scale(double amax, const QuantPlan& p, int* problem) {
+  *problem = quant_ok;
+  if (!pfp::is_finite(amax)) return *problem = quant_nonfinite, 0.0;
+  if (amax == 0.0) return *problem = quant_amax_zero, 0.0;
+  const int e = floor_log2(amax) - p.element_emax;
+  if (e < -127 || e > 127) return *problem = quant_scale_range, 0.0;
+  return pfp::ldexp(1.0, e);
+}
+
+// A scale RN_scale(amax / divisor): int8's fp32 amax / 127, int4's bf16 amax / 7, NVFP4's fp32 tensor
+// scale amax / (448 6) and its ue4m3 block scale amax_block / (6 t) (divisor 6 t). Refused: amax 0 or
+// non-finite, a scale that rounds to 0.
+GEMMLAB_HD double ratio_scale(double amax, double divisor, const pfp::FormatParams& f, int* problem) {
+  *problem = quant_ok;
+  if (!pfp::is_finite(amax)) return *problem = quant_nonfinite, 0.0;
+  if (amax == 0.0) return *problem = quant_amax_zero, 0.0;
+  const double s = pfp::round_format(pfp::div(amax, divisor), f);
+  if (s == 0.0) *problem = quant_scale_range;
+  return s;
+}
+
+// uint4: the scale RN_bf16((max - min) / 15) and the zero RN_bf16(min + 8 s) of a group.
+GEMMLAB_HD double uint4_scale(double mn, double mx, const QuantPlan& p, int* problem) {
+  *problem = quant_ok;
+  if (!pfp::is_finite(mn) || !pfp::is_finite(mx)) return *problem = quant_nonfinite, 0.0;
+  if (mx == mn) return *problem = quant_constant_group, 0.0;
+  const double s = pfp::round_format(pfp::div(pfp::sub(mx, mn), 15.0), p.scale);
+  if (s == 0.0) *problem = quant_scale_range;
+  return s;
+}
+GEMMLAB_HD double uint4_zero(double mn, double s, const QuantPlan& p) {
+  return pfp::round_format(pfp::add(mn, pfp::mul(8.0, s)), p.scale);
+}
+// uint4: q = RN_int((x - z) / s) + 8, in [0, 15].
+GEMMLAB_HD double quantize_uint4(double x, double s, double z, const QuantPlan& p) {
+  double q = pfp::add(pfp::round_format(pfp::div(pfp::sub(x, z), s), p.element), 8.0);
+  if (q < 0.0) q = 0.0;
+  if (q > 15.0) q = 15.0;
+  return q;
+}
+
+// The dequantized value of element q under its block's scale s (and zero z, tensor scale t):
+//  plain q;  mx, channel, int4 q s;  nvfp4 q (s t);  uint4 (q - 8) s + z.
+// Exact in binary64 (at most 2 + 4 + 24 bits; uint4's sum is checked: *inexact set when it rounded).
+GEMMLAB_HD double dequantize(double q, double s, double z, double t, const QuantPlan& p, bool* inexact) {
+  switch (p.scheme) {
+    case 0: return q;
+    case 2: return pfp::mul(q, pfp::mul(s, t));
+    case 4:
+      if (p.zero) {
+        const pfp::DD r = pfp::two_sum(pfp::mul(pfp::sub(q, 8.0), s), z);
+        if (r.lo != 0.0) *inexact = true;
+        return r.hi;
+      }
+      return pfp::mul(q, s);
+    default: return pfp::mul(q, s);
+  }
+}
+
+}  // namespace gemmlab::quant_detail
