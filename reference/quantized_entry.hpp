@@ -122,4 +122,63 @@ GEMMLAB_HD double dequantize(double q, double s, double z, double t, const Quant
   }
 }
 
+// ---- codes of the kernel layouts (reference/quantized_layout.hpp) -------------------------------------
+
+// How an element or scale value is encoded in a kernel's tensor: a binary format (sign bits, exponent bits,
+// fraction bits, exponent bias), E8M0 (2^e as e + 127), or a two's complement / unsigned integer of `bits`.
+struct Code {
+  int kind = 0;  // 0 binary format, 1 e8m0, 2 integer
+  int sign_bits = 1, exp_bits = 0, frac_bits = 0, bias = 0;
+  int bits = 8;  // the code's width
+};
+
+// The code of v, a value of the format (exact; NaN never reaches a kernel's tensor).
+GEMMLAB_HD std::uint32_t encode(double v, const Code& c) {
+  if (c.kind == 2) return static_cast<std::uint32_t>(static_cast<long long>(v)) & ((1u << c.bits) - 1);
+  if (c.kind == 1) return static_cast<std::uint32_t>(floor_log2(v) + 127);
+  const std::uint32_t sign = c.sign_bits && (pfp::bits(v) >> 63) ? 1u << (c.exp_bits + c.frac_bits) : 0u;
+  const double a = pfp::fabs(v);
+  if (a == 0.0) return sign;
+  const int emin = 1 - c.bias;
+  const int e = floor_log2(a);
+  if (e < emin)  // subnormal: a = frac 2^(emin - frac_bits)
+    return sign | static_cast<std::uint32_t>(pfp::ldexp(a, c.frac_bits - emin));
+  const auto sig = static_cast<std::uint32_t>(pfp::ldexp(a, c.frac_bits - e));  // in [2^f, 2^(f+1))
+  return sign | (static_cast<std::uint32_t>(e + c.bias) << c.frac_bits) | (sig & ((1u << c.frac_bits) - 1));
+}
+
+// The word at index t (row-major) of an operand's element tensor, from its element values q(i, j) (rows,
+// cols): one code per word, or two 4-bit codes per byte along K (A: q(i, 2c) low, q(i, 2c + 1) high, over
+// (rows, cols / 2); B: q(2r, j) low, q(2r + 1, j) high, over (rows / 2, cols)).
+struct ElementPack {
+  Code code;
+  bool two_per_byte = false;
+  bool operand_a = true;
+  int rows = 0, cols = 0;  // the operand's
+};
+template <class Q>
+GEMMLAB_HD std::uint32_t element_word(const Q& q, long long t, const ElementPack& p) {
+  if (!p.two_per_byte) return encode(q(static_cast<int>(t / p.cols), static_cast<int>(t % p.cols)), p.code);
+  if (p.operand_a) {
+    const int half = p.cols / 2, i = static_cast<int>(t / half), c = static_cast<int>(t % half);
+    return encode(q(i, 2 * c), p.code) | encode(q(i, 2 * c + 1), p.code) << 4;
+  }
+  const int r = static_cast<int>(t / p.cols), j = static_cast<int>(t % p.cols);
+  return encode(q(2 * r, j), p.code) | encode(q(2 * r + 1, j), p.code) << 4;
+}
+
+// The word at index t of a scale (or zero) tensor, from the (grid_rows, grid_cols) row-major grid g: the grid
+// itself, or (transposed: B's MX and NVFP4 scales) the (grid_cols, grid_rows) transpose.
+struct ScalePack {
+  Code code;
+  bool transposed = false;
+  int grid_rows = 0, grid_cols = 0;
+};
+template <class G>
+GEMMLAB_HD std::uint32_t scale_word(const G& g, long long t, const ScalePack& p) {
+  if (!p.transposed) return encode(g(t), p.code);
+  const long long n = t / p.grid_rows, kb = t % p.grid_rows;
+  return encode(g(kb * p.grid_cols + n), p.code);
+}
+
 }  // namespace gemmlab::quant_detail

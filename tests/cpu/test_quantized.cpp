@@ -14,6 +14,7 @@
 #include "reference/formats.hpp"
 #include "reference/mpfr_gemm.hpp"
 #include "reference/quantized.hpp"
+#include "reference/quantized_layout.hpp"
 
 using namespace gemmlab;
 
@@ -293,4 +294,68 @@ TEST(QuantizedRecipe, ExactReferenceOfDequantizedOperandsEqualsMpfr) {
       EXPECT_EQ(again.B.scales, p.B.scales) << d.name();
     }
   }
+}
+
+// The kernel layouts (reference/quantized_layout.hpp): every element and scale decoded back from the bytes
+// by the formats' from_bits equals the quantized value, at the index the layout's documentation gives.
+TEST(QuantizedLayout, BytesDecodeToTheQuantizedValues) {
+  const int M = 4, N = 6, K = 128;
+  for (const char* r : {"mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4", "nvfp4", "int8_rowwise",
+                        "int4_g32", "uint4_g64", "fp16_x_mxfp4", "bf16_x_uint4_g128"}) {
+    const QuantizedProblem p = make_quantized_problem(parse_distribution(std::string("normal_0_1@") + r), M, N, K, 5);
+    for (const QuantizedOperand* op : {&p.A, &p.B}) {
+      SCOPED_TRACE(std::string(r) + (op->which == Operand::A ? " A" : " B"));
+      const bool a = op->which == Operand::A;
+      const KernelOperandLayout l = kernel_layout(op->spec, op->which, op->q.rows, op->q.cols);
+      const std::vector<std::uint8_t> e = kernel_elements(*op);
+      ASSERT_EQ(e.size(), l.elements.bytes());
+      const Format f = op->spec.element;
+      const bool packed = f == Format::e2m1 || f == Format::int4 || f == Format::uint4;
+      for (int i = 0; i < op->q.rows; ++i)
+        for (int j = 0; j < op->q.cols; ++j) {
+          std::uint64_t bits;
+          if (packed) {
+            const int k = a ? j : i;  // along K: A's columns, B's rows
+            const std::size_t byte = a ? static_cast<std::size_t>(i) * (op->q.cols / 2) + j / 2
+                                       : static_cast<std::size_t>(i / 2) * op->q.cols + j;
+            bits = (e[byte] >> (4 * (k % 2))) & 0xF;
+          } else {
+            const std::size_t w = bytes_of(l.elements.type), t = static_cast<std::size_t>(i) * op->q.cols + j;
+            bits = 0;
+            for (std::size_t b = 0; b < w; ++b) bits |= static_cast<std::uint64_t>(e[t * w + b]) << (8 * b);
+          }
+          ASSERT_EQ(from_bits(f, bits), op->q(i, j)) << "(" << i << ", " << j << ")";
+        }
+      if (op->spec.scheme == QuantScheme::plain) {
+        EXPECT_FALSE(l.scales.present());
+        continue;
+      }
+      const std::vector<std::uint8_t> s = kernel_block_scales(*op);
+      ASSERT_EQ(s.size(), l.scales.bytes());
+      const Format sf = op->spec.scale_format();
+      const std::size_t w = bytes_of(l.scales.type);
+      const int block = op->spec.block > 0 ? op->spec.block : K;
+      for (int i = 0; i < op->q.rows; ++i)
+        for (int j = 0; j < op->q.cols; ++j) {
+          // MX / NVFP4: A (M, K/block), B (N, K/block); channel: A (M), B (N); group: A (M, K/G), B (K/G, N).
+          std::size_t t;
+          if (op->spec.scheme == QuantScheme::channel) t = a ? i : j;
+          else if (a) t = static_cast<std::size_t>(i) * (K / block) + j / block;
+          else if (op->spec.scheme == QuantScheme::group) t = static_cast<std::size_t>(i / block) * N + j;
+          else t = static_cast<std::size_t>(j) * (K / block) + i / block;
+          std::uint64_t bits = 0;
+          for (std::size_t b = 0; b < w; ++b) bits |= static_cast<std::uint64_t>(s[t * w + b]) << (8 * b);
+          ASSERT_EQ(from_bits(sf, bits), op->scale_of(i, j)) << "scale of (" << i << ", " << j << ")";
+          if (op->spec.has_zero()) {
+            const std::vector<std::uint8_t> z = kernel_zeros(*op);
+            std::uint64_t zb = z[t * 2] | static_cast<std::uint64_t>(z[t * 2 + 1]) << 8;
+            ASSERT_EQ(from_bits(Format::bf16, zb), op->zero_of(i, j));
+          }
+        }
+      EXPECT_EQ(l.tensor_scale, op->spec.scheme == QuantScheme::nvfp4);
+    }
+  }
+  // K not a multiple of the block is refused.
+  EXPECT_NE(message_of([] { kernel_layout(parse_quant_spec("mxfp4"), Operand::B, 48, 4); }).find("multiple of 32"),
+            std::string::npos);
 }
