@@ -277,6 +277,54 @@ QuantizedOperand quantize(const Matrix& source, Operand which, const QuantSpec& 
   return r;
 }
 
+bool all_representable(const Matrix& m, Format f) {
+  const pfp::FormatParams p = format_params(f);
+  for (double x : m.v)
+    if (pfp::round_format(x, p) != x) return false;
+  return true;
+}
+
+const char* to_string(QuantScales s) {
+  switch (s) {
+    case QuantScales::operands: return "operands";
+    case QuantScales::output: return "output";
+    case QuantScales::unknown: return "unknown";
+  }
+  return "?";
+}
+
+std::optional<QuantScales> parse_quant_scales(std::string_view name) {
+  for (QuantScales s : {QuantScales::operands, QuantScales::output, QuantScales::unknown})
+    if (name == to_string(s)) return s;
+  return std::nullopt;
+}
+
+BoundModel quantized_bound_model(const Numerics& n, QuantScales where, int roundings, int K, bool operands_exact) {
+  Numerics m = n;
+  switch (where) {
+    case QuantScales::operands:
+      m.input = operands_exact ? m.compute : Format::fp64;
+      return bound_model(m, K);
+    case QuantScales::output: {
+      if (roundings < 0) throw std::invalid_argument("quantized_bound_model: a negative number of roundings");
+      m.input = m.compute = m.accumulator = Format::fp64;
+      m.accumulation = Accumulation::fma;
+      m.accumulation_rounding = Rounding::nearest_even;
+      m.acc_unit_roundoff = 0;
+      m.instruction.reset();
+      m.tree.clear();
+      BoundModel b = bound_model(m, K);
+      b.epilogue_roundings = roundings;
+      b.epilogue = Format::fp32;
+      return b;
+    }
+    case QuantScales::unknown: break;
+  }
+  m.accumulation = Accumulation::unknown;
+  m.accumulation_rounding = Rounding::unknown;
+  return bound_model(m, K);
+}
+
 QuantizedProblem make_quantized_problem(const Distribution& d, int M, int N, int K, std::uint64_t seed, int threads) {
   if (!d.quant)
     throw std::invalid_argument("make_quantized_problem: " + d.name() + " has no quantized recipe (SOURCE@RECIPE)");

@@ -18,12 +18,16 @@
 // Plain C++ (no CUDA header).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reference/distributions.hpp"
+#include "reference/error_stats.hpp"
 #include "reference/formats.hpp"
 #include "reference/matrix.hpp"
+#include "reference/numerics.hpp"
 #include "reference/quantized_entry.hpp"
 #include "reference/quantized_recipe.hpp"
 
@@ -65,5 +69,27 @@ struct QuantizedProblem {
 };
 QuantizedProblem make_quantized_problem(const Distribution& d, int M, int N, int K, std::uint64_t seed,
                                         int threads = 0);
+
+// Whether every value of the matrix is a value of f (the dequantized operands in a kernel's compute format).
+bool all_representable(const Matrix& m, Format f);
+
+// Where a quantized kernel applies the scales, which decides its bound (against the exact product of the
+// dequantized operands, relative to |A^||B^| of those operands):
+//  operands  the kernel multiplies the dequantized operands (the scales folded in before the multiply, as
+//            tl.dot_scaled does on Hopper and the weight-only kernels do in registers), in its declared compute
+//            format, and accumulates as its numerics say: its numerics' bound with input fp64 (the dequantized
+//            values, exact), the products exact (d_prod = 0) when every dequantized value of the problem is a
+//            value of the compute format (bf16 holds every MX value q 2^e of an fp32 source), else both
+//            operands rounded to it (d_prod = (1 + u_c)^2 - 1);
+//  output    integer elements (int8, int4) multiplied and summed exactly (|q| <= 127: K 127^2 < 2^31 for K below
+//            133,143, which the run checks), the scales applied to the sum: `roundings` fp32 roundings (the sum's
+//            conversion to fp32, each scale multiplication but the last) and the output's one:
+//            1 + f = (1 + u_out)(1 + gamma_h(2^-24)) with h = roundings (error_stats.hpp's epilogue), the exact
+//            accumulation bounded as a binary64 one (gamma_K(2^-53), which is above 0 and below any fp32 term);
+//  unknown   not declared: no bound is claimed (status no_bound).
+enum class QuantScales { operands, output, unknown };
+const char* to_string(QuantScales s);
+std::optional<QuantScales> parse_quant_scales(std::string_view name);
+BoundModel quantized_bound_model(const Numerics& n, QuantScales where, int roundings, int K, bool operands_exact);
 
 }  // namespace gemmlab
