@@ -2,6 +2,7 @@
 // element_word and scale_word, the GPU packer's too.
 #include "reference/quantized_layout.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace gemmlab {
@@ -166,6 +167,123 @@ std::vector<std::uint8_t> kernel_block_scales(const QuantizedOperand& op) {
 
 std::vector<std::uint8_t> kernel_zeros(const QuantizedOperand& op) {
   return grid_bytes(op, op.zeros, kernel_layout(op.spec, op.which, op.q.rows, op.q.cols).zeros);
+}
+
+namespace {
+
+std::string shape_text(const TensorLayout& t) {
+  return t.ndim == 1 ? "(" + std::to_string(t.rows) + ",)" : "(" + std::to_string(t.rows) + ", " + std::to_string(t.cols) + ")";
+}
+
+std::uint64_t word_at(const std::vector<std::uint8_t>& bytes, std::size_t t, std::size_t width) {
+  std::uint64_t w = 0;
+  for (std::size_t b = 0; b < width; ++b) w |= static_cast<std::uint64_t>(bytes[t * width + b]) << (8 * b);
+  return w;
+}
+
+}  // namespace
+
+QuantizedOperand decode_kernel_tensors(const QuantSpec& spec, Operand which, int rows, int cols,
+                                       const std::vector<std::uint8_t>& elements, const std::vector<std::uint8_t>& scales,
+                                       const std::vector<std::uint8_t>& zeros, double tensor_scale) {
+  const bool a = which == Operand::A;
+  const std::string op = a ? "A" : "B", low = a ? "a" : "b";
+  const KernelOperandLayout l = kernel_layout(spec, which, rows, cols);  // refuses K the blocks do not divide
+  auto check_size = [&](const std::string& name, const TensorLayout& t, const std::vector<std::uint8_t>& bytes) {
+    if (bytes.size() != t.bytes())
+      throw std::invalid_argument(name + " under " + spec.name() + " for " + op + " (" + std::to_string(rows) + ", " +
+                                  std::to_string(cols) + ") is a " + to_string(t.type) + " tensor of shape " +
+                                  shape_text(t) + " (" + std::to_string(t.bytes()) + " bytes), but " +
+                                  std::to_string(bytes.size()) + " bytes were given: pass the tensor in that layout "
+                                  "(docs/python.md, quantized forms)");
+  };
+  check_size(op, l.elements, elements);
+  check_size(low + "_scale", l.scales, scales);
+  check_size(low + "_zero", l.zeros, zeros);
+  QuantizedOperand r;
+  r.spec = spec;
+  r.which = which;
+  r.plan = quant_plan(which, spec, rows, cols);
+  r.grid_rows = (rows + r.plan.block_rows - 1) / r.plan.block_rows;
+  r.grid_cols = r.plan.grid_cols;
+  r.q = Matrix(rows, cols);
+  const Format ef = spec.element;
+  const bool packed = two_per_byte(spec);
+  const std::size_t ew = bytes_of(l.elements.type);
+  const int code_bits = info(ef).storage_bits;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < cols; ++j) {
+      std::uint64_t code;
+      if (packed) {
+        const int k = a ? j : i;
+        const std::size_t byte = a ? static_cast<std::size_t>(i) * (cols / 2) + j / 2 : static_cast<std::size_t>(i / 2) * cols + j;
+        code = (elements[byte] >> (4 * (k % 2))) & 0xF;
+      } else {
+        code = word_at(elements, static_cast<std::size_t>(i) * cols + j, ew);
+        if (code_bits < 8 * static_cast<int>(ew) && (code >> code_bits))
+          throw std::invalid_argument(op + "(" + std::to_string(i) + ", " + std::to_string(j) + ") holds the code " +
+                                      std::to_string(code) + ", beyond " + info(ef).name + "'s " +
+                                      std::to_string(code_bits) + " bits: the unused high bits must be 0");
+      }
+      const double v = from_bits(ef, code);
+      if (!std::isfinite(v))
+        throw std::invalid_argument(op + "(" + std::to_string(i) + ", " + std::to_string(j) + ") is " +
+                                    (std::isnan(v) ? "NaN" : "infinite") + " (" + info(ef).name + " code " +
+                                    std::to_string(code) + "): a quantized operand must be finite");
+      r.q(i, j) = v;
+    }
+  if (spec.scheme == QuantScheme::plain) {
+    r.scales.assign(1, 1.0);
+    return r;
+  }
+  // The scale grid (and zeros) from the tensor: the grid itself, or B's MX / NVFP4 transpose.
+  const std::size_t cells = static_cast<std::size_t>(r.grid_rows) * r.grid_cols;
+  const Format sf = spec.scale_format();
+  const bool transposed = transposed_scales(spec, which);
+  auto grid_index_of = [&](std::size_t t) {
+    if (!transposed) return t;
+    const std::size_t n = t / static_cast<std::size_t>(r.grid_rows), kb = t % static_cast<std::size_t>(r.grid_rows);
+    return kb * static_cast<std::size_t>(r.grid_cols) + n;
+  };
+  auto read_grid = [&](const std::vector<std::uint8_t>& bytes, const TensorLayout& t, const std::string& name, bool zero) {
+    std::vector<double> g(cells);
+    const std::size_t w = bytes_of(t.type);
+    for (std::size_t idx = 0; idx < cells; ++idx) {
+      const std::uint64_t code = word_at(bytes, idx, w);
+      const double v = from_bits(sf, code);
+      const std::string where = name + "[" + (t.ndim == 1 ? std::to_string(idx)
+                                                          : std::to_string(idx / t.cols) + ", " + std::to_string(idx % t.cols)) +
+                                "]";
+      if (!zero && sf == Format::ue4m3 && (code & 0x80))
+        throw std::invalid_argument(where + " has its sign bit set (code " + std::to_string(code) +
+                                    "): a ue4m3 scale has no sign; clear bit 7");
+      if (!std::isfinite(v) || (!zero && !(v > 0)))
+        throw std::invalid_argument(where + " is " + (std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : v == 0 ? "zero" : "negative") +
+                                    " (" + info(sf).name + " code " + std::to_string(code) + "): " +
+                                    (zero ? "a zero point must be finite" : "a block scale must be finite and positive; "
+                                            "a block without one has no dequantized value (gemmlab refuses to invent one)"));
+      g[grid_index_of(idx)] = v;
+    }
+    return g;
+  };
+  r.scales = read_grid(scales, l.scales, low + "_scale", false);
+  if (spec.has_zero()) r.zeros = read_grid(zeros, l.zeros, low + "_zero", true);
+  if (l.tensor_scale) {
+    if (!std::isfinite(tensor_scale) || !(tensor_scale > 0) || static_cast<double>(static_cast<float>(tensor_scale)) != tensor_scale)
+      throw std::invalid_argument(low + "_tensor_scale = " + std::to_string(tensor_scale) +
+                                  ": NVFP4's tensor scale must be a finite positive fp32 value");
+    r.tensor_scale = tensor_scale;
+  }
+  if (spec.has_zero())
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) {
+        bool inexact = false;
+        quant_detail::dequantize(r.q(i, j), r.scale_of(i, j), r.zero_of(i, j), 1.0, r.plan, &inexact);
+        if (inexact)
+          throw std::invalid_argument(op + "(" + std::to_string(i) + ", " + std::to_string(j) +
+                                      "): (q - 8) scale + zero is not exact in binary64 (scale and zero too far apart)");
+      }
+  return r;
 }
 
 }  // namespace gemmlab

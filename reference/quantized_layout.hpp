@@ -63,6 +63,17 @@ std::vector<std::uint8_t> kernel_elements(const QuantizedOperand& op);
 std::vector<std::uint8_t> kernel_block_scales(const QuantizedOperand& op);
 std::vector<std::uint8_t> kernel_zeros(const QuantizedOperand& op);
 
+// The operand a kernel was given, from its tensors' bytes in the layouts above (tensors a user made: a kernel's
+// quantized weights, a framework's quantizer's output), checked before anything uses them. Throws
+// std::invalid_argument naming the tensor, what is wrong and what to do: a tensor of the wrong size (a packed
+// tensor of the wrong shape), an element that is NaN or infinite (e4m3's 0x7F, e5m2's), a code beyond a 6-bit
+// element's range, a block scale that is NaN, infinite, zero or negative (E8M0's 0xFF, ue4m3's 0x7F, 0 or a set
+// sign bit), a zero that is not finite, a tensor scale that is not finite and positive, a K the spec's blocks do
+// not divide, or a uint4 value (q - 8) s + z that is not exact in binary64.
+QuantizedOperand decode_kernel_tensors(const QuantSpec& spec, Operand which, int rows, int cols,
+                                       const std::vector<std::uint8_t>& elements, const std::vector<std::uint8_t>& scales,
+                                       const std::vector<std::uint8_t>& zeros, double tensor_scale = 1.0);
+
 // How the values of a spec's elements, scales and zeros are encoded (quantized_entry.hpp's encode).
 quant_detail::Code element_code(const QuantSpec& spec);
 quant_detail::Code scale_code(const QuantSpec& spec);

@@ -412,7 +412,8 @@ class ProblemRunner {
     std::snprintf(line, sizeof line, "%s %s %s seed %llu, %s inputs", who.c_str(), d.name().c_str(), z.str().c_str(),
                   static_cast<unsigned long long>(seed), info(in).name);
     ctx.log(line);
-    if (d.quant) {  // before unusable_reason: a quantized kernel takes it, a plain one gets its reason there
+    // A quantized distribution: its kernels take it (before unusable_reason, which gives the others their reason).
+    if (d.quant && prob.key.form.empty()) {
       run_quantized_problem(d, z, seed, kernels, ctx, who, emit);
       return;
     }

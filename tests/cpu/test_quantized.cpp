@@ -359,3 +359,60 @@ TEST(QuantizedLayout, BytesDecodeToTheQuantizedValues) {
   EXPECT_NE(message_of([] { kernel_layout(parse_quant_spec("mxfp4"), Operand::B, 48, 4); }).find("multiple of 32"),
             std::string::npos);
 }
+
+// Tensors a user made, decoded back (decode_kernel_tensors): every recipe's tensors round-trip to the operand,
+// and every kind of bad input is refused with a message naming the tensor.
+TEST(QuantizedLayout, UserTensorsDecodeAndBadOnesAreRefused) {
+  const int M = 4, N = 6, K = 128;
+  for (const char* r : {"mxfp8_e4m3", "mxfp6_e3m2", "mxfp4", "nvfp4", "int8_rowwise", "int4_g32", "uint4_g64",
+                        "bf16_x_uint4_g128"}) {
+    const QuantizedProblem p = make_quantized_problem(parse_distribution(std::string("normal_0_1@") + r), M, N, K, 5);
+    for (const QuantizedOperand* op : {&p.A, &p.B}) {
+      const QuantizedOperand d = decode_kernel_tensors(op->spec, op->which, op->q.rows, op->q.cols, kernel_elements(*op),
+                                                       kernel_block_scales(*op), kernel_zeros(*op), op->tensor_scale);
+      EXPECT_EQ(d.dequantized().v, op->dequantized().v) << r;
+    }
+  }
+  const QuantizedProblem p = make_quantized_problem(parse_distribution("normal_0_1@mxfp8_e4m3"), M, N, K, 5);
+  auto refused = [&](const QuantizedOperand& op, std::vector<std::uint8_t> e, std::vector<std::uint8_t> s,
+                     std::vector<std::uint8_t> z, double t = 1.0) {
+    return message_of([&] { decode_kernel_tensors(op.spec, op.which, op.q.rows, op.q.cols, e, s, z, t); });
+  };
+  std::vector<std::uint8_t> e = kernel_elements(p.A), s = kernel_block_scales(p.A);
+  EXPECT_NE(refused(p.A, std::vector<std::uint8_t>(e.begin(), e.end() - 1), s, {}).find("A under mxfp8_e4m3 for A (4, 128) "
+                                                                                        "is a float8_e4m3fn tensor of shape (4, 128)"),
+            std::string::npos);
+  std::vector<std::uint8_t> bad = s;
+  bad[3] = 0xFF;  // E8M0 NaN
+  EXPECT_NE(refused(p.A, e, bad, {}).find("a_scale[0, 3] is NaN"), std::string::npos);
+  bad = e;
+  bad[5] = 0x7F;  // e4m3 NaN
+  EXPECT_NE(refused(p.A, bad, s, {}).find("A(0, 5) is NaN"), std::string::npos);
+  // NVFP4: a zero ue4m3 scale, a sign bit, a bad tensor scale.
+  const QuantizedProblem nv = make_quantized_problem(parse_distribution("normal_0_1@nvfp4"), M, N, K, 5);
+  std::vector<std::uint8_t> ns = kernel_block_scales(nv.B);
+  ns[2] = 0;
+  EXPECT_NE(refused(nv.B, kernel_elements(nv.B), ns, {}, nv.B.tensor_scale).find("b_scale[0, 2] is zero"), std::string::npos);
+  ns[2] = 0xB8;
+  EXPECT_NE(refused(nv.B, kernel_elements(nv.B), ns, {}, nv.B.tensor_scale).find("sign bit"), std::string::npos);
+  EXPECT_NE(refused(nv.B, kernel_elements(nv.B), kernel_block_scales(nv.B), {}, 0.0).find("b_tensor_scale"),
+            std::string::npos);
+  // int8 rowwise: a negative fp32 scale; uint4: a NaN zero; fp6: a code with high bits.
+  const QuantizedProblem i8 = make_quantized_problem(parse_distribution("normal_0_1@int8_rowwise"), M, N, K, 5);
+  std::vector<std::uint8_t> is = kernel_block_scales(i8.A);
+  is[3] |= 0x80;  // the sign of a[0]
+  EXPECT_NE(refused(i8.A, kernel_elements(i8.A), is, {}).find("a_scale[0] is negative"), std::string::npos);
+  const QuantizedProblem w4 = make_quantized_problem(parse_distribution("normal_0_1@uint4_g32"), M, N, K, 5);
+  std::vector<std::uint8_t> wz = kernel_zeros(w4.B);
+  wz[0] = 0xC0, wz[1] = 0x7F;  // bf16 NaN
+  EXPECT_NE(refused(w4.B, kernel_elements(w4.B), kernel_block_scales(w4.B), wz).find("b_zero[0, 0] is NaN"),
+            std::string::npos);
+  const QuantizedProblem f6 = make_quantized_problem(parse_distribution("normal_0_1@mxfp6_e2m3"), M, N, K, 5);
+  std::vector<std::uint8_t> fe = kernel_elements(f6.A);
+  fe[0] |= 0x40;
+  EXPECT_NE(refused(f6.A, fe, kernel_block_scales(f6.A), {}).find("unused high bits must be 0"), std::string::npos);
+  // A group size that does not divide K.
+  EXPECT_NE(message_of([&] { decode_kernel_tensors(parse_quant_spec("uint4_g128"), Operand::B, 96, 4, {}, {}, {}); })
+                .find("K = 96 is not a multiple of its block of 128"),
+            std::string::npos);
+}
