@@ -22,6 +22,9 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
 * ``explain_diff(a, b, ...)``: where two such callables' numerics differ (tree, scheduling, operand
   conversion, node arithmetic, output conversion), each difference on an input where their bits differ,
   or that they are bit-identical by construction (``gemmlab explain --diff``'s C++).
+* ``judge(fn, input_format="mxfp4" | "mxfp8_e4m3" | "nvfp4" | "int8" | "int4_weight_only", ...)``: a quantized
+  kernel, given the quantized tensors in the frameworks' layouts, judged against the exact product of the
+  dequantized operands (``quantized_inputs``: the same problem on the host);
 * ``form_text(...)``: the canonical text of a form beyond C = A B (alpha, beta C0, a bias, batches, groups, an
   output scale), as ``judge`` takes it and the CSV's ``form`` column writes it.
 """
@@ -31,19 +34,21 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
                             unusable_reason)
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
-from .gpu import (FORM_KEYWORDS, GpuContextLost, GpuUnavailable, JudgeError, form_text, framework_metadata,
-                  gpu_available, invariance, judge)
+from .gpu import (FORM_KEYWORDS, QUANTIZED_KEYWORDS, GpuContextLost, GpuUnavailable, JudgeError, form_text,
+                  framework_metadata, gpu_available, invariance, judge, quantized_recipe)
+from .quantized import QuantizedInputs, dequantize, quantized_inputs
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .explain_diff import KernelDiff, explain_diff
-from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
+from .formats import FORMATS, QUANTIZED_FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuContextLost", "GpuUnavailable",
-    "INPUTS_FORMAT_VERSION",
+    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "QUANTIZED_FORMATS", "FormatInfo", "GpuContextLost",
+    "GpuUnavailable", "INPUTS_FORMAT_VERSION", "QUANTIZED_KEYWORDS", "QuantizedInputs", "dequantize", "quantized_inputs",
+    "quantized_recipe",
     "Inputs", "JudgeError", "FORM_KEYWORDS", "form_text", "framework_metadata", "gpu_available", "invariance", "judge",
     "explain", "Explanation", "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff",
     "Reference", "STATUSES", "bound", "inputs", "read_inputs",

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .gpu import GpuContextLost, _prepare, form_text, gpu_module, judge
+from .gpu import GpuContextLost, _prepare, form_text, gpu_module, judge, quantized_recipe
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -116,6 +116,11 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     (an illegal memory access in the callable): ``out`` is written first (one row, the stage and the
     call in its reason) and the exception's ``explanation`` holds the report.
     """
+    from . import _core  # noqa: PLC0415
+    if isinstance(input_format, str) and input_format not in _core.format_names() and quantized_recipe(input_format):
+        raise ValueError(f"gemmlab.explain does not take quantized forms yet ({input_format!r}): judge the callable with "
+                         f"gemmlab.judge(fn, input_format={input_format!r}, scales=...), which bounds it by where it "
+                         "applies the scales")
     gpu = gpu_module(device)
     the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
