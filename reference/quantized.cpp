@@ -325,6 +325,29 @@ BoundModel quantized_bound_model(const Numerics& n, QuantScales where, int round
   return bound_model(m, K);
 }
 
+const char* epilogue_candidate_name(int candidate) {
+  static const char* const names[quant_detail::kEpilogueCandidates] = {
+      "epilogue_mul_mul: RN(RN(RN(S) a_scale) b_scale)", "epilogue_mul_mul_ba: RN(RN(RN(S) b_scale) a_scale)",
+      "epilogue: RN(RN(S) RN(a_scale b_scale))", "once: RN(S a_scale b_scale)"};
+  return candidate >= 0 && candidate < quant_detail::kEpilogueCandidates ? names[candidate] : "?";
+}
+
+std::string epilogue_explanation(const long long* differ, long long entries) {
+  int best = 0;
+  for (int k = 1; k < quant_detail::kEpilogueCandidates; ++k)
+    if (differ[k] < differ[best]) best = k;
+  std::string others;
+  for (int k = 0; k < quant_detail::kEpilogueCandidates; ++k)
+    if (k != best)
+      others += std::string(others.empty() ? "" : ", ") + std::string(epilogue_candidate_name(k)).substr(
+                    0, std::string(epilogue_candidate_name(k)).find(':')) + " " + std::to_string(differ[k]);
+  const std::string what = std::string(epilogue_candidate_name(best)) + " from the exact int32 sum S: " +
+                           std::to_string(differ[best]) + " of " + std::to_string(entries) +
+                           " outputs differ from its prediction (the other candidates: " + others + ")";
+  return differ[best] == 0 ? "explained: the scales enter after the exact sum as " + what
+                           : "no candidate epilogue predicts every output; the closest is " + what;
+}
+
 QuantizedProblem make_quantized_problem(const Distribution& d, int M, int N, int K, std::uint64_t seed, int threads) {
   if (!d.quant)
     throw std::invalid_argument("make_quantized_problem: " + d.name() + " has no quantized recipe (SOURCE@RECIPE)");

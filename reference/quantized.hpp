@@ -92,4 +92,10 @@ const char* to_string(QuantScales s);
 std::optional<QuantScales> parse_quant_scales(std::string_view name);
 BoundModel quantized_bound_model(const Numerics& n, QuantScales where, int roundings, int K, bool operands_exact);
 
+// An int8 rowwise kernel's scales on the output, explained: quantized_entry.hpp's candidate epilogues, each with
+// the outputs it predicts wrong (`differ`, of `entries`), in words for the row's note: the candidate that predicts
+// every output bit for bit, or the one closest to it.
+const char* epilogue_candidate_name(int candidate);  // "epilogue_mul_mul", ..., "once"
+std::string epilogue_explanation(const long long* differ, long long entries);
+
 }  // namespace gemmlab

@@ -122,6 +122,49 @@ GEMMLAB_HD double dequantize(double q, double s, double z, double t, const Quant
   }
 }
 
+// ---- where an int8 kernel applies its scales (QuantScales::output) ----------------------------------------
+
+// The fp32 epilogues an int8 rowwise kernel may compute from its exact int32 sum S (|S| < 2^31: exact in fp32's
+// conversion input) and its row's and column's fp32 scales sa, sb, each operation rounded to nearest even in fp32
+// (the words of numerics.hpp's ScaleApplication):
+//  0 epilogue_mul_mul     RN(RN(RN(S) sa) sb)   (torch: (C.float() * a_scale[:, None]) * b_scale)
+//  1 epilogue_mul_mul_ba  RN(RN(RN(S) sb) sa)
+//  2 epilogue             RN(RN(S) RN(sa sb))
+//  3 once                 RN(S sa sb): the exact value rounded once (an epilogue in higher precision)
+// Every product of two fp32 values is exact in binary64, so each RN above is one round_format; `once` rounds the
+// 79-bit S sa sb through its binary64 pair hi + lo (Dekker's product), deciding a midpoint of hi by lo's sign.
+constexpr int kEpilogueCandidates = 4;
+GEMMLAB_HD double fp32_product(double x, double y) {
+  pfp::FormatParams f;
+  f.precision = 24, f.emin = -126, f.max_finite = 0x1.fffffep+127, f.has_infinity = true, f.identity = false;
+  return pfp::round_format(pfp::mul(x, y), f);
+}
+GEMMLAB_HD double fp32_rounded(double x) {
+  pfp::FormatParams f;
+  f.precision = 24, f.emin = -126, f.max_finite = 0x1.fffffep+127, f.has_infinity = true, f.identity = false;
+  return pfp::round_format(x, f);
+}
+GEMMLAB_HD void epilogue_candidates(double S, double sa, double sb, double* out) {
+  const double s = fp32_rounded(S);
+  out[0] = fp32_product(fp32_product(s, sa), sb);
+  out[1] = fp32_product(fp32_product(s, sb), sa);
+  out[2] = fp32_product(s, fp32_product(sa, sb));
+  // once: p = sa sb (exact, 48 bits), S p = hi + lo exactly (Veltkamp's split of both, |S| < 2^31).
+  const double p = pfp::mul(sa, sb), hi = pfp::mul(p, S);
+  const double cp = pfp::mul(134217729.0, p), ph = pfp::sub(cp, pfp::sub(cp, p)), pl = pfp::sub(p, ph);
+  const double cs = pfp::mul(134217729.0, S), sh = pfp::sub(cs, pfp::sub(cs, S)), sl = pfp::sub(S, sh);
+  const double lo = pfp::add(pfp::add(pfp::add(pfp::sub(pfp::mul(ph, sh), hi), pfp::mul(ph, sl)), pfp::mul(pl, sh)),
+                             pfp::mul(pl, sl));
+  double r = fp32_rounded(hi);
+  pfp::FormatParams half;  // the grid of fp32's midpoints: one more bit
+  half.precision = 25, half.emin = -126, half.max_finite = 0x1.ffffffp+127, half.has_infinity = true, half.identity = false;
+  if (lo != 0.0 && r != hi && pfp::round_format(hi, half) == hi) {  // hi is a midpoint: lo's sign decides
+    const double other = pfp::sub(pfp::mul(2.0, hi), r);           // hi's other fp32 neighbour
+    if ((lo > 0) == (other > r)) r = other;
+  }
+  out[3] = r;
+}
+
 // ---- codes of the kernel layouts (reference/quantized_layout.hpp) -------------------------------------
 
 // How an element or scale value is encoded in a kernel's tensor: a binary format (sign bits, exponent bits,

@@ -170,6 +170,24 @@ __global__ void unrepresentable_kernel(const double* __restrict__ x, std::size_t
     if (gemmlab::pfp::round_format(x[t], f) != x[t]) *flag = 1;
 }
 
+__global__ void epilogue_kernel(const double* __restrict__ x, const double* __restrict__ c,
+                                const float* __restrict__ sa, const float* __restrict__ sb, int M, int N,
+                                unsigned long long* __restrict__ differ) {
+  const std::size_t n = static_cast<std::size_t>(M) * N;
+  unsigned long long local[quant_detail::kEpilogueCandidates] = {};
+  for (std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const double a = sa[t / N], b = sb[t % N];
+    const double S = rint(gemmlab::pfp::div(c[t], gemmlab::pfp::mul(a, b)));
+    double cand[quant_detail::kEpilogueCandidates];
+    quant_detail::epilogue_candidates(S, a, b, cand);
+    for (int k = 0; k < quant_detail::kEpilogueCandidates; ++k)
+      if (gemmlab::pfp::bits(cand[k]) != gemmlab::pfp::bits(x[t])) ++local[k];
+  }
+  for (int k = 0; k < quant_detail::kEpilogueCandidates; ++k)
+    if (local[k]) atomicAdd(differ + k, local[k]);
+}
+
 template <class T>
 T* device_alloc(std::size_t n) {
   T* p = nullptr;
@@ -295,6 +313,22 @@ bool all_representable_gpu(const QuantizedDeviceOperand& op, Format f) {
   int bad = 0;
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&bad, flag.p, sizeof bad, cudaMemcpyDeviceToHost));
   return bad == 0;
+}
+
+std::array<long long, quant_detail::kEpilogueCandidates> epilogue_mismatches_gpu(const double* x, const double* c,
+                                                                                 const float* scale_a,
+                                                                                 const float* scale_b, int M, int N) {
+  constexpr int kC = quant_detail::kEpilogueCandidates;
+  Scratch differ(kC * sizeof(unsigned long long));
+  GEMMLAB_CUDA_CHECK(cudaMemset(differ.p, 0, kC * sizeof(unsigned long long)));
+  const std::size_t n = static_cast<std::size_t>(M) * N;
+  epilogue_kernel<<<blocks_for(n), kThreads>>>(x, c, scale_a, scale_b, M, N, static_cast<unsigned long long*>(differ.p));
+  GEMMLAB_LAUNCH_CHECK("epilogue_kernel");
+  unsigned long long h[kC];
+  GEMMLAB_CUDA_CHECK(cudaMemcpy(h, differ.p, sizeof h, cudaMemcpyDeviceToHost));
+  std::array<long long, kC> out{};
+  for (int k = 0; k < kC; ++k) out[static_cast<std::size_t>(k)] = static_cast<long long>(h[k]);
+  return out;
 }
 
 QuantizedOperand QuantizedDeviceOperand::to_host() const {

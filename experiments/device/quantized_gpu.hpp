@@ -7,6 +7,7 @@
 // Plain C++ header: device memory is owned by the objects below (freed with them); a stream travels as
 // void* (nullptr: the legacy default stream).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -63,6 +64,14 @@ void pack_kernel_tensors_gpu(const QuantizedDeviceOperand& op, void* elements, v
 
 // Whether every dequantized value of the operand is a value of f (synchronises).
 bool all_representable_gpu(const QuantizedDeviceOperand& op, Format f);
+
+// An int8 rowwise kernel whose scales are on the output: how many of its outputs each candidate epilogue of
+// quantized_entry.hpp (epilogue_candidates) predicts wrong, from its fp32 output widened to binary64 (x, (M, N)),
+// the exact reference of the dequantized operands (c = RN64(sa sb S), from which S = rint(c / (sa sb)) is exact for
+// |S| < 2^51) and the fp32 row and column scales. Synchronises.
+std::array<long long, quant_detail::kEpilogueCandidates> epilogue_mismatches_gpu(const double* x, const double* c,
+                                                                                 const float* scale_a,
+                                                                                 const float* scale_b, int M, int N);
 
 // A whole problem, bit for bit make_quantized_problem: the fp32 sources A0, B0 (kept on the GPU, the
 // total error's reference operands) and both operands quantized, A before B.

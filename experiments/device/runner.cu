@@ -1484,6 +1484,15 @@ class GpuDevice final : public Device {
                                    [&qa](GemmArgs& a) { a.quantized = &qa; },
                                    [&](int which, RowBuffers& buf) { return gin->written(which, buf); }, opt, model,
                                    !on_gpu, on_gpu ? &g->g : nullptr, on_gpu ? &t->g : nullptr);
+    // Integer elements with their scales on the output: which fp32 epilogue the kernel computes, bit for bit.
+    if (on_gpu && k.quantized_scales == QuantScales::output && k.numerics.output == Format::fp32 &&
+        in.recipe.a.scheme == QuantScheme::channel && in.recipe.b.scheme == QuantScheme::channel) {
+      const std::size_t n = static_cast<std::size_t>(in.M) * in.N;
+      const auto differ = device::epilogue_mismatches_gpu(static_cast<const double*>(buf_->widened.get(n * sizeof(double))),
+                                                          g->g.device_c(), static_cast<const float*>(qa.scale_a),
+                                                          static_cast<const float*>(qa.scale_b), in.M, in.N);
+      m.note = epilogue_explanation(differ.data(), static_cast<long long>(n));
+    }
     if (!on_gpu) {
       const auto t0 = std::chrono::steady_clock::now();
       m.stats = compute_error_stats(m.run.c, gemm_ref.host(), k.numerics.output, model, threads);

@@ -230,6 +230,9 @@ struct Measurement {
   // to it from the host, its output came back and was judged on the CPU. Empty when it stayed (and
   // on a device without a GPU path).
   std::string host_path;
+  // What the device found out about the kernel beside the statistics, said in the row's note (a quantized
+  // kernel's epilogue, explained bit for bit: reference/quantized.hpp epilogue_explanation); empty otherwise.
+  std::string note;
 };
 
 // One problem's operands, A (M, K) and B (K, N) with every value exact in the input format, made

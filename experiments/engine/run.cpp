@@ -755,7 +755,7 @@ class ProblemRunner {
                           : k->quantized_scales == QuantScales::output
                                 ? ", " + std::to_string(k->quantized_scale_roundings) + " fp32 roundings before the output's"
                                 : std::string()) +
-                     "; " + row.note;
+                     "; " + (m.note.empty() ? std::string() : m.note + "; ") + row.note;
           host_paths_.record(row, m);
           log_row(row, m.run, *k, ctx, who);
         } catch (const CudaContextLost&) {

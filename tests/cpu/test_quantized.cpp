@@ -6,12 +6,15 @@
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <random>
+#include <mpfr.h>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "reference/exact_gemm.hpp"
 #include "reference/formats.hpp"
+#include "reference/formats_mpfr.hpp"
 #include "reference/mpfr_gemm.hpp"
 #include "reference/quantized.hpp"
 #include "reference/quantized_layout.hpp"
@@ -414,5 +417,55 @@ TEST(QuantizedLayout, UserTensorsDecodeAndBadOnesAreRefused) {
   // A group size that does not divide K.
   EXPECT_NE(message_of([&] { decode_kernel_tensors(parse_quant_spec("uint4_g128"), Operand::B, 96, 4, {}, {}, {}); })
                 .find("K = 96 is not a multiple of its block of 128"),
+            std::string::npos);
+}
+
+// The candidate epilogues of an int8 kernel (quantized_entry.hpp epilogue_candidates): the three fp32 orders
+// equal float arithmetic, `once` equals MPFR's exact S sa sb rounded once to fp32 (midpoints of the binary64
+// product included), on random sums and scales; and the explanation names the candidate with no mismatch.
+TEST(QuantizedEpilogue, CandidatesAreFp32ArithmeticAndOneRounding) {
+  std::mt19937_64 rng(20261129);
+  std::cout << "[ seed ] 20261129\n";
+  mpfr_t e;
+  mpfr_init2(e, 200);
+  int checked = 0, once_differs = 0;
+  for (int t = 0; t < 200000; ++t) {
+    const double S = static_cast<double>(static_cast<std::int64_t>(rng() % (1ull << 31)) - (1ll << 30)) /
+                     static_cast<double>(1ll << static_cast<int>(rng() % 20));  // integers, most below 2^24 in size
+    const double Si = std::nearbyint(S);
+    const float sa = std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) * 0x1p-23f, static_cast<int>(rng() % 40) - 30);
+    const float sb = std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) * 0x1p-23f, static_cast<int>(rng() % 40) - 30);
+    double c[quant_detail::kEpilogueCandidates];
+    quant_detail::epilogue_candidates(Si, sa, sb, c);
+    const volatile float s = static_cast<float>(Si);
+    const volatile float p0 = s * sa, p1 = s * sb, ab = sa * sb;
+    const volatile float r0 = p0 * sb, r1 = p1 * sa, r2 = s * ab;
+    ASSERT_EQ(c[0], static_cast<double>(r0)) << Si << " " << sa << " " << sb;
+    ASSERT_EQ(c[1], static_cast<double>(r1));
+    ASSERT_EQ(c[2], static_cast<double>(r2));
+    mpfr_set_d(e, Si, MPFR_RNDN);
+    mpfr_mul_d(e, e, sa, MPFR_RNDN);
+    mpfr_mul_d(e, e, sb, MPFR_RNDN);  // exact at 200 bits
+    ASSERT_EQ(c[3], round_to(Format::fp32, e)) << Si << " " << sa << " " << sb;
+    once_differs += c[3] != c[0];
+    ++checked;
+  }
+  // A midpoint of the binary64 product decided by its low part: S = 2^24 + 1, sa = 1 + 2^-23, sb = 1 - 2^-24.
+  {
+    const double S = 16777217.0, sa = 1.0 + 0x1p-23, sb = 1.0 - 0x1p-24;
+    double c[quant_detail::kEpilogueCandidates];
+    quant_detail::epilogue_candidates(S, sa, sb, c);
+    mpfr_set_d(e, S, MPFR_RNDN);
+    mpfr_mul_d(e, e, sa, MPFR_RNDN);
+    mpfr_mul_d(e, e, sb, MPFR_RNDN);
+    EXPECT_EQ(c[3], round_to(Format::fp32, e));
+  }
+  mpfr_clear(e);
+  EXPECT_GT(once_differs, 0) << "rounding once differs from the fp32 orders on some of " << checked << " cases";
+  const long long none[4] = {0, 12, 30, 25}, some[4] = {5, 12, 3, 25};
+  EXPECT_NE(epilogue_explanation(none, 100).find("explained: the scales enter after the exact sum as epilogue_mul_mul: "
+                                                  "RN(RN(RN(S) a_scale) b_scale) from the exact int32 sum S: 0 of 100"),
+            std::string::npos);
+  EXPECT_NE(epilogue_explanation(some, 100).find("no candidate epilogue predicts every output; the closest is epilogue:"),
             std::string::npos);
 }

@@ -214,6 +214,9 @@ TEST(QuantizedGpu, AQuantizedKernelThroughTheEngine) {
       EXPECT_NE(col(line, "quant_rel_std"), "");
       EXPECT_NE(col(line, "total_rel_std"), "");
       EXPECT_EQ(col(line, "recipe"), "int8_rowwise");
+      // Its epilogue explained: RN(RN(RN(S) a_scale) b_scale), every output predicted bit for bit.
+      EXPECT_NE(note.find("explained: the scales enter after the exact sum as epilogue_mul_mul"), std::string::npos);
+      EXPECT_NE(note.find(": 0 of 49152 outputs differ"), std::string::npos);
     } else if (k == tight.name) {
       // Two fp32 roundings left out of the bound: some of the 49,152 entries exceed it.
       EXPECT_EQ(st, "failed_bound");
