@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 43 (quantized matmuls) on an H100/H200. Usage: scripts/lab/gpu_quantized.sh BIN_DIR OUT_DIR [PART]
-# BIN_DIR holds the prebuilt gemmlab and gemmlab_gpu_tests; PYTHONPATH (or the Python on PATH) must have the gemmlab
-# wheel of this tree (with gemmlab._gpu), torch and Triton. PART: tests (the GPU tests QuantizedGpu*, the Python
+# BIN_DIR holds the prebuilt gemmlab and gemmlab_gpu_tests of this tree; PYTHON (default python3) is a Python with
+# torch, Triton and this tree's gemmlab wheel (with gemmlab._gpu) installed. Run from the repository root. PART: tests (the GPU tests QuantizedGpu*, the Python
 # tests of quantized forms), baselines (examples/judge_quantized.py at 4096^3 on three distributions: tl.dot_scaled
 # MXFP8 x bf16, MXFP4 x bf16, MXFP4 x MXFP4, torch._int_mm with its epilogue, _weight_int4pack_mm g32 and g128, the
 # Triton W4A16 kernel), all (both). Logs and CSVs go to OUT_DIR; a table of every quantized row is printed last
