@@ -22,6 +22,7 @@ set(GEMMLAB_GPU_ENGINE_SOURCES
     ${GEMMLAB_ROOT}/experiments/device/perturb.cu
     ${GEMMLAB_ROOT}/experiments/device/inputs_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/quantize_gpu.cu
+    ${GEMMLAB_ROOT}/experiments/device/quantized_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/exact_reference_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/form_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/error_stats_gpu.cu

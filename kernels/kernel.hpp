@@ -14,6 +14,10 @@
 //    fp32 dequantization scales in the layouts of reference/scaled_fp8.hpp's kernel_scales (cuBLASLt's:
 //    A's 1 x 128 grid M-contiguous, B's 128 x 128 grid K-contiguous with the K blocks padded to a
 //    multiple of 4). It computes C = (s_a q_a)(s_b q_b), q the fp8 values of A and B.
+//  * A quantized kernel (Kernel::quantized, a recipe of reference/quantized_recipe.hpp) gets A and B as its
+//    recipe's element tensors and GemmArgs::quantized the rest (scales, zeros, tensor scales), every tensor in
+//    the layouts of reference/quantized_layout.hpp. It computes C from them: judged against the exact product
+//    of the dequantized operands.
 //  * A kernel that takes forms beyond C = A*B (Kernel::forms; reference/gemm_form.hpp) computes, on a row of
 //    such a form, C_t = s (alpha A_t B_t + beta C0_t + bias) for every part t (batch or group) with the fields
 //    of GemmArgs below; on a plain row they are at their neutral values (batch 1, no groups, alpha 1, no C0, no
@@ -25,12 +29,23 @@
 #include "reference/distributions.hpp"
 #include "reference/gemm_form.hpp"
 #include "reference/numerics.hpp"
+#include "reference/quantized.hpp"
 
 namespace gemmlab {
 
 enum class Layout { row_major, col_major };
 
 const char* to_string(Layout l);
+
+// A quantized kernel's tensors beside its elements (reference/quantized_layout.hpp), device pointers (nullptr
+// where its recipe has none).
+struct QuantizedArgs {
+  const void* scale_a = nullptr;
+  const void* scale_b = nullptr;
+  const void* zero_a = nullptr;
+  const void* zero_b = nullptr;
+  double tensor_scale_a = 1.0, tensor_scale_b = 1.0;  // NVFP4's fp32 tensor scales
+};
 
 struct GemmArgs {
   int M = 0, N = 0, K = 0;
@@ -59,6 +74,7 @@ struct GemmArgs {
   float output_scale = 1.0f;        // s: C = RN_out(s T), saturating for fp8 outputs
   const float* output_scale_device = nullptr;  // the same s in device memory (cuBLASLt's D scale)
   float* output_amax = nullptr;     // device fp32: a kernel that reports amax = max |T| writes it here
+  const QuantizedArgs* quantized = nullptr;  // a quantized kernel's scales (see above)
 };
 
 // Thrown by a launcher when the library or the GPU refuses the kernel's setting at run time (a cuBLAS
@@ -117,6 +133,12 @@ struct Kernel {
   FormSupport forms{};
   Epilogue epilogue{};
   const char* form = nullptr;
+  // A quantized kernel: the recipe of the operands it reads (reference/quantized_recipe.hpp, e.g. "mxfp4",
+  // "bf16_x_uint4_g128"; nullptr: plain operands). It runs only on distributions SOURCE@<recipe>, and is
+  // judged by the bound of where it applies the scales (reference/quantized.hpp quantized_bound_model).
+  const char* quantized = nullptr;
+  QuantScales quantized_scales = QuantScales::unknown;
+  int quantized_scale_roundings = 0;  // QuantScales::output: roundings before the output's
 };
 
 }  // namespace gemmlab

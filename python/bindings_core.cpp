@@ -37,6 +37,7 @@
 #include "reference/gemm_form.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/mpfr_gemm.hpp"
+#include "reference/quantized_layout.hpp"
 #include "reference/tc_gpus.hpp"
 #include "reference/tc_model.hpp"
 #include "experiments/engine/port.hpp"
@@ -58,6 +59,16 @@ Format format_of(const std::string& name) {
   if (auto f = parse_format(name)) return *f;
   std::string valid;
   for (Format f : all_formats()) valid += std::string(valid.empty() ? "" : ", ") + info(f).name;
+  throw std::invalid_argument("unknown format '" + name + "'; valid formats: " + valid);
+}
+
+// A run format or a quantized operand's element or scale format (reference/formats.hpp), for the
+// functions on values and bit patterns.
+Format any_format_of(const std::string& name) {
+  if (auto f = parse_any_format(name)) return *f;
+  std::string valid;
+  for (Format f : all_formats()) valid += std::string(valid.empty() ? "" : ", ") + info(f).name;
+  for (Format f : quantized_formats()) valid += std::string(", ") + info(f).name;
   throw std::invalid_argument("unknown format '" + name + "'; valid formats: " + valid);
 }
 
@@ -182,8 +193,13 @@ void bind_formats(nb::module_& m) {
     for (Format f : all_formats()) v.push_back(info(f).name);
     return v;
   }, "The formats gemmlab knows, by their CSV names.");
+  m.def("quantized_format_names", [] {
+    std::vector<std::string> v;
+    for (Format f : quantized_formats()) v.push_back(info(f).name);
+    return v;
+  }, "The element and scale formats of quantized operands (reference/formats.hpp quantized_formats()).");
   m.def("format_info", [](const std::string& name) {
-    const FormatInfo& i = info(format_of(name));
+    const FormatInfo& i = info(any_format_of(name));
     nb::dict d;
     d["name"] = i.name;
     d["precision"] = i.precision;
@@ -193,16 +209,19 @@ void bind_formats(nb::module_& m) {
     d["has_infinity"] = i.has_infinity;
     d["max_finite"] = i.max_finite;
     d["unit_roundoff"] = i.unit_roundoff;
+    d["lowest"] = i.lowest;
+    d["has_nan"] = i.has_nan;
+    d["integer"] = i.integer;
     return d;
   }, "format"_a, "Facts of one format (reference/formats.hpp FormatInfo) as a dict.");
   m.def("round_to", [](const std::string& fmt, const In1& x) {
-    const Format f = format_of(fmt);
+    const Format f = any_format_of(fmt);
     std::vector<double> out(x.shape(0));
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = round_to(f, x(i));
     return to_numpy(std::move(out), {out.size()});
   }, "format"_a, "x"_a, "Round-to-nearest-even into the format (subnormals kept; overflow as formats.hpp says).");
   m.def("to_bits", [](const std::string& fmt, const In1& x) {
-    const Format f = format_of(fmt);
+    const Format f = any_format_of(fmt);
     std::vector<std::uint64_t> out(x.shape(0));
     for (std::size_t i = 0; i < out.size(); ++i) {
       if (!is_representable(f, x(i)))
@@ -213,13 +232,13 @@ void bind_formats(nb::module_& m) {
     return to_numpy(std::move(out), {out.size()});
   }, "format"_a, "x"_a, "Bit patterns (low storage_bits bits) of values representable in the format.");
   m.def("from_bits", [](const std::string& fmt, const InBits& bits) {
-    const Format f = format_of(fmt);
+    const Format f = any_format_of(fmt);
     std::vector<double> out(bits.shape(0));
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = from_bits(f, bits(i));
     return to_numpy(std::move(out), {out.size()});
   }, "format"_a, "bits"_a, "Values of bit patterns.");
   m.def("is_representable", [](const std::string& fmt, const In1& x) {
-    const Format f = format_of(fmt);
+    const Format f = any_format_of(fmt);
     std::vector<std::uint8_t> out(x.shape(0));
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = is_representable(f, x(i));
     return to_numpy(std::move(out), {out.size()});
@@ -605,6 +624,103 @@ void bind_inputs(nb::module_& m) {
         "gemmlab's version (pyproject.toml's, compiled in: the CLI's `gemmlab --version`).");
 }
 
+// Quantized recipes (reference/quantized_recipe.hpp) and the tensors of their kernel layouts
+// (reference/quantized_layout.hpp), for gemmlab.judge's checks and gemmlab.quantized_inputs.
+void bind_quantized(nb::module_& m) {
+  m.def("canonical_quant_recipe", [](const std::string& name) { return parse_quant_recipe(name).name(); }, "name"_a,
+        "The canonical name of a quantized recipe; ValueError naming what is valid otherwise.");
+  // Each tensor of an (M, N, K) problem: name -> (type, shape); tensor scales as name -> True.
+  auto layout = [](const std::string& recipe, int M, int N, int K) {
+    const QuantRecipe r = parse_quant_recipe(recipe);
+    nb::dict d;
+    for (int which : {0, 1}) {
+      const Operand op = which == 0 ? Operand::A : Operand::B;
+      const KernelOperandLayout l = kernel_layout(which == 0 ? r.a : r.b, op, which == 0 ? M : K, which == 0 ? K : N);
+      const std::string p = which == 0 ? "a" : "b";
+      auto put = [&](const std::string& name, const TensorLayout& t) {
+        if (!t.present()) return;
+        nb::object shape = t.ndim == 2 ? nb::object(nb::make_tuple(t.rows, t.cols)) : nb::object(nb::make_tuple(t.rows));
+        d[name.c_str()] = nb::make_tuple(to_string(t.type), shape);
+      };
+      put(which == 0 ? "A" : "B", l.elements);
+      put(p + "_scale", l.scales);
+      put(p + "_zero", l.zeros);
+      if (l.tensor_scale) d[(p + "_tensor_scale").c_str()] = true;
+    }
+    return d;
+  };
+  m.def("quantized_layout", layout, "recipe"_a, "M"_a, "N"_a, "K"_a,
+        "The kernel tensors of a quantized problem: name -> (type, shape), tensor scales name -> True; ValueError for "
+        "a K the recipe's blocks do not divide.");
+  m.def("quantized_tensor_types", [layout](const std::string& recipe) {
+    nb::dict d;
+    nb::dict l = layout(recipe, 1, 1, 256);  // every block divides 256; the types do not depend on the size
+    for (auto [k, v] : l)
+      if (nb::isinstance<nb::tuple>(v)) d[k] = nb::borrow<nb::tuple>(v)[0];
+    return d;
+  }, "recipe"_a, "Each kernel tensor's type name (uint8, int8, float32, bfloat16, float16, float8_e4m3fn, float8_e5m2).");
+  using Bytes = nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+  m.def("dequantize_tensors", [](const std::string& recipe, int M, int N, int K, const nb::dict& tensors,
+                                 double a_tensor_scale, double b_tensor_scale) {
+    const QuantRecipe r = parse_quant_recipe(recipe);
+    auto bytes = [&](const char* name) {
+      std::vector<std::uint8_t> v;
+      if (tensors.contains(name)) {
+        const Bytes b = nb::cast<Bytes>(tensors[name]);
+        v.assign(b.data(), b.data() + b.shape(0));
+      }
+      return v;
+    };
+    QuantizedOperand a, b;
+    {
+      const std::vector<std::uint8_t> ea = bytes("A"), sa = bytes("a_scale"), za = bytes("a_zero");
+      const std::vector<std::uint8_t> eb = bytes("B"), sb = bytes("b_scale"), zb = bytes("b_zero");
+      nb::gil_scoped_release release;
+      a = decode_kernel_tensors(r.a, Operand::A, M, K, ea, sa, za, a_tensor_scale);
+      b = decode_kernel_tensors(r.b, Operand::B, K, N, eb, sb, zb, b_tensor_scale);
+    }
+    auto mat = [](const Matrix& x) {
+      std::vector<double> v = x.v;
+      return to_numpy(std::move(v), {static_cast<std::size_t>(x.rows), static_cast<std::size_t>(x.cols)});
+    };
+    return nb::make_tuple(mat(a.dequantized()), mat(b.dequantized()));
+  }, "recipe"_a, "M"_a, "N"_a, "K"_a, "tensors"_a, "a_tensor_scale"_a = 1.0, "b_tensor_scale"_a = 1.0,
+     "The dequantized operands of a quantized problem's kernel tensors (name -> uint8 bytes), every tensor checked "
+     "(reference/quantized_layout.hpp decode_kernel_tensors).");
+  m.def("quantized_problem", [](const std::string& distribution, int M, int N, int K, std::uint64_t seed, int threads) {
+    const Distribution d = parse_distribution(distribution);
+    if (!d.quant) throw std::invalid_argument(distribution + " carries no quantized recipe (SOURCE@RECIPE, e.g. normal_0_1@mxfp4)");
+    QuantizedProblem p;
+    {
+      nb::gil_scoped_release release;
+      p = make_quantized_problem(d, M, N, K, seed, threads);
+    }
+    nb::dict out;
+    auto mat = [](const Matrix& x) {
+      std::vector<double> v = x.v;
+      return to_numpy(std::move(v), {static_cast<std::size_t>(x.rows), static_cast<std::size_t>(x.cols)});
+    };
+    auto bytes = [](std::vector<std::uint8_t> v) {
+      const std::size_t n = v.size();
+      return to_numpy(std::move(v), {n});
+    };
+    out["A0"] = mat(p.A0);
+    out["B0"] = mat(p.B0);
+    out["A_dequantized"] = mat(p.A.dequantized());
+    out["B_dequantized"] = mat(p.B.dequantized());
+    for (const QuantizedOperand* op : {&p.A, &p.B}) {
+      const bool a = op->which == Operand::A;
+      const std::string s = a ? "a" : "b";
+      out[a ? "A" : "B"] = bytes(kernel_elements(*op));
+      if (op->spec.scheme != QuantScheme::plain) out[(s + "_scale").c_str()] = bytes(kernel_block_scales(*op));
+      if (op->spec.has_zero()) out[(s + "_zero").c_str()] = bytes(kernel_zeros(*op));
+      if (op->spec.scheme == QuantScheme::nvfp4) out[(s + "_tensor_scale").c_str()] = op->tensor_scale;
+    }
+    return out;
+  }, "distribution"_a, "M"_a, "N"_a, "K"_a, "seed"_a, "threads"_a = 0,
+     "A quantized problem (make_quantized_problem): sources, dequantized operands, and each kernel tensor's bytes.");
+}
+
 }  // namespace
 }  // namespace gemmlab::python
 
@@ -617,6 +733,7 @@ NB_MODULE(_core, m) {
   bind_stats(m);
   bind_tc(m);
   bind_inputs(m);
+  bind_quantized(m);
   // gemmlab's C++ errors for the user (UsageError) arrive as ValueError.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

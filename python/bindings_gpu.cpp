@@ -52,6 +52,7 @@
 #include "reference/formats.hpp"
 #include "reference/gemm_form.hpp"
 #include "reference/numerics.hpp"
+#include "reference/quantized_layout.hpp"
 #include "reference/tc_gpus.hpp"
 
 namespace nb = nanobind;
@@ -82,6 +83,18 @@ nb::dlpack::dtype dlpack_dtype(Format f) {
     case Format::e4m3:
     case Format::e5m2: return nb::dtype<std::uint8_t>();
     default: throw std::invalid_argument(std::string("format ") + info(f).name + " has no GPU tensor form here");
+  }
+}
+
+// The DLPack element type of a quantized kernel tensor (reference/quantized_layout.hpp): float8 tensors go as their
+// bytes, which the Python side views as the framework's float8 dtype.
+nb::dlpack::dtype dlpack_dtype(TensorType t) {
+  switch (t) {
+    case TensorType::i8: return nb::dtype<std::int8_t>();
+    case TensorType::f32: return nb::dtype<float>();
+    case TensorType::fp16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case TensorType::bf16: return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+    default: return nb::dtype<std::uint8_t>();
   }
 }
 
@@ -119,6 +132,14 @@ nb::object wrap(const std::string& framework, const void* p, Format f, int rows,
   return wrap_nd(framework, p, dlpack_dtype(f), 3, shape, strides, device);
 }
 
+// A contiguous view of a quantized kernel tensor.
+nb::object wrap_tensor(const std::string& framework, const void* p, const TensorLayout& l, int device) {
+  const std::size_t shape[2] = {static_cast<std::size_t>(l.rows), static_cast<std::size_t>(l.cols)};
+  const std::int64_t strides[2] = {l.ndim == 2 ? l.cols : 1, 1};
+  return wrap_nd(framework, p, dlpack_dtype(l.type), static_cast<std::size_t>(l.ndim), shape,
+                 l.ndim == 2 ? strides : strides + 1, device);
+}
+
 std::string python_message(nb::python_error& e) {
   // what() formats the exception with its traceback; the caller holds the GIL.
   std::string m = e.what();
@@ -145,12 +166,14 @@ struct Callable {
   Layout la = Layout::row_major, lb = Layout::row_major;
   Epilogue epilogue;  // C0's and the bias's formats
   int device = 0;
+  std::optional<QuantRecipe> quant;  // a quantized callable: its recipe (the tensors of quantized_layout.hpp)
   // Tensors of the current row's buffers, made once per row: a buffer's address can come back for
   // the next problem with another shape (pooled or freed and allocated again), so the key is the
   // address and the size (and a form's buffers and shape). JAX's are made again for every launch: a JAX array is immutable by
   // contract, and where its DLPack import copies (a layout XLA does not take as it is) a view made
   // once would keep the first launch's operands while gemmlab writes new ones in place (explain).
-  std::tuple<const void*, const void*, const void*, int, int, int, const void*, const void*, int, int> key{};
+  std::tuple<const void*, const void*, const void*, int, int, int, const void*, const void*, int, int, const void*,
+             const void*, const void*, const void*> key{};
   nb::object ta, tb, tc, result;
   nb::dict keywords;
   std::vector<int> offs_host;  // the row ends behind `offs` (its device copy lives in offs_device)
@@ -204,15 +227,34 @@ struct Callable {
     if (LaunchReporter* r = launch_reporter()) r->beat("call " + std::to_string(calls));
     std::string raised;
     try {
+      const QuantizedArgs none;
+      const QuantizedArgs& q = a.quantized ? *a.quantized : none;
       const auto now = std::make_tuple(a.A, a.B, static_cast<const void*>(a.C), a.M, a.N, a.K, a.C0, a.bias, a.batch,
-                                       a.groups);
+                                       a.groups, q.scale_a, q.scale_b, q.zero_a, q.zero_b);
       if (now != key || !ta.is_valid() || foreign_streams()) {
         // Batched: A (batch, M, K), B (batch, K, N); grouped: A (M, K) with its groups' rows in turn, B (groups, K, N).
-        ta = wrap(framework, a.A, in, a.M, a.K, la, device, a.groups ? 1 : a.batch);
-        tb = wrap(framework, a.B, in, a.K, a.N, lb, device, a.groups ? a.groups : a.batch);
         tc = returns_output ? nb::object()
                             : wrap(framework, a.C, out, a.M, a.N, Layout::row_major, device, a.groups ? 1 : a.batch);
-        keywords = form_keywords(a);
+        if (quant) {
+          // A quantized callable: its recipe's elements as A and B, the scales, zeros and tensor scales as keywords.
+          if (!a.quantized) throw std::logic_error("a quantized callable launched without its quantized tensors");
+          const KernelOperandLayout la_ = kernel_layout(quant->a, Operand::A, a.M, a.K);
+          const KernelOperandLayout lb_ = kernel_layout(quant->b, Operand::B, a.K, a.N);
+          ta = wrap_tensor(framework, a.A, la_.elements, device);
+          tb = wrap_tensor(framework, a.B, lb_.elements, device);
+          nb::dict kw;
+          if (la_.scales.present()) kw["a_scale"] = wrap_tensor(framework, a.quantized->scale_a, la_.scales, device);
+          if (lb_.scales.present()) kw["b_scale"] = wrap_tensor(framework, a.quantized->scale_b, lb_.scales, device);
+          if (la_.zeros.present()) kw["a_zero"] = wrap_tensor(framework, a.quantized->zero_a, la_.zeros, device);
+          if (lb_.zeros.present()) kw["b_zero"] = wrap_tensor(framework, a.quantized->zero_b, lb_.zeros, device);
+          if (la_.tensor_scale) kw["a_tensor_scale"] = a.quantized->tensor_scale_a;
+          if (lb_.tensor_scale) kw["b_tensor_scale"] = a.quantized->tensor_scale_b;
+          keywords = kw;
+        } else {
+          ta = wrap(framework, a.A, in, a.M, a.K, la, device, a.groups ? 1 : a.batch);
+          tb = wrap(framework, a.B, in, a.K, a.N, lb, device, a.groups ? a.groups : a.batch);
+          keywords = form_keywords(a);
+        }
         key = now;
       }
       result = launcher(ta, tb, returns_output ? nb::none() : tc, reinterpret_cast<std::uintptr_t>(a.stream), keywords);
@@ -293,7 +335,8 @@ struct JudgedKernel {
   JudgedKernel(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
                const std::string& description, const Numerics& n, const std::string& layout_a,
                const std::string& layout_b, bool returns_output, int device,
-               const std::optional<Epilogue>& forms = std::nullopt);
+               const std::optional<Epilogue>& forms = std::nullopt, const std::string& quantized = "",
+               const std::string& quantized_scales = "unknown", int scale_roundings = 0);
   ~JudgedKernel() {
     unregister_kernel(ck->kernel.name);
     // Python objects of the last launch die here, with the GIL held.
@@ -327,7 +370,8 @@ Numerics judged_numerics(const std::string& input_format, const std::string& com
 JudgedKernel::JudgedKernel(nb::callable launcher, const std::string& framework, const std::string& name,
                            const std::string& family, const std::string& description, const Numerics& n,
                            const std::string& layout_a, const std::string& layout_b, bool returns_output, int device,
-                           const std::optional<Epilogue>& forms) {
+                           const std::optional<Epilogue>& forms, const std::string& quantized,
+                           const std::string& quantized_scales, int scale_roundings) {
   state = std::make_shared<Callable>();
   state->launcher = launcher;
   state->framework = framework;
@@ -346,6 +390,18 @@ JudgedKernel::JudgedKernel(nb::callable launcher, const std::string& framework, 
     ck->kernel.forms = all_forms();
     ck->kernel.epilogue = *forms;
     state->epilogue = *forms;
+  }
+  if (!quantized.empty()) {  // a quantized callable: its recipe's canonical name lives in ck (the kernel points at it)
+    state->quant = parse_quant_recipe(quantized);
+    ck->quantized = state->quant->name();
+    ck->kernel.quantized = ck->quantized.c_str();
+    const auto where = parse_quant_scales(quantized_scales);
+    if (!where)
+      throw std::invalid_argument("scales '" + quantized_scales + "' is not where a quantized kernel applies its scales "
+                                  "(operands, output, unknown)");
+    if (scale_roundings < 0) throw std::invalid_argument("scale_roundings must be >= 0");
+    ck->kernel.quantized_scales = *where;
+    ck->kernel.quantized_scale_roundings = scale_roundings;
   }
   register_kernel(ck->kernel);
 }
@@ -400,7 +456,8 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
           const std::string& numerics_json, const std::string& perturbation, const std::string& form,
           const std::string& c0_format, const std::string& bias_format, const std::string& c0_placement,
           const std::string& bias_placement, const std::vector<std::string>& worker_argv, double launch_timeout,
-          bool retry_failed, bool serve, double max_noise, int min_samples, double min_time_ms, double max_time_ms) {
+          bool retry_failed, bool serve, double max_noise, int min_samples, double min_time_ms, double max_time_ms,
+          const std::string& quantized, const std::string& quantized_scales, int scale_roundings) {
   const ScopedLaunchLimit limit(callable_limit(launch_timeout));
   const Numerics n = judged_numerics(input_format, compute_format, accumulator_format, output_format, accumulation,
                                      promotion_interval_k, numerics_json);
@@ -408,7 +465,7 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
   std::optional<Epilogue> epilogue;
   if (!key.empty()) epilogue = judged_epilogue(n.output, c0_format, bias_format, c0_placement, bias_placement);
   JudgedKernel judged(launcher, framework, name, family, description, n, layout_a, layout_b, returns_output, device,
-                      epilogue);
+                      epilogue, quantized, quantized_scales, scale_roundings);
   RunRequest req;
   req.plan.name = name;
   req.plan.kernels = {name};
@@ -830,7 +887,8 @@ NB_MODULE(_gpu, m) {
         "bias_placement"_a = "", "worker_argv"_a = std::vector<std::string>{}, "launch_timeout"_a = 10.0,
         "retry_failed"_a = false, "serve"_a = false, "max_noise"_a = StoppingRule{}.max_noise,
         "min_samples"_a = StoppingRule{}.min_samples, "min_time_ms"_a = StoppingRule{}.min_time_ms,
-        "max_time_ms"_a = StoppingRule{}.max_time_ms,
+        "max_time_ms"_a = StoppingRule{}.max_time_ms, "quantized"_a = "", "quantized_scales"_a = "unknown",
+        "scale_roundings"_a = 0,
         "Runs the callable's plan through gemmlab run's engine; returns the exit code (0, or 3 with error rows)");
 
   m.def("invariance", &invariance, "launcher"_a, "framework"_a, "name"_a, "family"_a, "description"_a,

@@ -68,6 +68,7 @@ constexpr double kNormalMax = 8.58;
 
 std::string Distribution::name() const {
   if (recipe) return source().name() + "@" + recipe->name();
+  if (quant) return source().name() + "@" + quant->name();
   switch (kind) {
     case DistKind::uniform01: return "uniform_0_1";
     case DistKind::uniform_pm1: return "uniform_-1_1";
@@ -83,13 +84,25 @@ std::string Distribution::name() const {
 Distribution Distribution::source() const {
   Distribution d = *this;
   d.recipe.reset();
+  d.quant.reset();
   return d;
 }
 
 Distribution parse_distribution(std::string_view name) {
   if (const auto at = name.find('@'); at != std::string_view::npos) {
     Distribution d = parse_distribution(name.substr(0, at));
-    d.recipe = parse_recipe(name.substr(at + 1));
+    const std::string_view recipe = name.substr(at + 1);
+    if (is_quant_recipe_name(recipe)) {
+      d.quant = parse_quant_recipe(recipe);
+      return d;
+    }
+    try {
+      d.recipe = parse_recipe(recipe);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(e.what()) +
+                                  "; or a quantized recipe (reference/quantized_recipe.hpp): mxfp8_e4m3, mxfp4, nvfp4, "
+                                  "int8_rowwise, bf16_x_uint4_g128, ...");
+    }
     return d;
   }
   if (name == "uniform_0_1" || name == "uniform01") return make(DistKind::uniform01);
@@ -147,6 +160,10 @@ const std::vector<Distribution>& default_distributions() {
 }
 
 std::string unusable_reason(const Distribution& d, Format in) {
+  if (d.quant)
+    return d.name() + " quantizes its source under " + d.quant->name() + " (elements with their scales); a kernel "
+           "reading plain " + info(in).name + " operands cannot take it: judge a callable of that recipe "
+           "(gemmlab.judge(fn, input_format=\"" + d.quant->name() + "\"))";
   if (d.recipe) {
     if (in != d.recipe->fp8)
       return d.name() + " quantizes its source to " + info(d.recipe->fp8).name + " with scales; a kernel reading " +
@@ -214,6 +231,9 @@ EntryPlan entry_plan(const Distribution& d, Operand which, int rows, int cols, F
   if (d.recipe)
     throw std::invalid_argument(d.name() + " is a scaled fp8 distribution: its operands come from make_scaled_problem "
                                 "(reference/scaled_fp8.hpp), not from generate()");
+  if (d.quant)
+    throw std::invalid_argument(d.name() + " is a quantized distribution: its operands come from make_quantized_problem "
+                                "(reference/quantized.hpp), not from generate()");
   if (std::string why = unusable_reason(d, fmt); !why.empty()) throw std::invalid_argument(why);
   EntryPlan p;
   p.kind = d.kind;

@@ -17,7 +17,9 @@
 //                        test matrices of exact / emulated GEMM studies (Ozaki, Uchino & Imamura;
 //                        GEMMul8 uses PHI = 0.5 ... 4), so gemmlab's rows compare with their tables
 // Any of them may carry a scaled fp8 recipe after '@' (reference/scaled_fp8.hpp), e.g.
-// normal_0_1@e4m3_1x128_128x128: the kernel then reads the quantized operands and their scales.
+// normal_0_1@e4m3_1x128_128x128: the kernel then reads the quantized operands and their scales; or a
+// quantized recipe (reference/quantized_recipe.hpp: MX, NVFP4, int8, int4), e.g. normal_0_1@mxfp4 or
+// normal_0_1@bf16_x_uint4_g128.
 // The parser accepts these names and the aliases "uniform01", "uniform_pm1", "normal", "logunif",
 // "cancel", "exactint" (default parameters), and rejects anything else with a message that lists
 // the valid names.
@@ -61,6 +63,7 @@
 #include <vector>
 #include "reference/formats.hpp"
 #include "reference/matrix.hpp"
+#include "reference/quantized_recipe.hpp"
 
 namespace gemmlab {
 
@@ -93,6 +96,9 @@ struct Distribution {
   // SOURCE@RECIPE: the distribution above is the fp32 source, quantized under the recipe
   // (make_scaled_problem, reference/scaled_fp8.hpp; generate() refuses such a distribution).
   std::optional<ScaleRecipe> recipe;
+  // SOURCE@RECIPE with a quantized recipe (make_quantized_problem, reference/quantized.hpp); at most one of
+  // recipe and quant is set.
+  std::optional<QuantRecipe> quant;
   std::string name() const;  // canonical name, e.g. "logunif_-8_8", "normal_0_1@e4m3_1x128_128x128"
   Distribution source() const;  // the distribution without its recipe
 };
@@ -121,7 +127,8 @@ std::string exact_in(const Distribution& d, Format in, Format out, int K);
 
 // Whether the distribution can be generated in input format `in` (logunif: H <= emax; cancel:
 // E >= 1 - p; exactint: R <= 2^p; SOURCE@RECIPE: `in` is the recipe's fp8 format and the source
-// can be generated in fp32). Empty string when fine, else the reason (what generate() throws for a
+// can be generated in fp32; a quantized recipe: never, its operands are quantized operands, which
+// only a kernel of that recipe takes). Empty string when fine, else the reason (what generate() throws for a
 // distribution without a recipe).
 std::string unusable_reason(const Distribution& d, Format in);
 

@@ -383,6 +383,8 @@ void torch_default_tolerances(Format out, double& rtol, double& atol) {
     case Format::fp64: rtol = 1e-7, atol = 1e-7; return;
     case Format::e4m3:
     case Format::e5m2: rtol = 0, atol = 0; return;
+    case Format::e2m1: case Format::e2m3: case Format::e3m2: case Format::ue8m0: case Format::ue4m3:
+    case Format::int8: case Format::int4: case Format::uint4: break;  // quantized elements: never an output
   }
   throw std::logic_error("torch_default_tolerances: unknown format");
 }

@@ -10,6 +10,12 @@
 // |x| >= max_finite + ulp(max_finite)/2 (the tie goes up because max_finite's significand is odd),
 // which is IEEE 754's rule. e4m3's grid also contains 480 = 1.111b * 2^8, which is its NaN
 // encoding, so there "overflow" means a rounded magnitude above 448; e4m3 then saturates.
+// The quantized formats are the same kind of grid: the fp6 and fp4 elements and ue4m3 are binary
+// formats without infinity; ue8m0 is the grid of one significant bit (every value a power of two);
+// an integer format is a grid whose every magnitude is subnormal (emin = p - 1, quantum 2^0 = 1), so
+// rounding onto it is rounding to the nearest integer, ties to even. Their ranges are not symmetric
+// (int8's -128, the unsigned formats' 0, ue8m0's 2^-127): finish_rounding saturates to [lowest,
+// max_finite].
 #include "reference/formats.hpp"
 
 #include <bit>
@@ -39,13 +45,15 @@ std::optional<Rounding> parse_rounding(std::string_view name) {
 
 namespace {
 
-// Encoding of a format in its storage: sign | exponent field (exp_bits) | fraction (p - 1 bits),
-// exponent bias 1 - emin. tf32 is encoded as the binary32 pattern of its (exactly representable)
-// value, so it is handled through fp32's encoding.
+// Encoding of a format in its storage: sign (sign_bits: 1, or 0 for the unsigned formats) | exponent
+// field (exp_bits) | fraction (p - 1 bits), exponent bias 1 - emin. tf32 is encoded as the binary32
+// pattern of its (exactly representable) value, so it is handled through fp32's encoding. ue8m0 and
+// the integers are encoded apart (to_bits, from_bits).
 struct Encoding {
+  int sign_bits;
   int exp_bits;
   int frac_bits;
-  std::uint64_t canonical_nan;  // quiet NaN, positive sign
+  std::uint64_t canonical_nan;  // quiet NaN, positive sign (0 where the format has none)
 };
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -53,23 +61,40 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // Table order follows enum Format.
 const FormatInfo kInfo[] = {
-    {Format::fp64, "fp64", 53, -1022, 1023, 64, true, std::numeric_limits<double>::max(), 0x1p-53},
-    {Format::fp32, "fp32", 24, -126, 127, 32, true, 0x1.fffffep+127, 0x1p-24},
-    {Format::tf32, "tf32", 11, -126, 127, 32, true, 0x1.ffcp+127, 0x1p-11},
-    {Format::fp16, "fp16", 11, -14, 15, 16, true, 65504.0, 0x1p-11},
-    {Format::bf16, "bf16", 8, -126, 127, 16, true, 0x1.fep+127, 0x1p-8},
-    {Format::e4m3, "e4m3", 4, -6, 8, 8, false, 448.0, 0x1p-4},
-    {Format::e5m2, "e5m2", 3, -14, 15, 8, true, 57344.0, 0x1p-3},
+    {Format::fp64, "fp64", 53, -1022, 1023, 64, true, std::numeric_limits<double>::max(), 0x1p-53,
+     -std::numeric_limits<double>::max()},
+    {Format::fp32, "fp32", 24, -126, 127, 32, true, 0x1.fffffep+127, 0x1p-24, -0x1.fffffep+127},
+    {Format::tf32, "tf32", 11, -126, 127, 32, true, 0x1.ffcp+127, 0x1p-11, -0x1.ffcp+127},
+    {Format::fp16, "fp16", 11, -14, 15, 16, true, 65504.0, 0x1p-11, -65504.0},
+    {Format::bf16, "bf16", 8, -126, 127, 16, true, 0x1.fep+127, 0x1p-8, -0x1.fep+127},
+    {Format::e4m3, "e4m3", 4, -6, 8, 8, false, 448.0, 0x1p-4, -448.0},
+    {Format::e5m2, "e5m2", 3, -14, 15, 8, true, 57344.0, 0x1p-3, -57344.0},
+    {Format::e2m1, "e2m1", 2, 0, 2, 4, false, 6.0, 0x1p-2, -6.0, false},
+    {Format::e2m3, "e2m3", 4, 0, 2, 6, false, 7.5, 0x1p-4, -7.5, false},
+    {Format::e3m2, "e3m2", 3, -2, 4, 6, false, 28.0, 0x1p-3, -28.0, false},
+    {Format::ue8m0, "ue8m0", 1, -127, 127, 8, false, 0x1p127, 0x1p-1, 0x1p-127},
+    {Format::ue4m3, "ue4m3", 4, -6, 8, 8, false, 448.0, 0x1p-4, 0.0},
+    {Format::int8, "int8", 8, 7, 6, 8, false, 127.0, 0.5, -128.0, false, true},
+    {Format::int4, "int4", 4, 3, 2, 4, false, 7.0, 0.5, -8.0, false, true},
+    {Format::uint4, "uint4", 4, 3, 3, 4, false, 15.0, 0.5, 0.0, false, true},
 };
 
 const Encoding kEncoding[] = {
-    {11, 52, 0x7FF8000000000000ull},  // fp64
-    {8, 23, 0x7FC00000ull},           // fp32
-    {8, 23, 0x7FC00000ull},           // tf32 (its fp32 container)
-    {5, 10, 0x7E00ull},               // fp16
-    {8, 7, 0x7FC0ull},                // bf16
-    {4, 3, 0x7Full},                  // e4m3: S.1111.111 is its only NaN
-    {5, 2, 0x7Eull},                  // e5m2: what cuda_fp8.h returns for a NaN input
+    {1, 11, 52, 0x7FF8000000000000ull},  // fp64
+    {1, 8, 23, 0x7FC00000ull},           // fp32
+    {1, 8, 23, 0x7FC00000ull},           // tf32 (its fp32 container)
+    {1, 5, 10, 0x7E00ull},               // fp16
+    {1, 8, 7, 0x7FC0ull},                // bf16
+    {1, 4, 3, 0x7Full},                  // e4m3: S.1111.111 is its only NaN
+    {1, 5, 2, 0x7Eull},                  // e5m2: what cuda_fp8.h returns for a NaN input
+    {1, 2, 1, 0},                        // e2m1: no NaN
+    {1, 2, 3, 0},                        // e2m3
+    {1, 3, 2, 0},                        // e3m2
+    {0, 8, 0, 0xFFull},                  // ue8m0 (encoded apart: bias 127, no zero)
+    {0, 4, 3, 0x7Full},                  // ue4m3: .1111.111 is its only NaN
+    {1, 0, 7, 0},                        // int8 (two's complement, encoded apart)
+    {1, 0, 3, 0},                        // int4
+    {0, 0, 4, 0},                        // uint4
 };
 
 int index_of(Format f) {
@@ -109,6 +134,12 @@ double round_magnitude(double ax, int p, int emin) {
 const FormatInfo& info(Format f) { return kInfo[index_of(f)]; }
 
 std::optional<Format> parse_format(std::string_view name) {
+  for (Format f : all_formats())
+    if (name == info(f).name) return f;
+  return std::nullopt;
+}
+
+std::optional<Format> parse_any_format(std::string_view name) {
   for (const FormatInfo& i : kInfo)
     if (name == i.name) return i.format;
   return std::nullopt;
@@ -120,19 +151,28 @@ const std::vector<Format>& all_formats() {
   return formats;
 }
 
+const std::vector<Format>& quantized_formats() {
+  static const std::vector<Format> formats = {Format::e2m1,  Format::e2m3, Format::e3m2, Format::ue8m0,
+                                              Format::ue4m3, Format::int8, Format::int4, Format::uint4};
+  return formats;
+}
+
+double finish_rounding(Format f, bool negative, double magnitude) {
+  const FormatInfo& fi = info(f);
+  double r = negative ? -magnitude : magnitude;
+  if (r > fi.max_finite) r = fi.has_infinity ? kInf : fi.max_finite;
+  if (r < fi.lowest) r = fi.has_infinity ? -kInf : fi.lowest;
+  if (r == 0.0 && fi.lowest >= 0.0) r = 0.0;  // an unsigned format has no -0
+  return r;
+}
+
 double round_to(Format f, double x) {
   const FormatInfo& fi = info(f);
-  if (f == Format::fp64 || std::isnan(x) || x == 0.0) return x;
-  const bool neg = std::signbit(x);
+  if (f == Format::fp64 || std::isnan(x)) return x;
   const double ax = std::fabs(x);
-  double r;
-  if (std::isinf(ax)) {
-    r = kInf;
-  } else {
-    r = round_magnitude(ax, fi.precision, fi.emin);
-  }
-  if (r > fi.max_finite) r = fi.has_infinity ? kInf : fi.max_finite;
-  return neg ? -r : r;
+  if (ax == 0.0) return finish_rounding(f, std::signbit(x), 0.0);
+  const double r = std::isinf(ax) ? kInf : round_magnitude(ax, fi.precision, fi.emin);
+  return finish_rounding(f, std::signbit(x), r);
 }
 
 pfp::FormatParams format_params(Format f) {
@@ -148,8 +188,9 @@ pfp::FormatParams format_params(Format f) {
 
 bool is_representable(Format f, double x) {
   const FormatInfo& fi = info(f);
-  if (std::isnan(x)) return true;
+  if (std::isnan(x)) return fi.has_nan;
   if (std::isinf(x)) return fi.has_infinity;
+  if (x == 0.0 && fi.lowest >= 0.0) return fi.lowest == 0.0 && !std::signbit(x);  // unsigned: +0 only; ue8m0: none
   return round_to(f, x) == x;
 }
 
@@ -157,12 +198,21 @@ std::uint64_t to_bits(Format f, double x) {
   const FormatInfo& fi = info(f);
   const Encoding& enc = kEncoding[index_of(f)];
   if (f == Format::fp64) return std::isnan(x) ? enc.canonical_nan : std::bit_cast<std::uint64_t>(x);
-  if (std::isnan(x)) return enc.canonical_nan;
   if (!is_representable(f, x))
     throw std::invalid_argument(std::string("gemmlab::to_bits: value is not representable in ") +
                                 fi.name + "; round it with round_to first");
-  const int total_bits = 1 + enc.exp_bits + enc.frac_bits;
-  const std::uint64_t sign = std::signbit(x) ? 1ull << (total_bits - 1) : 0;
+  if (std::isnan(x)) return enc.canonical_nan;
+  if (fi.integer) {  // two's complement in storage_bits bits
+    const auto v = static_cast<std::int64_t>(x);
+    return static_cast<std::uint64_t>(v) & ((1ull << fi.storage_bits) - 1);
+  }
+  if (f == Format::ue8m0) {  // 2^e -> e + 127
+    int e;
+    std::frexp(x, &e);
+    return static_cast<std::uint64_t>(e - 1 + 127);
+  }
+  const int total_bits = enc.sign_bits + enc.exp_bits + enc.frac_bits;
+  const std::uint64_t sign = enc.sign_bits && std::signbit(x) ? 1ull << (total_bits - 1) : 0;
   const double ax = std::fabs(x);
   const std::uint64_t exp_all_ones = (1ull << enc.exp_bits) - 1;
   if (std::isinf(ax)) return sign | (exp_all_ones << enc.frac_bits);
@@ -190,9 +240,18 @@ double from_bits(Format f, std::uint64_t bits) {
   const FormatInfo& fi = info(f);
   const Encoding& enc = kEncoding[index_of(f)];
   if (f == Format::fp64) return std::bit_cast<double>(bits);
-  const int total_bits = 1 + enc.exp_bits + enc.frac_bits;
+  if (fi.integer) {
+    bits &= (1ull << fi.storage_bits) - 1;
+    const bool neg = fi.lowest < 0 && ((bits >> (fi.storage_bits - 1)) & 1);
+    return neg ? static_cast<double>(bits) - std::ldexp(1.0, fi.storage_bits) : static_cast<double>(bits);
+  }
+  if (f == Format::ue8m0) {
+    bits &= 0xFF;
+    return bits == 0xFF ? kNaN : std::ldexp(1.0, static_cast<int>(bits) - 127);
+  }
+  const int total_bits = enc.sign_bits + enc.exp_bits + enc.frac_bits;
   if (total_bits < 64) bits &= (1ull << total_bits) - 1;
-  const bool neg = (bits >> (total_bits - 1)) & 1;
+  const bool neg = enc.sign_bits && ((bits >> (total_bits - 1)) & 1);
   const std::uint64_t field = (bits >> enc.frac_bits) & ((1ull << enc.exp_bits) - 1);
   std::uint64_t frac = bits & ((1ull << enc.frac_bits) - 1);
   const std::uint64_t exp_all_ones = (1ull << enc.exp_bits) - 1;
@@ -200,8 +259,8 @@ double from_bits(Format f, std::uint64_t bits) {
   double r;
   if (fi.has_infinity && field == exp_all_ones) {
     r = frac == 0 ? kInf : kNaN;
-  } else if (!fi.has_infinity && field == exp_all_ones && frac == frac_all_ones) {
-    r = kNaN;  // e4m3: S.1111.111
+  } else if (fi.has_nan && !fi.has_infinity && field == exp_all_ones && frac == frac_all_ones) {
+    r = kNaN;  // e4m3: S.1111.111; ue4m3: .1111.111
   } else {
     if (f == Format::tf32) frac &= ~((1ull << 13) - 1);
     const int p = enc.frac_bits + 1;

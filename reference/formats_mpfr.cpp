@@ -8,7 +8,8 @@
 // exponent range (no mpfr_set_emin / mpfr_subnormalize), so it is thread-safe and leaves the
 // caller's MPFR state alone; it assumes MPFR's current exponent range is at least binary64's
 // (MPFR's default range is far wider). Overflow is decided on the rounded value, as in
-// round_to(Format, double): |rounded| > max_finite goes to +-inf, or saturates to +-448 for e4m3.
+// round_to(Format, double): |rounded| > max_finite goes to +-inf, or saturates to +-448 for e4m3; the
+// quantized formats' saturation and ranges are finish_rounding's, shared with the binary64 path.
 // The temporary uses stack limbs (mpfr_custom interface): no allocation per call.
 #include "reference/formats_mpfr.hpp"
 
@@ -21,9 +22,9 @@ double round_to(Format f, mpfr_srcptr x) {
   const FormatInfo& fi = info(f);
   if (mpfr_nan_p(x)) return std::numeric_limits<double>::quiet_NaN();
   const bool neg = mpfr_signbit(x) != 0;
-  const double overflow = fi.has_infinity ? std::numeric_limits<double>::infinity() : fi.max_finite;
-  if (mpfr_inf_p(x)) return neg ? -overflow : overflow;
-  if (mpfr_zero_p(x)) return neg ? -0.0 : 0.0;
+  constexpr double overflow = std::numeric_limits<double>::infinity();  // finish_rounding saturates
+  if (mpfr_inf_p(x)) return finish_rounding(f, neg, overflow);
+  if (mpfr_zero_p(x)) return finish_rounding(f, neg, 0.0);
 
   const mpfr_exp_t t = mpfr_get_exp(x) - 1;  // |x| in [2^t, 2^(t+1))
   const mpfr_exp_t top = t > fi.emin ? t : fi.emin;
@@ -53,10 +54,9 @@ double round_to(Format f, mpfr_srcptr x) {
       r = overflow;
     } else {
       r = mpfr_get_d(tmp, MPFR_RNDN);  // exact: at most 53 bits, exponent within binary64's range
-      if (r > fi.max_finite) r = overflow;
     }
   }
-  return neg ? -r : r;
+  return finish_rounding(f, neg, r);
 }
 
 }  // namespace gemmlab

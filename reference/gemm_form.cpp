@@ -80,7 +80,7 @@ std::string distribution_text(std::string_view text, std::string_view key, std::
   } catch (const std::invalid_argument& e) {
     bad(text, std::string(key) + ": " + e.what());
   }
-  if (d.recipe) bad(text, std::string(key) + "'s distribution " + d.name() + " carries a scaled fp8 recipe: give its source");
+  if (d.recipe || d.quant) bad(text, std::string(key) + "'s distribution " + d.name() + " carries a recipe: give its source");
   return d.name();
 }
 
@@ -249,6 +249,7 @@ std::string epilogue_distribution_problem(std::string_view what, const std::stri
     return std::string(what) + ": " + e.what();
   }
   if (d.recipe) return std::string(what) + "'s distribution " + d.name() + " carries a scaled fp8 recipe";
+  if (d.quant) return std::string(what) + "'s distribution " + d.name() + " carries a quantized recipe";
   if (d.kind == DistKind::cancel)
     return std::string(what) + "'s distribution " + d.name() +
            " couples A and B (its cancellation needs both): choose another distribution for it";

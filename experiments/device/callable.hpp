@@ -29,6 +29,7 @@ struct CallableKernel {
   std::function<void(const GemmArgs&)> launch;
   // Optional: moves an output the callable returned into args.C (outside the timed region).
   std::function<void(const GemmArgs&)> collect;
+  std::string quantized;  // a quantized callable's recipe (Kernel::quantized points here)
   Kernel kernel{};  // its strings and context point into this object: keep it where it is
 };
 

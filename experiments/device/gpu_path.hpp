@@ -33,6 +33,11 @@ inline std::string gpu_path_refusal(Format input, Format output) {
     case Format::bf16:
     case Format::e4m3:
     case Format::e5m2: break;
+    case Format::e2m1: case Format::e2m3: case Format::e3m2: case Format::ue8m0: case Format::ue4m3:
+    case Format::int8: case Format::int4: case Format::uint4:
+      return std::string("its input format ") + info(input).name +
+             " is a quantized element format, which reaches a kernel as a quantized operand (reference/quantized.hpp), "
+             "not as a plain one";
   }
   switch (output) {
     case Format::fp64:
@@ -42,6 +47,8 @@ inline std::string gpu_path_refusal(Format input, Format output) {
     case Format::e4m3:
     case Format::e5m2: return {};
     case Format::tf32: break;
+    case Format::e2m1: case Format::e2m3: case Format::e3m2: case Format::ue8m0: case Format::ue4m3:
+    case Format::int8: case Format::int4: case Format::uint4: break;
   }
   return std::string("its output format ") + info(output).name +
          " has no widening to binary64 on the GPU (the GPU path judges fp64, fp32, fp16, bf16, e4m3 and e5m2 outputs)";

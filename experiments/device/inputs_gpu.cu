@@ -251,6 +251,8 @@ void pack_gpu(const float* device_in, int rows, int cols, Format fmt, Layout lay
     case Format::e4m3: return launch_pack<Format::e4m3>(device_in, rows, cols, layout, device_out, s);
     case Format::e5m2: return launch_pack<Format::e5m2>(device_in, rows, cols, layout, device_out, s);
     case Format::fp64: break;
+    case Format::e2m1: case Format::e2m3: case Format::e3m2: case Format::ue8m0: case Format::ue4m3:
+    case Format::int8: case Format::int4: case Format::uint4: break;  // quantized: packed by quantize_gpu
   }
   throw std::invalid_argument("pack_gpu: unknown format " + std::to_string(static_cast<int>(fmt)));
 }

@@ -289,6 +289,9 @@ int predict_command(const std::vector<std::string>& kernels, const std::vector<s
   for (const Kernel* k : ks)
     for (const Distribution& d : ds) {
       const bool scaled = k->scale_a != ScaleGranularity::none;
+      if (d.quant)
+        throw UsageError(std::string(k->name) + " reads plain operands, so it cannot be predicted on the quantized " +
+                         d.name() + ": predict it on " + d.source().name());
       if (!scaled && d.recipe)
         throw UsageError(std::string(k->name) + " takes no scales, so it cannot be predicted on " + d.name() +
                          ": predict it on the distribution without '@" + d.recipe->name() + "'");

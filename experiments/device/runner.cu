@@ -39,6 +39,7 @@
 #include "experiments/device/inputs_gpu.hpp"
 #include "experiments/device/perturb.hpp"
 #include "experiments/device/quantize_gpu.hpp"
+#include "experiments/device/quantized_gpu.hpp"
 #include "experiments/engine/watchdog.hpp"
 #include "kernels/common/cuda_libraries.hpp"
 #include "experiments/report/result.hpp"
@@ -1513,6 +1514,79 @@ class GpuScaledInputs final : public ScaledInputs {
   std::unique_ptr<DeviceBuffer> kernel_scales_[2];
 };
 
+// A quantized problem made on the GPU, bit for bit make_quantized_problem (device/quantized_gpu.hpp): the
+// sources and the dequantized operands copied into GpuInputs (the references' operands), each operand's
+// tensors packed once into the kernel layouts (reference/quantized_layout.hpp) that a kernel reads.
+class GpuQuantizedInputs final : public QuantizedInputs {
+ public:
+  GpuQuantizedInputs(const Distribution& d, int m, int n, int k, std::uint64_t seed)
+      : problem_(device::make_quantized_problem_gpu(d, m, n, k, seed)),
+        sources_(m, n, k, Format::fp32),
+        dequantized_(m, n, k, Format::fp64) {
+    M = m, N = n, K = k;
+    recipe = *d.quant;
+    for (int which : {0, 1}) {
+      const device::QuantizedDeviceOperand& op = which == 0 ? problem_.A : problem_.B;
+      const std::size_t count = static_cast<std::size_t>(op.rows) * op.cols;
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(sources_.values(which), which == 0 ? problem_.A0.get() : problem_.B0.get(),
+                                    count * sizeof(float), cudaMemcpyDeviceToDevice));
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(dequantized_.values(which), op.dequantized(), count * sizeof(double),
+                                    cudaMemcpyDeviceToDevice));
+      Tensors& t = tensors_[which];
+      t.layout = kernel_layout(op.spec, op.which, op.rows, op.cols);
+      t.elements = std::make_unique<DeviceBuffer>(t.layout.elements.bytes());
+      t.scales = std::make_unique<DeviceBuffer>(t.layout.scales.bytes());
+      t.zeros = std::make_unique<DeviceBuffer>(t.layout.zeros.bytes());
+      device::pack_kernel_tensors_gpu(op, t.elements->p, t.scales->p, t.zeros->p);
+    }
+    args_.scale_a = tensors_[0].scales->p, args_.scale_b = tensors_[1].scales->p;
+    args_.zero_a = tensors_[0].zeros->p, args_.zero_b = tensors_[1].zeros->p;
+    args_.tensor_scale_a = problem_.A.tensor_scale, args_.tensor_scale_b = problem_.B.tensor_scale;
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  ProblemInputs& sources() override { return sources_; }
+  ProblemInputs& dequantized() override { return dequantized_; }
+  const QuantizedOperand& host(Operand which) override {
+    auto& h = host_[which == Operand::A ? 0 : 1];
+    if (!h) h = std::make_unique<QuantizedOperand>((which == Operand::A ? problem_.A : problem_.B).to_host());
+    return *h;
+  }
+  bool exact_in(Format f) override {
+    if (auto it = exact_.find(f); it != exact_.end()) return it->second;
+    return exact_[f] = device::all_representable_gpu(problem_.A, f) && device::all_representable_gpu(problem_.B, f);
+  }
+  GpuInputs& source_inputs() { return sources_; }
+  GpuInputs& dequantized_inputs() { return dequantized_; }
+  const void* elements(int which) const { return tensors_[which].elements->p; }
+  const QuantizedArgs& args() const { return args_; }
+  // Bytes of operand `which`'s tensors that differ from a fresh packing (a kernel that wrote into its inputs);
+  // the damaged tensors are packed again for the next kernel.
+  long long written(int which, RowBuffers& buf) {
+    const Tensors& t = tensors_[which];
+    DeviceBuffer e(t.layout.elements.bytes()), s(t.layout.scales.bytes()), z(t.layout.zeros.bytes());
+    device::pack_kernel_tensors_gpu(which == 0 ? problem_.A : problem_.B, e.p, s.p, z.p);
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+    long long n = 0;
+    n += count_differences(t.elements->p, e.p, t.layout.elements.bytes(), 1, buf, buf.stream);
+    if (t.layout.scales.present()) n += count_differences(t.scales->p, s.p, t.layout.scales.bytes(), 1, buf, buf.stream);
+    if (t.layout.zeros.present()) n += count_differences(t.zeros->p, z.p, t.layout.zeros.bytes(), 1, buf, buf.stream);
+    if (n) device::pack_kernel_tensors_gpu(which == 0 ? problem_.A : problem_.B, t.elements->p, t.scales->p, t.zeros->p);
+    return n;
+  }
+
+ private:
+  struct Tensors {
+    KernelOperandLayout layout;
+    std::unique_ptr<DeviceBuffer> elements, scales, zeros;
+  };
+  device::QuantizedDeviceProblem problem_;
+  GpuInputs sources_, dequantized_;
+  Tensors tensors_[2];
+  QuantizedArgs args_;
+  std::unique_ptr<QuantizedOperand> host_[2];
+  std::map<Format, bool> exact_;
+};
+
 std::string info_name(Format f) { return gemmlab::info(f).name; }
 
 class GpuDevice final : public Device {
@@ -1576,6 +1650,15 @@ class GpuDevice final : public Device {
     const auto t0 = std::chrono::steady_clock::now();
     auto p = std::make_unique<GpuInputs>(M, N, K, in);
     p->generate(d, seed);
+    p->seconds = seconds_since(t0);
+    return p;
+  }
+
+  std::unique_ptr<QuantizedInputs> quantized_inputs(const Distribution& d, int M, int N, int K, std::uint64_t seed,
+                                                    int) override {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    const auto t0 = std::chrono::steady_clock::now();
+    auto p = std::make_unique<GpuQuantizedInputs>(d, M, N, K, seed);
     p->seconds = seconds_since(t0);
     return p;
   }
@@ -1678,6 +1761,50 @@ class GpuDevice final : public Device {
                           &dynamic_cast<GpuProblemReference&>(total_ref).g);
   }
 
+  // A quantized kernel on the packed tensors of GpuQuantizedInputs (GemmArgs::quantized), its output judged on
+  // the GPU against both references where both are there, else on the host.
+  Measurement measure_quantized(const Kernel& k, QuantizedInputs& in, ProblemReference& gemm_ref,
+                                ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
+                                int threads) override {
+    auto* gin = dynamic_cast<GpuQuantizedInputs*>(&in);
+    if (!gin) throw std::logic_error("measure_quantized: the quantized operands were not made on this GPU");
+    auto* g = dynamic_cast<GpuProblemReference*>(&gemm_ref);
+    auto* t = dynamic_cast<GpuProblemReference*>(&total_ref);
+    const bool on_gpu = g && t && gpu_path_refusal(Format::fp64, k.numerics.output).empty();
+    const QuantizedArgs& qa = gin->args();
+    Measurement m = measure_launch(k, in.M, in.N, in.K, gin->elements(0), gin->elements(1), nullptr, nullptr,
+                                   [&qa](GemmArgs& a) { a.quantized = &qa; },
+                                   [&](int which, RowBuffers& buf) { return gin->written(which, buf); }, opt, model,
+                                   !on_gpu, on_gpu ? &g->g : nullptr, on_gpu ? &t->g : nullptr);
+    // Integer elements with their scales on the output: which fp32 epilogue the kernel computes, bit for bit.
+    if (on_gpu && k.quantized_scales == QuantScales::output && k.numerics.output == Format::fp32 &&
+        in.recipe.a.scheme == QuantScheme::channel && in.recipe.b.scheme == QuantScheme::channel) {
+      const std::size_t n = static_cast<std::size_t>(in.M) * in.N;
+      const auto differ = device::epilogue_mismatches_gpu(static_cast<const double*>(buf_->widened.get(n * sizeof(double))),
+                                                          g->g.device_c(), static_cast<const float*>(qa.scale_a),
+                                                          static_cast<const float*>(qa.scale_b), in.M, in.N);
+      m.note = epilogue_explanation(differ.data(), static_cast<long long>(n));
+    }
+    if (!on_gpu) {
+      const auto t0 = std::chrono::steady_clock::now();
+      m.stats = compute_error_stats(m.run.c, gemm_ref.host(), k.numerics.output, model, threads);
+      m.total = compute_error_stats(m.run.c, total_ref.host(), k.numerics.output, model, threads);
+      m.stats_seconds = seconds_since(t0);
+      m.run.c.clear();
+      m.host_path = "its exact reference is on the CPU";
+    }
+    return m;
+  }
+
+  ErrorStats quantization_error(ProblemReference& gemm_ref, ProblemReference& total_ref, Format out,
+                                const BoundModel& model, int threads) override {
+    auto* g = dynamic_cast<GpuProblemReference*>(&gemm_ref);
+    auto* t = dynamic_cast<GpuProblemReference*>(&total_ref);
+    if (!g || !t) return Device::quantization_error(gemm_ref, total_ref, out, model, threads);
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    return device::compute_error_stats_gpu(g->g.device_c(), t->g, out, model);
+  }
+
  private:
   // Why a row leaves the GPU path: its kernel's formats (gpu_path.hpp), operands made on the host, or
   // a reference on the CPU (--reference cpu or mpfr, or the GPU engine's refusal); empty when it stays.
@@ -1700,45 +1827,63 @@ class GpuDevice final : public Device {
                              const TimingOptions& opt, const BoundModel& model, bool keep_output,
                              const device::GpuReference& ref, const device::GpuReference* total,
                              unsigned long long ref_id = 0) {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
+    const void* dA = in.packed(0, k.layout_a);
+    const void* dB = in.packed(1, k.layout_b);
+    return measure_launch(
+        k, in.M, in.N, in.K, dA, dB, scale_a, scale_b, {},
+        [&](int which, RowBuffers& buf) { return in.written(which, which == 0 ? k.layout_a : k.layout_b, buf); }, opt,
+        model, keep_output, &ref, total, ref_id);
+  }
+
+  // The launches of one row (run_timed) on operands dA, dB already on the GPU, the inputs' check (`written`:
+  // the bytes of operand 0 / 1 a kernel changed), then C widened in place and judged against `ref` and
+  // `total` where given (without `ref`: the output kept for the host's statistics). `ref_id` as
+  // measure_on_gpu's.
+  Measurement measure_launch(const Kernel& k, int M, int N, int K, const void* dA, const void* dB, const float* scale_a,
+                             const float* scale_b, const std::function<void(GemmArgs&)>& adjust,
+                             const std::function<long long(int, RowBuffers&)>& written, const TimingOptions& opt,
+                             const BoundModel& model, bool keep_output, const device::GpuReference* ref,
+                             const device::GpuReference* total, unsigned long long ref_id = 0) {
     const auto wall_start = std::chrono::steady_clock::now();
     const DeviceInfo& dev = query_device(index_);
     GEMMLAB_CUDA_CHECK(cudaSetDevice(index_));
     const Format out = k.numerics.output;
-    const int M = in.M, K = in.K, N = in.N;
     const std::size_t n = static_cast<std::size_t>(M) * N;
     if (!buf_) buf_ = std::make_unique<RowBuffers>();
     RowBuffers& buf = *buf_;
-    const void* dA = in.packed(0, k.layout_a);
-    const void* dB = in.packed(1, k.layout_b);
     GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
     auto* x = static_cast<double*>(buf.widened.get(n * sizeof(double)));
     std::vector<double> c;
     Measurement m;
     m.run = run_timed(k, M, N, K, dA, dB, opt, dev, buf, [&](const void* dC, cudaStream_t s) {
-      device::widen_gpu(dC, out, M, N, N, x, s);
+      if (ref) device::widen_gpu(dC, out, M, N, N, x, s);
       GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(s));
-      if (keep_output) c = download(dC, out, n);
-    }, scale_a, scale_b);
+      if (keep_output || !ref) c = download(dC, out, n);
+    }, scale_a, scale_b, adjust);
     for (int which : {0, 1})
-      if (const long long w = in.written(which, which == 0 ? k.layout_a : k.layout_b, buf))
+      if (const long long w = written(which, buf))
         throw std::runtime_error(std::string(k.name) + " wrote into its input " + (which == 0 ? "A" : "B") + ": " +
                                  std::to_string(w) + " of its " +
                                  std::to_string(static_cast<long long>(which == 0 ? M : K) * (which == 0 ? K : N)) +
-                                 " entries changed; a GEMM must leave A and B as it found them");
+                                 " entries (or bytes of its quantized tensors) changed; a GEMM must leave A and B as it "
+                                 "found them");
     const auto t0 = std::chrono::steady_clock::now();
-    const void* dC = buf.c.p;  // the last launch's output (run_timed's C)
-    const std::size_t c_bytes = n * storage_bytes(out);
-    if (const ErrorStats* seen = ref_id && !total ? judged_.find(ref_id, out, model, dC, c_bytes, buf) : nullptr) {
-      m.stats = *seen;
-      m.stats_reused = true;
-    } else {
-      m.stats = device::compute_error_stats_gpu(x, ref, out, model);
-      if (total) m.total = device::compute_error_stats_gpu(x, *total, out, model);
-      if (ref_id && !total) judged_.keep(out, model, dC, c_bytes, m.stats, buf);
+    if (ref) {
+      const void* dC = buf.c.p;  // the last launch's output (run_timed's C)
+      const std::size_t c_bytes = n * storage_bytes(out);
+      if (const ErrorStats* seen = ref_id && !total ? judged_.find(ref_id, out, model, dC, c_bytes, buf) : nullptr) {
+        m.stats = *seen;
+        m.stats_reused = true;
+      } else {
+        m.stats = device::compute_error_stats_gpu(x, *ref, out, model);
+        if (total) m.total = device::compute_error_stats_gpu(x, *total, out, model);
+        if (ref_id && !total) judged_.keep(out, model, dC, c_bytes, m.stats, buf);
+      }
     }
     m.stats_seconds = seconds_since(t0);
     m.run.c = std::move(c);
-    m.run.unwritten = m.stats.unwritten;
+    m.run.unwritten = ref ? m.stats.unwritten : 0;
     m.run.wall_seconds = std::chrono::duration<double>(t0 - wall_start).count();  // the kernel's part; statistics apart
     return m;
   }

@@ -240,8 +240,8 @@ class ProblemReference {
 struct Measurement {
   KernelRun run;             // run.c is filled only when keep_output was asked for
   ErrorStats stats;
-  // A scaled fp8 row's statistics against the exact product of its fp32 sources A0 B0 (the total
-  // error, quantization included: ResultRow::total); absent for other rows.
+  // A scaled fp8 or quantized row's statistics against the exact product of its fp32 sources A0 B0 (the
+  // total error, quantization included: ResultRow::total); absent for other rows.
   std::optional<ErrorStats> total;
   double stats_seconds = 0;  // every statistics computed for the row
   // The statistics were those of an earlier row of the problem whose output was the same bits, for the
@@ -251,6 +251,9 @@ struct Measurement {
   // to it from the host, its output came back and was judged on the CPU. Empty when it stayed (and
   // on a device without a GPU path).
   std::string host_path;
+  // What the device found out about the kernel beside the statistics, said in the row's note (a quantized
+  // kernel's epilogue, explained bit for bit: reference/quantized.hpp epilogue_explanation); empty otherwise.
+  std::string note;
 };
 
 // One problem's operands, A (M, K) and B (K, N) with every value exact in the input format, made
@@ -317,6 +320,22 @@ class ScaledInputs {
   double seconds = 0;  // wall time of making them
 };
 
+// One problem of a distribution with a quantized recipe (SOURCE@RECIPE, reference/quantized.hpp), bit for bit
+// make_quantized_problem's: the fp32 sources A0 (M, K), B0 (K, N), the quantized operands, and the
+// dequantized operands (exact binary64), made by the device where its kernels read them.
+class QuantizedInputs {
+ public:
+  virtual ~QuantizedInputs() = default;
+  virtual ProblemInputs& sources() = 0;      // A0, B0 (fp32): the total error's reference operands
+  virtual ProblemInputs& dequantized() = 0;  // exact binary64: the kernel's own error's reference operands
+  virtual const QuantizedOperand& host(Operand which) = 0;  // the quantized operand on the host (copied on first use)
+  // Whether every dequantized value of both operands is a value of f (quantized_bound_model's operands_exact).
+  virtual bool exact_in(Format f) = 0;
+  int M = 0, N = 0, K = 0;
+  QuantRecipe recipe;
+  double seconds = 0;  // wall time of making them
+};
+
 // What the run loop (experiments/engine) needs from the machine that runs kernels. inputs(),
 // reference(), measure(), scaled_inputs() and measure_scaled() have CPU defaults
 // (experiments/engine/device_defaults.cpp: inputs made on the host, the CPU exact engines and
@@ -361,6 +380,24 @@ class Device {
   virtual Measurement measure_scaled(const Kernel& k, ScaledInputs& in, ProblemReference& gemm_ref,
                                      ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
                                      int threads);
+  // The quantization error of a scaled fp8 or quantized problem: the exact product of the dequantized
+  // operands (gemm_ref) measured against the exact product of the sources (total_ref), as a kernel's output
+  // of format `out` would be (ResultRow::quantization). The default computes it on the host.
+  virtual ErrorStats quantization_error(ProblemReference& gemm_ref, ProblemReference& total_ref, Format out,
+                                        const BoundModel& model, int threads);
+
+  // A quantized problem (reference/quantized.hpp), as the scaled fp8 one above: made by
+  // make_quantized_problem on the host by default (throws std::invalid_argument as it does); run_quantized
+  // runs a quantized kernel on the host operands (the default throws: a device that cannot run them), and
+  // measure_quantized judges its output against gemm_ref (stats) and total_ref (total) (the default:
+  // run_quantized, then the CPU statistics).
+  virtual std::unique_ptr<QuantizedInputs> quantized_inputs(const Distribution& d, int M, int N, int K,
+                                                            std::uint64_t seed, int threads);
+  virtual KernelRun run_quantized(const Kernel& k, const QuantizedOperand& A, const QuantizedOperand& B,
+                                  const TimingOptions& opt);
+  virtual Measurement measure_quantized(const Kernel& k, QuantizedInputs& in, ProblemReference& gemm_ref,
+                                        ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
+                                        int threads);
 
   // A form problem (reference/gemm_form.hpp), as the four above do a plain one. Defaults
   // (experiments/engine/form_defaults.cpp): operands made by make_form_operands on the host, the CPU exact

@@ -11,6 +11,7 @@
 #include "reference/mpfr_gemm.hpp"
 #include "reference/parallel.hpp"
 #include "reference/rng.hpp"
+#include "reference/quantized.hpp"
 #include "reference/scaled_fp8.hpp"
 
 namespace gemmlab {
@@ -176,6 +177,64 @@ Measurement Device::measure_scaled(const Kernel& k, ScaledInputs& in, ProblemRef
                                    int threads) {
   Measurement m;
   m.run = run_scaled(k, in.q(Operand::A), in.q(Operand::B), in.scales(), opt);
+  const auto t0 = std::chrono::steady_clock::now();
+  m.stats = compute_error_stats(m.run.c, gemm_ref.host(), k.numerics.output, model, threads);
+  m.total = compute_error_stats(m.run.c, total_ref.host(), k.numerics.output, model, threads);
+  m.stats_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  m.run.c.clear();
+  return m;
+}
+
+ErrorStats Device::quantization_error(ProblemReference& gemm_ref, ProblemReference& total_ref, Format out,
+                                      const BoundModel& model, int threads) {
+  return compute_error_stats(gemm_ref.host().c, total_ref.host(), out, model, threads);
+}
+
+namespace {
+
+// make_quantized_problem's matrices on the host.
+class HostQuantizedInputs final : public QuantizedInputs {
+ public:
+  HostQuantizedInputs(QuantizedProblem p, const QuantRecipe& r)
+      : sources_(std::move(p.A0), std::move(p.B0), Format::fp32),
+        dequantized_(p.A.dequantized(), p.B.dequantized(), Format::fp64),
+        a_(std::move(p.A)),
+        b_(std::move(p.B)) {
+    M = sources_.M, N = sources_.N, K = sources_.K;
+    recipe = r;
+  }
+  ProblemInputs& sources() override { return sources_; }
+  ProblemInputs& dequantized() override { return dequantized_; }
+  const QuantizedOperand& host(Operand which) override { return which == Operand::A ? a_ : b_; }
+  bool exact_in(Format f) override {
+    return all_representable(dequantized_.A(), f) && all_representable(dequantized_.B(), f);
+  }
+
+ private:
+  HostInputs sources_, dequantized_;
+  QuantizedOperand a_, b_;
+};
+
+}  // namespace
+
+std::unique_ptr<QuantizedInputs> Device::quantized_inputs(const Distribution& d, int M, int N, int K,
+                                                          std::uint64_t seed, int threads) {
+  const auto t0 = std::chrono::steady_clock::now();
+  QuantizedProblem problem = make_quantized_problem(d, M, N, K, seed, threads);  // throws for d without a recipe
+  auto p = std::make_unique<HostQuantizedInputs>(std::move(problem), *d.quant);
+  p->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+KernelRun Device::run_quantized(const Kernel& k, const QuantizedOperand&, const QuantizedOperand&, const TimingOptions&) {
+  throw std::runtime_error(std::string(k.name) + " is a quantized kernel and this device cannot run quantized kernels");
+}
+
+Measurement Device::measure_quantized(const Kernel& k, QuantizedInputs& in, ProblemReference& gemm_ref,
+                                      ProblemReference& total_ref, const TimingOptions& opt, const BoundModel& model,
+                                      int threads) {
+  Measurement m;
+  m.run = run_quantized(k, in.host(Operand::A), in.host(Operand::B), opt);
   const auto t0 = std::chrono::steady_clock::now();
   m.stats = compute_error_stats(m.run.c, gemm_ref.host(), k.numerics.output, model, threads);
   m.total = compute_error_stats(m.run.c, total_ref.host(), k.numerics.output, model, threads);

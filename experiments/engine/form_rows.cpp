@@ -60,9 +60,9 @@ void run_form_rows(const FormRowsContext& c, const Distribution& d, int M, int N
     row.note = why;
     c.emit(row);
   };
-  if (d.recipe) {
+  if (d.recipe || d.quant) {
     for (const Kernel* k : kernels)
-      not_applicable(*k, "form " + f.name() + " on a scaled fp8 distribution (" + d.name() +
+      not_applicable(*k, "form " + f.name() + " on a distribution with a recipe (" + d.name() +
                              "): a form takes a distribution without a recipe");
     return;
   }

@@ -32,6 +32,10 @@ nlohmann::json write_inputs(const InputsSpec& spec, const std::string& dir, bool
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  if (d.quant)
+    throw UsageError(d.name() + " is a quantized distribution: `gemmlab inputs` writes plain operands, without the "
+                     "scales such a kernel also needs; use " + d.source().name() +
+                     " (the fp32 source: --format fp32), or gemmlab.quantized_inputs in Python for the quantized operands");
   if (d.recipe)
     throw UsageError(d.name() + " is a scaled fp8 distribution: `gemmlab inputs` writes plain operands, without the "
                      "scale grids such a kernel also needs; use " + d.source().name() +

@@ -480,6 +480,11 @@ class ProblemRunner {
     std::snprintf(line, sizeof line, "%s %s %s seed %llu, %s inputs", who.c_str(), d.name().c_str(), z.str().c_str(),
                   static_cast<unsigned long long>(seed), info(in).name);
     ctx.log(line);
+    // A quantized distribution: its kernels take it (before unusable_reason, which gives the others their reason).
+    if (d.quant && prob.key.form.empty()) {
+      run_quantized_problem(d, z, seed, kernels, ctx, who, emit);
+      return;
+    }
     if (std::string why = unusable_reason(d, in); !why.empty()) {
       // This distribution cannot be expressed in this input format: say so in every row.
       const GemmForm form = parse_form(prob.key.form);
@@ -545,6 +550,12 @@ class ProblemRunner {
                     const std::string& tag, ReferenceCache& refs, Device& device,
                     engine::WorkerContext& ctx, const std::string& who) {
     ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
+    if (k.quantized) {
+      row.status = Status::not_applicable;
+      row.note = std::string(k.name) + " is a quantized kernel: it reads " + k.quantized +
+                 " operands; give it a distribution with that recipe, e.g. " + d.name() + "@" + k.quantized;
+      return row;
+    }
     if (k.scale_a != ScaleGranularity::none || k.scale_b != ScaleGranularity::none) {
       row.status = Status::not_applicable;
       row.note = std::string(k.name) + " is a scaled fp8 kernel (" + to_string(k.scale_a) + " x " + to_string(k.scale_b) +
@@ -676,6 +687,7 @@ class ProblemRunner {
     const std::string tag = file_tag(d, z, seed, r.fp8);
     ReferenceCache gemm_refs(req_, threads_, sp->dequantized(), z, seed, tag, ctx, who, time_, device);
     ReferenceCache total_refs(req_, threads_, sp->sources(), z, seed, tag + "_source", ctx, who, time_, device);
+    std::optional<TotalError> quantization;  // the problem's, once: the same for every kernel of it
     for (const Kernel* k : takers) {
       if (ctx.should_stop()) return;
       ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
@@ -701,6 +713,10 @@ class ProblemRunner {
           time_.add(&TimeSplit::statistics, m.stats_seconds);
           if (!m.total) throw std::logic_error(std::string("the device judged ") + k->name + " without its total error");
           row.total = TotalError::of(*m.total);
+          if (!quantization)
+            quantization = TotalError::of(device.quantization_error(ref, total, k->numerics.output,
+                                                                    bound_model(k->numerics, z.K), threads_));
+          row.quantization = quantization;
           record(row, m.run, m.stats, *k, d, device);
           host_paths_.record(row, m);
           log_row(row, m.run, *k, ctx, who);
@@ -712,6 +728,121 @@ class ProblemRunner {
             emit(row);
             throw;
           }
+        } catch (const std::exception& e) {
+          time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
+          row.status = Status::error;
+          row.note = e.what();
+          ctx.log(who + "   " + k->name + ": error: " + e.what());
+        }
+      }
+      ref.wait_verified();
+      total.wait_verified();
+      emit(row);
+    }
+  }
+
+  // SOURCE@RECIPE with a quantized recipe (reference/quantized.hpp): the kernels of that recipe read the
+  // quantized operands (elements, scales, zeros in the layouts of reference/quantized_layout.hpp); each row is
+  // judged against the exact product of the dequantized operands (the kernel's own error, under the bound of
+  // where it applies the scales: quantized_bound_model), measured against the exact product of the fp32 sources
+  // (total, quantization included), and carries the problem's quantization error (the exact dequantized
+  // product against the sources'). Other kernels, and data the recipe refuses, get not_applicable rows.
+  void run_quantized_problem(const Distribution& d, const Size& z, std::uint64_t seed,
+                             const std::vector<const Kernel*>& kernels, engine::WorkerContext& ctx, const std::string& who,
+                             const std::function<void(const ResultRow&)>& emit) {
+    const QuantRecipe& r = *d.quant;
+    auto not_applicable = [&](const Kernel& k, const std::string& why) {
+      ResultRow row = describe(k, d.name(), z.M, z.N, z.K, seed);
+      row.status = Status::not_applicable;
+      row.note = why;
+      return row;
+    };
+    std::vector<const Kernel*> takers;
+    for (const Kernel* k : kernels) {
+      if (k->quantized && k->quantized == r.name()) {
+        takers.push_back(k);
+        continue;
+      }
+      emit(not_applicable(*k, k->quantized ? std::string(k->name) + " reads " + k->quantized + " operands; " + d.name() +
+                                                 " gives " + r.name() + ": choose a distribution SOURCE@" + k->quantized
+                                           : unusable_reason(d, k->numerics.input)));
+    }
+    if (takers.empty()) return;
+    // Integer elements summed exactly in int32 (QuantScales::output): |q| <= 127, so K 127^2 must stay below 2^31.
+    if (z.K > 133143)
+      for (auto it = takers.begin(); it != takers.end();)
+        if ((*it)->quantized_scales == QuantScales::output) {
+          emit(not_applicable(**it, "K = " + std::to_string(z.K) + " above 133,143: an int32 sum of K int8 products may "
+                                    "overflow, and the bound of scales on the output assumes the sum exact"));
+          it = takers.erase(it);
+        } else {
+          ++it;
+        }
+    if (takers.empty()) return;
+    Device& device = *devices_[ctx.worker];
+    auto t0 = std::chrono::steady_clock::now();
+    std::unique_ptr<QuantizedInputs> qp;
+    try {
+      qp = device.quantized_inputs(d, z.M, z.N, z.K, seed, threads_);
+    } catch (const std::invalid_argument& e) {
+      for (const Kernel* k : takers) emit(not_applicable(*k, e.what()));
+      return;
+    }
+    time_.add(&TimeSplit::inputs, seconds_since(t0));
+    const std::string tag = file_tag(d, z, seed, Format::fp64);
+    ReferenceCache gemm_refs(req_, threads_, qp->dequantized(), z, seed, tag, ctx, who, time_, device);
+    ReferenceCache total_refs(req_, threads_, qp->sources(), z, seed, tag + "_source", ctx, who, time_, device);
+    std::optional<TotalError> quantization;
+    for (const Kernel* k : takers) {
+      if (ctx.should_stop()) return;
+      ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
+      row.reps = req_.plan.reps;
+      if (std::string why = device.hardware_support(*k); !why.empty()) {
+        row.status = Status::not_supported;
+        row.note = why;
+        emit(row);
+        continue;
+      }
+      ProblemReference& ref = gemm_refs.get();
+      ProblemReference& total = total_refs.get();
+      row.reference = ref.label;
+      if (const long long over = ref.count_beyond(info(k->numerics.output).max_finite)) {
+        row.status = Status::not_applicable;
+        row.note = over_range_note(over, k->numerics.output);
+      } else {
+        t0 = std::chrono::steady_clock::now();
+        try {
+          const bool exact = k->quantized_scales == QuantScales::operands && qp->exact_in(k->numerics.compute);
+          const BoundModel model =
+              quantized_bound_model(k->numerics, k->quantized_scales, k->quantized_scale_roundings, z.K, exact);
+          const Measurement m = device.measure_quantized(*k, *qp, ref, total, topt_, model, threads_);
+          time_.add(&TimeSplit::kernels, m.run.launch_seconds);
+          time_.add(&TimeSplit::kernel_setup, m.run.wall_seconds - m.run.launch_seconds);
+          time_.add(&TimeSplit::statistics, m.stats_seconds);
+          if (!m.total) throw std::logic_error(std::string("the device judged ") + k->name + " without its total error");
+          row.total = TotalError::of(*m.total);
+          if (!quantization)
+            quantization = TotalError::of(device.quantization_error(ref, total, k->numerics.output, model, threads_));
+          row.quantization = quantization;
+          record(row, m.run, m.stats, *k, d, device);
+          if (k->quantized_scales == QuantScales::unknown && row.status != Status::nondeterministic &&
+              row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
+            row.status = Status::no_bound;
+            row.note = "where the scales are applied is not declared (quantized scales unknown): no bound is claimed; " +
+                       row.note;
+          }
+          row.note = std::string("scales on the ") + to_string(k->quantized_scales) +
+                     (k->quantized_scales == QuantScales::operands
+                          ? std::string(exact ? ", every dequantized value exact in " : ", dequantized values rounded to ") +
+                                info(k->numerics.compute).name
+                          : k->quantized_scales == QuantScales::output
+                                ? ", " + std::to_string(k->quantized_scale_roundings) + " fp32 roundings before the output's"
+                                : std::string()) +
+                     "; " + (m.note.empty() ? std::string() : m.note + "; ") + row.note;
+          host_paths_.record(row, m);
+          log_row(row, m.run, *k, ctx, who);
+        } catch (const CudaContextLost&) {
+          throw;
         } catch (const std::exception& e) {
           time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
           row.status = Status::error;

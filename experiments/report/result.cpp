@@ -259,7 +259,7 @@ const std::vector<Column>& columns() {
                }});
     GEMMLAB_ERROR_STATS_FIELDS(GEMMLAB_STATS_COLUMN)
 #undef GEMMLAB_STATS_COLUMN
-    // Scaled fp8 rows: the total error against A0 B0 (TotalError), empty on other rows.
+    // Scaled fp8 and quantized rows: the total error against A0 B0 (TotalError), empty on other rows.
     auto total = [&](const char* name, double TotalError::*field) {
       v.push_back({name, [field](const ResultRow& r) { return r.total ? fmt_double((*r.total).*field) : ""; },
                    [field, name](ResultRow& r, const std::string& s) {
@@ -274,6 +274,20 @@ const std::vector<Column>& columns() {
     total("total_normwise", &TotalError::normwise);
     total("total_componentwise", &TotalError::componentwise);
     total("total_calc_diff", &TotalError::calc_diff);
+    // The problem's quantization error (ResultRow::quantization), empty on other rows.
+    auto quant = [&](const char* name, double TotalError::*field) {
+      v.push_back({name, [field](const ResultRow& r) { return r.quantization ? fmt_double((*r.quantization).*field) : ""; },
+                   [field, name](ResultRow& r, const std::string& s) {
+                     if (s.empty()) return;
+                     if (!r.quantization) r.quantization.emplace();
+                     (*r.quantization).*field = to_double(name, s);
+                   }});
+    };
+    quant("quant_rel_mean", &TotalError::rel_mean);
+    quant("quant_rel_std", &TotalError::rel_std);
+    quant("quant_rel_max_abs", &TotalError::rel_max_abs);
+    quant("quant_normwise", &TotalError::normwise);
+    quant("quant_componentwise", &TotalError::componentwise);
     timing("time_ms_median", &Timing::time_ms_median);
     timing("time_ms_min", &Timing::time_ms_min);
     timing("time_ms_max", &Timing::time_ms_max);

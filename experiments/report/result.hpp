@@ -72,7 +72,7 @@ struct ResultRow {
   int M = 0, N = 0, K = 0;
   std::uint64_t seed = 0;
   std::string reference;          // engine that computed the exact reference (+ MPFR spot checks)
-  std::string recipe;             // scaled fp8: the distribution's recipe (after '@'); empty otherwise
+  std::string recipe;             // scaled fp8 or quantized: the distribution's recipe (after '@'); empty otherwise
   // The problem beyond C = A B (reference/gemm_form.hpp): its canonical text ("plain", or e.g.
   // "alpha=0.5,beta=2,c0=normal_0_1"); a row read from a CSV written before forms is plain.
   std::string form = "plain";
@@ -81,7 +81,10 @@ struct ResultRow {
   std::optional<double> amax, amax_exact;
   // What came out (absent where the kernel did not run).
   std::optional<ErrorStats> stats;
-  std::optional<TotalError> total;  // scaled fp8 rows: against A0 B0
+  std::optional<TotalError> total;  // scaled fp8 and quantized rows: against A0 B0
+  // Scaled fp8 and quantized rows: the problem's quantization error, the exact product of the dequantized
+  // operands against A0 B0 (the same for every kernel of the problem; total is kernel and quantization together).
+  std::optional<TotalError> quantization;
   std::optional<Timing> timing;
   // Timed repetitions: those the median is taken over where the kernel ran; before (and where it did
   // not run) the fixed count asked for, absent when the count is left to the noise rule.

@@ -24,6 +24,9 @@ The same code as the gemmlab CLI's reference/ (plain C++, no GPU needed), bound 
   or that they are bit-identical by construction (``gemmlab explain --diff``'s C++).
 * ``port(explanation, gpus=[...])``: the same kernel's outputs on other GPU generations, predicted on the
   CPU from its explained numerics and each generation's tensor-core model (``tc.model(name, gpu)``);
+* ``judge(fn, input_format="mxfp4" | "mxfp8_e4m3" | "nvfp4" | "int8" | "int4_weight_only", ...)``: a quantized
+  kernel, given the quantized tensors in the frameworks' layouts, judged against the exact product of the
+  dequantized operands (``quantized_inputs``: the same problem on the host);
 * ``form_text(...)``: the canonical text of a form beyond C = A B (alpha, beta C0, a bias, batches, groups, an
   output scale), as ``judge`` takes it and the CSV's ``form`` column writes it;
 * ``plot(csv)``: every figure of a run CSV (``gemmlab plot``; needs ``pip install "gemmlab[plots]"``);
@@ -36,13 +39,14 @@ from .distributions import (DEFAULT_DISTRIBUTIONS, canonical_name, exact_in, gen
 from .evaluate import ACC_ROUNDING, bound, evaluate
 from .inputs import INPUTS_FORMAT_VERSION, Inputs, inputs, read_inputs
 from .plugin import plugin_header
-from .gpu import (FORM_KEYWORDS, GpuContextLost, GpuUnavailable, JudgeError, form_text, framework_metadata,
-                  gpu_available, invariance, judge)
+from .gpu import (FORM_KEYWORDS, QUANTIZED_KEYWORDS, GpuContextLost, GpuUnavailable, JudgeError, form_text,
+                  framework_metadata, gpu_available, invariance, judge, quantized_recipe)
+from .quantized import QuantizedInputs, dequantize, quantized_inputs
 from .explain import DEFAULT_EXPLAIN_DISTRIBUTIONS, Explanation, explain
 from .explain_diff import KernelDiff, explain_diff
 from .figures import PlotError, plot
 from .port import DEFAULT_PORT_DISTRIBUTIONS, port
-from .formats import FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
+from .formats import FORMATS, QUANTIZED_FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
 from .results import COLUMNS, STATUSES, load_results, to_frame
 
@@ -50,8 +54,9 @@ from .results import COLUMNS, STATUSES, load_results, to_frame
 __version__: str = _core.version()
 
 __all__ = [
-    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "FormatInfo", "GpuContextLost", "GpuUnavailable",
-    "INPUTS_FORMAT_VERSION",
+    "ACC_ROUNDING", "COLUMNS", "DEFAULT_DISTRIBUTIONS", "FORMATS", "QUANTIZED_FORMATS", "FormatInfo", "GpuContextLost",
+    "GpuUnavailable", "INPUTS_FORMAT_VERSION", "QUANTIZED_KEYWORDS", "QuantizedInputs", "dequantize", "quantized_inputs",
+    "quantized_recipe",
     "Inputs", "JudgeError", "PlotError", "FORM_KEYWORDS", "form_text", "framework_metadata", "gpu_available",
     "invariance", "judge", "plot", "plugin_header",
     "explain", "Explanation", "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff", "port",

@@ -15,9 +15,12 @@ ACC_ROUNDING: dict[str, str] = {a: _core.default_accumulation_rounding(a) for a 
 
 
 
-def check_format(name: str, what: str = "format") -> str:
-    if not isinstance(name, str) or name not in _core.format_names():
-        raise ValueError(f"{what} {name!r} is not a gemmlab format; valid: {', '.join(_core.format_names())}")
+def check_format(name: str, what: str = "format", quantized: bool = False) -> str:
+    """``name`` if it is a run format (or, with ``quantized``, a quantized element or scale format too);
+    ValueError listing the valid ones otherwise."""
+    valid = list(_core.format_names()) + (list(_core.quantized_format_names()) if quantized else [])
+    if not isinstance(name, str) or name not in valid:
+        raise ValueError(f"{what} {name!r} is not a gemmlab format; valid: {', '.join(valid)}")
     return name
 
 

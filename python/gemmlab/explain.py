@@ -39,7 +39,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import _worker
-from .gpu import GpuContextLost, _prepare, _take_torch_state, _worker_argv, form_text, gpu_module, judge
+from .gpu import (GpuContextLost, _prepare, _take_torch_state, _worker_argv, form_text, gpu_module, judge,
+                  quantized_recipe)
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -134,6 +135,11 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     """
     kw = {k: v for k, v in locals().items() if k != "fn"}
     _worker.stop_if_importing_main()
+    from . import _core  # noqa: PLC0415
+    if isinstance(input_format, str) and input_format not in _core.format_names() and quantized_recipe(input_format):
+        raise ValueError(f"gemmlab.explain does not take quantized forms yet ({input_format!r}): judge the callable with "
+                         f"gemmlab.judge(fn, input_format={input_format!r}, scales=...), which bounds it by where it "
+                         "applies the scales")
     engine = gpu_module(device)
     engine.select_model(int(device), gpu or "")  # ValueError on a GPU without a model unless gpu names one
     if isolate not in ("auto", True, False):

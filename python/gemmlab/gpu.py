@@ -209,7 +209,8 @@ def _style(fn: Callable, style: Style) -> str:
         raise ValueError(f"style must be 'auto', 'return' or 'out', got {style!r}")
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in FORM_KEYWORDS]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.name not in FORM_KEYWORDS + QUANTIZED_KEYWORDS]
     except (TypeError, ValueError):
         return "return"
     return "out" if len(params) >= 3 else "return"
@@ -219,6 +220,43 @@ def _style(fn: Callable, style: Style) -> str:
 #: ``bias`` tensors, ``alpha``, ``beta`` and ``scale`` floats, and ``offs`` (a grouped form: int32 row ends of
 #: the groups on the GPU, as ``torch._grouped_mm`` takes them).
 FORM_KEYWORDS = ("C0", "bias", "alpha", "beta", "scale", "offs")
+
+#: The keyword arguments a quantized callable receives beside A and B (only those its recipe has):
+#: ``a_scale`` / ``b_scale`` (block scales), ``a_zero`` / ``b_zero`` (uint4 zeros), ``a_tensor_scale`` /
+#: ``b_tensor_scale`` (NVFP4's fp32 tensor scales, floats). Layouts: docs/python.md, quantized forms.
+QUANTIZED_KEYWORDS = ("a_scale", "b_scale", "a_zero", "b_zero", "a_tensor_scale", "b_tensor_scale")
+
+#: Short names of the quantized forms judge takes as ``input_format`` (each a recipe of
+#: reference/quantized_recipe.hpp; any recipe's own name is taken too, e.g. ``"mxfp4_x_bf16"``).
+QUANTIZED_ALIASES = {"int8": "int8_rowwise", "mxfp8": "mxfp8_e4m3"}
+
+
+def quantized_recipe(input_format: str, group_size: int | None = None) -> str | None:
+    """The quantized recipe ``input_format`` names (``None`` for a plain format such as ``"bf16"``):
+    ``"mxfp4"``, ``"mxfp8_e4m3"``, ``"nvfp4"``, ``"int8"`` (``int8_rowwise``), ``"int4_weight_only"`` (bf16
+    activations times uint4 weights with a bf16 scale and zero per ``group_size`` of K:
+    ``bf16_x_uint4_g<group_size>``), or any recipe's name. ValueError for a bad name or group size."""
+    from . import _core  # noqa: PLC0415
+    if not isinstance(input_format, str):
+        raise ValueError(f"input_format must be a string, got {input_format!r}")
+    if input_format in _core.format_names():
+        if group_size is not None:
+            raise ValueError("group_size is for input_format='int4_weight_only' (or a recipe with groups)")
+        return None
+    if input_format == "int4_weight_only":
+        g = 128 if group_size is None else group_size
+        if g not in (32, 64, 128, 256):
+            raise ValueError(f"group_size must be 32, 64, 128 or 256 (a group of K sharing one scale and zero), got {g!r}")
+        return f"bf16_x_uint4_g{g}"
+    if group_size is not None:
+        raise ValueError("group_size is for input_format='int4_weight_only'; a recipe names its groups (uint4_g128)")
+    name = QUANTIZED_ALIASES.get(input_format, input_format)
+    try:
+        return _core.canonical_quant_recipe(name)
+    except ValueError as e:
+        raise ValueError(f"input_format {input_format!r} is neither a gemmlab format ({', '.join(_core.format_names())}) "
+                         f"nor a quantized form ({', '.join(['mxfp4', 'mxfp8_e4m3', 'nvfp4', 'int8', 'int4_weight_only'])}, "
+                         f"or a recipe): {e}") from None
 
 
 def form_text(form: str | None = None, *, alpha: float | None = None, beta: float | None = None,
@@ -270,27 +308,38 @@ class _Prepared(NamedTuple):
 
 
 def _prepare(fn: Callable, name: str | None, framework: str, style: Style, input_format: str, output_format: str,
-             accumulation: str, device: int, stream: int | None, judged_by: str) -> _Prepared:
-    """What judge and invariance check and build alike: the launcher, the stream, the caller's metadata."""
+             accumulation: str, device: int, stream: int | None, judged_by: str,
+             quantized: str | None = None) -> _Prepared:
+    """What judge and invariance check and build alike: the launcher, the stream, the caller's metadata.
+    ``quantized``: a quantized callable's recipe (its A, B and keyword tensors are viewed by their types)."""
     if accumulation not in ACC_ROUNDING:
         raise ValueError(f"accumulation {accumulation!r} is not known; valid: {', '.join(ACC_ROUNDING)}")
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     if framework not in _ADAPTERS:
         raise ValueError(f"framework must be one of {', '.join(_ADAPTERS)}, got {framework!r}")
-    input_format = check_format(input_format, "input_format")
     output_format = check_format(output_format, "output_format")
     if output_format not in ("fp32", "fp16", "bf16", "e4m3", "e5m2"):
         raise ValueError(f"output_format must be fp32, fp16, bf16, e4m3 or e5m2 for a GPU tensor, got {output_format!r}")
-    if input_format not in ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"):
-        raise ValueError(f"input_format must be fp32, tf32, fp16, bf16, e4m3 or e5m2, got {input_format!r}")
+    if quantized:
+        input_format = "fp64"  # the numerics' input: the dequantized operands, exact in binary64
+    else:
+        input_format = check_format(input_format, "input_format")
+        if input_format not in ("fp32", "tf32", "fp16", "bf16", "e4m3", "e5m2"):
+            raise ValueError(f"input_format must be fp32, tf32, fp16, bf16, e4m3 or e5m2 (or a quantized form: "
+                             f"mxfp4, mxfp8_e4m3, nvfp4, int8, int4_weight_only), got {input_format!r}")
     kernel = name or getattr(fn, "__name__", None) or "callable"
     if kernel == "<lambda>":
         raise ValueError("a lambda has no name: pass name= (it becomes the CSV's kernel column)")
     how = _style(fn, style)
     if framework == "jax" and how == "out":
         raise ValueError("JAX arrays are immutable: use style='return' (fn(A, B) -> C) with framework='jax'")
-    view_in, view_out, out_of = _ADAPTERS[framework](input_format, output_format)
+    view_in, view_out, out_of = _ADAPTERS[framework]("fp32" if quantized else input_format, output_format)
+    if quantized:
+        view_a, view_b, view_kw = _quantized_views(framework, quantized)
+    else:
+        view_a = view_b = view_in
+        view_kw = lambda kw: kw  # noqa: E731
     base = _current_stream(framework, device) if stream is None else stream
     on = _stream_switch(framework, base, device)
 
@@ -298,16 +347,42 @@ def _prepare(fn: Callable, name: str | None, framework: str, style: Style, input
     if how == "return":
         def launcher(a, b, _c, s, kw):
             with on(s):
-                return out_of(fn(view_in(a), view_in(b), **kw))
+                return out_of(fn(view_a(a), view_b(b), **view_kw(kw)))
     else:
         def launcher(a, b, c, s, kw):
             with on(s):
-                fn(view_in(a), view_in(b), view_out(c), **kw)
+                fn(view_a(a), view_b(b), view_out(c), **view_kw(kw))
             return None
     caller = framework_metadata(framework)
     caller.update({"judged": judged_by, "callable": getattr(fn, "__qualname__", kernel),
                    "module": getattr(fn, "__module__", None), "style": how})
     return _Prepared(kernel, how, launcher, input_format, output_format, base, caller)
+
+
+def _quantized_views(framework: str, recipe: str):
+    """Views of a quantized callable's tensors as their types (reference/quantized_layout.hpp): float8 tensors
+    cross DLPack as bytes and are viewed as the framework's float8 dtype (CuPy, which has none, keeps the
+    bytes)."""
+    from . import _core  # noqa: PLC0415
+    types = _core.quantized_tensor_types(recipe)  # name -> "float8_e4m3fn", "uint8", ...
+    if framework == "torch":
+        import torch
+        f8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+
+        def view(t, ty=None):
+            return t.view(f8[ty]) if ty in f8 else t
+    elif framework == "jax":
+        import jax
+        import jax.numpy as jnp
+        f8j = {"float8_e4m3fn": jnp.float8_e4m3fn, "float8_e5m2": jnp.float8_e5m2}
+
+        def view(t, ty=None):
+            return jax.lax.bitcast_convert_type(t, f8j[ty]) if ty in f8j else t
+    else:
+        def view(t, ty=None):
+            return t
+    return ((lambda a: view(a, types.get("A"))), (lambda b: view(b, types.get("B"))),
+            (lambda kw: {k: (view(v, types.get(k)) if k in types else v) for k, v in kw.items()}))
 
 
 @contextmanager
@@ -339,7 +414,8 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
           groups: Sequence[int | str] | None = None, scale: float | None = None, c0_format: str | None = None,
           bias_format: str | None = None, c0_placement: str = "unknown",
           bias_placement: str = "unknown", perturbation: str = "auto", isolate: bool | Literal["auto"] = "auto",
-          launch_timeout: float = 10.0, retry_failed: bool = False) -> pd.DataFrame:
+          launch_timeout: float = 10.0, retry_failed: bool = False, scales: str = "unknown",
+          scale_roundings: int = 0, group_size: int | None = None) -> pd.DataFrame:
     """Judge ``fn`` as ``gemmlab run`` judges its built-in kernels; one row per size x distribution x seed.
 
     ``fn(A, B) -> C`` or ``fn(A, B, out)``: A (M, K) and B (K, N) are tensors of ``framework`` in
@@ -407,12 +483,32 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     runs (an illegal memory access) or a launch never ends: the rows finished before and that one's
     (``faulted`` or ``timeout``) are in its ``rows`` (and, with ``out``, in ``out``'s journal, which
     ``resume=True`` continues from in a new process).
+
+    Quantized forms (docs/python.md): ``input_format`` ``"mxfp4"``, ``"mxfp8_e4m3"``, ``"nvfp4"``, ``"int8"``,
+    ``"int4_weight_only"`` (with ``group_size``, default 128) or any recipe (``"mxfp4_x_bf16"``). Each
+    distribution is the fp32 source, quantized under the recipe (``normal_0_1`` becomes
+    ``normal_0_1@mxfp4``); ``fn`` gets the quantized tensors (A, B and the keywords of
+    ``QUANTIZED_KEYWORDS``) in the frameworks' layouts, and each row is judged against the exact product of
+    the dequantized operands, with the total (``total_*``) and the quantization error (``quant_*``) beside.
+    ``scales`` declares where the kernel applies them: ``"operands"`` (before the multiply, in
+    ``compute_format``, accumulated as ``accumulation`` says), ``"output"`` (integer products summed exactly,
+    then ``scale_roundings`` fp32 roundings before the output's), ``"unknown"`` (no bound). A size whose K
+    is not a multiple of the recipe's blocks, a bad group size or a form is refused before anything runs.
     """
     kw = {k: v for k, v in locals().items() if k != "fn"}
     _worker.stop_if_importing_main()
-    gpu = gpu_module(device)
     if errors not in ("raise", "rows"):
         raise ValueError(f"errors must be 'raise' or 'rows', got {errors!r}")
+    # A quantized form's input is checked before the GPU is touched (it needs none of it).
+    recipe = quantized_recipe(input_format, group_size)
+    if recipe:
+        kw["distributions"], kw["sizes"] = _quantized_plan(recipe, list(distributions), sizes, scales, scale_roundings)
+        if form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale) != "plain":
+            raise ValueError(f"a quantized form ({recipe}) takes no form beyond C = A B")
+    elif scales != "unknown" or scale_roundings:
+        raise ValueError("scales and scale_roundings are for a quantized input_format (mxfp4, nvfp4, int8, ...)")
+    kw["recipe"] = recipe
+    gpu = gpu_module(device)
     if isolate not in ("auto", True, False):
         raise ValueError(f"isolate must be 'auto', True or False, got {isolate!r}")
     if not (float(launch_timeout) >= 0):
@@ -422,7 +518,7 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     if reps is not None and int(reps) < 1:
         raise ValueError(f"reps must be at least 1 (a fixed count), or None to stop on noise; got {reps!r}")
     p = _prepare(fn, name, framework, style, input_format, output_format, accumulation, device, stream,
-                 "gemmlab.judge")
+                 "gemmlab.judge", quantized=recipe)
     kw["name"] = p.kernel
     with _csv_path(out, p.kernel, "gemmlab-judge-") as csv, \
             tempfile.TemporaryDirectory(prefix="gemmlab-worker-") as spec_dir:
@@ -484,6 +580,9 @@ def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[
                      groups=kw["groups"], scale=kw["scale"])
     p.caller["form"] = form
     p.caller["isolation"] = "worker process" if worker_argv or serve else f"this process: {why}"
+    recipe = kw.get("recipe")
+    if recipe:
+        p.caller["quantized"] = {"recipe": recipe, "scales": kw["scales"], "scale_roundings": int(kw["scale_roundings"])}
     rc = gpu.judge(
         p.launcher, kw["framework"], p.kernel, kw["family"],
         kw["description"] or f"Python callable {p.caller['callable']}", p.input_format, kw["compute_format"] or "",
@@ -499,7 +598,8 @@ def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[
         kw["c0_format"] or "", kw["bias_format"] or "", kw["c0_placement"], kw["bias_placement"],
         worker_argv=list(worker_argv), launch_timeout=float(kw["launch_timeout"]),
         retry_failed=bool(kw["retry_failed"]), serve=serve, max_noise=float(kw["max_noise"]),
-        min_samples=int(kw["min_samples"]), min_time_ms=float(kw["min_time_ms"]), max_time_ms=float(kw["max_time_ms"]))
+        min_samples=int(kw["min_samples"]), min_time_ms=float(kw["min_time_ms"]), max_time_ms=float(kw["max_time_ms"]),
+        quantized=recipe or "", quantized_scales=kw["scales"], scale_roundings=int(kw["scale_roundings"]))
     return rc
 
 
@@ -507,8 +607,28 @@ def _judge_in_worker(fn: Callable, kw: dict) -> int:
     """A worker process of judge (``python -m gemmlab._worker``): serves its parent's rows."""
     _take_torch_state(kw.get("torch_state"))
     p = _prepare(fn, kw["name"], kw["framework"], kw["style"], kw["input_format"], kw["output_format"],
-                 kw["accumulation"], kw["device"], None, "gemmlab.judge")
+                 kw["accumulation"], kw["device"], None, "gemmlab.judge", quantized=kw.get("recipe"))
     return _judge_call(gpu_module(kw["device"]), p, kw, kw["csv"], [], "", serve=True)
+
+
+def _quantized_plan(recipe: str, distributions: list[str], sizes, scales: str, scale_roundings: int):
+    """The distributions SOURCE@RECIPE and the sizes of a quantized judge, every one checked before any launch
+    (a K the recipe's blocks do not divide, a source that carries a recipe already, a bad placement)."""
+    from . import _core  # noqa: PLC0415
+    if scales not in ("operands", "output", "unknown"):
+        raise ValueError(f"scales must be 'operands', 'output' or 'unknown' (where the kernel applies them), got {scales!r}")
+    if not isinstance(scale_roundings, int) or scale_roundings < 0 or (scale_roundings and scales != "output"):
+        raise ValueError("scale_roundings (an int >= 0) counts the fp32 roundings of scales='output' before the output's")
+    out = []
+    for d in distributions:
+        if "@" in d:
+            raise ValueError(f"distribution {d!r} carries a recipe already: give its source ({d.split('@')[0]!r}); "
+                             f"gemmlab quantizes it under {recipe}")
+        out.append(_core.canonical_distribution(f"{d}@{recipe}"))
+    checked = _sizes(sizes)
+    for (M, N, K) in checked:
+        _core.quantized_layout(recipe, M, N, K)  # ValueError naming the block K must be a multiple of
+    return out, checked
 
 
 def _journal_rows(journal: Path) -> pd.DataFrame:

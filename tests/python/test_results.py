@@ -77,12 +77,13 @@ def test_errors(tmp_path):
 # after reference and its total error after the statistics (issue 22); split operands' pieces and
 # products after promotion_interval_k (issue 20); an explained record's summation_tree after them (issue 37);
 # fixed-point operands' bits after it, and their bound term and the bound ratio after assert_close_mismatches
-# (issue 33); a form's columns (issue 34); the median's confidence interval after the timing noise and what
-# stopped the repetitions after reps (issue 42).
+# (issue 33); a form's columns (issue 34); the quantization error after the total error (issue 43); the
+# median's confidence interval after the timing noise and what stopped the repetitions after reps (issue 42).
 ADDED = ("split_pieces", "split_products", "summation_tree", "fixed_point_bits", "subnormal_reference",
          "underflow_bound", "bound_violations", "calc_diff", "snr_db", "max_abs_err", "assert_close",
          "assert_close_mismatches", "fixed_point_bound", "bound_ratio", "time_ms_iqr", "recipe", "total_rel_mean",
-         "total_rel_std", "total_rel_max_abs", "total_normwise", "total_componentwise", "total_calc_diff", "form",
+         "total_rel_std", "total_rel_max_abs", "total_normwise", "total_componentwise", "total_calc_diff",
+         "quant_rel_mean", "quant_rel_std", "quant_rel_max_abs", "quant_normwise", "quant_componentwise", "form",
          "c0_format", "bias_format", "epilogue_format", "c0_placement", "bias_placement", "amax", "amax_exact",
          "time_ms_ci95_rel", "stopped_by")
 

@@ -1,0 +1,232 @@
+// Quantized recipes through `gemmlab run`'s loop on the CPU (experiments/engine/run.cpp), with a fake Device
+// whose quantized kernels compute from the tensors of the kernel layouts they are handed (decoding the
+// bytes of reference/quantized_layout.hpp): the recipe column, the three errors (the kernel's against the
+// dequantized operands, the total against the sources, the problem's quantization error), the bound of
+// where the scales are applied (a kernel rounding the dequantized weights to bf16 passes under the
+// operands bound with bf16 products; the same output claimed exact fails), not_applicable rows that say why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "engine_test_util.hpp"
+#include "experiments/engine/evaluate.hpp"
+#include "experiments/engine/run.hpp"
+#include "kernels/registry.hpp"
+#include "reference/exact_gemm.hpp"
+#include "reference/quantized_layout.hpp"
+
+using namespace engine_test;
+using namespace gemmlab;
+
+namespace {
+
+// Decodes a kernel-layout operand back to its dequantized values, from the bytes alone.
+Matrix decode(const QuantizedOperand& op) {
+  const KernelOperandLayout l = kernel_layout(op.spec, op.which, op.q.rows, op.q.cols);
+  const std::vector<std::uint8_t> e = kernel_elements(op), s = kernel_block_scales(op), z = kernel_zeros(op);
+  const bool a = op.which == Operand::A;
+  const int K = a ? op.q.cols : op.q.rows;
+  Matrix out(op.q.rows, op.q.cols);
+  for (int i = 0; i < out.rows; ++i)
+    for (int j = 0; j < out.cols; ++j) {
+      const int k = a ? j : i;
+      double q;
+      if (op.spec.element == Format::uint4) {
+        const std::size_t byte = a ? static_cast<std::size_t>(i) * (out.cols / 2) + j / 2
+                                   : static_cast<std::size_t>(i / 2) * out.cols + j;
+        q = (e[byte] >> (4 * (k % 2))) & 0xF;
+      } else if (op.spec.element == Format::int8) {
+        q = static_cast<std::int8_t>(e[static_cast<std::size_t>(i) * out.cols + j]);
+      } else {  // bf16, two bytes
+        const std::size_t t = static_cast<std::size_t>(i) * out.cols + j;
+        q = from_bits(Format::bf16, e[2 * t] | static_cast<std::uint64_t>(e[2 * t + 1]) << 8);
+      }
+      if (!l.scales.present()) {
+        out(i, j) = q;
+        continue;
+      }
+      const int block = op.spec.block > 0 ? op.spec.block : K;
+      if (op.spec.scheme == QuantScheme::channel) {
+        const std::size_t t = a ? i : j;
+        float f;
+        std::memcpy(&f, &s[4 * t], 4);
+        out(i, j) = q * f;
+      } else {  // uint4 group of B: (K/G, N) scales and zeros, bf16
+        const std::size_t t = static_cast<std::size_t>(i / block) * out.cols + j;
+        const double sc = from_bits(Format::bf16, s[2 * t] | static_cast<std::uint64_t>(s[2 * t + 1]) << 8);
+        const double zr = from_bits(Format::bf16, z[2 * t] | static_cast<std::uint64_t>(z[2 * t + 1]) << 8);
+        out(i, j) = (q - 8) * sc + zr;
+      }
+    }
+  return out;
+}
+
+class QuantizedFakeDevice final : public Device {
+ public:
+  QuantizedFakeDevice() { info_ = fake_gpu_info("GPU-fake-0"); }
+  const DeviceInfo& info() override { return info_; }
+  SoftwareVersions software() override { return {"fake", 13000, 13000, "13.0.0", 1980}; }
+  std::string hardware_support(const Kernel&) override { return ""; }
+  KernelRun run(const Kernel& k, const Matrix& A, const Matrix& B, const TimingOptions&) override {
+    return result(exact_gemm(A, B, k.numerics.output, 1).c_out, A.rows, B.cols, A.cols);
+  }
+  // The int8 kernel: the exact product of the decoded operands, rounded once to fp32. The weight-only kernel
+  // ("w4"): the decoded weights rounded to bf16 first (as a W4A16 kernel dequantizes in registers).
+  KernelRun run_quantized(const Kernel& k, const QuantizedOperand& A, const QuantizedOperand& B,
+                          const TimingOptions&) override {
+    ++quantized_runs;
+    const Matrix a = decode(A);
+    Matrix b = decode(B);
+    if (std::string(k.name).find("w4") != std::string::npos)
+      for (double& x : b.v) x = round_to(Format::bf16, x);
+    return result(exact_gemm(a, b, k.numerics.output, 1).c_out, a.rows, b.cols, a.cols);
+  }
+  int sm_clock_mhz() override { return 1755; }
+  int quantized_runs = 0;
+
+ private:
+  static KernelRun result(std::vector<double> c, int M, int N, int K) {
+    KernelRun r;
+    r.c = std::move(c);
+    r.times_ms = {1.0f};
+    r.time_ms_median = r.time_ms_min = r.time_ms_max = 1.0;
+    r.tflops = 2.0 * M * N * double(K) / 1e-3 / 1e12;
+    r.launch_seconds = r.wall_seconds = 0.001;
+    return r;
+  }
+  DeviceInfo info_;
+};
+
+void dummy_launch(const GemmArgs&) {}
+
+// A quantized kernel descriptor (never launched: the fake device computes its output).
+Kernel quantized_kernel(const char* name, const char* recipe, QuantScales where, int roundings, Accumulation acc,
+                        Format compute) {
+  Kernel k{};
+  k.name = name;
+  k.family = "user";
+  k.description = "test";
+  k.numerics = declared_numerics(Format::fp64, Format::fp32, acc, compute, Format::fp32, 0);
+  k.layout_a = k.layout_b = Layout::row_major;
+  k.m_multiple = k.n_multiple = k.k_multiple = 1;
+  k.launch = dummy_launch;
+  k.quantized = recipe;
+  k.quantized_scales = where;
+  k.quantized_scale_roundings = roundings;
+  return k;
+}
+
+}  // namespace
+
+TEST(QuantizedRun, ThreeErrorsPerRowBoundsByScalePlacementAndRowsThatSayWhy) {
+  const Kernel int8 = quantized_kernel("test_int8_mm", "int8_rowwise", QuantScales::output, 1, Accumulation::fma,
+                                       Format::fp64);
+  const Kernel w4 = quantized_kernel("test_w4_mm", "bf16_x_uint4_g32", QuantScales::operands, 0, Accumulation::fma,
+                                     Format::bf16);
+  // The same weight-only output, claimed to multiply the exact dequantized values (compute fp64): above its bound.
+  const Kernel w4_exact = quantized_kernel("test_w4_claims_exact", "bf16_x_uint4_g32", QuantScales::operands, 0,
+                                           Accumulation::fma, Format::fp64);
+  const Kernel w4_unknown = quantized_kernel("test_w4_unknown", "bf16_x_uint4_g32", QuantScales::unknown, 0,
+                                             Accumulation::fma, Format::bf16);
+  for (const Kernel* k : {&int8, &w4, &w4_exact, &w4_unknown}) register_kernel(*k);
+  TempDir d("quantized_run");
+  RunRequest req;
+  req.plan.name = "quantized";
+  req.plan.kernels = {"test_int8_mm", "test_w4_mm", "test_w4_claims_exact", "test_w4_unknown", "cublaslt_fp8_e4m3_f32"};
+  req.plan.distributions = {"normal_0_1@int8_rowwise", "uniform_-1_1@bf16_x_uint4_g32", "uniform_0_1",
+                            "logunif_-200_-160@int8_rowwise"};
+  req.plan.sizes = {{16, 32, 64}};
+  req.plan.seeds = {3};
+  req.plan.reps = 1;
+  req.plan.warmup = 0;
+  req.plan.spot_checks = 2;
+  req.out_csv = d / "out.csv";
+  req.threads = 2;
+  req.command_line = "test";
+  req.log = std::fopen("/dev/null", "w");
+  req.live_progress = false;
+  QuantizedFakeDevice dev;
+  const int rc = run_experiment(req, dev);
+  std::fclose(req.log);
+  for (const Kernel* k : {&int8, &w4, &w4_exact, &w4_unknown}) unregister_kernel(k->name);
+  EXPECT_EQ(rc, 0);
+  const Csv csv = read_csv(req.out_csv);
+  ASSERT_EQ(csv.rows.size(), 20u);
+  EXPECT_EQ(dev.quantized_runs, 4);
+  int checked = 0;
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    const std::string k = csv.col(i, "kernel"), dist = csv.col(i, "distribution"), st = csv.col(i, "status"),
+                      note = csv.col(i, "note");
+    SCOPED_TRACE(k + " on " + dist + ": " + st + " " + note);
+    if (dist == "normal_0_1@int8_rowwise" && k == "test_int8_mm") {
+      ++checked;
+      EXPECT_EQ(st, "passed");
+      EXPECT_EQ(csv.col(i, "recipe"), "int8_rowwise");
+      EXPECT_EQ(csv.col(i, "frac_correctly_rounded"), "1") << "judged against the dequantized operands";
+      EXPECT_NE(note.find("scales on the output, 1 fp32 roundings"), std::string::npos);
+      // The quantization error (normwise: mean-zero data makes relative errors heavy-tailed): int8 keeps about
+      // 8 bits, far above the kernel's own error, which is all the total adds to it.
+      const double quant = std::stod(csv.col(i, "quant_normwise")), total = std::stod(csv.col(i, "total_normwise"));
+      std::cout << "[ info ] int8 quant_normwise " << quant << ", total_normwise " << total << ", normwise "
+                << csv.col(i, "normwise") << "\n";
+      EXPECT_GT(quant, 1e-4);
+      EXPECT_LT(quant, 0.1);
+      EXPECT_NEAR(total, quant, 1e-6);
+      EXPECT_LT(std::stod(csv.col(i, "normwise")), 1e-6);
+      EXPECT_NE(csv.col(i, "quant_rel_std"), "");
+    } else if (dist == "uniform_-1_1@bf16_x_uint4_g32" && k == "test_w4_mm") {
+      ++checked;
+      EXPECT_EQ(st, "passed");
+      EXPECT_NE(note.find("scales on the operands, dequantized values rounded to bf16"), std::string::npos);
+      EXPECT_GT(std::stod(csv.col(i, "rel_max_abs")), 1e-5) << "the bf16 rounding of the weights shows";
+      EXPECT_NE(csv.col(i, "quant_rel_std"), "");
+    } else if (dist == "uniform_-1_1@bf16_x_uint4_g32" && k == "test_w4_claims_exact") {
+      ++checked;
+      EXPECT_EQ(st, "failed_bound") << "exact products claimed, bf16 weights delivered";
+    } else if (dist == "uniform_-1_1@bf16_x_uint4_g32" && k == "test_w4_unknown") {
+      ++checked;
+      EXPECT_EQ(st, "no_bound");
+      EXPECT_NE(note.find("not declared"), std::string::npos);
+    } else if (dist == "normal_0_1@int8_rowwise" && k == "test_w4_mm") {
+      ++checked;
+      EXPECT_EQ(st, "not_applicable");
+      EXPECT_NE(note.find("reads bf16_x_uint4_g32 operands; normal_0_1@int8_rowwise gives int8_rowwise"), std::string::npos);
+      EXPECT_EQ(csv.col(i, "quant_rel_std"), "");
+    } else if (dist == "normal_0_1@int8_rowwise" && k == "cublaslt_fp8_e4m3_f32") {
+      ++checked;
+      EXPECT_EQ(st, "not_applicable");
+      EXPECT_NE(note.find("judge a callable of that recipe"), std::string::npos);
+    } else if (dist == "uniform_0_1" && k == "test_int8_mm") {
+      ++checked;
+      EXPECT_EQ(st, "not_applicable");
+      EXPECT_NE(note.find("is a quantized kernel"), std::string::npos);
+      EXPECT_NE(note.find("uniform_0_1@int8_rowwise"), std::string::npos);
+    } else if (dist == "logunif_-200_-160@int8_rowwise" && k == "test_int8_mm") {
+      ++checked;
+      EXPECT_EQ(st, "not_applicable");
+      EXPECT_NE(note.find("is all zero (amax 0)"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(checked, 8);
+}
+
+// The bound of each placement, by hand: scales on the output with h roundings is (1 + u)^(h + 1) - 1 above the
+// exact accumulation's tiny binary64 term; on exact operands the numerics' own bound.
+TEST(QuantizedRun, BoundModelsOfTheScalePlacements) {
+  const Numerics n = declared_numerics(Format::fp64, Format::fp32, Accumulation::in_wgmma, Format::bf16, Format::fp32, 0);
+  const BoundModel out = quantized_bound_model(n, QuantScales::output, 2, 4096, false);
+  const double u = 0x1p-24, f = gamma_bound_factor(out);
+  EXPECT_GT(f, std::pow(1 + u, 3) - 1);
+  EXPECT_LT(f, std::pow(1 + u, 3) - 1 + 1e-11);
+  const BoundModel exact = quantized_bound_model(n, QuantScales::operands, 0, 4096, true);
+  const BoundModel rounded = quantized_bound_model(n, QuantScales::operands, 0, 4096, false);
+  EXPECT_EQ(exact.input, Format::bf16);
+  EXPECT_EQ(rounded.input, Format::fp64);
+  EXPECT_GT(gamma_bound_factor(rounded) - gamma_bound_factor(exact), 2 * 0x1p-8 * 0.99);  // both operands rounded
+  EXPECT_EQ(gamma_bound_factor(exact), gamma_bound_factor(bound_model(
+                                           declared_numerics(Format::bf16, Format::fp32, Accumulation::in_wgmma,
+                                                             Format::bf16, Format::fp32, 0), 4096)));
+}
