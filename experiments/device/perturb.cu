@@ -6,6 +6,7 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -68,9 +69,13 @@ std::vector<Perturbation> default_perturbations(int sm_count) {
 namespace {
 
 // The spinner's state in device memory. `resident` counts the blocks that started, `release` is set
-// after the launch, `expired` counts the blocks that left on their own time limit.
+// after the launch, `expired` counts the blocks that left on their own time limit. `host_release` is a
+// flag in mapped (zero-copy) host memory the host sets to let the blocks go early: a plain store on the
+// host, read by the blocks over the bus, with no CUDA call in between (a copy on a stream of its own,
+// tried first, was not seen before the blocks' own 10 s limit on the H200, 2026-11-29).
 struct SpinState {
   unsigned resident, release, expired, pad;
+  const volatile unsigned* host_release;
 };
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -87,7 +92,7 @@ __global__ void __launch_bounds__(1024) hold_sms_kernel(SpinState* s, unsigned l
     held[0] = 1;
     atomicAdd(&s->resident, 1u);
     const unsigned long long t0 = global_ns();
-    while (atomicAdd(&s->release, 0u) == 0) {
+    while (atomicAdd(&s->release, 0u) == 0 && *s->host_release == 0u) {
       if (global_ns() - t0 > limit_ns) {
         atomicAdd(&s->expired, 1u);
         break;
@@ -143,10 +148,10 @@ struct Perturber::Impl {
   bool spinner_ready = false;
   std::string spinner_why;
   // The host's early release of a hold (before()'s release_after): a thread that waits until then,
-  // unless after() comes first, and writes `release` by a copy on a stream of its own (a copy needs no
-  // SM: the launch and the spinner may hold them all).
-  cudaStream_t release_stream = nullptr;
-  unsigned* one = nullptr;  // pinned, holding 1
+  // unless after() comes first, and sets the mapped flag the holding blocks poll (no SM and no stream
+  // needed: the launch and the spinner may hold them all).
+  volatile unsigned* host_flag = nullptr;  // mapped host memory
+  unsigned* host_flag_device = nullptr;    // its device address
   std::thread releaser;
   std::mutex mu;
   std::condition_variable cv;
@@ -236,9 +241,11 @@ struct Perturber::Impl {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(hold_sms_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     GEMMLAB_CUDA_CHECK(cudaMalloc(&state, sizeof(SpinState)));
     GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&spin_stream, cudaStreamNonBlocking));
-    GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&release_stream, cudaStreamNonBlocking));
-    GEMMLAB_CUDA_CHECK(cudaMallocHost(&one, sizeof(unsigned)));
-    *one = 1u;
+    void* flag = nullptr;
+    GEMMLAB_CUDA_CHECK(cudaHostAlloc(&flag, sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable));
+    host_flag = static_cast<volatile unsigned*>(flag);
+    *host_flag = 0u;
+    GEMMLAB_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host_flag_device), flag, 0));
   }
 };
 
@@ -254,8 +261,7 @@ Perturber::~Perturber() {
     if (g.ctx && impl_->green_destroy) impl_->green_destroy(g.ctx);
   }
   if (impl_->spin_stream) cudaStreamDestroy(impl_->spin_stream);
-  if (impl_->release_stream) cudaStreamDestroy(impl_->release_stream);
-  if (impl_->one) cudaFreeHost(impl_->one);
+  if (impl_->host_flag) cudaFreeHost(const_cast<unsigned*>(impl_->host_flag));
   if (impl_->state) cudaFree(impl_->state);
 }
 
@@ -289,7 +295,10 @@ void Perturber::before(const Perturbation& p, void* launch_stream, double releas
   if (!m.spinner_ready) m.make_spinner();
   const auto s = static_cast<cudaStream_t>(launch_stream);
   // The previous hold ended with its launch (the spin stream is in order): start from zero.
-  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.state, 0, sizeof(SpinState), m.spin_stream));
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
+  *m.host_flag = 0u;
+  const SpinState fresh{0u, 0u, 0u, 0u, m.host_flag_device};
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.state, &fresh, sizeof fresh, cudaMemcpyHostToDevice, m.spin_stream));
   hold_sms_kernel<<<p.sms, 1024, m.max_smem, m.spin_stream>>>(m.state, kHoldLimitNs);
   GEMMLAB_LAUNCH_CHECK("hold_sms_kernel");
   wait_resident_kernel<<<1, 1, 0, s>>>(m.state, static_cast<unsigned>(p.sms), kResidentLimitNs);
@@ -314,11 +323,9 @@ void Perturber::before(const Perturbation& p, void* launch_stream, double releas
       std::unique_lock<std::mutex> lock(m.mu);
       if (m.cv.wait_for(lock, std::chrono::duration<double>(release_after), [&] { return m.launch_over; })) return;
       // The launch has not ended: it waits for the held SMs. Release them (the launch then ends).
-      if (cudaSetDevice(m.device) == cudaSuccess &&
-          cudaMemcpyAsync(&m.state->release, m.one, sizeof(unsigned), cudaMemcpyHostToDevice, m.release_stream) ==
-              cudaSuccess &&
-          cudaStreamSynchronize(m.release_stream) == cudaSuccess)
-        m.released_early = true;
+      *m.host_flag = 1u;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      m.released_early = true;
     });
   }
 }

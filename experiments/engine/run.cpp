@@ -824,7 +824,14 @@ class ProblemRunner {
           if (!quantization)
             quantization = TotalError::of(device.quantization_error(ref, total, k->numerics.output, model, threads_));
           row.quantization = quantization;
-          record(row, m.run, m.stats, *k, d, device);
+          // Scales on the output: the integer products are summed exactly, so the bound is the epilogue's
+          // whatever the kernel's accumulation order (quantized_bound_model): an undeclared accumulation
+          // (a callable's "unknown") claims no less.
+          Numerics judged = k->numerics;
+          if (k->quantized_scales == QuantScales::output && judged.accumulation == Accumulation::unknown)
+            judged.accumulation = Accumulation::fma;
+          record_measured(row, m.run, m.stats, judged, d, device.sm_clock_mhz());
+          if (k->row_note) row.note = k->row_note + row.note;
           if (k->quantized_scales == QuantScales::unknown && row.status != Status::nondeterministic &&
               row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
             row.status = Status::no_bound;
@@ -906,8 +913,19 @@ class IsolatedRunner {
     while (!left.empty()) {
       if (ctx.should_stop()) return;
       if (!workers_[ctx.worker]) {
+        // A worker after one that was stopped: on the H200 (2026-11-29) a kernel spinning forever kept the
+        // GPU after its worker was killed, and the next worker's CUDA start waited behind it. A bounded
+        // wait turns that into a clear stop (the rows before kept, --resume to go on) instead of a hang.
         workers_[ctx.worker] = spawn(ctx.worker);
-        workers_[ctx.worker]->wait_ready(kStartSeconds, ctx.log);
+        try {
+          workers_[ctx.worker]->wait_ready(kRestartSeconds, ctx.log);
+        } catch (const engine::WorkerStartFailed& e) {
+          throw CudaContextLost(std::string("a new worker process for the rows after ") + last_stopped_ + " could not "
+                                "start (" + e.what() + "): the GPU is most likely still held by that kernel, whose "
+                                "process was stopped but whose launch the driver has not ended. The rows finished are "
+                                "kept; once the GPU is free (nvidia-smi shows no gemmlab process), --resume goes on "
+                                "from the next row");
+        }
       }
       engine::WatchedWorker& w = *workers_[ctx.worker];
       nlohmann::json keys = nlohmann::json::array();
@@ -974,6 +992,7 @@ class IsolatedRunner {
           }
           if (!row && lost.empty()) ctx.log(who + " the worker process " + how + " with no kernel running; starting another");
         }
+        last_stopped_ = row ? row->kernel : (running.empty() ? std::string("a lost worker") : running);
         if (row) {
           ctx.log(who + "   " + row->kernel + ": " + to_string(row->status) + ": " + row->note);
           take(left, row->key_of_plan);
@@ -996,6 +1015,8 @@ class IsolatedRunner {
 
  private:
   static constexpr double kStartSeconds = 600;  // a Python worker imports its framework and the callable
+  static constexpr double kRestartSeconds = 180;  // the same again, its imports now in the page cache
+  std::string last_stopped_;  // the kernel whose worker was stopped last (for the restart's message)
 
   struct Unfinished {
     std::string kernel, key_of_plan;
