@@ -211,6 +211,31 @@ TEST(Isolation, AWorkerThatCannotStartStopsTheRunBeforeAnythingIsWritten) {
   EXPECT_FALSE(fs::exists(req.out_csv + ".lock"));
 }
 
+TEST(Isolation, AWorkerThatCannotStartAfterAHangStopsTheRunSayingTheGpuIsHeldAndKeepsTheRowsFinished) {
+  // The first worker hangs on sgemm_03_smem and is stopped; the next cannot start (a killed launch still
+  // holding the GPU): the run stops with a message naming the kernel and --resume, the journal keeping the
+  // rows finished and the timeout row, and no CSV.
+  TempDir d("isolation_no_restart");
+  gemmlab::RunRequest req = request(d, "hang_then_no_start", "sgemm_03_smem");
+  try {
+    run(req);
+    ADD_FAILURE() << "a worker that could not start after a hang was not reported";
+  } catch (const gemmlab::CudaContextLost& e) {
+    const std::string what = e.what();
+    for (const char* w : {"a new worker process for the rows after sgemm_03_smem could not start",
+                          "exited with status 7 before it was ready", "still held by that kernel", "--resume"})
+      EXPECT_NE(what.find(w), std::string::npos) << w << " in: " << what;
+  }
+  std::fclose(req.log);
+  EXPECT_FALSE(fs::exists(req.out_csv)) << "no CSV of a run that stopped";
+  ASSERT_TRUE(fs::exists(req.out_csv + ".journal"));
+  const std::string journal = slurp(req.out_csv + ".journal");
+  for (const char* k : {"sgemm_01_naive", "sgemm_02_coalesce", "sgemm_03_smem"})
+    EXPECT_NE(journal.find(k), std::string::npos) << k << " journaled";
+  EXPECT_NE(journal.find("timeout"), std::string::npos) << "the hung row is journaled as a timeout";
+  EXPECT_EQ(journal.find("sgemm_04_blocktile_1d"), std::string::npos) << "nothing after the stop ran";
+}
+
 TEST(Isolation, InProcessATimeoutStopsTheRunWithItsRowJournaledAndResumeKeepsOrRetriesIt) {
   TempDir d("isolation_in_process");
   gemmlab::RunRequest req = request(d, "none", "");

@@ -3,7 +3,9 @@
 //
 //   gemmlab_fake_worker MISDEED KERNEL RAN_LOG FLOOR_SECONDS
 //
-// MISDEED: none, hang, crash, lost, overrun, late, die_idle, or no_start (exits before it is ready).
+// MISDEED: none, hang, crash, lost, overrun, late, die_idle, no_start (exits before it is ready), or
+// hang_then_no_start (the first worker hangs on KERNEL, every later one exits before it is ready: the GPU a
+// killed launch still holds, as an H200 showed on 2026-11-29).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,7 +17,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s MISDEED KERNEL RAN_LOG FLOOR_SECONDS\n", argv[0]);
     return 2;
   }
-  const std::string misdeed = argv[1];
+  std::string misdeed = argv[1];
+  if (misdeed == "hang_then_no_start") {
+    const std::string first = std::string(argv[3]) + ".first_worker";
+    const int fd = ::open(first.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) ::close(fd);
+    misdeed = fd >= 0 ? "hang" : "no_start";
+  }
   if (misdeed == "no_start") {
     std::fprintf(stderr, "fake worker: told not to start\n");
     return 7;
