@@ -28,12 +28,13 @@ venv=/tmp/glvenv
 py=$venv/bin/python
 bin=$root/build-gpu
 summary=()
-part_run() {  # NAME COMMAND...: run, time, remember
-  local name=$1 t0 rc
+part_run() {  # NAME COMMAND...: run, time, remember (LIMITS="tests=240 main=200": seconds a part may take)
+  local name=$1 t0 rc limit
   shift
   mkdir -p "$out/$name"
+  limit=$(tr ' ' '\n' <<<"${LIMITS:-}" | sed -n "s/^$name=//p")
   t0=$(date +%s.%N)
-  "$@" >"$out/$name/log.txt" 2>&1
+  ${limit:+timeout "$limit"} "$@" >"$out/$name/log.txt" 2>&1
   rc=$?
   summary+=("$(printf '%-20s rc=%-3s %6.1f s' "$name" "$rc" "$(python3 -c "print($(date +%s.%N) - $t0)")")")
   echo "== $name rc=$rc"; tail -25 "$out/$name/log.txt"
