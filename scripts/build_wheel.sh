@@ -102,10 +102,13 @@ grep -qx "gemmlab/_bin/gemmlab" "$raw/listing" \
        echo "build_wheel: $built has no gemmlab/_bin/gemmlab: the CUDA part was not built (the lines of $work/pip.log about CUDA are above)" >&2; exit 1; }
 
 # MPFR, GMP and libcrypto into gemmlab.libs/; never cuBLAS or the driver (the machine's). The tag is
-# the most general manylinux one the binaries allow (auditwheel's "auto").
-PATH=$tools/bin:$PATH "$tools/bin/auditwheel" repair -w "$raw/repaired" \
+# manylinux_2_34, the one docs/install.md promises (RHEL 9, Ubuntu 22.04): repair fails where a symbol
+# the binaries need is newer (libstdc++ 12's GLIBCXX_3.4.30 once lifted it to 2_35 unnoticed).
+plat=manylinux_2_34_x86_64
+PATH=$tools/bin:$PATH "$tools/bin/auditwheel" repair -w "$raw/repaired" --plat "$plat" \
   --exclude 'libcublas.so.*' --exclude 'libcublasLt.so.*' --exclude libcuda.so.1 "$built" >"$work/repair.log" 2>&1 \
-  || { cat "$work/repair.log" >&2; echo "build_wheel: auditwheel repair failed" >&2; exit 1; }
+  || { cat "$work/repair.log" >&2
+       echo "build_wheel: auditwheel repair to $plat failed: a symbol version above is newer than $plat allows (find its caller with objdump -T on the .so and use an older API)" >&2; exit 1; }
 wheel=$(ls "$raw"/repaired/gemmlab-*.whl)
 
 # Licenses: the bundled libraries' (traced to their Debian packages), the header-only libraries'

@@ -145,7 +145,9 @@ JournalWriter::~JournalWriter() {
 void JournalWriter::sync_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return sync_wanted_ || stopping_; });
+    // wait_for, not wait: libstdc++ 12 versions condition_variable::wait(unique_lock&) GLIBCXX_3.4.30,
+    // which would lift the wheel's tag above manylinux_2_34 (RHEL 9); wait_for is inline there.
+    while (!(sync_wanted_ || stopping_)) cv_.wait_for(lock, std::chrono::seconds(1));
     if (stopping_) return;
     sync_wanted_ = false;
     lock.unlock();  // appends go on while the disk syncs
