@@ -50,6 +50,10 @@ def main():
     fam = [r for r in rows if r["family"] == a.family]
     if not fam:
         sys.exit(f"series.py: no {a.family} rows for {a.dist} at {a.size} in {a.csv}")
+    # A series is speed beside error: rows with no time (gemmlab evaluate's) have none to draw.
+    fam = [r for r in fam if r["tflops"]]
+    if not fam:
+        sys.exit(f"series.py: the {a.family} rows of {a.csv} are not timed (no tflops: rows of gemmlab evaluate?)")
     kernels = list(dict.fromkeys(r["kernel"] for r in fam))
     by = {r["kernel"]: r for r in fam}
     times = {r["kernel"]: float(r["time_ms_median"]) for r in rows if r["time_ms_median"]}

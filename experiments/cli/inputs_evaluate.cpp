@@ -62,7 +62,9 @@ Command add_inputs(CLI::App& app, const std::string& command_line) {
             o->spec.seed = parse_seeds({o->seed}).at(0);
             o->spec.format = format_arg("--format", o->format);
             const nlohmann::json j = write_inputs(o->spec, o->dir, o->force, o->threads, command_line);
-            std::fprintf(stderr, "[gemmlab] wrote %s/{A.npy,B.npy,inputs.json}: %s %s seed %s, %s\n", o->dir.c_str(),
+            std::string shown = o->dir;  // "in/" is shown "in/{A.npy,...}", not "in//{...}"
+            while (shown.size() > 1 && shown.back() == '/') shown.pop_back();
+            std::fprintf(stderr, "[gemmlab] wrote %s/{A.npy,B.npy,inputs.json}: %s %s seed %s, %s\n", shown.c_str(),
                          j["distribution"].get<std::string>().c_str(), z.str().c_str(), o->seed.c_str(),
                          info(o->spec.format).name);
             std::printf("%s\n", o->dir.c_str());
