@@ -111,6 +111,9 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
               return 0;
             }
             if (!o->write_cases.empty()) {
+              if (tc::parse_block_scaled_kind(o->instruction))
+                throw UsageError("tc-eval --write-cases: gemmlab has no probes or corpus for " + o->instruction +
+                                 " (a model from the literature); write its cases by hand (--in's columns)");
               const auto ins = tc::parse_instruction(o->instruction);
               if (!ins) throw UsageError("tc-eval --write-cases needs -i INSTRUCTION (`gemmlab tc-eval --list` names them)");
               if (o->out.empty()) throw UsageError("tc-eval --write-cases needs -o OUT.csv");

@@ -468,7 +468,7 @@ void write_tc_models(const std::vector<tc::Generation>& gens, const std::string&
       "generation", "instruction", "k", "input", "input_b", "output", "arithmetic", "block", "fraction_bits",
       "align_rounding", "output_rounding", "align_reference", "c_in_alignment", "result_fraction_bits", "zero_c_exponent",
       "split", "c_entry", "operand_conversion", "subnormals", "nan_encoding", "overflow", "zero_sign", "zero_operand",
-      "scale_block", "scale_format", "source", "evidence"};
+      "scales", "source", "evidence"};
   std::vector<std::vector<std::string>> rows;
   for (tc::Generation g : gens)
     for (tc::Instruction i : tc::instructions_of(g)) {
@@ -488,7 +488,7 @@ void write_tc_models(const std::vector<tc::Generation>& gens, const std::string&
            dash(tc::to_string(p.c_entry)), dash(p.operand_conversion ? info(*p.operand_conversion).name : "as_is"),
            std::string(p.subnormal_inputs ? "kept" : "flushed") + "/" + (p.subnormal_output ? "kept" : "flushed"),
            tc::to_string(p.nan_encoding), tc::to_string(p.overflow), tc::to_string(p.zero_sign),
-           dash(tc::to_string(p.zero_operand_exponent)), "", "", tc::to_string(prov.source), prov.text});
+           dash(tc::to_string(p.zero_operand_exponent)), "", tc::to_string(prov.source), prov.text});
     }
     // Blackwell's block-scaled kinds (reference/tc_block_scaled.hpp): one fused sum of C and the k products
     // (kind::mxf4, mxf4nvf4: of C and 4 exact groups of 16), its terms and the fp32 result toward zero;
@@ -497,18 +497,16 @@ void write_tc_models(const std::vector<tc::Generation>& gens, const std::string&
       for (tc::BlockScaledKind k : tc::block_scaled_kinds_of(g)) {
         const tc::BlockScaledInfo& bi = tc::info(k);
         const tc::ModelProvenance prov = tc::provenance(g, k);
-        std::string elements, scale_blocks, scale_formats;
+        // scales: every (format, block) the kind takes, as "ue4m3/16 ue8m0/16 ue8m0/32".
+        std::string elements, scales;
         for (Format f : tc::element_formats(k)) elements += (elements.empty() ? "" : " ") + std::string(info(f).name);
-        for (int block : {16, 32})
-          for (Format f : {Format::ue4m3, Format::ue8m0})
-            if (tc::takes_scales(k, block, f)) {
-              const std::string b = std::to_string(block), n = info(f).name;
-              if (scale_blocks.find(b) == std::string::npos) scale_blocks += (scale_blocks.empty() ? "" : " ") + b;
-              if (scale_formats.find(n) == std::string::npos) scale_formats += (scale_formats.empty() ? "" : " ") + n;
-            }
+        for (Format f : {Format::ue4m3, Format::ue8m0})
+          for (int block : {16, 32})
+            if (tc::takes_scales(k, block, f))
+              scales += (scales.empty() ? "" : " ") + std::string(info(f).name) + "/" + std::to_string(block);
         rows.push_back({tc::to_string(g), bi.name, std::to_string(bi.k), elements, "", "fp32", "block_scaled",
                         std::to_string(bi.k), std::to_string(bi.fraction_bits), "toward_zero", "toward_zero", "", "yes",
-                        "none", "", "", "", "as_is", "kept/kept", "", "infinity", "plus", "", scale_blocks, scale_formats,
+                        "none", "", "", "", "as_is", "kept/kept", "", "infinity", "plus", "", scales,
                         tc::to_string(prov.source), prov.text});
       }
   nlohmann::json meta = base_metadata("tc-eval --list", command_line, out_csv);

@@ -214,7 +214,7 @@ TEST(TcEvalBlockScaled, FileFormMixesInstructions) {
 }
 
 // `tc-eval --list --gpu all -o models.csv`: the three kinds on Blackwell only, from the literature, with their
-// k, F and scale blocks.
+// k, F and scales (format/block).
 TEST(TcEvalBlockScaled, ModelsCsvListsTheKinds) {
   engine_test::TempDir dir("tc_eval_block_scaled_models");
   write_tc_models(tc::all_generations(), dir / "models.csv", "test");
@@ -228,10 +228,9 @@ TEST(TcEvalBlockScaled, ModelsCsvListsTheKinds) {
     const std::vector<std::string>& r = csv.records[i];
     if (r[col("arithmetic")] != "block_scaled") continue;
     seen.push_back(r[col("generation")] + " " + r[col("instruction")] + " k" + r[col("k")] + " F" +
-                   r[col("fraction_bits")] + " " + r[col("scale_format")] + " per " + r[col("scale_block")] + " " +
-                   r[col("source")]);
+                   r[col("fraction_bits")] + " " + r[col("scales")] + " " + r[col("source")]);
   }
-  EXPECT_EQ(seen, (std::vector<std::string>{"blackwell tcgen05_mxf8f6f4 k32 F25 ue8m0 per 32 literature",
-                                            "blackwell tcgen05_mxf4 k64 F35 ue8m0 per 32 literature",
-                                            "blackwell tcgen05_mxf4nvf4 k64 F35 ue4m3 ue8m0 per 16 32 literature"}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"blackwell tcgen05_mxf8f6f4 k32 F25 ue8m0/32 literature",
+                                            "blackwell tcgen05_mxf4 k64 F35 ue8m0/32 literature",
+                                            "blackwell tcgen05_mxf4nvf4 k64 F35 ue4m3/16 ue8m0/16 ue8m0/32 literature"}));
 }
