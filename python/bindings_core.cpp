@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -38,6 +39,7 @@
 #include "reference/kernel_emulation.hpp"
 #include "reference/mpfr_gemm.hpp"
 #include "reference/quantized_layout.hpp"
+#include "reference/tc_block_scaled.hpp"
 #include "reference/tc_gpus.hpp"
 #include "reference/tc_model.hpp"
 #include "experiments/engine/port.hpp"
@@ -523,6 +525,36 @@ void bind_tc(nb::module_& m) {
     const tc::ModelProvenance p = tc::provenance(generation_of(gpu), instruction_of(instruction));
     return std::make_pair(std::string(tc::to_string(p.source)), p.text);
   }, "instruction"_a, "gpu"_a, "Where a generation's model of an instruction comes from: (probed|fitted|literature, text).");
+  // Blackwell's block-scaled kinds (reference/tc_block_scaled.hpp: a model from the literature). Empty
+  // formats and block 0 are the kind's defaults, as tc-eval's.
+  m.def("block_scaled_dot", [](const std::string& kind_name, const In1& a, const In1& b, const In1& scale_a,
+                               const In1& scale_b, const std::string& a_format, const std::string& b_format, int block,
+                               const std::string& scale_format, double c) {
+    const std::optional<tc::BlockScaledKind> kind = tc::parse_block_scaled_kind(kind_name);
+    if (!kind)
+      throw std::invalid_argument("unknown block-scaled kind '" + kind_name +
+                                  "'; valid: tcgen05_mxf8f6f4, tcgen05_mxf4, tcgen05_mxf4nvf4");
+    const std::vector<Format>& elements = tc::element_formats(*kind);
+    std::string valid;
+    for (Format f : elements) valid += std::string(valid.empty() ? "" : ", ") + info(f).name;
+    const auto element = [&](const std::string& what, const std::string& name) {
+      if (name.empty()) return elements.front();
+      const Format f = any_format_of(name);
+      if (std::find(elements.begin(), elements.end(), f) == elements.end())
+        throw std::invalid_argument(what + ": " + kind_name + " takes " + valid + " elements, not " + name);
+      return f;
+    };
+    const Format fa = element("a_format", a_format), fb = element("b_format", b_format);
+    if (block == 0) block = tc::info(*kind).default_block;
+    const Format sf = scale_format.empty() ? tc::default_scale_format(*kind, block) : any_format_of(scale_format);
+    if (!tc::takes_scales(*kind, block, sf))
+      throw std::invalid_argument(kind_name + " takes scales " + tc::scales_help(*kind) + ", not " + info(sf).name +
+                                  " per " + std::to_string(block));
+    const auto span = [](const In1& x) { return std::span<const double>(x.data(), x.shape(0)); };
+    return tc::block_scaled_dot(*kind, span(a), fa, span(b), fb, span(scale_a), span(scale_b), block, sf, c);
+  }, "kind"_a, "a"_a, "b"_a, "scale_a"_a, "scale_b"_a, "a_format"_a, "b_format"_a, "block"_a, "scale_format"_a, "c"_a,
+        "A block-scaled dot product of K (a multiple of the kind's k) as chained instructions "
+        "(reference/tc_block_scaled.hpp block_scaled_dot; a model from the literature).");
   m.def("port", [generation_of](const std::vector<std::string>& kernels_json, const std::vector<std::string>& targets,
                                 const std::vector<std::string>& distributions, int M, int N, int K, std::uint64_t seed,
                                 int entries, int threads, const std::string& out_csv, const std::string& command_line) {

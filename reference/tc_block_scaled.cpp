@@ -7,6 +7,7 @@
 // (k64: a 19-bit group term shifted by at most 27), so the sums of 33 or 5 of them are exact in int64.
 #include "reference/tc_block_scaled.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -15,6 +16,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "reference/tc_infer.hpp"
+
 namespace gemmlab::tc {
 namespace {
 
@@ -22,9 +25,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const BlockScaledInfo kInfo[] = {
-    {BlockScaledKind::mxf8f6f4, "tcgen05_mxf8f6f4", 32, 25, 100},
-    {BlockScaledKind::mxf4, "tcgen05_mxf4", 64, 35, 100},
-    {BlockScaledKind::mxf4nvf4, "tcgen05_mxf4nvf4", 64, 35, 100},
+    {BlockScaledKind::mxf8f6f4, "tcgen05_mxf8f6f4", 32, 25, 100, 32},
+    {BlockScaledKind::mxf4, "tcgen05_mxf4", 64, 35, 100, 32},
+    {BlockScaledKind::mxf4nvf4, "tcgen05_mxf4nvf4", 64, 35, 100, 16},
 };
 
 // A finite value as (sign, integer significand m with frac = p - 1 fraction bits, exponent e): MMA-Sim's
@@ -70,15 +73,34 @@ std::int64_t shifted(std::int64_t m, int shift) {
   return -shift >= 63 ? 0 : m >> -shift;
 }
 
+// A term's value, exactly: m 2^(e - frac) (scales included).
+double value_of(const Term& t) {
+  const double v = std::ldexp(static_cast<double>(t.m), t.e - t.frac);
+  return t.negative ? -v : v;
+}
+
 // The terms aligned to their largest exponent with F fraction bits, truncated toward zero, summed exactly,
 // and written to fp32 toward zero (fp32's subnormal grid below 2^-126; beyond its range, infinity).
-double fused_sum_to_fp32(const Term* terms, int n, int F) {
-  int E = terms[0].e;
-  for (int i = 1; i < n; ++i) E = std::max(E, terms[i].e);
+// names[i] names terms[i] in the trace.
+double fused_sum_to_fp32(const Term* terms, const std::string* names, int n, int F, BlockScaledTrace* trace) {
+  int E = terms[0].e, from = 0;
+  for (int i = 1; i < n; ++i)
+    if (terms[i].e > E) E = terms[i].e, from = i;
   std::int64_t S = 0;
   for (int i = 0; i < n; ++i) {
     const std::int64_t a = shifted(terms[i].m, F + terms[i].e - E - terms[i].frac);
     S += terms[i].negative ? -a : a;
+    if (trace)
+      trace->terms.push_back({names[i], value_of(terms[i]), terms[i].e,
+                              std::ldexp(static_cast<double>(terms[i].negative ? -a : a), E - F)});
+  }
+  if (trace) {
+    trace->rule = "fused sum: every term aligned to the largest exponent with " + std::to_string(F) +
+                  " fraction bits (bits below truncated), summed exactly, written to fp32 toward zero";
+    trace->max_exponent = E;
+    trace->max_from = names[from];
+    trace->fraction_bits = F;
+    trace->aligned_sum = std::ldexp(static_cast<double>(S), E - F);
   }
   if (S == 0) return 0.0;
   const bool negative = S < 0;
@@ -92,13 +114,61 @@ double fused_sum_to_fp32(const Term* terms, int n, int F) {
   return negative ? -v : v;
 }
 
+// The special values' rule, for the trace.
+double special(double d, const std::string& why, BlockScaledTrace* trace) {
+  if (trace) trace->rule = "special value: " + why + " gives " + exact_text(d);
+  return d;
+}
+
 }  // namespace
 
 const BlockScaledInfo& info(BlockScaledKind kind) { return kInfo[static_cast<int>(kind)]; }
 
+const std::vector<BlockScaledKind>& every_block_scaled_kind() {
+  static const std::vector<BlockScaledKind> v = {BlockScaledKind::mxf8f6f4, BlockScaledKind::mxf4,
+                                                 BlockScaledKind::mxf4nvf4};
+  return v;
+}
+
+std::optional<BlockScaledKind> parse_block_scaled_kind(const std::string& name) {
+  for (BlockScaledKind k : every_block_scaled_kind())
+    if (name == info(k).name) return k;
+  return std::nullopt;
+}
+
+const std::vector<Format>& element_formats(BlockScaledKind kind) {
+  static const std::vector<Format> f8f6f4 = {Format::e4m3, Format::e5m2, Format::e2m3, Format::e3m2, Format::e2m1};
+  static const std::vector<Format> f4 = {Format::e2m1};
+  return kind == BlockScaledKind::mxf8f6f4 ? f8f6f4 : f4;
+}
+
+bool takes_scales(BlockScaledKind kind, int block, Format scale_format) {
+  if (kind != BlockScaledKind::mxf4nvf4) return block == 32 && scale_format == Format::ue8m0;
+  return (block == 16 && (scale_format == Format::ue4m3 || scale_format == Format::ue8m0)) ||
+         (block == 32 && scale_format == Format::ue8m0);
+}
+
+std::string scales_help(BlockScaledKind kind) {
+  return kind == BlockScaledKind::mxf4nvf4 ? "ue4m3 per 16, ue8m0 per 16 or per 32" : "ue8m0 per 32";
+}
+
+std::string describe(BlockScaledKind kind) {
+  const BlockScaledInfo& i = info(kind);
+  const std::string F = std::to_string(i.fraction_bits);
+  if (kind == BlockScaledKind::mxf8f6f4)
+    return "one fused sum of C and 32 products (the scales in their exponents) at F = " + F +
+           ", terms and fp32 result truncated toward zero";
+  return "4 groups of 16 products summed exactly, each times its scales; one fused sum of C and the groups at F = " + F +
+         ", terms and fp32 result truncated toward zero";
+}
+
+Format default_scale_format(BlockScaledKind kind, int block) {
+  return kind == BlockScaledKind::mxf4nvf4 && block == 16 ? Format::ue4m3 : Format::ue8m0;
+}
+
 // MODEL FROM THE LITERATURE (MMA-Sim's fused_dot_add with scales, F = 25); not probed by gemmlab.
 double mxf8f6f4_dot(std::span<const double> a, Format fa, std::span<const double> b, Format fb, double scale_a,
-                    double scale_b, double c) {
+                    double scale_b, double c, BlockScaledTrace* trace) {
   if (a.size() != 32 || b.size() != 32)
     throw std::invalid_argument("tcgen05 kind::mxf8f6f4 takes 32 products, got " + std::to_string(a.size()) + " x " +
                                 std::to_string(b.size()));
@@ -113,20 +183,25 @@ double mxf8f6f4_dot(std::span<const double> a, Format fa, std::span<const double
   // binary64 here: at most 57344^2 2^254).
   double pre = c;
   for (int i = 0; i < 32; ++i) pre += a[i] * b[i] * scale_a * scale_b;
-  if (std::isnan(pre) || std::isinf(pre)) return pre;
+  if (std::isnan(pre) || std::isinf(pre))
+    return special(pre, "a NaN or an infinity among the operands, scales and C (MMA-Sim's binary64 pre-check)", trace);
   Term terms[33];
+  std::string names[33];
+  names[0] = "C";
+  for (int i = 0; i < 32; ++i) names[i + 1] = "a" + std::to_string(i) + "*b" + std::to_string(i) + "*sa*sb";
   terms[0] = term_of(c, Format::fp32);
   const int es = floor_log2(scale_a) + floor_log2(scale_b);  // E8M0: the scales' exponents only
   for (int i = 0; i < 32; ++i) {
     const Term x = term_of(a[i], fa), y = term_of(b[i], fb);
     terms[i + 1] = Term{x.negative != y.negative, x.m * y.m, x.frac + y.frac, x.e + y.e + es};
   }
-  return fused_sum_to_fp32(terms, 33, info(BlockScaledKind::mxf8f6f4).fraction_bits);
+  return fused_sum_to_fp32(terms, names, 33, info(BlockScaledKind::mxf8f6f4).fraction_bits, trace);
 }
 
 // MODEL FROM THE LITERATURE (MMA-Sim's nv_fused_dot_add_with_block_scale, F = 35); not probed by gemmlab.
 double mxf4nvf4_dot(std::span<const double> a, std::span<const double> b, std::span<const double> scales_a,
-                    std::span<const double> scales_b, int block, Format scale_format, double c) {
+                    std::span<const double> scales_b, int block, Format scale_format, double c,
+                    BlockScaledTrace* trace) {
   if (a.size() != 64 || b.size() != 64)
     throw std::invalid_argument("tcgen05 kind::mxf4nvf4 takes 64 products, got " + std::to_string(a.size()) + " x " +
                                 std::to_string(b.size()));
@@ -146,9 +221,14 @@ double mxf4nvf4_dot(std::span<const double> a, std::span<const double> b, std::s
     check_value(scales_a[s], scale_format, "scale_a"), check_value(scales_b[s], scale_format, "scale_b");
   check_value(c, Format::fp32, "c");
   for (std::size_t s = 0; s < scales; ++s)
-    if (std::isnan(scales_a[s]) || std::isnan(scales_b[s])) return kNaN;
-  if (std::isnan(c) || std::isinf(c)) return c;
+    if (std::isnan(scales_a[s]) || std::isnan(scales_b[s])) return special(kNaN, "a NaN scale", trace);
+  if (std::isnan(c) || std::isinf(c)) return special(c, "a NaN or infinite C (returned as it is)", trace);
   Term terms[5];
+  std::string names[5];
+  names[0] = "C";
+  for (int g = 0; g < 4; ++g)
+    names[g + 1] = "group " + std::to_string(g) + " (k " + std::to_string(16 * g) + ".." + std::to_string(16 * g + 15) +
+                   ", summed exactly)*sa*sb";
   terms[0] = term_of(c, Format::fp32);
   for (int g = 0; g < 4; ++g) {
     std::int64_t G = 0;  // 4 x the group's sum of 16 products: e2m1 values are multiples of 1/2
@@ -159,7 +239,7 @@ double mxf4nvf4_dot(std::span<const double> a, std::span<const double> b, std::s
     const std::int64_t m = (G < 0 ? -G : G) * sa.m * sb.m;
     terms[g + 1] = Term{G < 0, m, 2 + sa.frac + sb.frac, sa.e + sb.e};
   }
-  return fused_sum_to_fp32(terms, 5, info(BlockScaledKind::mxf4nvf4).fraction_bits);
+  return fused_sum_to_fp32(terms, names, 5, info(BlockScaledKind::mxf4nvf4).fraction_bits, trace);
 }
 
 // MODEL FROM THE LITERATURE (a chain of the instructions above); not probed by gemmlab.
@@ -170,10 +250,8 @@ double block_scaled_dot(BlockScaledKind kind, std::span<const double> a, Format 
   if (a.size() != b.size() || a.size() % static_cast<std::size_t>(k) != 0)
     throw std::invalid_argument(std::string(info(kind).name) + " chains " + std::to_string(k) +
                                 " products at a time: K must be a multiple of " + std::to_string(k));
-  if (kind == BlockScaledKind::mxf8f6f4 && (block != 32 || scale_format != Format::ue8m0))
-    throw std::invalid_argument("tcgen05 kind::mxf8f6f4 takes one ue8m0 scale per 32 products");
-  if (kind == BlockScaledKind::mxf4 && (block != 32 || scale_format != Format::ue8m0))
-    throw std::invalid_argument("tcgen05 kind::mxf4 takes one ue8m0 scale per 32 products");
+  if (kind != BlockScaledKind::mxf4nvf4 && !takes_scales(kind, block, scale_format))
+    throw std::invalid_argument(std::string(info(kind).name) + " takes one ue8m0 scale per 32 products");
   if (scales_a.size() * static_cast<std::size_t>(block) != a.size() ||
       scales_b.size() * static_cast<std::size_t>(block) != b.size())
     throw std::invalid_argument("a block-scaled dot product of K = " + std::to_string(a.size()) + " takes K / " +

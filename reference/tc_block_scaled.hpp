@@ -33,7 +33,10 @@
 //
 // Plain C++ (no CUDA header). Values travel as doubles (exact); the aligned sums are exact integers.
 #pragma once
+#include <optional>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "reference/formats.hpp"
 
@@ -48,23 +51,62 @@ struct BlockScaledInfo {
   int k;                 // 32 or 64
   int fraction_bits;     // F: 25 or 35
   int min_cc;            // 100 (sm_100a)
+  int default_block;     // products per scale when none is named: 32 (MX), kind::mxf4nvf4 16 (NVFP4)
 };
 const BlockScaledInfo& info(BlockScaledKind kind);
+const std::vector<BlockScaledKind>& every_block_scaled_kind();
+// A kind by its name ("tcgen05_mxf8f6f4", ...); nullopt for any other name.
+std::optional<BlockScaledKind> parse_block_scaled_kind(const std::string& name);
+// The element formats of A and B a kind takes: kind::mxf8f6f4 e4m3, e5m2, e2m3, e3m2, e2m1 (A and B each
+// one of them); kind::mxf4 and kind::mxf4nvf4 e2m1.
+const std::vector<Format>& element_formats(BlockScaledKind kind);
+// Whether a kind takes one scale of `scale_format` per `block` products: kind::mxf8f6f4 and kind::mxf4 ue8m0
+// per 32; kind::mxf4nvf4 ue4m3 per 16, ue8m0 per 16 or 32. "ue8m0 per 32; ..." says it for a message.
+bool takes_scales(BlockScaledKind kind, int block, Format scale_format);
+std::string scales_help(BlockScaledKind kind);
+// The scale format when none is named: ue4m3 for kind::mxf4nvf4 at 16 (NVFP4), else ue8m0 (MX).
+Format default_scale_format(BlockScaledKind kind, int block);
+
+// The model of a kind in one line, for tables and messages: "one fused sum of C and 32 products (scales in
+// their exponents) at F = 25, fp32 toward zero".
+std::string describe(BlockScaledKind kind);
+
+// How the model reached one instruction's result (tc-eval --explain): the rule that decided it and, when
+// the fused sum did, every term with its exponent label and what remained of it after the alignment to
+// the largest label with F fraction bits (truncated toward zero), and their exact sum. Values are exact
+// doubles (the aligned sum is an integer below 2^53 times 2^(E - F)).
+struct BlockScaledTrace {
+  struct Term {
+    std::string name;    // "C", "a3*b3" (with its scales), "group 2 (k 16..31)"
+    double value = 0;    // the term, exactly (scales included)
+    int exponent = 0;    // its exponent label (a group's: its scales' exponents; its sum is not normalised)
+    double aligned = 0;  // what is left of it after the alignment
+  };
+  std::string rule;
+  std::vector<Term> terms;
+  int max_exponent = 0;  // E
+  std::string max_from;  // the term that set E
+  int fraction_bits = 0; // F
+  double aligned_sum = 0;
+};
 
 // kind::mxf8f6f4 (MODEL FROM THE LITERATURE, MMA-Sim; not probed by gemmlab): a and b hold 32 element values
 // of formats fa and fb (e4m3, e5m2, e2m3, e3m2, e2m1), scale_a and scale_b the two E8M0 scales (powers of
 // two), c an fp32 value. Returns the fp32 result (as a double). Throws std::invalid_argument for a value
 // that is not of its format or a span that is not 32 long.
+// With trace, how the result was reached.
 double mxf8f6f4_dot(std::span<const double> a, Format fa, std::span<const double> b, Format fb, double scale_a,
-                    double scale_b, double c);
+                    double scale_b, double c, BlockScaledTrace* trace = nullptr);
 
 // kind::mxf4 (block 32, E8M0 scales) and kind::mxf4nvf4 (block 16 with ue4m3 or E8M0 scales, or block 32
 // with E8M0) (MODEL FROM THE LITERATURE, MMA-Sim; not probed by gemmlab): a and b hold 64 e2m1 values,
 // scales_a and scales_b the 64 / block scales of the row of A and the column of B, in `scale_format`
 // (ue8m0 or ue4m3). Returns the fp32 result (as a double). Throws std::invalid_argument for a value that is
-// not of its format, a block other than 16 or 32, or spans of the wrong length.
+// not of its format, a block other than 16 or 32, or spans of the wrong length. With trace, how the result
+// was reached.
 double mxf4nvf4_dot(std::span<const double> a, std::span<const double> b, std::span<const double> scales_a,
-                    std::span<const double> scales_b, int block, Format scale_format, double c);
+                    std::span<const double> scales_b, int block, Format scale_format, double c,
+                    BlockScaledTrace* trace = nullptr);
 
 // A whole dot product of length K (a multiple of the instruction's k) as a kernel issues it: instructions
 // in increasing k, each one's result the C of the next, starting from c (MODEL FROM THE LITERATURE, as the

@@ -286,6 +286,38 @@ ModelProvenance provenance(Generation g, Instruction i) {
   return m;
 }
 
+bool has_block_scaled(Generation g, BlockScaledKind k) { return generation_cc(g) >= info(k).min_cc; }
+
+std::vector<BlockScaledKind> block_scaled_kinds_of(Generation g) {
+  std::vector<BlockScaledKind> v;
+  for (BlockScaledKind k : every_block_scaled_kind())
+    if (has_block_scaled(g, k)) v.push_back(k);
+  return v;
+}
+
+ModelProvenance provenance(Generation g, BlockScaledKind k) {
+  ModelProvenance m;
+  m.source = ModelSource::literature;
+  if (!has_block_scaled(g, k)) {
+    m.text = std::string(to_string(g)) + " has no " + info(k).name;
+    return m;
+  }
+  m.text = std::string("literature: MMA-Sim (arXiv 2511.10909, microsoft/MMA-Sim mmasim/simulator/nv_ptx.py "
+                       "tcgen05mma_block_scale), a model from the literature that no gemmlab probe and no published "
+                       "vector has run (reference/tc_block_scaled.hpp)") +
+           (k == BlockScaledKind::mxf8f6f4 ? "; its e2m3 and e3m2 elements extrapolate MMA-Sim's rule" : "");
+  return m;
+}
+
+std::string gpus_with(BlockScaledKind k) {
+  std::string s;
+  for (const GpuName& n : gpu_names())
+    if (has_block_scaled(n.generation, k))
+      s += (s.empty() ? "" : ", ") + std::string(n.name) + " (" + to_string(n.generation) + ", sm_" +
+           std::to_string(n.cc) + ")";
+  return s;
+}
+
 std::optional<Instruction> closest_instruction(Generation g, Instruction i) {
   if (has_instruction(g, i)) return i;
   const InstructionInfo& ii = info(i);

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/tc_block_scaled.hpp"
 #include "reference/tc_model.hpp"
 
 namespace gemmlab::tc {
@@ -84,6 +85,14 @@ std::vector<Instruction> instructions_of(Generation g);
 // g's model of i; nullopt when g does not have i.
 std::optional<TcParams> generation_params(Generation g, Instruction i);
 ModelProvenance provenance(Generation g, Instruction i);
+
+// Blackwell's block-scaled kinds (tc_block_scaled.hpp): whether g has kind k (Blackwell only), the kinds
+// g has, their provenance (literature: MMA-Sim's description, never run by a gemmlab probe), and the
+// GPUs that have k as a --gpu list ("b200 (blackwell, sm_100)") for a message.
+bool has_block_scaled(Generation g, BlockScaledKind k);
+std::vector<BlockScaledKind> block_scaled_kinds_of(Generation g);
+ModelProvenance provenance(Generation g, BlockScaledKind k);
+std::string gpus_with(BlockScaledKind k);
 
 // The instruction of g closest to i when g does not have i: the same input and output formats and
 // the same k (mma.sync for a wgmma), else the same formats with another k, else nullopt. i itself

@@ -31,6 +31,8 @@ ROWS = [("fp16 → fp32, k16", ("fp16",), "fp32", 16), ("fp16 → fp16, k16", ("
         ("fp8 → fp32, k32", ("e4m3", "e5m2"), "fp32", 32), ("fp8 → fp16, k32", ("e4m3", "e5m2"), "fp16", 32),
         ("fp64, k4", ("fp64",), "fp64", 4)]
 SOURCE = {"probed": "P", "fitted": "F", "literature": "L"}
+# The block-scaled kinds (arithmetic block_scaled: tcgen05 kind::mxf8f6f4, mxf4, mxf4nvf4) get a row of their own.
+BLOCK_SCALED_ROW = "block-scaled (MX, NVFP4) → fp32"
 
 
 def family(name: str) -> str:
@@ -50,6 +52,14 @@ def cell(r: dict) -> str:
     return s
 
 
+def block_scaled_cell(r: dict) -> str:
+    """One block-scaled kind: its k, its scales (format/products per scale) and F, e.g. `mxf4: k64, ue8m0/32,
+    F35 RZ (L)`."""
+    kind = r["instruction"].removeprefix("tcgen05_")
+    return (f"{kind}: k{r['k']}, {r['scales'].replace(' ', ' or ')}, F{r['fraction_bits']} "
+            f"{'RZ' if r['output_rounding'] == 'toward_zero' else 'RN'} ({SOURCE[r['source']]})")
+
+
 def render(models: list[dict]) -> str:
     lines = ["| | " + " | ".join(label for _, label in GENERATIONS) + " |",
              "| --- |" + " --- |" * len(GENERATIONS)]
@@ -65,6 +75,9 @@ def render(models: list[dict]) -> str:
                     groups[(cell(r), SOURCE[r["source"]])].append(family(r["instruction"]))
             cells.append("<br>".join(f"{'/'.join(f)}: {c} ({src})" for (c, src), f in groups.items()) or "—")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    cells = ["<br>".join(block_scaled_cell(r) for r in models if r["generation"] == g and r["arithmetic"] == "block_scaled")
+             or "—" for g, _ in GENERATIONS]
+    lines.append(f"| {BLOCK_SCALED_ROW} | " + " | ".join(cells) + " |")
     specials = []
     for g, _ in GENERATIONS:
         rs = [r for r in models if r["generation"] == g and r["input"] == "fp16" and r["output"] == "fp32"]

@@ -399,6 +399,43 @@ add_test(NAME cli.tc_eval_write_corpus COMMAND $<TARGET_FILE:gemmlab> tc-eval --
   -i mma_m16n8k16_f16_f32 -o ${_out}/tc_corpus_cases.csv)
 set_tests_properties(cli.tc_eval_write_corpus PROPERTIES LABELS cli
   PASS_REGULAR_EXPRESSION "wrote 11000 corpus cases of mma_m16n8k16_f16_f32")
+# Blackwell's block-scaled kinds (a model from the literature, reference/tc_block_scaled.hpp), on hand-derived
+# cases (tests/cpu/test_tc_eval_block_scaled.cpp derives each): eight products 1.5 * 2^-6 under scale_a 0x6c
+# (2^-19) beside C = 1 keep 2^-25 each of their 3*2^-26 at F = 25 (D = 1 + 2^-22, where the exact sum is
+# 1 + 3*2^-23); under 2^-17 every bit is kept (D = 1 + 12*2^-23, the exact sum); C = 1024 above 32 products
+# 1.75 (e2m3) * 1.5 (e3m2) * 2^-17 cuts each to 0; kind::mxf4nvf4 groups 1.5 and 16 under ue4m3 scales
+# 1.25 * 0.75 and 448 * 2^-6 give 113.40625.
+string(REPEAT " 0" 24 _z24)
+string(REPEAT " 0" 47 _z47)
+set(_bs_a "1.5 1.5 1.5 1.5 1.5 1.5 1.5 1.5${_z24}")
+set(_bs_b "0.015625 0.015625 0.015625 0.015625 0.015625 0.015625 0.015625 0.015625${_z24}")
+add_test(NAME cli.tc_eval_block_scaled_cut COMMAND $<TARGET_FILE:gemmlab> tc-eval --gpu b200 -i tcgen05_mxf8f6f4
+  --a ${_bs_a} --b ${_bs_b} --scale-a 0x6c --scale-b 1 --c 1)
+set_tests_properties(cli.tc_eval_block_scaled_cut PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x3f800002 1.0000002384185791")
+add_test(NAME cli.tc_eval_block_scaled_exact COMMAND $<TARGET_FILE:gemmlab> tc-eval --gpu b200 -i tcgen05_mxf8f6f4
+  --a ${_bs_a} --b ${_bs_b} --scale-a 0x1p-17 --scale-b 1 --c 1)
+set_tests_properties(cli.tc_eval_block_scaled_exact PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x3f80000c 1.0000014305114746")
+string(REPEAT "1.75 " 32 _bs_175)
+string(REPEAT "1.5 " 32 _bs_15)
+add_test(NAME cli.tc_eval_block_scaled_c_large COMMAND $<TARGET_FILE:gemmlab> tc-eval --gpu b200 -i tcgen05_mxf8f6f4
+  --a-format e2m3 --b-format e3m2 --a ${_bs_175} --b ${_bs_15} --scale-a 0x1p-16 --scale-b 0.5 --c 1024)
+set_tests_properties(cli.tc_eval_block_scaled_c_large PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x44800000 1024[^.0-9]")
+string(REPEAT " 0" 14 _z14)
+add_test(NAME cli.tc_eval_block_scaled_nvf4 COMMAND $<TARGET_FILE:gemmlab> tc-eval --gpu b200 -i tcgen05_mxf4nvf4
+  --a "1.5 6${_z14} 4${_z47}" --b "3 -0.5${_z14} 4${_z47}" --scale-a "0x3a 448 1 1" --scale-b "0.75 0x08 1 1"
+  --block 16 --scale-format ue4m3)
+set_tests_properties(cli.tc_eval_block_scaled_nvf4 PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x42e2d000 113.40625[^0-9]")
+gemmlab_cli_test(tc_eval_block_scaled_literature 0 "tcgen05_mxf8f6f4 on blackwell: a model from the literature .*that no gemmlab probe has run" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu b200 -i tcgen05_mxf8f6f4 --a ${_bs_a} --b ${_bs_b} --scale-a 0x6c --scale-b 1 --c 1)
+gemmlab_cli_test(tc_eval_block_scaled_h100 2 "tcgen05_mxf8f6f4 does not exist on hopper: .*b200 \\(blackwell, sm_100\\)" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu h100 -i tcgen05_mxf8f6f4 --a ${_bs_a} --b ${_bs_b} --scale-a 0x6c --scale-b 1)
+gemmlab_cli_test(tc_eval_block_scaled_not_power_of_two 2 "scale_a\\[0\\]: 3 is not a value of ue8m0: ue8m0 scales are powers of two" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu b200 -i tcgen05_mxf8f6f4 --a ${_bs_a} --b ${_bs_b} --scale-a 3 --scale-b 1)
+gemmlab_cli_test(tc_eval_block_scaled_scale_count 2 "scale_a: tcgen05_mxf4nvf4 takes 4 ue4m3 scales per operand \\(one per 16 of k = 64\\), got 2" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu b200 -i tcgen05_mxf4nvf4 --a "1.5 6${_z14} 4${_z47}" --b "3 -0.5${_z14} 4${_z47}"
+  --scale-a "1 1" --scale-b "1 1 1 1")
+gemmlab_cli_test(tc_eval_block_scaled_file 0 "5 cases, 5 with an observed D, 0 differ from the model" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu b200 --in ${_data}/tc_eval_block_scaled.csv -o ${_out}/tc_block_scaled.csv --explain)
 gemmlab_cli_test(predict_unmeasured_conversion 2 "converted from fp32 to tf32" ${_out}/pr.csv
   -- $<TARGET_FILE:gemmlab> predict -k cublas_gemmex_fp32_fast_tf32 -s 256 -o ${_out}/pr.csv)
 # Scaled fp8 (issue 22): a bad recipe, a recipe the kernel cannot take, data the recipe refuses

@@ -17,10 +17,18 @@
 // NaN pattern (sign and payload), the one the model writes (nan_encoding).
 //
 // File form: a CSV with a header and the columns instruction, a, b, c and optionally d (observed);
-// an empty c is +0. Any other column (an id, a label) is passed through. The output CSV repeats every
+// an empty c is +0; for the block-scaled kinds also scale_a, scale_b and optionally a_format,
+// b_format, block, scale_format. Any other column (an id, a label) is passed through. The output CSV repeats every
 // input column in its order and adds d_model (hex), d_model_value (decimal) and match (1, 0, or
 // empty when d was not given), and with explain the rule and the explanation; a metadata file names
 // the model each instruction used.
+//
+// Blackwell's block-scaled kinds (tcgen05_mxf8f6f4, tcgen05_mxf4, tcgen05_mxf4nvf4;
+// reference/tc_block_scaled.hpp) are A MODEL FROM THE LITERATURE (MMA-Sim, arXiv 2511.10909) that no
+// gemmlab probe has run, on blackwell (b200) only: besides A's row and B's column they take the
+// scales of each (one per `block` of k: --scale-a, --scale-b; CSV columns scale_a, scale_b), the
+// element formats (a_format, b_format) and the scales' (block, scale_format); C and D are fp32.
+// The CSV of cases may mix them with the other instructions (those leave the extra columns empty).
 //
 // Plain C++: tested on CPU-only machines.
 #pragma once
@@ -72,6 +80,42 @@ std::vector<std::string> explain_tc_case(const TcEvalCase& c, const TcEvalResult
                                          tc::Generation g = tc::Generation::hopper);
 // g's model of instruction i; throws UsageError (naming the closest instruction g has) when g lacks i.
 tc::TcParams tc_eval_params(tc::Instruction i, tc::Generation g);
+
+// One case of a block-scaled kind, as text (the CLI's options, or a CSV row's fields): a, b, scale_a,
+// scale_b hold values separated by spaces (0x bit patterns of their format, or numbers it holds
+// exactly); an empty a_format, b_format, block or scale_format is the kind's default (kind::mxf8f6f4:
+// e4m3 elements; mxf4, mxf4nvf4: e2m1; block 32, mxf4nvf4 16; scales ue8m0, mxf4nvf4 at 16 ue4m3);
+// an empty c is +0, an empty d none.
+struct TcBlockScaledFields {
+  std::string instruction, a, b, scale_a, scale_b, a_format, b_format, block, scale_format, c, d;
+};
+struct TcBlockScaledCase {
+  tc::BlockScaledKind kind{};
+  Format a_format = Format::e4m3, b_format = Format::e4m3, scale_format = Format::ue8m0;
+  int block = 32;
+  std::vector<double> a, b, scales_a, scales_b;  // k values; k / block scales each
+  double c = 0;                                  // fp32
+  std::optional<std::uint64_t> d_observed;       // fp32 bits
+  bool used_commas = false;
+};
+struct TcBlockScaledResult {
+  std::uint64_t d_bits = 0;  // fp32
+  double d_value = 0;
+  std::optional<bool> match;
+  tc::BlockScaledTrace trace;  // filled when asked
+};
+// Reads a case; throws UsageError naming the field, what was wrong and what it takes.
+TcBlockScaledCase parse_tc_block_scaled_case(const TcBlockScaledFields& f);
+// Throws UsageError unless g has kind k, naming the GPUs that have it.
+void require_block_scaled(tc::BlockScaledKind k, tc::Generation g);
+// The model's D under generation g (blackwell's; any other refused by require_block_scaled).
+TcBlockScaledResult evaluate_tc_block_scaled_case(const TcBlockScaledCase& c, bool explain, tc::Generation g);
+// The model of a case in one line: formats, scales, and the kind's arithmetic (tc::describe).
+std::string describe_tc_block_scaled_case(const TcBlockScaledCase& c);
+// The explanation, one line per step: the model and its source, the rule, every non-zero term with its
+// exponent and what the alignment left of it, the alignment, the truncated sum, D.
+std::vector<std::string> explain_tc_block_scaled_case(const TcBlockScaledCase& c, const TcBlockScaledResult& r,
+                                                      tc::Generation g);
 
 // Hex of bits in format f's width, e.g. 0x3c00 for fp16.
 std::string tc_hex(Format f, std::uint64_t bits);

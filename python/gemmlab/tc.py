@@ -7,7 +7,8 @@ largest exponent keeping F = p_out - 1 + neab fraction bits, the bits shifted ou
 ``published_params`` gives the parameters gemmlab's probes inferred on an H200
 (results/probes/README.md); ``model(name, gpu=...)`` any GPU generation's model (reference/tc_gpus.hpp:
 Hopper's probed, Volta's, Ampere's, Ada's and Blackwell's fitted to published hardware outputs or taken
-from the literature, ``provenance`` says which). ``emulate`` composes the model in a kernel's order of
+from the literature, ``provenance`` says which); ``block_scaled_dot`` Blackwell's block-scaled kinds (a model
+from the literature). ``emulate`` composes the model in a kernel's order of
 accumulation (reference/kernel_emulation.hpp) and predicts every output bit of such a kernel.
 """
 
@@ -21,6 +22,9 @@ import numpy.typing as npt
 
 from . import _core
 from ._checks import check_format, matrix, representable, vector
+
+#: Blackwell's block-scaled tcgen05 kinds (reference/tc_block_scaled.hpp; ``block_scaled_dot``).
+BLOCK_SCALED_KINDS = ("tcgen05_mxf8f6f4", "tcgen05_mxf4", "tcgen05_mxf4nvf4")
 
 TcParams = _core.TcParams
 
@@ -114,6 +118,28 @@ def dot(params: TcParams, a: npt.ArrayLike, b: npt.ArrayLike, c: float = 0.0) ->
     representable(bv.reshape(1, -1), params.input, "b")
     representable(np.array([[float(c)]]), params.output, "c")
     return _core.tc_dot(params, av, bv, float(c))
+
+
+def block_scaled_dot(kind: Literal["tcgen05_mxf8f6f4", "tcgen05_mxf4", "tcgen05_mxf4nvf4"], a: npt.ArrayLike,
+                     b: npt.ArrayLike, *, scale_a: npt.ArrayLike, scale_b: npt.ArrayLike, a_format: str | None = None,
+                     b_format: str | None = None, block: int | None = None, scale_format: str | None = None,
+                     c: float = 0.0) -> float:
+    """d = c + sum_i a_i b_i sa sb as Blackwell's block-scaled ``tcgen05.mma`` (kind::mxf8f6f4, mxf4,
+    mxf4nvf4) computes it, by MMA-Sim's description: A MODEL FROM THE LITERATURE that no gemmlab probe
+    has run (reference/tc_block_scaled.hpp; ``gemmlab tc-eval --gpu b200 -i KIND`` on the command line).
+
+    a and b (length K, a multiple of the kind's k: 32 for mxf8f6f4, 64 otherwise) hold values of
+    ``a_format`` and ``b_format``; scale_a and scale_b one scale per ``block`` of K (a float when there is
+    one); K > k chains instructions, each one's fp32 result the next one's C. ``None`` takes the kind's
+    default: e4m3 elements (mxf4, mxf4nvf4: e2m1), block 32 (mxf4nvf4: 16), ue8m0 scales (mxf4nvf4 at
+    16: ue4m3). Bound from C++: ``tc::block_scaled_dot``.
+    """
+    av, bv = vector(a, "a"), vector(b, "b")
+    if av.shape != bv.shape:
+        raise ValueError(f"a and b must have the same length, got {av.size} and {bv.size}")
+    sa, sb = vector(scale_a, "scale_a"), vector(scale_b, "scale_b")
+    return float(_core.block_scaled_dot(kind, av, bv, sa, sb, a_format or "", b_format or "", block or 0,
+                                        scale_format or "", float(c)))
 
 
 def mma_tile(params: TcParams, instruction_name: str, A: npt.ArrayLike, B: npt.ArrayLike,
