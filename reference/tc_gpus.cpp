@@ -29,6 +29,7 @@ int generation_cc(Generation g) {
 
 bool is_wgmma(Instruction i) { return std::string(info(i).name).rfind("wgmma_", 0) == 0; }
 bool is_tcgen05(Instruction i) { return std::string(info(i).name).rfind("tcgen05_", 0) == 0; }
+bool is_volta_mma(Instruction i) { return i == Instruction::mma_m8n8k4_f16_f32 || i == Instruction::mma_m8n8k4_f16_f16; }
 bool is_fp8(Format f) { return f == Format::e4m3 || f == Format::e5m2; }
 
 // The published vectors of Khattak & Mikaitis that reach each generation's instructions.
@@ -127,8 +128,10 @@ std::string gpu_name_help() {
 bool has_instruction(Generation g, Instruction i) {
   if (is_wgmma(i)) return g == Generation::hopper;
   if (is_tcgen05(i)) return g == Generation::blackwell;
+  // mma.m8n8k4 f16: modelled on Volta only (later GPUs take it in PTX by means not published).
+  if (is_volta_mma(i)) return g == Generation::volta;
   const InstructionInfo& ii = info(i);
-  if (g == Generation::volta)  // Volta's tensor cores take fp16 only, through wmma (and mma.m8n8k4)
+  if (g == Generation::volta)  // Volta's tensor cores take fp16 only, through wmma and mma.m8n8k4
     return i == Instruction::wmma_m16n16k16_f16_f32 || i == Instruction::wmma_m16n16k16_f16_f16;
   return generation_cc(g) >= ii.min_cc;
 }
@@ -171,6 +174,12 @@ std::optional<TcParams> generation_params(Generation g, Instruction i) {
   if (!has_instruction(g, i)) return std::nullopt;
   if (is_tcgen05(i)) return tcgen05_params(i);
   std::optional<TcParams> hopper = measured_hopper_params(i);
+  if (is_volta_mma(i)) {
+    // Volta's mma.m8n8k4 is the HMMA.884 its wmma is issued as: start from the wmma of the same output
+    // (Hopper's measured special rules, as every Volta model) and take Volta's datapath below.
+    const bool f32 = info(i).output == Format::fp32;
+    hopper = measured_hopper_params(f32 ? Instruction::wmma_m16n16k16_f16_f32 : Instruction::wmma_m16n16k16_f16_f16);
+  }
   if (g == Generation::hopper || !hopper) return hopper;
   TcParams p = *hopper;  // the special rules stay Hopper's (assumed), the datapath is the generation's
   const InstructionInfo& ii = info(i);
@@ -270,6 +279,11 @@ ModelProvenance provenance(Generation g, Instruction i) {
   // The vectors ran k16 fp16/bf16 (wmma), k8 tf32 and k32 fp8 (mma.sync) instructions; the other
   // shapes of the same formats share the datapath by the generation's block structure.
   const bool same_shape = ii.k == 16 || (ii.input == Format::tf32 && ii.k == 8) || (is_fp8(ii.input) && ii.k == 32);
+  // Volta's mma.m8n8k4 is one HMMA.884: the instruction the vectors' wmma was issued as, one step of it.
+  const std::string volta_mma =
+      is_volta_mma(i) ? "; mma.m8n8k4 is one step of the HMMA.884 that Volta's wmma m16n16k16 is issued as (Jia et al., "
+                        "arXiv 1804.06826): the same block of 4 products, no published vector ran it directly"
+                      : "";
   // fp16 outputs: the published vectors fit every generation's accumulator width (rounding to 11
   // bits hides whether 23, 24 or 25 were kept), so there F is the generation's fp32-output one.
   const std::string pins = ii.output == Format::fp16 && ii.input == Format::fp16
@@ -278,7 +292,8 @@ ModelProvenance provenance(Generation g, Instruction i) {
   if (!sets.empty()) {
     m.source = ModelSource::fitted;
     m.text = std::string("fitted: ") + kKm + sets + "), 0 mismatches on every vector" + pins +
-             (same_shape ? "" : "; this k's blocks follow the same datapath (literature: " + literature + ")") + special;
+             (same_shape || !volta_mma.empty() ? "" : "; this k's blocks follow the same datapath (literature: " + literature + ")") +
+             volta_mma + special;
   } else {
     m.source = ModelSource::literature;
     m.text = "literature: " + literature + "; no published vector reaches this instruction" + special;

@@ -889,7 +889,14 @@ Inference infer(const InstructionInfo& ins, const std::vector<ProbeOutcome>& out
   // The outcomes that the special rules decide are left out of the search (rule_probe).
   std::vector<char> by_rule(outcomes.size());
   {
-    TcParams base = model_params(ins.id).value_or(measured_hopper_params(ins.id).value_or(TcParams{}));
+    // The special rules' starting point: the active generation's model, else Hopper's measured one,
+    // else the first generation that models the instruction (Volta's mma.m8n8k4, Blackwell's tcgen05).
+    std::optional<TcParams> known = model_params(ins.id);
+    if (!known) known = measured_hopper_params(ins.id);
+    for (Generation g : all_generations())
+      if (!known) known = generation_params(g, ins.id);
+    TcParams base = known.value_or(TcParams{});
+    if (base.block_size > ins.k) base.block_size = ins.k;
     base.input = ins.input, base.input_b = ins.input_b, base.output = ins.output;
     const std::vector<TcParams> variants = special_candidates(base, ins);
     for (size_t i = 0; i < outcomes.size(); ++i) by_rule[i] = rule_probe(outcomes[i].probe, variants);

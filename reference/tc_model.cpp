@@ -702,7 +702,8 @@ const std::vector<Instruction>& literature_instructions() {
   static const std::vector<Instruction> v = {
       Instruction::tcgen05_m128n8k16_f16_f32, Instruction::tcgen05_m128n8k16_bf16_f32,
       Instruction::tcgen05_m128n8k8_tf32_f32, Instruction::tcgen05_m128n8k32_e4m3_f32,
-      Instruction::tcgen05_m128n8k32_e5m2_f32, Instruction::tcgen05_m128n8k16_f16_f16};
+      Instruction::tcgen05_m128n8k32_e5m2_f32, Instruction::tcgen05_m128n8k16_f16_f16,
+      Instruction::mma_m8n8k4_f16_f32,         Instruction::mma_m8n8k4_f16_f16};
   return v;
 }
 
@@ -753,6 +754,8 @@ const InstructionInfo& info(Instruction i) {
       {Instruction::tcgen05_m128n8k32_e4m3_f32, "tcgen05_m128n8k32_e4m3_f32", Format::e4m3, Format::fp32, 128, 8, 32, 100},
       {Instruction::tcgen05_m128n8k32_e5m2_f32, "tcgen05_m128n8k32_e5m2_f32", Format::e5m2, Format::fp32, 128, 8, 32, 100},
       {Instruction::tcgen05_m128n8k16_f16_f16, "tcgen05_m128n8k16_f16_f16", Format::fp16, Format::fp16, 128, 8, 16, 100},
+      {Instruction::mma_m8n8k4_f16_f32, "mma_m8n8k4_f16_f32", Format::fp16, Format::fp32, 8, 8, 4, 70},
+      {Instruction::mma_m8n8k4_f16_f16, "mma_m8n8k4_f16_f16", Format::fp16, Format::fp16, 8, 8, 4, 70},
   };
   return table[(int)i];
 }
@@ -903,6 +906,8 @@ std::optional<TcParams> measured_hopper_params(Instruction ins) {
     case Instruction::tcgen05_m128n8k32_e4m3_f32:
     case Instruction::tcgen05_m128n8k32_e5m2_f32:
     case Instruction::tcgen05_m128n8k16_f16_f16:
+    case Instruction::mma_m8n8k4_f16_f32:  // Volta's (tc_gpus.hpp models it on Volta only)
+    case Instruction::mma_m8n8k4_f16_f16:
       return std::nullopt;
     case Instruction::mma_m8n8k4_f64:
     case Instruction::mma_m16n8k4_f64:
@@ -955,6 +960,9 @@ std::string model_evidence(Instruction ins) {
     case Instruction::tcgen05_m128n8k32_e5m2_f32:
     case Instruction::tcgen05_m128n8k16_f16_f16:
       return "not on Hopper: Blackwell's tcgen05, a model from the literature (reference/tc_gpus.hpp)";
+    case Instruction::mma_m8n8k4_f16_f32:
+    case Instruction::mma_m8n8k4_f16_f16:
+      return "not modelled on Hopper: Volta's mma.m8n8k4, modelled on Volta only (reference/tc_gpus.hpp)";
     case Instruction::wmma_m16n16k16_f16_f16:
       return "probed on the H200 (2026-11-29, `gemmlab probe --instructions wmma_m16n16k16_f16_f16`): the numerics of "
              "mma.sync f16 -> f16, as wmma f16 -> f32 has mma.sync's";

@@ -247,6 +247,12 @@ enum class Instruction {
   tcgen05_m128n8k32_e4m3_f32,
   tcgen05_m128n8k32_e5m2_f32,
   tcgen05_m128n8k16_f16_f16,
+  // Volta's own mma.sync.aligned.m8n8k4 (f16 inputs, f32 or f16 accumulator): the HMMA.884 that
+  // Volta's wmma m16n16k16 is issued as (Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+  // Microbenchmarking", arXiv 1804.06826), so the datapath fitted to the V100 wmma vectors. Modelled
+  // on Volta only: later GPUs still take it in PTX, at reduced speed, by means no one has published.
+  mma_m8n8k4_f16_f32,
+  mma_m8n8k4_f16_f16,
 };
 struct InstructionInfo {
   Instruction id;
@@ -260,7 +266,8 @@ struct InstructionInfo {
 const InstructionInfo& info(Instruction i);
 // The instructions gemmlab probes (a probe kernel each; Hopper has them all).
 const std::vector<Instruction>& all_instructions();
-// Instructions gemmlab models from the literature only (no probe kernel; tc_gpus.hpp): Blackwell's tcgen05.
+// Instructions gemmlab has no probe kernel for, modelled on other generations only (tc_gpus.hpp):
+// Blackwell's tcgen05 (from the literature) and Volta's mma.m8n8k4 (Volta's fitted HMMA.884 datapath).
 const std::vector<Instruction>& literature_instructions();
 // Both, in that order: what parse_instruction knows and tc-eval evaluates.
 const std::vector<Instruction>& every_instruction();

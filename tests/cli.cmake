@@ -364,6 +364,14 @@ gemmlab_cli_test(tc_eval_gpu_unknown 2 "--gpu rtx9090: not a GPU gemmlab models.
 gemmlab_cli_test(tc_eval_gpu_lacks 2 "wgmma_m64n8k16_f16_f32 does not exist on ampere: the closest instruction it has is mma_m16n8k16_f16_f32" -
   -- $<TARGET_FILE:gemmlab> tc-eval --gpu a100 -i wgmma_m64n8k16_f16_f32 --a "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
   --b "1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
+# Volta's mma.m8n8k4: one block of 4 at 23 fraction bits. 1 + 3 products of 2^-24 (fp16's least
+# subnormal): each 2^-24 is cut below the block's last place 2^-23, D = 1 (0x3f800000); Hopper's
+# 25 bits would keep them, 1 + 3*2^-24 truncated to fp32: 0x3f800001. On Hopper it is refused.
+add_test(NAME cli.tc_eval_volta_mma COMMAND $<TARGET_FILE:gemmlab> tc-eval --gpu v100 -i mma_m8n8k4_f16_f32
+  --a "1 0x0001 0x0001 0x0001" --b "1 1 1 1")
+set_tests_properties(cli.tc_eval_volta_mma PROPERTIES LABELS cli PASS_REGULAR_EXPRESSION "0x3f800000 1[^.0-9]")
+gemmlab_cli_test(tc_eval_volta_mma_elsewhere 2 "mma_m8n8k4_f16_f32 does not exist on hopper" -
+  -- $<TARGET_FILE:gemmlab> tc-eval --gpu h100 -i mma_m8n8k4_f16_f32 --a "1 1 1 1" --b "1 1 1 1")
 gemmlab_cli_test(tc_eval_models_csv 0 "wrote the models of 5 generation" -
   -- $<TARGET_FILE:gemmlab> tc-eval --list --gpu all -o ${_out}/tc_models.csv)
 gemmlab_cli_test(tc_eval_wrong_d 5 "1 differ from the model" -

@@ -73,14 +73,16 @@ TEST(TcGenerations, WhichInstructionsEachHas) {
   for (Instruction i : every_instruction()) {
     const std::string name = info(i).name;
     const bool wgmma = name.rfind("wgmma_", 0) == 0, tcgen05 = name.rfind("tcgen05_", 0) == 0;
-    EXPECT_EQ(has_instruction(Generation::hopper, i), !tcgen05) << name;  // every instruction gemmlab probed
-    EXPECT_EQ(has_instruction(Generation::ampere, i), !wgmma && info(i).min_cc <= 80) << name;
-    EXPECT_EQ(has_instruction(Generation::ada, i), !wgmma && info(i).min_cc <= 89) << name;
-    EXPECT_EQ(has_instruction(Generation::blackwell, i), !wgmma) << name;
+    const bool volta_mma = name.rfind("mma_m8n8k4_f16", 0) == 0;  // Volta's own, modelled there only
+    EXPECT_EQ(has_instruction(Generation::hopper, i), !tcgen05 && !volta_mma) << name;  // every instruction gemmlab probed
+    EXPECT_EQ(has_instruction(Generation::ampere, i), !wgmma && !volta_mma && info(i).min_cc <= 80) << name;
+    EXPECT_EQ(has_instruction(Generation::ada, i), !wgmma && !volta_mma && info(i).min_cc <= 89) << name;
+    EXPECT_EQ(has_instruction(Generation::blackwell, i), !wgmma && !volta_mma) << name;
     EXPECT_EQ(generation_params(Generation::ampere, i).has_value(), has_instruction(Generation::ampere, i)) << name;
   }
   EXPECT_EQ(instructions_of(Generation::volta),
-            (std::vector<Instruction>{Instruction::wmma_m16n16k16_f16_f32, Instruction::wmma_m16n16k16_f16_f16}));
+            (std::vector<Instruction>{Instruction::wmma_m16n16k16_f16_f32, Instruction::wmma_m16n16k16_f16_f16,
+                                      Instruction::mma_m8n8k4_f16_f32, Instruction::mma_m8n8k4_f16_f16}));
   EXPECT_FALSE(has_instruction(Generation::ampere, Instruction::mma_m16n8k32_e4m3_f32));  // fp8 from Ada on
   EXPECT_TRUE(has_instruction(Generation::ada, Instruction::mma_m16n8k32_e4m3_f32));
   EXPECT_FALSE(has_instruction(Generation::ampere, Instruction::mma_m16n8k16_f64));  // k16 DMMA from sm_90
@@ -108,7 +110,7 @@ TEST(TcGenerations, HopperIsTheProbedModel) {
   EXPECT_EQ(active_generation(), Generation::hopper);
   for (Instruction i : all_instructions()) EXPECT_EQ(model_params(i), measured_hopper_params(i));
   EXPECT_EQ(instructions_of(Generation::hopper), all_instructions());  // every probed instruction, no tcgen05
-  EXPECT_EQ(literature_instructions().size(), 6u);
+  EXPECT_EQ(literature_instructions().size(), 8u);  // tcgen05's 6, Volta's mma.m8n8k4 2
 }
 
 // The published datapaths (Khattak & Mikaitis's models, MMA-Sim's fraction bits), as the fitted
@@ -118,6 +120,15 @@ TEST(TcGenerations, DatapathsPerGeneration) {
   EXPECT_EQ(p(Generation::volta, Instruction::wmma_m16n16k16_f16_f32).block_size, 4);
   EXPECT_EQ(p(Generation::volta, Instruction::wmma_m16n16k16_f16_f32).fraction_bits(), 23);
   EXPECT_EQ(p(Generation::volta, Instruction::wmma_m16n16k16_f16_f16).fraction_bits(), 23);
+  // Volta's mma.m8n8k4: one HMMA.884 step, the wmma datapath of the same output in one block of 4.
+  EXPECT_EQ(p(Generation::volta, Instruction::mma_m8n8k4_f16_f32), p(Generation::volta, Instruction::wmma_m16n16k16_f16_f32));
+  EXPECT_EQ(p(Generation::volta, Instruction::mma_m8n8k4_f16_f16), p(Generation::volta, Instruction::wmma_m16n16k16_f16_f16));
+  EXPECT_EQ(info(Instruction::mma_m8n8k4_f16_f32).k, 4);
+  EXPECT_EQ(provenance(Generation::volta, Instruction::mma_m8n8k4_f16_f32).source, ModelSource::fitted);
+  EXPECT_NE(provenance(Generation::volta, Instruction::mma_m8n8k4_f16_f16).text.find("no published vector ran it directly"),
+            std::string::npos);
+  EXPECT_FALSE(generation_params(Generation::hopper, Instruction::mma_m8n8k4_f16_f32));
+  EXPECT_FALSE(measured_hopper_params(Instruction::mma_m8n8k4_f16_f32));
   for (Generation g : {Generation::ampere, Generation::ada}) {
     EXPECT_EQ(p(g, Instruction::mma_m16n8k16_f16_f32).block_size, 8);
     EXPECT_EQ(p(g, Instruction::mma_m16n8k16_f16_f32).fraction_bits(), 24);

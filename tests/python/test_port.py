@@ -15,7 +15,8 @@ EXPLAINED = ROOT / "results/explain/h100_20261127_issue37/last_round/frameworks/
 def test_generations_and_their_models():
     assert tc.generation("l4") == "ada" and tc.generation("sm_80") == "ampere" and tc.generation("B200") == "blackwell"
     assert {g["name"] for g in tc.gpus()} == {"v100", "a100", "a30", "a2", "ada", "l4", "l40s", "h100", "h200", "b200"}
-    assert tc.instructions("volta") == ["wmma_m16n16k16_f16_f32", "wmma_m16n16k16_f16_f16"]
+    assert tc.instructions("volta") == ["wmma_m16n16k16_f16_f32", "wmma_m16n16k16_f16_f16", "mma_m8n8k4_f16_f32",
+                                        "mma_m8n8k4_f16_f16"]
     assert not any(i.startswith("wgmma") for i in tc.instructions("ampere"))
     a100 = tc.model("mma_m16n8k16_f16_f32", "a100")
     assert (a100.block_size, a100.neab) == (8, 1)  # blocks of 8 at 24 fraction bits
