@@ -125,7 +125,14 @@ eula=$(ls "$cuda_root"/EULA.txt "$cuda_root"/dist-info/nvidia_cuda_runtime-*.dis
   --file nanobind.LICENSE="$nb_license" --file robin-map.LICENSE="$robin" --file CUDA-runtime.EULA.txt="$eula"
 
 mkdir -p "$out"
-rm -f "$out/$(basename "$wheel")"
+# The same version and Python tag under another platform tag (an earlier build's) would make
+# `pip install dist/gemmlab-*.whl` ask for two wheels of one package: it is replaced, saying so.
+same=$(basename "$wheel" | cut -d- -f1-4)
+for old in "$out/$same"-*.whl; do
+  [ -e "$old" ] || continue
+  [ "$(basename "$old")" = "$(basename "$wheel")" ] || echo "build_wheel: replacing $old (the same version and Python tag)" >&2
+  rm -f "$old"
+done
 mv "$wheel" "$out/"
 wheel=$out/$(basename "$wheel")
 # `auditwheel show` calls the repaired wheel "linux_x86_64" only because of libcublas*.so.*, left out on
