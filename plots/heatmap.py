@@ -103,8 +103,9 @@ def main():
     row_h = 0.19
     label_w = 0.075 * max(len(k) for k in kernels) + 0.4
     cell_w = 0.62
-    width = label_w + 2 * cell_w * len(dists) + 2.6
-    height = row_h * len(kernels) + 2.4
+    # At least the title's width: a run of one distribution (gemmlab evaluate's) is otherwise too narrow.
+    width = max(label_w + 2 * cell_w * len(dists) + 2.6, 9.5)
+    height = max(row_h * len(kernels) + 2.4, 3.2)  # room for the colour bars and their labels
     fig, (ax_b, ax_s) = plt.subplots(1, 2, figsize=(width, height), sharey=True)
 
     finite_b = np.abs(bias[np.isfinite(bias)])
@@ -158,9 +159,23 @@ def main():
     cb_b.set_label("bias: mean of (Ĉ−C)/|C| in units of u_out (red: too large, blue: too small)", fontsize=8)
     cb_s = fig.colorbar(im_s, ax=ax_s, orientation="horizontal", fraction=0.6 / height, pad=0.25 / height, aspect=40)
     cb_s.set_label("spread: std of (Ĉ−C)/|C| in units of u_out", fontsize=8)
-    decades = [10.0**e for e in range(-1, int(math.log10(vmax_b)) + 1, 2)]
-    cb_b.set_ticks([-d for d in reversed(decades)] + decades)
+    # Every other decade, fewer where the range is wide: at most 4 a side, so that the labels never touch.
+    top = int(math.log10(vmax_b))
+    step = max(2, math.ceil((top + 2) / 4))
+    decades = [10.0**e for e in range(-1 if step == 2 else 1, top + 1, step)]
+    # Where the range is wide, the linear part around 0 is too narrow for ±0.1 apart: 0 marks it.
+    cb_b.set_ticks([-d for d in reversed(decades)] + ([] if step == 2 else [0.0]) + decades)
     cb_b.ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: compact(v)))
+    # The spread's ticks: its decades, or its ends where it spans less than two (LogNorm's minor labels
+    # would overlap there).
+    hi_n = norm_s.vmax
+    e0, e1 = math.ceil(math.log10(lo_s)), math.floor(math.log10(hi_n))
+    ticks_s = [10.0**e for e in range(e0, e1 + 1, max(1, math.ceil((e1 - e0 + 1) / 7)))]
+    if len(ticks_s) < 2:
+        ticks_s = [lo_s, math.sqrt(lo_s * hi_n), hi_n]
+    cb_s.set_ticks(ticks_s)
+    cb_s.ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    cb_s.ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: compact(v)))
     for cb in (cb_b, cb_s):
         cb.ax.tick_params(labelsize=7)
     ax_b.set_title("bias", fontsize=11, pad=4)
