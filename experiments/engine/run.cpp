@@ -40,6 +40,25 @@ namespace gemmlab {
 
 namespace {
 
+// What has become of a stopped worker process, for the message of a run that cannot go on after it:
+// gone, or still there in state D (the driver has not finished ending its GPU context) or another.
+std::string stopped_process_words(pid_t pid) {
+  if (pid <= 0) return "";
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return "; the stopped worker process (pid " + std::to_string(pid) + ") has ended";
+  char buf[512] = {0};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  // pid (comm) STATE ...: the state follows the last ')' (a comm may hold one).
+  const std::string s(buf, n);
+  const size_t close = s.rfind(')');
+  const char state = close != std::string::npos && close + 2 < s.size() ? s[close + 2] : '?';
+  const std::string what = state == 'D'   ? "in uninterruptible wait (D): the driver is still ending its GPU context"
+                           : state == 'Z' ? "a zombie"
+                                          : std::string("in state ") + state;
+  return "; the stopped worker process (pid " + std::to_string(pid) + ") is still there, " + what;
+}
+
 // The kernels one entry of a plan's `kernels` or `exclude` list selects: a kernel's name, or
 // family:<family> (every kernel of the family, those `all` leaves out included). `list` names the
 // list in messages ("kernels" or "exclude").
@@ -922,9 +941,10 @@ class IsolatedRunner {
         } catch (const engine::WorkerStartFailed& e) {
           throw CudaContextLost(std::string("a new worker process for the rows after ") + last_stopped_ + " could not "
                                 "start (" + e.what() + "): the GPU is most likely still held by that kernel, whose "
-                                "process was stopped but whose launch the driver has not ended. The rows finished are "
-                                "kept; once the GPU is free (nvidia-smi shows no gemmlab process), --resume goes on "
-                                "from the next row");
+                                "process was stopped but whose launch the driver has not ended" +
+                                stopped_process_words(last_stopped_pid_) +
+                                ". The rows finished are kept; once the GPU is free (nvidia-smi shows no gemmlab "
+                                "process), --resume goes on from the next row");
         }
       }
       engine::WatchedWorker& w = *workers_[ctx.worker];
@@ -993,6 +1013,7 @@ class IsolatedRunner {
           if (!row && lost.empty()) ctx.log(who + " the worker process " + how + " with no kernel running; starting another");
         }
         last_stopped_ = row ? row->kernel : (running.empty() ? std::string("a lost worker") : running);
+        last_stopped_pid_ = w.process().pid();
         if (row) {
           ctx.log(who + "   " + row->kernel + ": " + to_string(row->status) + ": " + row->note);
           take(left, row->key_of_plan);
@@ -1017,6 +1038,7 @@ class IsolatedRunner {
   static constexpr double kStartSeconds = 600;  // a Python worker imports its framework and the callable
   static constexpr double kRestartSeconds = 180;  // the same again, its imports now in the page cache
   std::string last_stopped_;  // the kernel whose worker was stopped last (for the restart's message)
+  pid_t last_stopped_pid_ = -1;  // its process
 
   struct Unfinished {
     std::string kernel, key_of_plan;

@@ -223,7 +223,9 @@ TEST(Isolation, AWorkerThatCannotStartAfterAHangStopsTheRunSayingTheGpuIsHeldAnd
   } catch (const gemmlab::CudaContextLost& e) {
     const std::string what = e.what();
     for (const char* w : {"a new worker process for the rows after sgemm_03_smem could not start",
-                          "exited with status 7 before it was ready", "still held by that kernel", "--resume"})
+                          "exited with status 7 before it was ready", "still held by that kernel", "--resume",
+                          // what became of the stopped worker (killed and reaped: gone)
+                          ") has ended", "the stopped worker process (pid "})
       EXPECT_NE(what.find(w), std::string::npos) << w << " in: " << what;
   }
   std::fclose(req.log);
