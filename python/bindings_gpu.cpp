@@ -443,7 +443,7 @@ LaunchLimit callable_limit(double launch_timeout) {
 
 // Runs the plan of one callable kernel through run_experiment. Returns the process-style exit code
 // (0 every row produced, 3 some row is an `error`, `timeout` or `faulted`). With `worker_argv`, the
-// callable runs in worker processes started with that command (python -m gemmlab._worker SPEC), each of
+// callable runs in worker processes started with that command (gemmlab._worker.main in a fresh Python, given SPEC), each of
 // which calls this with `serve` (serve_run_worker): a callable that hangs or faults costs its row.
 int judge(nb::callable launcher, const std::string& framework, const std::string& name, const std::string& family,
           const std::string& description, const std::string& input_format, const std::string& compute_format,

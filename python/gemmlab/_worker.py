@@ -3,7 +3,7 @@ process, so that one that hangs (a kernel spinning on a flag, a call blocked in 
 illegal memory access, a segmentation fault) costs its row, never the caller's process.
 
 The parent side (``worker_command``) decides whether the callable can be sent to a child and writes the
-spec the child reads; the child side (``python -m gemmlab._worker SPEC``) re-creates the callable and runs
+spec the child reads; the child side (``gemmlab._worker.main`` in a fresh Python, given SPEC) re-creates the callable and runs
 the same C++ as in-process (``gemmlab._gpu.judge(..., serve=True)``, ``explain(..., serve=True)``), which
 talks to its parent on file descriptors 3 and 4 (experiments/engine/worker_process.hpp). The parent's
 watchdog stops a child silent beyond a launch's limit; the C++ parent (``gemmlab._gpu``) starts another.
@@ -72,7 +72,9 @@ def write_spec(folder: Path, kind: str, fn_bytes: bytes, main: str | None, kwarg
     spec = folder / "worker_spec.pkl"
     spec.write_bytes(pickle.dumps({"kind": kind, "fn": fn_bytes, "main": main, "sys_path": list(sys.path),
                                    "kwargs": kwargs}, protocol=pickle.HIGHEST_PROTOCOL))
-    return [sys.executable, "-m", "gemmlab._worker", str(spec)]
+    # Not `python -m gemmlab._worker`: runpy would run this file a second time as __main__ beside the
+    # gemmlab._worker the package has already imported, and warn so ("found in sys.modules").
+    return [sys.executable, "-c", "import sys; from gemmlab._worker import main; sys.exit(main(sys.argv))", str(spec)]
 
 
 def _load_main(path: str) -> None:

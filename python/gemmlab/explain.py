@@ -221,7 +221,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
 
 
 def _explain_in_worker(fn: Callable, kw: dict) -> int:
-    """A worker process of explain (``python -m gemmlab._worker``): the plain explanation, its stages and
+    """A worker process of explain (``gemmlab._worker``): the plain explanation, its stages and
     launches told to the parent as they go (gemmlab._gpu.explain(..., serve=True)); it writes the CSV."""
     gpu = gpu_module(kw["device"])
     gpu.select_model(int(kw["device"]), kw.get("gpu") or "")  # the parent's choice of tensor-core model

@@ -604,7 +604,7 @@ def _judge_call(gpu, p: _Prepared, kw: dict, csv: Path | str, worker_argv: list[
 
 
 def _judge_in_worker(fn: Callable, kw: dict) -> int:
-    """A worker process of judge (``python -m gemmlab._worker``): serves its parent's rows."""
+    """A worker process of judge (``gemmlab._worker``): serves its parent's rows."""
     _take_torch_state(kw.get("torch_state"))
     p = _prepare(fn, kw["name"], kw["framework"], kw["style"], kw["input_format"], kw["output_format"],
                  kw["accumulation"], kw["device"], None, "gemmlab.judge", quantized=kw.get("recipe"))

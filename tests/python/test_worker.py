@@ -103,6 +103,22 @@ def test_the_worker_says_why_it_cannot_re_create_a_callable(tmp_path):
     assert json.loads(said.splitlines()[0])["failed"].startswith("the callable could not be re-created in a worker")
 
 
+def test_the_workers_command_starts_it_without_runpys_warning(tmp_path):
+    # The command write_spec gives the C++ side, run as it runs it: the worker reads its spec, says on
+    # fd 4 why it cannot re-create the callable, and prints nothing else (python -m printed runpy's
+    # "'gemmlab._worker' found in sys.modules" RuntimeWarning in every worker).
+    argv = _worker.write_spec(tmp_path, "judge", b"not a pickle", None, {})
+    read, write = os.pipe()
+    exec_on_fd4 = f"import os; os.dup2({write}, 4); os.execv({argv[0]!r}, {argv!r})"
+    r = subprocess.run([sys.executable, "-c", exec_on_fd4], pass_fds=(write,), capture_output=True, text=True,
+                       timeout=120)
+    os.close(write)
+    said = os.read(read, 65536).decode()
+    assert r.returncode == 1, r.stderr
+    assert json.loads(said.splitlines()[0])["failed"].startswith("the callable could not be re-created in a worker")
+    assert "RuntimeWarning" not in r.stderr and "found in sys.modules" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("entry", ["judge", "explain", "explain_diff", "invariance"])
 def test_every_entry_point_stops_a_scripts_top_level_in_a_worker(entry):
     _worker.importing_main = True
