@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmlab
+from gemmlab.results import write_summary_meta
 
 DISTS = ("uniform_0_1", "normal_0_1")
 SEED = 20261121
@@ -114,7 +115,7 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="small sizes")
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    table = []
+    table, ran = [], []
     all_cases = cases(a.quick)
     if not hasattr(torch, "_grouped_mm"):
         print(f"torch {torch.__version__} has no torch._grouped_mm: the grouped case runs cuBLAS's grouped GEMM "
@@ -124,6 +125,7 @@ def main() -> int:
         if only and name not in only:
             continue
         r = run(name, spec, a.out)
+        ran.append(name)
         if isinstance(r, str):
             print(f"{name}: refused: {r}", flush=True)
             table.append(dict(kernel=name, form="", distribution="", status="refused", bias_u=math.nan,
@@ -135,6 +137,8 @@ def main() -> int:
                               note=(row.note or "")[:200]))
     df = pd.DataFrame(table)
     df.to_csv(a.out / "forms_table.csv", index=False)
+    write_summary_meta(a.out / "forms_table.csv", [a.out / f"{n}.csv" for n in ran],
+                       "examples/judge_forms.py " + " ".join(sys.argv[1:]))
     with pd.option_context("display.max_colwidth", 60, "display.width", 220):
         print(df.drop(columns=["note"]).to_string(index=False))
     return 0

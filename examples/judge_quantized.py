@@ -29,6 +29,7 @@ import triton
 import triton.language as tl
 
 import gemmlab
+from gemmlab.results import write_summary_meta
 
 DISTS = ("normal_0_1", "uniform_-1_1", "expspread_1")
 SEED = 20261129
@@ -175,11 +176,12 @@ def main() -> int:
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     only = [x for x in a.only.split(",") if x]
-    table = []
+    table, ran = [], []
     for name, spec in cases(a.quick).items():
         if only and name not in only:
             continue
         r = run(name, spec, a.out)
+        ran.append(name)
         if isinstance(r, str):
             print(f"{name}: refused: {r}", flush=True)
             table.append(dict(kernel=name, distribution="", status="refused", bias_u=math.nan, spread_u=math.nan,
@@ -191,6 +193,8 @@ def main() -> int:
                               tflops=row.tflops, note=(row.note or "")[:300]))
     df = pd.DataFrame(table)
     df.to_csv(a.out / "quantized_table.csv", index=False)
+    write_summary_meta(a.out / "quantized_table.csv", [a.out / f"{n}.csv" for n in ran],
+                       "examples/judge_quantized.py " + " ".join(sys.argv[1:]))
     with pd.option_context("display.max_colwidth", 60, "display.width", 220):
         print(df.drop(columns=["note"]).to_string(index=False))
     return 0

@@ -153,3 +153,41 @@ def row_from_fields(fields: Iterable[str]) -> dict[str, Any]:
         else:
             out[c] = float(v)
     return out
+
+
+def write_summary_meta(table_csv: str | os.PathLike, sources: Iterable[str | os.PathLike], produced_by: str,
+                       note: str = "") -> Path:
+    """``TABLE.meta.json`` beside a table drawn from gemmlab result CSVs (a study's summary, not a run):
+    the command that made it, when, and for each source CSV what its own ``.meta.json`` says of it (its
+    command, date, GPU, gemmlab version and commit), so the table says where every figure comes from
+    as a run CSV does. A source without metadata is named as such. Written atomically; returns the
+    path. ``produced_by``: the command line (e.g. ``"examples/judge_quantized.py --out OUT"``)."""
+    import time
+
+    table = Path(table_csv)
+    entries = []
+    for s in sources:
+        src = Path(s)
+        metas = _meta_files(src)
+        entry: dict[str, Any] = {"csv": os.path.relpath(src, table.parent)}
+        if not src.exists():
+            entry["meta"] = "no such CSV: the case wrote none (refused before any row)"
+        elif not metas:
+            entry["meta"] = "none beside it"
+        for m in metas:
+            meta = json.loads(m.read_text())
+            gpu = meta.get("gpu")
+            entry.setdefault("runs", []).append({
+                "meta": os.path.relpath(m, table.parent), "command_line": meta.get("command_line"),
+                "date_utc": meta.get("date_utc"), "gpu": gpu.get("name") if isinstance(gpu, dict) else gpu,
+                "gemmlab_version": meta.get("gemmlab_version"), "git_commit": meta.get("git_commit")})
+        entries.append(entry)
+    out = table.with_suffix(".meta.json")
+    doc = {"csv": table.name, "kind": "summary table", "produced_by": produced_by,
+           "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "sources": entries}
+    if note:
+        doc["note"] = note
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, out)
+    return out

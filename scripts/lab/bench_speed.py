@@ -173,6 +173,10 @@ def part_main(bin_dir: Path, out: Path) -> list[dict]:
             inside_noise += in_a
             inside_fixed += in_b
             w.writerow([k, dist, form, ma, ca, a.get("reps", ""), mb, cb, round(diff, 6), in_a, in_b])
+    from gemmlab.results import write_summary_meta  # this tree's package (PYTHONPATH, scripts/lab/README.md)
+
+    write_summary_meta(d / "fastest_medians.csv", [noise_csv, fixed_csv],
+                       "scripts/lab/bench_speed.py " + " ".join(sys.argv[1:]) + " (part main)")
     rows.append(dict(part="main", item="fastest_rows_fixed_median_within_noise_ci", value=inside_noise,
                      value_committed=len(fastest), unit=f"of {len(fastest)} rows",
                      shows="the fastest tenth: the fixed run's median within the noise run's 95% CI "

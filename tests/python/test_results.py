@@ -123,3 +123,28 @@ def test_infinite_snr_reads_back(tmp_path):
     df = gemmlab.load_results(p)
     assert df["snr_db"][0] == math.inf and df["calc_diff"][0] == 0.0 and df["assert_close"][0] == 1
     assert gemmlab.results.row_from_fields([row[c] for c in cols])["snr_db"] == math.inf
+
+
+def test_a_summary_tables_metadata_names_every_sources_run(tmp_path):
+    import json
+
+    from gemmlab.results import write_summary_meta
+
+    (tmp_path / "a.csv").write_text("kernel\nx\n")
+    (tmp_path / "a.meta.json").write_text(json.dumps({"command_line": "gemmlab run -k x", "date_utc": "2026-11-29T10:00:00Z",
+                                                      "gpu": {"name": "NVIDIA H200"}, "gemmlab_version": "0.1.0",
+                                                      "git_commit": "abc"}))
+    (tmp_path / "b.csv").write_text("kernel\ny\n")  # no metadata beside it
+    table = tmp_path / "table.csv"
+    table.write_text("kernel\nx\ny\n")
+    out = write_summary_meta(table, [tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "refused.csv"], "make_table --out T")
+    assert out == tmp_path / "table.meta.json"
+    doc = json.loads(out.read_text())
+    assert doc["csv"] == "table.csv" and doc["produced_by"] == "make_table --out T" and doc["kind"] == "summary table"
+    a, b, refused = doc["sources"]
+    assert a["csv"] == "a.csv" and a["runs"] == [{"meta": "a.meta.json", "command_line": "gemmlab run -k x",
+                                                  "date_utc": "2026-11-29T10:00:00Z", "gpu": "NVIDIA H200",
+                                                  "gemmlab_version": "0.1.0", "git_commit": "abc"}]
+    assert b == {"csv": "b.csv", "meta": "none beside it"}
+    assert refused["meta"].startswith("no such CSV")
+    assert not list(tmp_path.glob("*.tmp"))
