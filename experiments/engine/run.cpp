@@ -604,9 +604,7 @@ class ProblemRunner {
       const bool keep = !req_.save_matrices.empty();
       Measurement m = device.measure(k, inputs, ref, topt_, bound_model(k.numerics, z.K), keep, threads_);
       const KernelRun& run = m.run;
-      time_.add(&TimeSplit::kernels, run.launch_seconds);
-      time_.add(&TimeSplit::kernel_setup, run.wall_seconds - run.launch_seconds);
-      time_.add(&TimeSplit::statistics, m.stats_seconds);
+      add_times(m);
       if (m.stats_reused) {
         std::lock_guard<std::mutex> lock(time_.mu);
         ++time_.stats_reused;
@@ -706,58 +704,16 @@ class ProblemRunner {
     const std::string tag = file_tag(d, z, seed, r.fp8);
     ReferenceCache gemm_refs(req_, threads_, sp->dequantized(), z, seed, tag, ctx, who, time_, device);
     ReferenceCache total_refs(req_, threads_, sp->sources(), z, seed, tag + "_source", ctx, who, time_, device);
-    std::optional<TotalError> quantization;  // the problem's, once: the same for every kernel of it
-    for (const Kernel* k : takers) {
-      if (ctx.should_stop()) return;
-      ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
-      if (req_.plan.reps > 0) row.reps = req_.plan.reps;
-      if (std::string why = device.hardware_support(*k); !why.empty()) {
-        row.status = Status::not_supported;
-        row.note = why;
-        emit(row);
-        continue;
-      }
-      ProblemReference& ref = gemm_refs.get();
-      ProblemReference& total = total_refs.get();
-      row.reference = ref.label;
-      if (const long long over = ref.count_beyond(info(k->numerics.output).max_finite)) {
-        row.status = Status::not_applicable;
-        row.note = over_range_note(over, k->numerics.output);
-      } else {
-        t0 = std::chrono::steady_clock::now();
-        try {
-          const Measurement m = device.measure_scaled(*k, *sp, ref, total, topt_, bound_model(k->numerics, z.K), threads_);
-          time_.add(&TimeSplit::kernels, m.run.launch_seconds);
-          time_.add(&TimeSplit::kernel_setup, m.run.wall_seconds - m.run.launch_seconds);
-          time_.add(&TimeSplit::statistics, m.stats_seconds);
-          if (!m.total) throw std::logic_error(std::string("the device judged ") + k->name + " without its total error");
-          row.total = TotalError::of(*m.total);
-          if (!quantization)
-            quantization = TotalError::of(device.quantization_error(ref, total, k->numerics.output,
-                                                                    bound_model(k->numerics, z.K), threads_));
-          row.quantization = quantization;
-          record(row, m.run, m.stats, *k, d, device);
+    judge_against_two_references(
+        takers, d, z, seed, gemm_refs, total_refs, device, ctx, who, emit,
+        [&](const Kernel& k, ProblemReference& ref, ProblemReference& total, BoundModel& model) {
+          model = bound_model(k.numerics, z.K);
+          return device.measure_scaled(k, *sp, ref, total, topt_, model, threads_);
+        },
+        [&](const Kernel& k, const Measurement& m, ResultRow& row) {
+          record(row, m.run, m.stats, k, d, device);
           host_paths_.record(row, m);
-          log_row(row, m.run, *k, ctx, who);
-        } catch (const CudaContextLost& e) {  // as in run_row: the row is a result, and the process may be done
-          time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
-          const bool go_on = record_lost(row, e);
-          ctx.log(who + "   " + k->name + ": " + to_string(row.status) + ": " + row.note);
-          if (!go_on) {
-            emit(row);
-            throw;
-          }
-        } catch (const std::exception& e) {
-          time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
-          row.status = Status::error;
-          row.note = e.what();
-          ctx.log(who + "   " + k->name + ": error: " + e.what());
-        }
-      }
-      ref.wait_verified();
-      total.wait_verified();
-      emit(row);
-    }
+        });
   }
 
   // SOURCE@RECIPE with a quantized recipe (reference/quantized.hpp): the kernels of that recipe read the
@@ -811,11 +767,57 @@ class ProblemRunner {
     const std::string tag = file_tag(d, z, seed, Format::fp64);
     ReferenceCache gemm_refs(req_, threads_, qp->dequantized(), z, seed, tag, ctx, who, time_, device);
     ReferenceCache total_refs(req_, threads_, qp->sources(), z, seed, tag + "_source", ctx, who, time_, device);
+    judge_against_two_references(
+        takers, d, z, seed, gemm_refs, total_refs, device, ctx, who, emit,
+        [&](const Kernel& k, ProblemReference& ref, ProblemReference& total, BoundModel& model) {
+          const bool exact = k.quantized_scales == QuantScales::operands && qp->exact_in(k.numerics.compute);
+          model = quantized_bound_model(k.numerics, k.quantized_scales, k.quantized_scale_roundings, z.K, exact);
+          return device.measure_quantized(k, *qp, ref, total, topt_, model, threads_);
+        },
+        [&](const Kernel& k, const Measurement& m, ResultRow& row) {
+          const bool exact = k.quantized_scales == QuantScales::operands && qp->exact_in(k.numerics.compute);
+          // Scales on the output: the integer products are summed exactly, so the bound is the epilogue's
+          // whatever the kernel's accumulation order (quantized_bound_model): an undeclared accumulation
+          // (a callable's "unknown") claims no less.
+          Numerics judged = k.numerics;
+          if (k.quantized_scales == QuantScales::output && judged.accumulation == Accumulation::unknown)
+            judged.accumulation = Accumulation::fma;
+          record_measured(row, m.run, m.stats, judged, d, device.sm_clock_mhz());
+          if (k.row_note) row.note = k.row_note + row.note;
+          if (k.quantized_scales == QuantScales::unknown && row.status != Status::nondeterministic &&
+              row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
+            row.status = Status::no_bound;
+            row.note = "where the scales are applied is not declared (quantized scales unknown): no bound is claimed; " +
+                       row.note;
+          }
+          row.note = std::string("scales on the ") + to_string(k.quantized_scales) +
+                     (k.quantized_scales == QuantScales::operands
+                          ? std::string(exact ? ", every dequantized value exact in " : ", dequantized values rounded to ") +
+                                info(k.numerics.compute).name
+                          : k.quantized_scales == QuantScales::output
+                                ? ", " + std::to_string(k.quantized_scale_roundings) + " fp32 roundings before the output's"
+                                : std::string()) +
+                     "; " + (m.note.empty() ? std::string() : m.note + "; ") + row.note;
+          host_paths_.record(row, m);
+        });
+  }
+
+  // The rows of a scaled-fp8 or quantized problem: each kernel of `takers` judged against the exact product of
+  // the operands it reads (gemm_refs) and measured against that of the fp32 sources (total_refs, its total
+  // error), with the problem's quantization error (computed once: the same for every kernel). `measure` runs a
+  // kernel and sets the bound model it is judged by; `record` fills its row from the measurement. A kernel
+  // that hangs or loses the GPU is a timeout or faulted row, as in run_row: emitted, then, where nothing more
+  // can run in this process, the run stops (in a worker, the parent starts another).
+  template <class Measure, class Record>
+  void judge_against_two_references(const std::vector<const Kernel*>& takers, const Distribution& d, const Size& z,
+                                    std::uint64_t seed, ReferenceCache& gemm_refs, ReferenceCache& total_refs,
+                                    Device& device, engine::WorkerContext& ctx, const std::string& who,
+                                    const std::function<void(const ResultRow&)>& emit, Measure measure, Record record) {
     std::optional<TotalError> quantization;
     for (const Kernel* k : takers) {
       if (ctx.should_stop()) return;
       ResultRow row = describe(*k, d.name(), z.M, z.N, z.K, seed);
-      row.reps = req_.plan.reps;
+      if (req_.plan.reps > 0) row.reps = req_.plan.reps;
       if (std::string why = device.hardware_support(*k); !why.empty()) {
         row.status = Status::not_supported;
         row.note = why;
@@ -829,46 +831,26 @@ class ProblemRunner {
         row.status = Status::not_applicable;
         row.note = over_range_note(over, k->numerics.output);
       } else {
-        t0 = std::chrono::steady_clock::now();
+        const auto t0 = std::chrono::steady_clock::now();
         try {
-          const bool exact = k->quantized_scales == QuantScales::operands && qp->exact_in(k->numerics.compute);
-          const BoundModel model =
-              quantized_bound_model(k->numerics, k->quantized_scales, k->quantized_scale_roundings, z.K, exact);
-          const Measurement m = device.measure_quantized(*k, *qp, ref, total, topt_, model, threads_);
-          time_.add(&TimeSplit::kernels, m.run.launch_seconds);
-          time_.add(&TimeSplit::kernel_setup, m.run.wall_seconds - m.run.launch_seconds);
-          time_.add(&TimeSplit::statistics, m.stats_seconds);
+          BoundModel model;
+          const Measurement m = measure(*k, ref, total, model);
+          add_times(m);
           if (!m.total) throw std::logic_error(std::string("the device judged ") + k->name + " without its total error");
           row.total = TotalError::of(*m.total);
           if (!quantization)
             quantization = TotalError::of(device.quantization_error(ref, total, k->numerics.output, model, threads_));
           row.quantization = quantization;
-          // Scales on the output: the integer products are summed exactly, so the bound is the epilogue's
-          // whatever the kernel's accumulation order (quantized_bound_model): an undeclared accumulation
-          // (a callable's "unknown") claims no less.
-          Numerics judged = k->numerics;
-          if (k->quantized_scales == QuantScales::output && judged.accumulation == Accumulation::unknown)
-            judged.accumulation = Accumulation::fma;
-          record_measured(row, m.run, m.stats, judged, d, device.sm_clock_mhz());
-          if (k->row_note) row.note = k->row_note + row.note;
-          if (k->quantized_scales == QuantScales::unknown && row.status != Status::nondeterministic &&
-              row.stats->unwritten == 0 && row.stats->nonfinite == 0) {
-            row.status = Status::no_bound;
-            row.note = "where the scales are applied is not declared (quantized scales unknown): no bound is claimed; " +
-                       row.note;
-          }
-          row.note = std::string("scales on the ") + to_string(k->quantized_scales) +
-                     (k->quantized_scales == QuantScales::operands
-                          ? std::string(exact ? ", every dequantized value exact in " : ", dequantized values rounded to ") +
-                                info(k->numerics.compute).name
-                          : k->quantized_scales == QuantScales::output
-                                ? ", " + std::to_string(k->quantized_scale_roundings) + " fp32 roundings before the output's"
-                                : std::string()) +
-                     "; " + (m.note.empty() ? std::string() : m.note + "; ") + row.note;
-          host_paths_.record(row, m);
+          record(*k, m, row);
           log_row(row, m.run, *k, ctx, who);
-        } catch (const CudaContextLost&) {
-          throw;
+        } catch (const CudaContextLost& e) {
+          time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
+          const bool go_on = record_lost(row, e);
+          ctx.log(who + "   " + k->name + ": " + to_string(row.status) + ": " + row.note);
+          if (!go_on) {
+            emit(row);
+            throw;
+          }
         } catch (const std::exception& e) {
           time_.add(&TimeSplit::kernel_setup, seconds_since(t0));
           row.status = Status::error;
@@ -880,6 +862,13 @@ class ProblemRunner {
       total.wait_verified();
       emit(row);
     }
+  }
+
+  // A measurement's parts of the time split: the launches, their set-up around them, the statistics.
+  void add_times(const Measurement& m) {
+    time_.add(&TimeSplit::kernels, m.run.launch_seconds);
+    time_.add(&TimeSplit::kernel_setup, m.run.wall_seconds - m.run.launch_seconds);
+    time_.add(&TimeSplit::statistics, m.stats_seconds);
   }
 
   const RunRequest& req_;

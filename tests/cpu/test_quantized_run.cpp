@@ -13,6 +13,7 @@
 
 #include "engine_test_util.hpp"
 #include "experiments/engine/evaluate.hpp"
+#include "experiments/engine/journal.hpp"
 #include "experiments/engine/run.hpp"
 #include "kernels/registry.hpp"
 #include "reference/exact_gemm.hpp"
@@ -78,6 +79,8 @@ class QuantizedFakeDevice final : public Device {
   KernelRun run_quantized(const Kernel& k, const QuantizedOperand& A, const QuantizedOperand& B,
                           const TimingOptions&) override {
     ++quantized_runs;
+    if (lose == k.name)
+      throw CudaContextLost(std::string("CUDA error cudaErrorIllegalAddress in the fake's launch of ") + k.name);
     const Matrix a = decode(A);
     Matrix b = decode(B);
     if (std::string(k.name).find("w4") != std::string::npos)
@@ -86,6 +89,7 @@ class QuantizedFakeDevice final : public Device {
   }
   int sm_clock_mhz() override { return 1755; }
   int quantized_runs = 0;
+  std::string lose;  // a kernel whose launch loses the GPU context
 
  private:
   static KernelRun result(std::vector<double> c, int M, int N, int K) {
@@ -211,6 +215,45 @@ TEST(QuantizedRun, ThreeErrorsPerRowBoundsByScalePlacementAndRowsThatSayWhy) {
     }
   }
   EXPECT_EQ(checked, 8);
+}
+
+// A quantized kernel that loses the GPU costs its row, as any kernel's (issue 44): the run stops there in this
+// process with that row journaled as faulted after the rows before it, never silently without it.
+TEST(QuantizedRun, AQuantizedKernelThatLosesTheGpuIsAFaultedRowInTheJournal) {
+  const Kernel ok = quantized_kernel("test_int8_ok", "int8_rowwise", QuantScales::output, 1, Accumulation::fma,
+                                     Format::fp64);
+  const Kernel bad = quantized_kernel("test_int8_faults", "int8_rowwise", QuantScales::output, 1, Accumulation::fma,
+                                      Format::fp64);
+  for (const Kernel* k : {&ok, &bad}) register_kernel(*k);
+  TempDir d("quantized_lost");
+  RunRequest req;
+  req.plan.name = "quantized_lost";
+  req.plan.kernels = {"test_int8_ok", "test_int8_faults"};
+  req.plan.distributions = {"normal_0_1@int8_rowwise"};
+  req.plan.sizes = {{16, 32, 64}};
+  req.plan.seeds = {3};
+  req.plan.reps = 1;
+  req.plan.warmup = 0;
+  req.plan.spot_checks = 2;
+  req.out_csv = d / "out.csv";
+  req.threads = 2;
+  req.command_line = "test";
+  req.log = std::fopen("/dev/null", "w");
+  req.live_progress = false;
+  QuantizedFakeDevice dev;
+  dev.lose = "test_int8_faults";
+  EXPECT_THROW(run_experiment(req, dev), CudaContextLost);
+  std::fclose(req.log);
+  for (const Kernel* k : {&ok, &bad}) unregister_kernel(k->name);
+  EXPECT_FALSE(fs::exists(req.out_csv)) << "no CSV of a run that stopped";
+  const auto kept = recover_journal(req.out_csv + ".journal").rows;
+  ASSERT_EQ(kept.size(), 2u) << "the row before it and its own";
+  const ResultRow first = from_fields(result_columns(), kept[0]), lost = from_fields(result_columns(), kept[1]);
+  EXPECT_EQ(first.kernel, "test_int8_ok");
+  EXPECT_EQ(first.status, Status::passed);
+  EXPECT_EQ(lost.kernel, "test_int8_faults");
+  EXPECT_EQ(lost.status, Status::faulted);
+  EXPECT_NE(lost.note.find("cudaErrorIllegalAddress"), std::string::npos) << lost.note;
 }
 
 // The bound of each placement, by hand: scales on the output with h roundings is (1 + u)^(h + 1) - 1 above the
