@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -57,21 +58,29 @@ std::string tc_hex(Format f, std::uint64_t bits) {
   return s.str();
 }
 
+// A 0x bit pattern of f (hex digits that fit its storage), or nullopt where `text` is not written as one (a
+// hex float such as 0x1p-3 is a number). Throws UsageError for a malformed or oversized pattern.
+std::optional<std::uint64_t> parse_hex_bits(Format f, const std::string& text, const std::string& what) {
+  if (!(text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') &&
+        text.find_first_of("pP.") == std::string::npos))
+    return std::nullopt;
+  const FormatInfo& fi = info(f);
+  const std::string digits = text.substr(2);
+  if (digits.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+    throw UsageError(what + ": '" + text + "' is not a hex bit pattern (0x followed by hex digits)");
+  errno = 0;
+  const unsigned long long bits = std::strtoull(digits.c_str(), nullptr, 16);
+  if (errno == ERANGE || (fi.storage_bits < 64 && bits >> fi.storage_bits))
+    throw UsageError(what + ": " + text + " does not fit the " + std::to_string(fi.storage_bits) + " bits of " +
+                     fi.name);
+  return bits;
+}
+
 std::uint64_t parse_tc_bits(Format f, const std::string& raw, const std::string& what) {
   const FormatInfo& fi = info(f);
   const std::string text = trim(raw);
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') &&
-      text.find_first_of("pP.") == std::string::npos) {
-    const std::string digits = text.substr(2);
-    if (digits.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-      throw UsageError(what + ": '" + text + "' is not a hex bit pattern (0x followed by hex digits)");
-    errno = 0;
-    const unsigned long long bits = std::strtoull(digits.c_str(), nullptr, 16);
-    if (errno == ERANGE || (fi.storage_bits < 64 && bits >> fi.storage_bits))
-      throw UsageError(what + ": " + text + " does not fit the " + std::to_string(fi.storage_bits) + " bits of " +
-                       fi.name);
-    return bits;  // tf32: any fp32 container; the instruction reads it as tf32_low_bits says
-  }
+  if (const auto bits = parse_hex_bits(f, text, what))
+    return *bits;  // tf32: any fp32 container; the instruction reads it as tf32_low_bits says
   char* end = nullptr;
   const double x = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size())
@@ -199,18 +208,7 @@ std::string format_hint(Format f) {
 double parse_block_scaled_value(Format f, const std::string& raw, const std::string& what) {
   const FormatInfo& fi = info(f);
   const std::string text = trim(raw);
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X') &&
-      text.find_first_of("pP.") == std::string::npos) {
-    const std::string digits = text.substr(2);
-    if (digits.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-      throw UsageError(what + ": '" + text + "' is not a hex bit pattern (0x followed by hex digits)");
-    errno = 0;
-    const unsigned long long bits = std::strtoull(digits.c_str(), nullptr, 16);
-    if (errno == ERANGE || bits >> fi.storage_bits)
-      throw UsageError(what + ": " + text + " does not fit the " + std::to_string(fi.storage_bits) + " bits of " +
-                       fi.name);
-    return from_bits(f, bits);
-  }
+  if (const auto bits = parse_hex_bits(f, text, what)) return from_bits(f, *bits);
   char* end = nullptr;
   const double x = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size())
