@@ -87,13 +87,7 @@ __global__ void dequantize_kernel(const float* __restrict__ q, const float* __re
   }
 }
 
-struct Scratch {
-  void* p = nullptr;
-  explicit Scratch(std::size_t bytes) { GEMMLAB_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1))); }
-  ~Scratch() { cudaFree(p); }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-};
+using Scratch = DeviceScratch;  // kernels/common/cuda_check.cuh
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -42,4 +43,14 @@ namespace gemmlab {
 
 namespace gemmlab {
 inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+// One device allocation of at least one byte for the length of a scope (a kernel's flags, counters or
+// temporary arrays), freed when the scope ends, however it ends.
+struct DeviceScratch {
+  void* p = nullptr;
+  explicit DeviceScratch(std::size_t bytes) { GEMMLAB_CUDA_CHECK(cudaMalloc(&p, bytes > 0 ? bytes : 1)); }
+  ~DeviceScratch() { cudaFree(p); }
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+};
 }  // namespace gemmlab
