@@ -36,8 +36,8 @@ Command add_port(CLI::App& app, const std::string& command_line) {
                   "a kernel as `gemmlab explain` or gemmlab.explain wrote it (its .meta.json or CSV; repeatable); the "
                   "measured bias and spread come from the <stem>_judged.csv beside it");
   cmd->add_option("--gpus", o->gpus,
-                  "target GPUs (comma-separated: v100, a100, a2, a30, ada, l4, l40s, h100, h200, b200, sm_XX, or a "
-                  "generation; default: every generation but the kernel's own)");
+                  "target GPUs, comma-separated (" + tc::gpu_name_help() + "; default: every generation but the "
+                  "kernel's own)");
   cmd->add_option("--from", o->from, "the generation built-in kernels' records were measured on (default hopper)");
   cmd->add_option("-s,--size", o->size, "N or MxNxK (default 4096; a revealed tree is ported at its own K)");
   cmd->add_option("-d,--dists", o->dists, "distributions (default uniform_0_1,normal_0_1,logunif_-8_8)");

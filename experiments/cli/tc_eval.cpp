@@ -52,9 +52,7 @@ Command add_tc_eval(CLI::App& app, const std::string& command_line) {
                 "list the instructions and the model of each (with --gpu, that generation's; --gpu all: every "
                 "generation's; with -o, as a CSV)");
   cmd->add_option("--gpu", o->gpu,
-                  "the GPU whose model to use: v100, a100, a30, a2, ada, l4, l40s, h100, h200, b200, an architecture "
-                  "(sm_70, sm_80, sm_86, sm_89, sm_90, sm_100) or a generation (volta, ampere, ada, hopper, blackwell); "
-                  "default: hopper, said on stderr");
+                  "the GPU whose model to use: " + tc::gpu_name_help() + "; default: hopper, said on stderr");
   cmd->add_option("--write-cases", o->write_cases,
                   "with -i and -o: write the instruction's probes or adversarial corpus (probes|corpus) as a CSV of "
                   "cases for --in (bit patterns, with case id and class)");
