@@ -13,6 +13,7 @@
 #include "experiments/engine/files.hpp"
 #include "experiments/engine/journal.hpp"
 #include "experiments/engine/plan_rows.hpp"
+#include "experiments/engine/run.hpp"
 #include "experiments/device/runner.hpp"
 
 namespace engine_test {
@@ -45,6 +46,28 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
   std::string operator/(const std::string& f) const { return (path / f).string(); }
 };
+
+// A run request of one size and seed, one launch a row, writing d/out.csv with its log to /dev/null (the caller
+// closes req.log): what the run loop's CPU tests with a fake device share.
+inline gemmlab::RunRequest one_launch_request(const TempDir& d, const std::string& name,
+                                              std::vector<std::string> kernels, std::vector<std::string> distributions,
+                                              gemmlab::Size size) {
+  gemmlab::RunRequest req;
+  req.plan.name = name;
+  req.plan.kernels = std::move(kernels);
+  req.plan.distributions = std::move(distributions);
+  req.plan.sizes = {size};
+  req.plan.seeds = {3};
+  req.plan.reps = 1;
+  req.plan.warmup = 0;
+  req.plan.spot_checks = 2;
+  req.out_csv = d / "out.csv";
+  req.threads = 2;
+  req.command_line = "test";
+  req.log = std::fopen("/dev/null", "w");
+  req.live_progress = false;
+  return req;
+}
 
 inline PlanSpec small_plan() {
   PlanSpec p;

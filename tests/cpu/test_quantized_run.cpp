@@ -137,21 +137,10 @@ TEST(QuantizedRun, ThreeErrorsPerRowBoundsByScalePlacementAndRowsThatSayWhy) {
                                              Accumulation::fma, Format::bf16);
   for (const Kernel* k : {&int8, &w4, &w4_exact, &w4_unknown}) register_kernel(*k);
   TempDir d("quantized_run");
-  RunRequest req;
-  req.plan.name = "quantized";
-  req.plan.kernels = {"test_int8_mm", "test_w4_mm", "test_w4_claims_exact", "test_w4_unknown", "cublaslt_fp8_e4m3_f32"};
-  req.plan.distributions = {"normal_0_1@int8_rowwise", "uniform_-1_1@bf16_x_uint4_g32", "uniform_0_1",
-                            "logunif_-200_-160@int8_rowwise"};
-  req.plan.sizes = {{16, 32, 64}};
-  req.plan.seeds = {3};
-  req.plan.reps = 1;
-  req.plan.warmup = 0;
-  req.plan.spot_checks = 2;
-  req.out_csv = d / "out.csv";
-  req.threads = 2;
-  req.command_line = "test";
-  req.log = std::fopen("/dev/null", "w");
-  req.live_progress = false;
+  RunRequest req = one_launch_request(
+      d, "quantized", {"test_int8_mm", "test_w4_mm", "test_w4_claims_exact", "test_w4_unknown", "cublaslt_fp8_e4m3_f32"},
+      {"normal_0_1@int8_rowwise", "uniform_-1_1@bf16_x_uint4_g32", "uniform_0_1", "logunif_-200_-160@int8_rowwise"},
+      {16, 32, 64});
   QuantizedFakeDevice dev;
   const int rc = run_experiment(req, dev);
   std::fclose(req.log);
@@ -226,20 +215,8 @@ TEST(QuantizedRun, AQuantizedKernelThatLosesTheGpuIsAFaultedRowInTheJournal) {
                                       Format::fp64);
   for (const Kernel* k : {&ok, &bad}) register_kernel(*k);
   TempDir d("quantized_lost");
-  RunRequest req;
-  req.plan.name = "quantized_lost";
-  req.plan.kernels = {"test_int8_ok", "test_int8_faults"};
-  req.plan.distributions = {"normal_0_1@int8_rowwise"};
-  req.plan.sizes = {{16, 32, 64}};
-  req.plan.seeds = {3};
-  req.plan.reps = 1;
-  req.plan.warmup = 0;
-  req.plan.spot_checks = 2;
-  req.out_csv = d / "out.csv";
-  req.threads = 2;
-  req.command_line = "test";
-  req.log = std::fopen("/dev/null", "w");
-  req.live_progress = false;
+  RunRequest req = one_launch_request(d, "quantized_lost", {"test_int8_ok", "test_int8_faults"},
+                                     {"normal_0_1@int8_rowwise"}, {16, 32, 64});
   QuantizedFakeDevice dev;
   dev.lose = "test_int8_faults";
   EXPECT_THROW(run_experiment(req, dev), CudaContextLost);

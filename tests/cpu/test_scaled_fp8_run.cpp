@@ -65,21 +65,10 @@ class ScaledFakeDevice final : public Device {
 
 TEST(ScaledFp8Run, BothReferencesPerRowAndNotApplicableRowsThatSayWhy) {
   TempDir d("scaled_fp8_run");
-  RunRequest req;
-  req.plan.name = "scaled";
-  req.plan.kernels = {"cublaslt_fp8_scaled_e4m3_rowwise_f32", "cublaslt_fp8_scaled_e4m3_tensor_f32", "cublaslt_fp8_e4m3_f32"};
   // logunif_-200_-160: every fp32 source value is 0, so every block is all zero (refused).
-  req.plan.distributions = {"normal_0_1@e4m3_rowwise", "uniform_0_1", "logunif_-200_-160@e4m3_rowwise"};
-  req.plan.sizes = {{32, 48, 160}};
-  req.plan.seeds = {3};
-  req.plan.reps = 1;
-  req.plan.warmup = 0;
-  req.plan.spot_checks = 2;
-  req.out_csv = d / "out.csv";
-  req.threads = 2;
-  req.command_line = "test";
-  req.log = std::fopen("/dev/null", "w");
-  req.live_progress = false;
+  RunRequest req = one_launch_request(
+      d, "scaled", {"cublaslt_fp8_scaled_e4m3_rowwise_f32", "cublaslt_fp8_scaled_e4m3_tensor_f32", "cublaslt_fp8_e4m3_f32"},
+      {"normal_0_1@e4m3_rowwise", "uniform_0_1", "logunif_-200_-160@e4m3_rowwise"}, {32, 48, 160});
   ScaledFakeDevice dev;
   EXPECT_EQ(run_experiment(req, dev), 0);
   std::fclose(req.log);
