@@ -175,7 +175,13 @@ def write_summary_meta(table_csv: str | os.PathLike, sources: Iterable[str | os.
         elif not metas:
             entry["meta"] = "none beside it"
         for m in metas:
-            meta = json.loads(m.read_text())
+            try:
+                meta = json.loads(m.read_text())
+                if not isinstance(meta, dict):
+                    raise ValueError("not a JSON object")
+            except (OSError, ValueError) as e:  # said in the table's metadata, never a table without any
+                entry.setdefault("runs", []).append({"meta": os.path.relpath(m, table.parent), "unreadable": str(e)})
+                continue
             gpu = meta.get("gpu")
             entry.setdefault("runs", []).append({
                 "meta": os.path.relpath(m, table.parent), "command_line": meta.get("command_line"),

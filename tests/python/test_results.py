@@ -135,16 +135,20 @@ def test_a_summary_tables_metadata_names_every_sources_run(tmp_path):
                                                       "gpu": {"name": "NVIDIA H200"}, "gemmlab_version": "0.1.0",
                                                       "git_commit": "abc"}))
     (tmp_path / "b.csv").write_text("kernel\ny\n")  # no metadata beside it
+    (tmp_path / "c.csv").write_text("kernel\nz\n")
+    (tmp_path / "c.meta.json").write_text("{ cut short")
     table = tmp_path / "table.csv"
     table.write_text("kernel\nx\ny\n")
-    out = write_summary_meta(table, [tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "refused.csv"], "make_table --out T")
+    out = write_summary_meta(table, [tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "refused.csv", tmp_path / "c.csv"],
+                             "make_table --out T")
     assert out == tmp_path / "table.meta.json"
     doc = json.loads(out.read_text())
     assert doc["csv"] == "table.csv" and doc["produced_by"] == "make_table --out T" and doc["kind"] == "summary table"
-    a, b, refused = doc["sources"]
+    a, b, refused, c = doc["sources"]
     assert a["csv"] == "a.csv" and a["runs"] == [{"meta": "a.meta.json", "command_line": "gemmlab run -k x",
                                                   "date_utc": "2026-11-29T10:00:00Z", "gpu": "NVIDIA H200",
                                                   "gemmlab_version": "0.1.0", "git_commit": "abc"}]
     assert b == {"csv": "b.csv", "meta": "none beside it"}
     assert refused["meta"].startswith("no such CSV")
+    assert c["runs"][0]["meta"] == "c.meta.json" and c["runs"][0]["unreadable"]  # said, not raised
     assert not list(tmp_path.glob("*.tmp"))
