@@ -6,16 +6,12 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "experiments/device/runner.hpp"
 #include "kernels/common/cuda_check.cuh"
@@ -69,13 +65,13 @@ std::vector<Perturbation> default_perturbations(int sm_count) {
 namespace {
 
 // The spinner's state in device memory. `resident` counts the blocks that started, `release` is set
-// after the launch, `expired` counts the blocks that left on their own time limit. `host_release` is a
-// flag in mapped (zero-copy) host memory the host sets to let the blocks go early: a plain store on the
-// host, read by the blocks over the bus, with no CUDA call in between (a copy on a stream of its own,
-// tried first, was not seen before the blocks' own 10 s limit on the H200, 2026-11-29).
+// after the launch, `expired` counts the blocks that left on their own time limit. The early release
+// (before()'s release_after) is that limit itself, kept by the blocks on the GPU's global timer: two
+// releases from the host while the launch ran (a copy on a stream of its own, then a store to mapped
+// host memory the blocks polled, from a host thread) were never seen on the H200 (2026-11-29): every
+// hold lasted the blocks' 10 s.
 struct SpinState {
   unsigned resident, release, expired, pad;
-  const volatile unsigned* host_release;
 };
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -92,7 +88,7 @@ __global__ void __launch_bounds__(1024) hold_sms_kernel(SpinState* s, unsigned l
     held[0] = 1;
     atomicAdd(&s->resident, 1u);
     const unsigned long long t0 = global_ns();
-    while (atomicAdd(&s->release, 0u) == 0 && *s->host_release == 0u) {
+    while (atomicAdd(&s->release, 0u) == 0) {
       if (global_ns() - t0 > limit_ns) {
         atomicAdd(&s->expired, 1u);
         break;
@@ -147,28 +143,8 @@ struct Perturber::Impl {
   cudaStream_t spin_stream = nullptr;
   bool spinner_ready = false;
   std::string spinner_why;
-  // The host's early release of a hold (before()'s release_after): a thread that waits until then,
-  // unless after() comes first, and sets the mapped flag the holding blocks poll (no SM and no stream
-  // needed: the launch and the spinner may hold them all).
-  volatile unsigned* host_flag = nullptr;  // mapped host memory
-  unsigned* host_flag_device = nullptr;    // its device address
-  std::thread releaser;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool launch_over = false;
-  bool released_early = false;
-  double released_after = 0;
-
-  // Stops the releaser (the launch is over), or returns at once if there is none.
-  void stop_releaser() {
-    if (!releaser.joinable()) return;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      launch_over = true;
-    }
-    cv.notify_all();
-    releaser.join();
-  }
+  // The hold's limit (before()'s release_after where it is below the blocks' own 10 s), for after()'s words.
+  double release_after = 0;
 
   PFN_cuGreenCtxDestroy_v12040 green_destroy = nullptr;
 
@@ -241,11 +217,6 @@ struct Perturber::Impl {
     GEMMLAB_CUDA_CHECK(cudaFuncSetAttribute(hold_sms_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     GEMMLAB_CUDA_CHECK(cudaMalloc(&state, sizeof(SpinState)));
     GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&spin_stream, cudaStreamNonBlocking));
-    void* flag = nullptr;
-    GEMMLAB_CUDA_CHECK(cudaHostAlloc(&flag, sizeof(unsigned), cudaHostAllocMapped | cudaHostAllocPortable));
-    host_flag = static_cast<volatile unsigned*>(flag);
-    *host_flag = 0u;
-    GEMMLAB_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host_flag_device), flag, 0));
   }
 };
 
@@ -255,13 +226,11 @@ Perturber::Perturber(int device) : impl_(std::make_unique<Impl>()) {
 }
 
 Perturber::~Perturber() {
-  impl_->stop_releaser();
   for (auto& [n, g] : impl_->green) {
     if (g.stream) cudaStreamDestroy(reinterpret_cast<cudaStream_t>(g.stream));
     if (g.ctx && impl_->green_destroy) impl_->green_destroy(g.ctx);
   }
   if (impl_->spin_stream) cudaStreamDestroy(impl_->spin_stream);
-  if (impl_->host_flag) cudaFreeHost(const_cast<unsigned*>(impl_->host_flag));
   if (impl_->state) cudaFree(impl_->state);
 }
 
@@ -290,16 +259,17 @@ void* Perturber::stream(const Perturbation& p, void* base) {
 void Perturber::before(const Perturbation& p, void* launch_stream, double release_after) {
   if (p.kind != Perturbation::Kind::busy_sms) return;
   Impl& m = *impl_;
-  m.stop_releaser();  // a previous hold's, if after() never came (its launch threw)
   if (std::string why = available(p); !why.empty()) throw std::runtime_error(why);
   if (!m.spinner_ready) m.make_spinner();
   const auto s = static_cast<cudaStream_t>(launch_stream);
+  // The hold lasts until after() releases it, or its limit: release_after where that is below the
+  // blocks' own 10 s (a launch still running then waits for the held SMs), kept on the GPU.
+  const double limit = release_after > 0 ? std::min(release_after, static_cast<double>(kHoldLimitNs) * 1e-9)
+                                         : static_cast<double>(kHoldLimitNs) * 1e-9;
+  m.release_after = limit;
   // The previous hold ended with its launch (the spin stream is in order): start from zero.
-  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
-  *m.host_flag = 0u;
-  const SpinState fresh{0u, 0u, 0u, 0u, m.host_flag_device};
-  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(m.state, &fresh, sizeof fresh, cudaMemcpyHostToDevice, m.spin_stream));
-  hold_sms_kernel<<<p.sms, 1024, m.max_smem, m.spin_stream>>>(m.state, kHoldLimitNs);
+  GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.state, 0, sizeof(SpinState), m.spin_stream));
+  hold_sms_kernel<<<p.sms, 1024, m.max_smem, m.spin_stream>>>(m.state, static_cast<unsigned long long>(limit * 1e9));
   GEMMLAB_LAUNCH_CHECK("hold_sms_kernel");
   wait_resident_kernel<<<1, 1, 0, s>>>(m.state, static_cast<unsigned>(p.sms), kResidentLimitNs);
   GEMMLAB_LAUNCH_CHECK("wait_resident_kernel");
@@ -307,26 +277,16 @@ void Perturber::before(const Perturbation& p, void* launch_stream, double releas
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(s));
   SpinState h{};
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&h, m.state, sizeof h, cudaMemcpyDeviceToHost));
-  if (h.resident < static_cast<unsigned>(p.sms)) {
+  if (h.resident < static_cast<unsigned>(p.sms) || h.expired) {
     release_kernel<<<1, 1, 0, s>>>(m.state);
     GEMMLAB_LAUNCH_CHECK("release_kernel");
     GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
+    if (h.expired)  // the wait on the launch's stream ran only once the hold was over
+      throw std::runtime_error(p.name() + ": this GPU did not run the launch's stream beside the holding blocks (their " +
+                               std::to_string(h.expired) + " blocks had reached their limit before the launch could "
+                               "start): the SMs cannot be held during a launch here");
     throw std::runtime_error(p.name() + ": only " + std::to_string(h.resident) + " of the " + std::to_string(p.sms) +
                              " holding blocks became resident within a second (other work on the GPU?)");
-  }
-  m.launch_over = false;
-  m.released_early = false;
-  constexpr double kLimit = static_cast<double>(kHoldLimitNs) * 1e-9;
-  if (release_after > 0 && release_after < kLimit) {
-    m.released_after = release_after;
-    m.releaser = std::thread([&m, release_after] {
-      std::unique_lock<std::mutex> lock(m.mu);
-      if (m.cv.wait_for(lock, std::chrono::duration<double>(release_after), [&] { return m.launch_over; })) return;
-      // The launch has not ended: it waits for the held SMs. Release them (the launch then ends).
-      *m.host_flag = 1u;
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      m.released_early = true;
-    });
   }
 }
 
@@ -336,23 +296,20 @@ std::string Perturber::after(const Perturbation& p, void* launch_stream) {
   const auto s = static_cast<cudaStream_t>(launch_stream);
   release_kernel<<<1, 1, 0, s>>>(m.state);
   GEMMLAB_LAUNCH_CHECK("release_kernel");
-  // The spinner ends when the launch has (the release above runs after it), or when the host or its own
-  // limit releases it first; only then is it known whether the launch ended under the hold.
+  // The spinner ends when the launch has (the release above runs after it), or at its limit if that
+  // comes first; only then is it known whether the launch ended under the hold.
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
-  m.stop_releaser();
   SpinState h{};
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&h, m.state, sizeof h, cudaMemcpyDeviceToHost));
-  if (m.released_early) {
-    char what[64];
-    std::snprintf(what, sizeof what, "%.0f ms", 1e3 * m.released_after);
+  if (!h.expired) return "";
+  char what[64];
+  std::snprintf(what, sizeof what, "%.0f ms", 1e3 * m.release_after);
+  if (m.release_after < static_cast<double>(kHoldLimitNs) * 1e-9)
     return p.name() + ": the launch had not ended " + what + " after the " + std::to_string(p.sms) +
            " SMs were taken (20 times its time undisturbed on the SMs left): it waits for the held SMs (a grid "
            "sized for the whole GPU), so they were released before it ended";
-  }
-  if (h.expired)
-    return p.name() + ": " + std::to_string(h.expired) + " holding blocks reached their " +
-           std::to_string(kHoldLimitNs / 1000000000ull) + " s limit before the launch ended";
-  return "";
+  return p.name() + ": " + std::to_string(h.expired) + " holding blocks reached their " +
+         std::to_string(kHoldLimitNs / 1000000000ull) + " s limit before the launch ended";
 }
 
 }  // namespace gemmlab

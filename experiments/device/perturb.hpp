@@ -8,9 +8,10 @@
 //                  and 1024 threads, spin on another stream from before the launch (the host waits
 //                  until all N are resident) until after it (released on the launch's stream). A
 //                  kernel that needs every SM at once (a persistent grid sized for the whole GPU) cannot
-//                  end while they spin: the host releases them once the launch has taken far longer than
-//                  it takes undisturbed (release_seconds), and the blocks' own time limit of 10 s is the
-//                  last resort; either way the hold did not last the launch, and the launch says so.
+//                  end while they spin: they leave by themselves once the launch has taken far longer
+//                  than it takes undisturbed (release_seconds, timed by the blocks on the GPU's global
+//                  timer), or after 10 s where that time is unknown; either way the hold did not last
+//                  the launch, and the launch says so.
 // The driver's green-context API is reached through cudaGetDriverEntryPointByVersion (no link to
 // libcuda): where the driver lacks it, or the GPU cannot be split, the perturbation says why and the
 // stage goes on without it.
@@ -33,7 +34,7 @@ struct Perturbation {
   // How long a launch that takes `undisturbed` seconds on the whole GPU may take under this perturbation
   // before it is taken for one that never ends: 50 times its share of the SMs' time, at least 20 s.
   double patience_seconds(double undisturbed, int sm_count) const;
-  // busy_sms: how long the hold may last before the host releases it, for a launch that takes
+  // busy_sms: how long the hold may last before it is released, for a launch that takes
   // `undisturbed` seconds on the whole GPU: 20 times its time on the SMs left, at least 50 ms, at most
   // the holding blocks' own limit of 10 s (also for an unknown time, undisturbed <= 0). A launch that
   // has not ended by then waits for the held SMs themselves, and ends only once they are released.
@@ -63,12 +64,13 @@ class Perturber {
   void* stream(const Perturbation& p, void* base);
   // busy_sms: starts the spinner on a stream of its own and waits on the host until its N blocks are
   // resident (throws std::runtime_error, naming how many became resident, when they are not within
-  // a second); the host releases them `release_after` seconds later if after() has not been called
-  // by then (<= 0: only their own 10 s limit). fewer_sms: nothing.
+  // a second, or when this GPU runs the launch's stream only after them); they leave by themselves
+  // `release_after` seconds after they started if after()'s release has not come by then (<= 0: their
+  // own 10 s limit). fewer_sms: nothing.
   void before(const Perturbation& p, void* launch_stream, double release_after = 0);
   // busy_sms: releases the spinner, enqueued on `launch_stream` after the launch. "" or, checked once
-  // the launch's stream is done, why the hold was not kept (the host released it after release_after
-  // seconds, or the spinner's own time limit ran out first).
+  // the launch's stream is done, why the hold was not kept (it was released after release_after
+  // seconds, or their own 10 s limit ran out first).
   std::string after(const Perturbation& p, void* launch_stream);
 
  private:

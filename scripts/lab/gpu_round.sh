@@ -3,12 +3,15 @@
 # builds and venv stay on the machine for the next call while it is held):
 #   scripts/lab/gpu_round.sh OUT_DIR PART...
 # Run from the repository root, with carry-sys/ (scripts/lab/gpu_build.sh's archive of the -dev packages)
-# and dist-gpu/ (a cp312 wheel of this tree: scripts/build_wheel.sh -a 90a -o dist-gpu) carried.
+# and dist-gpu/ (a cp312 wheel of this tree: scripts/build_wheel.sh -a 90a -o dist-gpu) carried; WHEEL_DIR=DIR
+# names another folder (a copy of that wheel without gemmlab/_bin/gemmlab, which setup links to the one it builds).
 # PART:
 #   setup      the wheel into /tmp/glvenv (over /opt/torch/.venv's packages, nothing fetched); gemmlab,
 #              gemmlab_gpu_tests and the test plugins built into build-gpu/ (about 2 minutes on 16 cores)
-#   tests      build-gpu/gemmlab_gpu_tests, every GPU test
+#   tests      build-gpu/gemmlab_gpu_tests, every GPU test (GTEST_FILTER=... chooses some)
 #   gen        scripts/lab/gpu_generations.sh (issue 41)
+#   killprobe  scripts/lab/probes/kill_spin.sh: how long the GPU stays held after a spinning kernel's process
+#              ends (issue 44)
 #   pytest     tests/python with the GPU (every Python test, the GPU ones included)
 #   main       scripts/lab/bench_speed.py main (issue 42: the main job stopped on noise, its guard, compare)
 #   explain    scripts/lab/bench_speed.py explain-cli explain-frameworks explain-others (issue 42)
@@ -34,7 +37,7 @@ part_run() {  # NAME COMMAND...: run, time, remember (LIMITS="tests=240 main=200
   mkdir -p "$out/$name"
   limit=$(tr ' ' '\n' <<<"${LIMITS:-}" | sed -n "s/^$name=//p")
   t0=$(date +%s.%N)
-  ${limit:+timeout "$limit"} "$@" >"$out/$name/log.txt" 2>&1
+  if [ -n "$limit" ] && [ "$(type -t "$1")" != function ]; then timeout "$limit" "$@"; else "$@"; fi >"$out/$name/log.txt" 2>&1
   rc=$?
   summary+=("$(printf '%-20s rc=%-3s %6.1f s' "$name" "$rc" "$(python3 -c "print($(date +%s.%N) - $t0)")")")
   echo "== $name rc=$rc"; tail -25 "$out/$name/log.txt"
@@ -44,21 +47,26 @@ setup() {
   "$host_py" -m venv --system-site-packages "$venv" || return 1
   "$host_py" -c 'import site; print("\n".join(site.getsitepackages()))' \
     >"$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/host-site.pth"
-  "$py" -m pip install -q --no-deps --no-index --disable-pip-version-check dist-gpu/gemmlab-*.whl || return 1
-  "$py" -c 'import gemmlab; print("gemmlab", gemmlab.__version__, gemmlab.gpu_available())'
-  scripts/lab/gpu_build.sh carry-sys "$bin" gemmlab gemmlab_gpu_tests gemmlab_faulting_plugin gemmlab_example_plugin
+  "$py" -m pip install -q --no-deps --no-index --disable-pip-version-check "${WHEEL_DIR:-dist-gpu}"/gemmlab-*.whl || return 1
+  scripts/lab/gpu_build.sh carry-sys "$bin" gemmlab gemmlab_gpu_tests gemmlab_faulting_plugin gemmlab_example_plugin || return 1
+  # A wheel carried without its gemmlab command (the 64 MiB limit on what travels) gets the one just built.
+  local cmd
+  cmd=$("$py" -c 'import gemmlab, pathlib; print(pathlib.Path(gemmlab.__file__).parent / "_bin" / "gemmlab")')
+  [ -e "$cmd" ] || { mkdir -p "$(dirname "$cmd")" && ln -s "$bin/gemmlab" "$cmd"; }
+  "$py" -c 'import gemmlab; print("gemmlab", gemmlab.__version__, gemmlab.gpu_available())' 
 }
 for part in "$@"; do
   case $part in
     setup) part_run setup setup ;;
     tests) part_run tests "$bin/gemmlab_gpu_tests" --gtest_brief=1 ;;
+    killprobe) part_run killprobe scripts/lab/probes/kill_spin.sh "$out/killprobe/files" ;;
     gen) part_run gen scripts/lab/gpu_generations.sh "$bin" "$out/gen/files" ;;
     pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider tests/python ;;
     main) part_run main "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" main ;;
     explain) part_run explain "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" explain ;;
     explain-cli|explain-frameworks|explain-others) part_run "$part" "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" "$part" ;;
     quantized) part_run quantized env PYTHON="$py" scripts/lab/gpu_quantized.sh "$bin" "$out/quantized/files" ;;
-    watchdog) part_run watchdog env PYTHON="$host_py" WHEEL="$(ls "$root"/dist-gpu/gemmlab-*.whl | head -1)" \
+    watchdog) part_run watchdog env PYTHON="$host_py" WHEEL="$(ls "$root"/"${WHEEL_DIR:-dist-gpu}"/gemmlab-*.whl | head -1)" \
                 scripts/lab/gpu_watchdog.sh "$bin" "$out/watchdog/files" ;;
     *) echo "gpu_round: unknown part '$part'" >&2; exit 2 ;;
   esac

@@ -43,6 +43,9 @@ if [ -n "$wheel" ] && [ -f "$wheel" ]; then
   "$out"/venv/bin/python -m pip install --no-deps --no-index --disable-pip-version-check "$wheel" >> "$out/install.log" 2>&1
   row "wheel rc=$?" "$(basename "$wheel")"
   vpy=$out/venv/bin/python
+  # A wheel carried without its gemmlab command gets BIN_DIR's.
+  cmd=$("$vpy" -c 'import gemmlab, pathlib; print(pathlib.Path(gemmlab.__file__).parent / "_bin" / "gemmlab")')
+  [ -e "$cmd" ] || [ ! -x "$bin/gemmlab" ] || { mkdir -p "$(dirname "$cmd")" && ln -s "$bin/gemmlab" "$cmd"; }
 fi
 gl=$bin/gemmlab
 [ -x "$gl" ] || gl=$(dirname "$vpy")/gemmlab
@@ -58,7 +61,7 @@ cli() {  # NAME KERNELS [ARGS...]: one run into OUT_DIR/NAME.csv; prints "rc sec
   shift 2
   local t0
   t0=$(date +%s.%N)
-  "$gl" run --plugin "$plugin" -k "$kernels" -s 2048 -d uniform_0_1 -o "$out/$name.csv" "$@" > "$out/$name.log" 2>&1
+  timeout 400 "$gl" run --plugin "$plugin" -k "$kernels" -s 2048 -d uniform_0_1 -o "$out/$name.csv" "$@" > "$out/$name.log" 2>&1
   local rc=$?
   echo "$rc $(python3 -c "print(round($(date +%s.%N) - $t0, 1))")"
 }
@@ -67,6 +70,7 @@ if [ -n "$plugin" ]; then
   row "run: four kernels rc=$rc4" "$t4 s"
   for faulty in fault_spin_fp32 fault_trap_fp32 fault_illegal_fp32; do
     read -r rc t <<<"$(cli "five_$faulty" "sgemm_01_naive,sgemm_02_coalesce,$faulty,sgemm_03_smem,sgemm_10_warptiling")"
+    { nvidia-smi; ps -eo pid,stat,wchan:32,etime,cmd | grep -v grep | grep -i -E 'gemmlab|PID'; } > "$out/after_$faulty.txt" 2>&1
     verdict=$(python3 - "$out/four.csv" "$out/five_$faulty.csv" "$t" "$t4" <<'PY'
 import csv, sys
 timing = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"}

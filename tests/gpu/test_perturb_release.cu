@@ -1,7 +1,7 @@
 // busy_sms on a kernel that needs every SM at once (experiments/device/perturb.hpp): a grid of one block
 // per SM, each taking an SM's whole shared memory, that waits until every block has arrived, as a
 // persistent kernel sized for the whole GPU does. Beside held SMs it cannot end until they are
-// released: the host releases them once the launch has taken release_after seconds (not the holding
+// released: they leave by themselves once the launch has taken release_after seconds (not the holding
 // blocks' own 10 s), and the perturbation says it was not kept. A kernel that ends under the hold keeps it.
 #include <gtest/gtest.h>
 
