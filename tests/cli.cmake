@@ -46,6 +46,9 @@ gemmlab_cli_test(bad_form 2 "form 'alpha=0.5,gamma=2': 'gamma' is not a part of 
   -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --form alpha=0.5,gamma=2 -o ${_out}/form1.csv)
 gemmlab_cli_test(suite_forms_dry_run 0 "40/40 rows" -
   -- $<TARGET_FILE:gemmlab> run --dry-run --suite forms -o ${_out}/forms_dry.csv --force)
+# The quantized suite plans cublaslt_int8_rowwise on its three int8_rowwise distributions.
+gemmlab_cli_test(suite_quantized_dry_run 0 "3/3 rows" -
+  -- $<TARGET_FILE:gemmlab> run --dry-run --suite quantized -o ${_out}/quantized_dry.csv --force)
 # The engine from the command line (no GPU): --dry-run, --shard + merge, --force, --resume, the lock,
 # and the example plugin's kernel in a dry run, shards and merge.
 add_test(NAME cli.engine COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_engine.sh $<TARGET_FILE:gemmlab> ${_out}/engine

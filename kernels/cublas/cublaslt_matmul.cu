@@ -134,11 +134,16 @@ void cublaslt_launch(const GemmArgs& g) {
   const auto* p = static_cast<const LtProblem*>(g.context);
   if (!h || !p) throw std::runtime_error("cublaslt: the harness passed no cuBLASLt handle or no problem (context)");
   Plan& plan = plan_for(h, *p, g.M, g.N, g.K, g.workspace_bytes);
+  // alpha = 1, beta = 0 in the problem's scale type (fp16, int32 for the int8 GEMM, else fp32).
   const float one = 1.0f, zero = 0.0f;
   const __half one_h = __float2half(1.0f), zero_h = __float2half(0.0f);
-  const bool half_scale = p->scale == CUDA_R_16F;
-  const void* alpha = half_scale ? static_cast<const void*>(&one_h) : static_cast<const void*>(&one);
-  const void* beta = half_scale ? static_cast<const void*>(&zero_h) : static_cast<const void*>(&zero);
+  const std::int32_t one_i = 1, zero_i = 0;
+  const void* alpha = p->scale == CUDA_R_16F   ? static_cast<const void*>(&one_h)
+                      : p->scale == CUDA_R_32I ? static_cast<const void*>(&one_i)
+                                               : static_cast<const void*>(&one);
+  const void* beta = p->scale == CUDA_R_16F   ? static_cast<const void*>(&zero_h)
+                     : p->scale == CUDA_R_32I ? static_cast<const void*>(&zero_i)
+                                              : static_cast<const void*>(&zero);
   LT_CHECK(cublasLtMatmul(h, plan.d->op, alpha, g.B, plan.d->a, g.A, plan.d->b, beta, g.C, plan.d->c, g.C,
                           plan.d->c, &plan.algo, g.workspace, g.workspace_bytes, as_stream(g.stream)));
 }

@@ -12,8 +12,8 @@ struct LtProblem {
   const char* label;             // the kernel's name, for messages
   cudaDataType_t in, out;        // A and B; C
   cublasComputeType_t compute;
-  cudaDataType_t scale;          // alpha and beta
-  bool tn;                       // the "TN" form: A row-major (M, K), B column-major (K, N), both K-major (fp8)
+  cudaDataType_t scale;          // alpha and beta (1 and 0): CUDA_R_16F, CUDA_R_32I or CUDA_R_32F
+  bool tn;                       // the "TN" form: A row-major (M, K), B column-major (K, N), both K-major (fp8, int8)
   bool fast_accum;               // CUBLASLT_MATMUL_DESC_FAST_ACCUM
   const char* needs;             // what the heuristic needs, for the message when it offers nothing
 };

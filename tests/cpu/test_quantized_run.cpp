@@ -4,17 +4,21 @@
 // dequantized operands, the total against the sources, the problem's quantization error), the bound of
 // where the scales are applied (a kernel rounding the dequantized weights to bf16 passes under the
 // operands bound with bf16 products; the same output claimed exact fails), not_applicable rows that say why.
+// And the built-in cublaslt_int8_rowwise's declarations (recipe, scale placement, roundings, numerics, sizes,
+// suites) and its rows through the same loop.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 
 #include "engine_test_util.hpp"
 #include "experiments/engine/evaluate.hpp"
 #include "experiments/engine/journal.hpp"
 #include "experiments/engine/run.hpp"
+#include "experiments/plan/plan.hpp"
 #include "kernels/registry.hpp"
 #include "reference/exact_gemm.hpp"
 #include "reference/quantized_layout.hpp"
@@ -249,4 +253,113 @@ TEST(QuantizedRun, BoundModelsOfTheScalePlacements) {
   EXPECT_EQ(gamma_bound_factor(exact), gamma_bound_factor(bound_model(
                                            declared_numerics(Format::bf16, Format::fp32, Accumulation::in_wgmma,
                                                              Format::bf16, Format::fp32, 0), 4096)));
+}
+
+// ---- cublaslt_int8_rowwise (kernels/cublas/cublaslt_int8_rowwise.cu): its declarations, without a GPU --------
+
+namespace {
+const Kernel& int8_rowwise_kernel() {
+  const Kernel* k = find_kernel("cublaslt_int8_rowwise");
+  if (!k) throw std::logic_error("cublaslt_int8_rowwise is not registered (kernels/cublas/kernel_list.inc)");
+  return *k;
+}
+}  // namespace
+
+// The recipe it reads, where it applies the scales and how many fp32 roundings come before the output's (the
+// conversion RN(S) and RN(RN(S) a_scale); RN(. b_scale) is the output's), the numerics of an exact integer
+// sum, the sizes cuBLASLt's int8 "TN" kernels take, and the suites that run it.
+TEST(CublasltInt8Rowwise, DeclaresItsRecipeScalePlacementRoundingsAndNumerics) {
+  const Kernel& k = int8_rowwise_kernel();
+  EXPECT_STREQ(k.family, "cublas");
+  ASSERT_NE(k.quantized, nullptr);
+  EXPECT_EQ(std::string(k.quantized), parse_quant_recipe("int8_rowwise").name());
+  EXPECT_EQ(k.quantized_scales, QuantScales::output);
+  EXPECT_EQ(k.quantized_scale_roundings, 2);
+  // fp64 in (the dequantized operands, exact in binary64) and accumulated without a rounding (the exact int32
+  // sum); the library's order, which an exact sum makes irrelevant; fp32 out.
+  const Numerics& n = k.numerics;
+  EXPECT_EQ(n.input, Format::fp64);
+  EXPECT_EQ(n.compute, Format::fp64);
+  EXPECT_EQ(n.accumulator, Format::fp64);
+  EXPECT_EQ(n.output, Format::fp32);
+  EXPECT_EQ(n.accumulation, Accumulation::library);
+  EXPECT_EQ(n.accumulation_rounding, Rounding::nearest_even);
+  EXPECT_EQ(n.scale_application, ScaleApplication::none) << "an int8 kernel's scales are QuantScales, not fp8's";
+  EXPECT_FALSE(n.predictable()) << "gemmlab.explain's \"behaves like\" must not offer a kernel of quantized operands";
+  EXPECT_NE(std::string(k.description).find("int32"), std::string::npos) << k.description;
+  EXPECT_NE(std::string(k.description).find("RN(RN(float(S) a_scale[i]) b_scale[j])"), std::string::npos);
+  // The recipe's layouts (reference/quantized_layout.hpp): A (M, K) and B (K, N) row-major.
+  EXPECT_EQ(k.layout_a, Layout::row_major);
+  EXPECT_EQ(k.layout_b, Layout::row_major);
+  EXPECT_EQ(k.min_cc, 75);
+  EXPECT_GT(k.workspace_bytes, 0u);
+
+  // Its bound: the exact sum's binary64 term (below any fp32 one), then (1 + u)^3 for RN(S), a_scale and the output.
+  const BoundModel m = quantized_bound_model(n, k.quantized_scales, k.quantized_scale_roundings, 4096, false);
+  EXPECT_EQ(m.epilogue_roundings, 2);
+  EXPECT_EQ(m.epilogue, Format::fp32);
+  const double u = 0x1p-24, f = gamma_bound_factor(m);
+  EXPECT_GT(f, std::pow(1 + u, 3) - 1);
+  EXPECT_LT(f, std::pow(1 + u, 3) - 1 + 1e-11);
+
+  // cuBLASLt's int8 kernels in the regular ordering: "TN", m and k (gemmlab's N and K) multiples of 4, any M;
+  // B's transposed copy fits the workspace up to K N = 2^27. Refused with the reason, before anything runs.
+  EXPECT_EQ(check_size(k, 256, 256, 512), "");
+  EXPECT_EQ(check_size(k, 37, 256, 512), "") << "any M";
+  const std::string n_odd = check_size(k, 256, 258, 512), k_odd = check_size(k, 256, 256, 514);
+  EXPECT_NE(n_odd.find("N a multiple of 4"), std::string::npos) << n_odd;
+  EXPECT_NE(k_odd.find("K a multiple of 4"), std::string::npos) << k_odd;
+  const std::string big = check_size(k, 16, 16384, 16384);
+  EXPECT_NE(big.find("cublaslt_int8_rowwise cannot take M=16 N=16384 K=16384"), std::string::npos) << big;
+  EXPECT_NE(big.find("K N must be at most 2^27"), std::string::npos) << big;
+  EXPECT_EQ(check_size(k, 16, 8192, 16384), "") << "K N = 2^27 exactly fits";
+
+  // The quantized suite runs it on three sources of its recipe; the default suite does not hold it.
+  const ResolvedPlan q = resolve(load_suite(find_suite("quantized")));
+  ASSERT_EQ(q.kernels.size(), 1u);
+  EXPECT_EQ(q.kernels[0], &k);
+  ASSERT_EQ(q.distributions.size(), 3u);
+  for (const Distribution& d : q.distributions) {
+    ASSERT_TRUE(d.quant) << d.name();
+    EXPECT_EQ(d.quant->name(), "int8_rowwise") << d.name();
+  }
+  for (const Kernel* in_default : resolve(load_suite(find_suite("default"))).kernels)
+    EXPECT_NE(in_default, &k) << "the default suite holds cublaslt_int8_rowwise";
+}
+
+// `gemmlab run`'s loop (a fake device: nothing launches) gives it a not_applicable row naming its recipe on a
+// plain distribution and on another recipe's, and judges it on its own recipe (the fake computes the exact
+// product rounded once, which its bound of 2 roundings before the output's holds), the note saying so.
+TEST(CublasltInt8Rowwise, OnlyItsRecipesDistributionsRunItOthersSayWhichRecipeItReads) {
+  TempDir d("cublaslt_int8_rowwise");
+  RunRequest req = one_launch_request(d, "int8", {"cublaslt_int8_rowwise"},
+                                      {"uniform_0_1", "normal_0_1@mxfp4", "normal_0_1@int8_rowwise"}, {16, 32, 64});
+  QuantizedFakeDevice dev;
+  const int rc = run_experiment(req, dev);
+  std::fclose(req.log);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(dev.quantized_runs, 1) << "only its recipe's problem launches it";
+  const Csv csv = read_csv(req.out_csv);
+  ASSERT_EQ(csv.rows.size(), 3u);
+  for (std::size_t i = 0; i < csv.rows.size(); ++i) {
+    const std::string dist = csv.col(i, "distribution"), st = csv.col(i, "status"), note = csv.col(i, "note");
+    SCOPED_TRACE(dist + ": " + st + " " + note);
+    EXPECT_EQ(csv.col(i, "kernel"), "cublaslt_int8_rowwise");
+    if (dist == "uniform_0_1") {
+      EXPECT_EQ(st, "not_applicable");
+      EXPECT_NE(note.find("cublaslt_int8_rowwise is a quantized kernel: it reads int8_rowwise operands"),
+                std::string::npos);
+      EXPECT_NE(note.find("uniform_0_1@int8_rowwise"), std::string::npos);
+    } else if (dist == "normal_0_1@mxfp4") {
+      EXPECT_EQ(st, "not_applicable");
+      EXPECT_NE(note.find("reads int8_rowwise operands; normal_0_1@mxfp4 gives mxfp4: choose a distribution "
+                          "SOURCE@int8_rowwise"),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(dist, "normal_0_1@int8_rowwise");
+      EXPECT_EQ(st, "passed");
+      EXPECT_EQ(csv.col(i, "recipe"), "int8_rowwise");
+      EXPECT_NE(note.find("scales on the output, 2 fp32 roundings before the output's"), std::string::npos);
+    }
+  }
 }
