@@ -17,6 +17,7 @@
 #   explain    scripts/lab/bench_speed.py explain-cli explain-frameworks explain-others (issue 42)
 #   explain-cli, explain-frameworks, explain-others: one of those
 #   quantized  scripts/lab/gpu_quantized.sh (issue 43)
+#   suite-quantized  `gemmlab run --suite quantized` (the built-in quantized kernels, issue 43)
 #   watchdog   scripts/lab/gpu_watchdog.sh (issue 44)
 # Each part's logs go to OUT_DIR/<part>/; one line per part (its exit code and seconds) is printed at the
 # end and written to OUT_DIR/round.txt, and OUT_DIR/<part>.tar.xz holds each part's folder.
@@ -65,6 +66,7 @@ for part in "$@"; do
     main) part_run main "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" main ;;
     explain) part_run explain "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" explain ;;
     explain-cli|explain-frameworks|explain-others) part_run "$part" "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" "$part" ;;
+    suite-quantized) part_run suite-quantized "$bin/gemmlab" run --suite quantized -o "$out/suite-quantized/quantized.csv" ;;
     quantized) part_run quantized env PYTHON="$py" scripts/lab/gpu_quantized.sh "$bin" "$out/quantized/files" ;;
     watchdog) part_run watchdog env PYTHON="$host_py" WHEEL="$(ls "$root"/"${WHEEL_DIR:-dist-gpu}"/gemmlab-*.whl | head -1)" \
                 scripts/lab/gpu_watchdog.sh "$bin" "$out/watchdog/files" ;;
