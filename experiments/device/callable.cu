@@ -1,5 +1,6 @@
 // Run-time kernels from host callbacks (see callable.hpp).
 #include "experiments/device/callable.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cuda_runtime.h>
 
@@ -67,13 +68,13 @@ float* generate_owned(const Distribution& d, Operand which, int rows, int cols, 
     generate_gpu(d, which, rows, cols, fmt, seed, p, nullptr);
     GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
   } catch (...) {
-    cudaFree(p);
+    device_free(p);
     throw;
   }
   return p;
 }
 
-void free_owned(void* p) noexcept { cudaFree(p); }
+void free_owned(void* p) noexcept { device_free(p); }
 
 int* upload_ints(const std::vector<int>& values) {
   int* p = nullptr;
@@ -81,7 +82,7 @@ int* upload_ints(const std::vector<int>& values) {
   if (!values.empty()) {
     const cudaError_t e = cudaMemcpy(p, values.data(), values.size() * sizeof(int), cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
-      cudaFree(p);
+      device_free(p);
       GEMMLAB_CUDA_CHECK(e);
     }
   }

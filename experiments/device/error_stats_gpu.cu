@@ -5,6 +5,7 @@
 // kept per GPU and host thread from call to call (the run loop judges hundreds of outputs of one
 // size: a cudaMalloc and cudaFree of the sort's hundreds of MB per call cost more than the work).
 #include "experiments/device/error_stats_gpu.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
@@ -41,7 +42,7 @@ struct DevBuf {
     if (count) GEMMLAB_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
   }
   ~DevBuf() {
-    if (p) cudaFree(p);
+    if (p) device_free(p);
   }
   DevBuf(const DevBuf&) = delete;
 };
@@ -333,7 +334,7 @@ struct Grow {
   Grow() = default;
   Grow(const Grow&) = delete;
   ~Grow() {
-    if (p) cudaFree(p);
+    if (p) device_free(p);
   }
 };
 

@@ -1,5 +1,6 @@
 // gemmlab.evaluate on the GPU (see evaluate_gpu.hpp).
 #include "experiments/device/evaluate_gpu.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -25,7 +26,7 @@ template <class T>
 struct Buf {
   T* p = nullptr;
   explicit Buf(std::size_t n) { GEMMLAB_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T))); }
-  ~Buf() { cudaFree(p); }
+  ~Buf() { device_free(p); }
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
 };

@@ -8,6 +8,7 @@
 // The output is produced in blocks of rows so that the int64 level buffers stay below
 // kLevelBudgetBytes.
 #include "experiments/device/exact_reference_gpu.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -47,7 +48,7 @@ struct DevBuf {
     if (count) GEMMLAB_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
   }
   ~DevBuf() {
-    if (p) cudaFree(p);
+    if (p) device_free(p);
   }
   DevBuf(DevBuf&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
   DevBuf& operator=(DevBuf&& o) noexcept {

@@ -1,5 +1,6 @@
 // Forms on the GPU: operands, exact reference and measurement (see form_gpu.hpp).
 #include "experiments/device/form_gpu.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -43,7 +44,7 @@ struct Buf {
     if (n) GEMMLAB_CUDA_CHECK(cudaMalloc(&p, n));
   }
   ~Buf() {
-    if (p) cudaFree(p);
+    if (p) device_free(p);
   }
   Buf(Buf&& o) noexcept : p(o.p), bytes(o.bytes) { o.p = nullptr, o.bytes = 0; }
   Buf& operator=(Buf&& o) noexcept {

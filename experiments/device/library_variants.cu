@@ -1,5 +1,6 @@
 // Library kernels under other settings; see library_variants.hpp.
 #include "experiments/device/library_variants.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -75,7 +76,7 @@ struct VariantState {
   ~VariantState() {
     if (blas) cublasDestroy(blas);
     if (lt) cublasLtDestroy(lt);
-    if (workspace) cudaFree(workspace);
+    if (workspace) device_free(workspace);
     if (before) cudaEventDestroy(before);
     if (after) cudaEventDestroy(after);
     if (stream) cudaStreamDestroy(stream);

@@ -1,5 +1,6 @@
 // Schedule perturbations on the GPU (see perturb.hpp).
 #include "experiments/device/perturb.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -231,7 +232,7 @@ Perturber::~Perturber() {
     if (g.ctx && impl_->green_destroy) impl_->green_destroy(g.ctx);
   }
   if (impl_->spin_stream) cudaStreamDestroy(impl_->spin_stream);
-  if (impl_->state) cudaFree(impl_->state);
+  if (impl_->state) device_free(impl_->state);
 }
 
 int Perturber::sm_count() const { return impl_->sms; }

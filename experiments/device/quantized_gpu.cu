@@ -6,6 +6,7 @@
 //              order), then the scale (and zero) by quantized_entry.hpp, a problem recorded per block;
 //  elements:   one thread per entry: the element and its dequantized value, uint4's exactness per block.
 #include "experiments/device/quantized_gpu.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cuda_runtime.h>
 
@@ -26,10 +27,10 @@ struct QuantizedDeviceOperand::Buffers {
   float* scales = nullptr;
   float* zeros = nullptr;
   ~Buffers() {
-    cudaFree(q);
-    cudaFree(dequantized);
-    cudaFree(scales);
-    cudaFree(zeros);
+    device_free(q);
+    device_free(dequantized);
+    device_free(scales);
+    device_free(zeros);
   }
 };
 
@@ -353,7 +354,7 @@ QuantizedDeviceProblem make_quantized_problem_gpu(const Distribution& d, int M, 
   // Refuse a K the recipe cannot block before anything is generated.
   quant_plan(Operand::A, p.recipe.a, M, K);
   quant_plan(Operand::B, p.recipe.b, K, N);
-  auto owned = [](std::size_t n) { return std::shared_ptr<float>(device_alloc<float>(n), [](float* q) { cudaFree(q); }); };
+  auto owned = [](std::size_t n) { return std::shared_ptr<float>(device_alloc<float>(n), [](float* q) { device_free(q); }); };
   p.A0 = owned(static_cast<std::size_t>(M) * K);
   p.B0 = owned(static_cast<std::size_t>(K) * N);
   generate_gpu(d.source(), Operand::A, M, K, Format::fp32, seed, p.A0.get(), nullptr);

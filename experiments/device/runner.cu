@@ -6,6 +6,7 @@
 // confidence interval; a fixed count of repetitions, or as many as the median's noise asks
 // (experiments/report/stopping.hpp).
 #include "experiments/device/runner.hpp"
+#include "experiments/device/device_free.hpp"
 
 #include <cublasLt.h>
 #include <dlfcn.h>
@@ -132,7 +133,7 @@ struct DeviceBuffer {
     if (bytes) GEMMLAB_CUDA_CHECK(cudaMalloc(&p, bytes));
   }
   ~DeviceBuffer() {
-    if (p) cudaFree(p);
+    if (p) device_free(p);
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -154,7 +155,7 @@ struct Scratch {
     return p;
   }
   ~Scratch() {
-    if (p) cudaFree(p);
+    if (p) device_free(p);
   }
   Scratch() = default;
   Scratch(const Scratch&) = delete;
@@ -174,7 +175,7 @@ struct RowBuffers {
   }
   ~RowBuffers() {
     if (stream) cudaStreamDestroy(stream);
-    if (count) cudaFree(count);
+    if (count) device_free(count);
   }
   RowBuffers(const RowBuffers&) = delete;
   RowBuffers& operator=(const RowBuffers&) = delete;

@@ -558,7 +558,14 @@ class ProblemRunner {
     for (const Kernel* k : kernels) {
       if (ctx.should_stop()) return;
       emit(run_row(*k, d, z, seed, *inputs, tag, refs, device, ctx, who));
-      if (lost_) std::rethrow_exception(std::exchange(lost_, nullptr));
+      if (lost_) {
+        try {
+          std::rethrow_exception(std::exchange(lost_, nullptr));
+        } catch (const CudaContextLost& e) {
+          end_worker_after_lost_row(e);
+          throw;
+        }
+      }
     }
   }
 
@@ -744,8 +751,8 @@ class ProblemRunner {
     }
     if (takers.empty()) return;
     // Integer elements summed exactly in int32 (QuantScales::output): |q| <= 127, so K 127^2 must stay below 2^31.
-    if (z.K > 133143)
-      for (auto it = takers.begin(); it != takers.end();)
+    if (z.K > 133143) {
+      for (auto it = takers.begin(); it != takers.end();) {
         if ((*it)->quantized_scales == QuantScales::output) {
           emit(not_applicable(**it, "K = " + std::to_string(z.K) + " above 133,143: an int32 sum of K int8 products may "
                                     "overflow, and the bound of scales on the output assumes the sum exact"));
@@ -753,6 +760,8 @@ class ProblemRunner {
         } else {
           ++it;
         }
+      }
+    }
     if (takers.empty()) return;
     Device& device = *devices_[ctx.worker];
     auto t0 = std::chrono::steady_clock::now();
@@ -849,6 +858,7 @@ class ProblemRunner {
           ctx.log(who + "   " + k->name + ": " + to_string(row.status) + ": " + row.note);
           if (!go_on) {
             emit(row);
+            end_worker_after_lost_row(e);
             throw;
           }
         } catch (const std::exception& e) {
@@ -944,6 +954,9 @@ class IsolatedRunner {
       bool stop_sent = false;
       long long arms_seen = w.arms();
       std::string running, lost;  // the kernel armed last whose row has not come; the worker's "lost" words
+      // When a timeout or faulted row came: its worker says it is lost and ends right after (end_worker_after_lost_row),
+      // or is stopped kLostSeconds later (a worker that waits for the launch that never ends, on its way out).
+      std::optional<std::chrono::steady_clock::time_point> lost_row_at;
       for (;;) {
         if (!stop_sent && ctx.should_stop()) {
           w.process().send({{"stop", true}});
@@ -951,13 +964,20 @@ class IsolatedRunner {
         }
         const engine::WatchedWorker::Event e = w.next(0.25);
         if (w.arms() != arms_seen) arms_seen = w.arms(), running = w.kernel();
-        if (e.kind == engine::WatchedWorker::Event::quiet) continue;
+        if (e.kind == engine::WatchedWorker::Event::quiet) {
+          if (!lost_row_at || seconds_since(*lost_row_at) < kLostSeconds) continue;
+          w.process().kill();
+          if (lost.empty()) lost = "it wrote a timeout or faulted row, then neither went on nor ended within " +
+                                   std::to_string(static_cast<int>(kLostSeconds)) + " s, and was stopped";
+        }
         if (e.kind == engine::WatchedWorker::Event::message) {
           const nlohmann::json& m = e.msg;
           if (m.contains("row")) {
             const auto fields = m["row"].get<std::vector<std::string>>();
             const engine::RowKey key = engine::key_of_row(result_columns(), fields);
             if (key.kernel == running) running.clear();
+            if (const auto st = parse_status(fields.at(status_column_)); st && (*st == Status::timeout || *st == Status::faulted))
+              lost_row_at = std::chrono::steady_clock::now();
             take(left, key.str());
             emit(fields, ctx);
           } else if (m.contains("log")) {
@@ -1026,6 +1046,7 @@ class IsolatedRunner {
  private:
   static constexpr double kStartSeconds = 600;  // a Python worker imports its framework and the callable
   static constexpr double kRestartSeconds = 180;  // the same again, its imports now in the page cache
+  static constexpr double kLostSeconds = 20;  // a worker's end after its timeout or faulted row (see lost_row_at)
   std::string last_stopped_;  // the kernel whose worker was stopped last (for the restart's message)
   pid_t last_stopped_pid_ = -1;  // its process
 
@@ -1112,6 +1133,10 @@ bool record_lost(ResultRow& row, const CudaContextLost& e) {
   // In a worker process (an isolated run) the parent starts another: the run goes on.
   if (!go_on && launch_reporter()) row.note += " [in a worker process of the run: it ended here, and a new one went on]";
   return go_on;
+}
+
+void end_worker_after_lost_row(const CudaContextLost& e) {
+  if (auto* r = launch_reporter()) r->lost(e.what());
 }
 
 void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,

@@ -86,6 +86,9 @@ void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& sta
 // process can go on (a host call that came back late, the GPU drained since), false when nothing more can
 // run on that GPU in it.
 bool record_lost(ResultRow& row, const CudaContextLost& e);
+// After the row of a launch that lost this process's GPU (record_lost returned false) is emitted: a worker
+// process tells its parent and ends here (LaunchReporter::lost); elsewhere it returns, and the caller rethrows.
+void end_worker_after_lost_row(const CudaContextLost& e);
 
 // `--gpus all|0,1,...` on a host with `count` GPUs: the indices, in the order given. Throws
 // UsageError for a malformed list, a repeated index, or an index the host does not have.

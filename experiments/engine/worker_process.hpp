@@ -137,6 +137,7 @@ class ChannelReporter final : public LaunchReporter {
   void arm(const std::string& kernel, const std::string& size, double limit_seconds) override;
   void beat(const std::string& what) override;
   void disarm() override;
+  [[noreturn]] void lost(const std::string& why) override;
 
  private:
   WorkerChannel& ch_;

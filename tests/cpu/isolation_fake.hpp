@@ -38,12 +38,15 @@ inline gemmlab::RunPlan plan() {
 constexpr std::size_t kRows = 10;
 
 // What the fake does wrong, on `kernel`'s rows (every distribution).
-enum class Misdeed { none, hang, crash, lost, overrun, late, die_idle };
+// overrun_stuck: an overrun whose problem cannot be let go of (its inputs' destructor never returns, as a
+// cudaFree behind a launch that never ends did on the H200).
+enum class Misdeed { none, hang, crash, lost, overrun, overrun_stuck, late, die_idle };
 inline Misdeed misdeed_of(const std::string& s) {
   if (s == "hang") return Misdeed::hang;
   if (s == "crash") return Misdeed::crash;
   if (s == "lost") return Misdeed::lost;
   if (s == "overrun") return Misdeed::overrun;
+  if (s == "overrun_stuck") return Misdeed::overrun_stuck;
   if (s == "late") return Misdeed::late;
   if (s == "die_idle") return Misdeed::die_idle;
   return Misdeed::none;
@@ -66,6 +69,13 @@ class FakeDevice final : public gemmlab::Device {
     return gemmlab::Device::reference(in, opt);
   }
 
+  std::unique_ptr<gemmlab::ProblemInputs> inputs(const gemmlab::Distribution& d, int M, int N, int K, gemmlab::Format in,
+                                                 std::uint64_t seed, int threads) override {
+    auto base = gemmlab::Device::inputs(d, M, N, K, in, seed, threads);
+    if (misdeed_ != Misdeed::overrun_stuck) return base;
+    return std::make_unique<StuckInputs>(std::move(base), stuck_);
+  }
+
   gemmlab::KernelRun run(const gemmlab::Kernel& k, const gemmlab::Matrix& A, const gemmlab::Matrix& B,
                          const gemmlab::TimingOptions&) override {
     note_ran(k.name);
@@ -80,6 +90,9 @@ class FakeDevice final : public gemmlab::Device {
           throw gemmlab::CudaContextLost("CUDA error cudaErrorIllegalAddress (an illegal memory access was "
                                          "encountered) in the fake's launch of " + std::string(k.name));
         case Misdeed::overrun: throw gemmlab::LaunchTimeout(watch.overran(1, "did not end within"), true);
+        case Misdeed::overrun_stuck:
+          *stuck_ = true;
+          throw gemmlab::LaunchTimeout(watch.overran(1, "did not end within"), true);
         case Misdeed::late:
           throw gemmlab::LaunchTimeout(watch.overran(0, "returned after 9.9 s, beyond", true), false);
         default: break;
@@ -94,6 +107,24 @@ class FakeDevice final : public gemmlab::Device {
   }
 
  private:
+  // A problem's inputs whose destructor, once its problem's launch overran (overrun_stuck), never returns.
+  class StuckInputs final : public gemmlab::ProblemInputs {
+   public:
+    StuckInputs(std::unique_ptr<gemmlab::ProblemInputs> in, std::shared_ptr<bool> stuck)
+        : in_(std::move(in)), stuck_(std::move(stuck)) {
+      M = in_->M, N = in_->N, K = in_->K, format = in_->format, seconds = in_->seconds;
+    }
+    ~StuckInputs() override {
+      while (*stuck_) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+    const gemmlab::Matrix& A() override { return in_->A(); }
+    const gemmlab::Matrix& B() override { return in_->B(); }
+
+   private:
+    std::unique_ptr<gemmlab::ProblemInputs> in_;
+    std::shared_ptr<bool> stuck_;
+  };
+  std::shared_ptr<bool> stuck_ = std::make_shared<bool>(false);
   // One line per kernel run, appended by every process that runs one (the parent's test counts them).
   void note_ran(const std::string& name) {
     if (ran_log_.empty()) return;

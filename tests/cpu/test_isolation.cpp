@@ -177,6 +177,13 @@ TEST(Isolation, ALaunchBeyondItsLimitSeenByTheWorkerIsATimeoutRow) {
             {"launch 2 of 3 of sgemm_01_naive at 128x128x64 did not end within its limit of 0.4 s"}, 2, 30.0);
 }
 
+TEST(Isolation, AWorkerWhoseProblemCannotBeLetGoOfAfterATimeoutEndsAndTheRunGoesOn) {
+  // The H200 (2026-11-29): after its timeout row a worker waited forever in a cudaFree on its way out of the
+  // problem, and the run with it. The worker now ends as soon as the row is sent, without unwinding.
+  check_run("overrun_stuck", "sgemm_03_smem", "timeout",
+            {"launch 2 of 3 of sgemm_03_smem at 128x128x64 did not end within its limit of 0.4 s"}, 2, 30.0);
+}
+
 TEST(Isolation, AHostCallThatCameBackLateIsATimeoutRowAndTheSameWorkerGoesOn) {
   check_run("late", "sgemm_04_blocktile_1d", "timeout", {"returned after 9.9 s, beyond its limit"}, 0, 30.0);
 }
