@@ -10,6 +10,7 @@
 #              gemmlab_gpu_tests and the test plugins built into build-gpu/ (about 2 minutes on 16 cores)
 #   tests      build-gpu/gemmlab_gpu_tests, every GPU test (GTEST_FILTER=... chooses some)
 #   gen        scripts/lab/gpu_generations.sh (issue 41)
+#   corun      scripts/lab/probes/corun.sh: whether a kernel runs beside held SMs (busy_sms, issue 42)
 #   killprobe  scripts/lab/probes/kill_spin.sh: how long the GPU stays held after a spinning kernel's process
 #              ends (issue 44)
 #   pytest     tests/python with the GPU (every Python test, the GPU ones included)
@@ -60,6 +61,7 @@ for part in "$@"; do
   case $part in
     setup) part_run setup setup ;;
     tests) part_run tests "$bin/gemmlab_gpu_tests" --gtest_brief=1 ;;
+    corun) part_run corun scripts/lab/probes/corun.sh "$out/corun/files" ;;
     killprobe) part_run killprobe scripts/lab/probes/kill_spin.sh "$out/killprobe/files" ;;
     gen) part_run gen scripts/lab/gpu_generations.sh "$bin" "$out/gen/files" ;;
     pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider tests/python ;;

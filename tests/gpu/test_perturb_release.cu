@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 
 #include "experiments/device/perturb.hpp"
@@ -73,7 +74,16 @@ TEST(PerturbRelease, AHoldThatAKernelWaitsForIsReleasedEarlyAndSaysSo) {
   cudaStream_t s;
   GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   const auto t0 = std::chrono::steady_clock::now();
-  pr.before(p, s, 0.2);
+  try {
+    pr.before(p, s, 0.2);
+  } catch (const std::runtime_error& e) {
+    // The H200 of 2026-11-29 (driver 580.159.04) ran nothing on another stream beside the holding blocks
+    // (scripts/lab/probes/corun.sh): the perturbation cannot be applied there, and says so.
+    cudaStreamDestroy(s);
+    if (std::string(e.what()).find("did not run the launch's stream beside the holding blocks") != std::string::npos)
+      GTEST_SKIP() << e.what();
+    throw;
+  }
   k.launch(pr.sm_count(), s);  // one block per SM: cannot all be resident beside the held SMs
   const std::string late = pr.after(p, s);
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(s));
