@@ -847,6 +847,9 @@ NB_MODULE(_gpu, m) {
     const DeviceInfo& d = query_device(device);
     return std::make_pair(d.present, d.present ? d.name : d.why_absent);
   }, "device"_a = 0, "(usable, GPU name or why not) of CUDA device `device`");
+  m.def("gpu_held_by_a_kernel", [] { return gpu_held_by_a_kernel(); },
+        "Whether a launch of a kernel under test in this process never ended (it may still hold the GPU): the process "
+        "should then end without the CUDA runtime's teardown, which would wait for that launch (os._exit).");
   m.def("select_model", [](int device, const std::string& gpu) {
     const DeviceInfo& d = query_device(device);
     if (!d.present) throw std::invalid_argument("no usable GPU: " + d.why_absent);

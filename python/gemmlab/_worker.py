@@ -119,9 +119,22 @@ def main(argv: list[str]) -> int:
         return 1
     if spec["kind"] == "judge":
         from .gpu import _judge_in_worker
-        return _judge_in_worker(fn, spec["kwargs"])
+        return _end(_judge_in_worker(fn, spec["kwargs"]))
     from .explain import _explain_in_worker
-    return _explain_in_worker(fn, spec["kwargs"])
+    return _end(_explain_in_worker(fn, spec["kwargs"]))
+
+
+def _end(rc: int) -> int:
+    """``rc``; or, where a launch of the callable never ended and may still hold the GPU, the end of the process
+    here (``os._exit``): Python's own exit would run the CUDA runtime's teardown, which waits for that launch, and
+    the parent would stop the worker only after its 10 s of grace."""
+    from . import _engine
+
+    if _engine._gpu is not None and _engine._gpu.gpu_held_by_a_kernel():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(rc)
+    return rc
 
 
 if __name__ == "__main__":

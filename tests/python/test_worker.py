@@ -225,3 +225,14 @@ def test_a_worker_takes_the_callers_torch_numerics_switches():
         assert _torch_state() == wanted
     finally:
         _take_torch_state(before)
+
+
+def test_a_worker_ends_normally_unless_a_launch_still_holds_the_gpu():
+    # Nothing launched in this process: the GPU engine (where installed) holds nothing, and _end returns the code
+    # for Python's own exit. (A launch that never ends sets it: tests/python/test_watchdog_gpu.py on a GPU.)
+    from gemmlab import _engine
+
+    if _engine._gpu is not None:
+        assert _engine._gpu.gpu_held_by_a_kernel() is False
+    assert _worker._end(3) == 3
+    assert _worker._end(0) == 0
