@@ -72,7 +72,8 @@ namespace {
 // host memory the blocks polled, from a host thread) were never seen on the H200 (2026-11-29): every
 // hold lasted the blocks' 10 s.
 struct SpinState {
-  unsigned resident, release, expired, pad;
+  unsigned resident, release, expired;
+  unsigned beside;  // set by the wait on the launch's stream: it ran while every holding block still held its SM
 };
 
 __device__ __forceinline__ unsigned long long global_ns() {
@@ -104,6 +105,7 @@ __global__ void __launch_bounds__(1024) hold_sms_kernel(SpinState* s, unsigned l
 __global__ void wait_resident_kernel(SpinState* s, unsigned want, unsigned long long limit_ns) {
   const unsigned long long t0 = global_ns();
   while (atomicAdd(&s->resident, 0u) < want && global_ns() - t0 < limit_ns) __nanosleep(1000);
+  s->beside = atomicAdd(&s->resident, 0u) >= want && atomicAdd(&s->expired, 0u) == 0u;
 }
 
 __global__ void release_kernel(SpinState* s) { atomicExch(&s->release, 1u); }
@@ -278,11 +280,11 @@ void Perturber::before(const Perturbation& p, void* launch_stream, double releas
   GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(s));
   SpinState h{};
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&h, m.state, sizeof h, cudaMemcpyDeviceToHost));
-  if (h.resident < static_cast<unsigned>(p.sms) || h.expired) {
+  if (h.resident < static_cast<unsigned>(p.sms) || !h.beside) {
     release_kernel<<<1, 1, 0, s>>>(m.state);
     GEMMLAB_LAUNCH_CHECK("release_kernel");
     GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
-    if (h.expired)  // the wait on the launch's stream ran only once the hold was over
+    if (h.resident >= static_cast<unsigned>(p.sms))  // the wait on the launch's stream ran only once the hold was over
       throw std::runtime_error(p.name() + ": this GPU did not run the launch's stream beside the holding blocks (their " +
                                std::to_string(h.expired) + " blocks had reached their limit before the launch could "
                                "start): the SMs cannot be held during a launch here");
