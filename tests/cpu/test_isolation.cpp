@@ -106,6 +106,21 @@ Csv check_run(const std::string& misdeed, const std::string& kernel, const std::
   return csv;
 }
 
+// Runs req, which must stop with an exception of type E; returns its message (a failure naming `unreported`
+// when none came). Closes req.log either way.
+template <class E>
+std::string stop_message(gemmlab::RunRequest& req, const char* unreported) {
+  std::string what;
+  try {
+    run(req);
+    ADD_FAILURE() << unreported;
+  } catch (const E& e) {
+    what = e.what();
+  }
+  std::fclose(req.log);
+  return what;
+}
+
 }  // namespace
 
 TEST(LaunchLimit, AFloorPlusTheWorkAtTenGflopsAndAFirstCallAllowance) {
@@ -191,14 +206,10 @@ TEST(Isolation, AHostCallThatCameBackLateIsATimeoutRowAndTheSameWorkerGoesOn) {
 TEST(Isolation, AWorkerDyingTwiceWithNoKernelRunningStopsTheRunAndKeepsTheJournal) {
   TempDir d("isolation_die_idle");
   gemmlab::RunRequest req = request(d, "die_idle", "");
-  try {
-    run(req);
-    ADD_FAILURE() << "a worker that cannot make a reference was not reported";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("twice while no kernel under test was running"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("gemmlab's own failure"), std::string::npos) << e.what();
-  }
-  std::fclose(req.log);
+  const std::string what =
+      stop_message<std::runtime_error>(req, "a worker that cannot make a reference was not reported");
+  EXPECT_NE(what.find("twice while no kernel under test was running"), std::string::npos) << what;
+  EXPECT_NE(what.find("gemmlab's own failure"), std::string::npos) << what;
   EXPECT_FALSE(fs::exists(req.out_csv));
   EXPECT_TRUE(fs::exists(req.out_csv + ".journal"));
 }
@@ -206,13 +217,9 @@ TEST(Isolation, AWorkerDyingTwiceWithNoKernelRunningStopsTheRunAndKeepsTheJourna
 TEST(Isolation, AWorkerThatCannotStartStopsTheRunBeforeAnythingIsWritten) {
   TempDir d("isolation_no_start");
   gemmlab::RunRequest req = request(d, "no_start", "");
-  try {
-    run(req);
-    ADD_FAILURE() << "a worker that did not start was not reported";
-  } catch (const gemmlab::engine::WorkerStartFailed& e) {
-    EXPECT_NE(std::string(e.what()).find("exited with status 7 before it was ready"), std::string::npos) << e.what();
-  }
-  std::fclose(req.log);
+  const std::string what =
+      stop_message<gemmlab::engine::WorkerStartFailed>(req, "a worker that did not start was not reported");
+  EXPECT_NE(what.find("exited with status 7 before it was ready"), std::string::npos) << what;
   EXPECT_FALSE(fs::exists(req.out_csv));
   EXPECT_FALSE(fs::exists(req.out_csv + ".journal")) << "nothing written";
   EXPECT_FALSE(fs::exists(req.out_csv + ".lock"));
@@ -224,18 +231,13 @@ TEST(Isolation, AWorkerThatCannotStartAfterAHangStopsTheRunSayingTheGpuIsHeldAnd
   // rows finished and the timeout row, and no CSV.
   TempDir d("isolation_no_restart");
   gemmlab::RunRequest req = request(d, "hang_then_no_start", "sgemm_03_smem");
-  try {
-    run(req);
-    ADD_FAILURE() << "a worker that could not start after a hang was not reported";
-  } catch (const gemmlab::CudaContextLost& e) {
-    const std::string what = e.what();
-    for (const char* w : {"a new worker process for the rows after sgemm_03_smem could not start",
-                          "exited with status 7 before it was ready", "still held by that kernel", "--resume",
-                          // what became of the stopped worker (killed and reaped: gone)
-                          ") has ended", "the stopped worker process (pid "})
-      EXPECT_NE(what.find(w), std::string::npos) << w << " in: " << what;
-  }
-  std::fclose(req.log);
+  const std::string what =
+      stop_message<gemmlab::CudaContextLost>(req, "a worker that could not start after a hang was not reported");
+  for (const char* w : {"a new worker process for the rows after sgemm_03_smem could not start",
+                        "exited with status 7 before it was ready", "still held by that kernel", "--resume",
+                        // what became of the stopped worker (killed and reaped: gone)
+                        ") has ended", "the stopped worker process (pid "})
+    EXPECT_NE(what.find(w), std::string::npos) << w << " in: " << what;
   EXPECT_FALSE(fs::exists(req.out_csv)) << "no CSV of a run that stopped";
   ASSERT_TRUE(fs::exists(req.out_csv + ".journal"));
   const std::string journal = slurp(req.out_csv + ".journal");

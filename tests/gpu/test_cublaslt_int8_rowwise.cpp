@@ -24,6 +24,7 @@
 #include "kernels/registry.hpp"
 #include "reference/quantized_entry.hpp"
 #include "reference/quantized_layout.hpp"
+#include "tests/gpu/gpu_run_request.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
@@ -149,23 +150,11 @@ TEST(CublasltInt8RowwiseGpu, ItsRowsPassTheirBoundWithTheEpilogueExplained) {
   GEMMLAB_REQUIRE_FAMILY("cublas");
   const Kernel& k = int8_kernel();
   GEMMLAB_REQUIRE_KERNEL(k);
-  const std::string dir = ::testing::TempDir() + "cublaslt_int8_rowwise_run";
-  std::filesystem::create_directories(dir);
-  RunRequest req;
-  req.plan.name = "cublaslt_int8_rowwise";
-  req.plan.kernels = {k.name};
-  req.plan.distributions.clear();  // RunPlan's defaults ("all", 4096^3) are not this test's
-  req.plan.sizes.clear();
-  for (const Case& c : kCases) req.plan.distributions.push_back(c.distribution);
-  for (const Case& c : kCases) req.plan.sizes.push_back({c.M, c.N, c.K});
-  req.plan.seeds = {43};
-  req.plan.reps = 2;
-  req.plan.warmup = 1;
-  req.out_csv = dir + "/out.csv";
-  req.force = true;
-  req.command_line = "test";
-  req.log = std::fopen("/dev/null", "w");
-  req.live_progress = false;
+  std::vector<std::string> dists;
+  std::vector<Size> sizes;
+  for (const Case& c : kCases) dists.push_back(c.distribution), sizes.push_back({c.M, c.N, c.K});
+  RunRequest req = gpu_test::quiet_run_request("cublaslt_int8_rowwise", ::testing::TempDir() + "cublaslt_int8_rowwise_run",
+                                               {k.name}, dists, sizes, 43);
   const int rc = run_experiment(req, gpu_device(0));
   std::fclose(req.log);
   EXPECT_EQ(rc, 0);

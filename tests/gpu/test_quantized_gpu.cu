@@ -23,6 +23,7 @@
 #include "reference/exact_gemm.hpp"
 #include "reference/mpfr_gemm.hpp"
 #include "reference/quantized_layout.hpp"
+#include "tests/gpu/gpu_run_request.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
@@ -166,21 +167,9 @@ TEST(QuantizedGpu, AQuantizedKernelThroughTheEngine) {
   const Kernel tight = int8_kernel("test_int8_rowwise_gpu_claims_1", launch_good, 0);  // claims only the output rounding
   const Kernel flawed = int8_kernel("test_int8_rowwise_gpu_writes_scales", launch_flawed, 2);
   for (const Kernel* k : {&good, &tight, &flawed}) register_kernel(*k);
-  const std::string dir = ::testing::TempDir() + "quantized_gpu_run";
-  std::filesystem::create_directories(dir);
-  RunRequest req;
-  req.plan.name = "quantized_gpu";
-  req.plan.kernels = {good.name, tight.name, flawed.name};
-  req.plan.distributions = {"normal_0_1@int8_rowwise", "uniform_0_1@int8_rowwise"};
-  req.plan.sizes = {{256, 192, 1024}};
-  req.plan.seeds = {7};
-  req.plan.reps = 2;
-  req.plan.warmup = 1;
-  req.out_csv = dir + "/out.csv";
-  req.force = true;
-  req.command_line = "test";
-  req.log = std::fopen("/dev/null", "w");
-  req.live_progress = false;
+  RunRequest req = gpu_test::quiet_run_request("quantized_gpu", ::testing::TempDir() + "quantized_gpu_run",
+                                               {good.name, tight.name, flawed.name},
+                                               {"normal_0_1@int8_rowwise", "uniform_0_1@int8_rowwise"}, {{256, 192, 1024}}, 7);
   const int rc = run_experiment(req, gpu_device(0));
   std::fclose(req.log);
   for (const Kernel* k : {&good, &tight, &flawed}) unregister_kernel(k->name);
