@@ -171,7 +171,6 @@ void run_form_rows(const FormRowsContext& c, const Distribution& d, int M, int N
       c.log(c.who + "   " + k.name + ": " + to_string(row.status) + ": " + row.note);
       if (!go_on) {
         c.emit(row);
-        end_worker_after_lost_row(e);
         throw;
       }
     } catch (const std::exception& e) {

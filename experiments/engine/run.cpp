@@ -558,14 +558,7 @@ class ProblemRunner {
     for (const Kernel* k : kernels) {
       if (ctx.should_stop()) return;
       emit(run_row(*k, d, z, seed, *inputs, tag, refs, device, ctx, who));
-      if (lost_) {
-        try {
-          std::rethrow_exception(std::exchange(lost_, nullptr));
-        } catch (const CudaContextLost& e) {
-          end_worker_after_lost_row(e);
-          throw;
-        }
-      }
+      if (lost_) std::rethrow_exception(std::exchange(lost_, nullptr));
     }
   }
 
@@ -858,7 +851,6 @@ class ProblemRunner {
           ctx.log(who + "   " + k->name + ": " + to_string(row.status) + ": " + row.note);
           if (!go_on) {
             emit(row);
-            end_worker_after_lost_row(e);
             throw;
           }
         } catch (const std::exception& e) {
@@ -954,7 +946,7 @@ class IsolatedRunner {
       bool stop_sent = false;
       long long arms_seen = w.arms();
       std::string running, lost;  // the kernel armed last whose row has not come; the worker's "lost" words
-      // When a timeout or faulted row came: its worker says it is lost and ends right after (end_worker_after_lost_row),
+      // When a timeout or faulted row came: its worker says it is lost and ends right after (serve_run_worker's emit),
       // or is stopped kLostSeconds later (a worker that waits for the launch that never ends, on its way out).
       std::optional<std::chrono::steady_clock::time_point> lost_row_at;
       for (;;) {
@@ -1125,18 +1117,23 @@ class IsolatedRunner {
 
 }  // namespace
 
+namespace {
+// In a worker process: why its GPU was lost with the row being recorded (serve_run_worker's emit ends the worker
+// once that row is sent).
+std::optional<std::string> the_lost_gpu;
+}  // namespace
+
 bool record_lost(ResultRow& row, const CudaContextLost& e) {
   const auto* t = dynamic_cast<const LaunchTimeout*>(&e);
   row.status = t ? Status::timeout : Status::faulted;
   row.note = e.what();
   const bool go_on = t && !t->gpu_held;
   // In a worker process (an isolated run) the parent starts another: the run goes on.
-  if (!go_on && launch_reporter()) row.note += " [in a worker process of the run: it ended here, and a new one went on]";
+  if (!go_on && launch_reporter()) {
+    row.note += " [in a worker process of the run: it ended here, and a new one went on]";
+    the_lost_gpu = e.what();
+  }
   return go_on;
-}
-
-void end_worker_after_lost_row(const CudaContextLost& e) {
-  if (auto* r = launch_reporter()) r->lost(e.what());
 }
 
 void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& stats, const Numerics& n,
@@ -1345,7 +1342,12 @@ int serve_run_worker(const RunRequest& req_in, Device& device, int workers) {
     if (prob.rows.empty()) continue;
     prob.key = engine::problem_of(prob.rows.front());
     engine::WorkerContext ctx;
-    ctx.emit = [&](const std::vector<std::string>& fields) { ch.send({{"row", fields}}); };
+    ctx.emit = [&](const std::vector<std::string>& fields) {
+      ch.send({{"row", fields}});
+      // The row of a launch that lost this process's GPU (record_lost): nothing more runs here, and the way back
+      // up (a cudaFree in a destructor) could wait forever for a launch that never ends. End here.
+      if (the_lost_gpu) reporter.lost(*the_lost_gpu);
+    };
     ctx.should_stop = [&] { return ch.stop_requested(); };
     ctx.log = [&](const std::string& line) { ch.send({{"log", line}}); };
     try {

@@ -84,11 +84,8 @@ void record_measured(ResultRow& row, const KernelRun& run, const ErrorStats& sta
 // (LaunchTimeout, engine/watchdog.hpp), `faulted` for a CUDA error that ends the context; the note is the
 // error's words (which name the kernel, the size, the limit or CUDA's error). Returns true when this
 // process can go on (a host call that came back late, the GPU drained since), false when nothing more can
-// run on that GPU in it.
+// run on that GPU in it; in a worker process, the worker then ends once that row is sent (serve_run_worker).
 bool record_lost(ResultRow& row, const CudaContextLost& e);
-// After the row of a launch that lost this process's GPU (record_lost returned false) is emitted: a worker
-// process tells its parent and ends here (LaunchReporter::lost); elsewhere it returns, and the caller rethrows.
-void end_worker_after_lost_row(const CudaContextLost& e);
 
 // `--gpus all|0,1,...` on a host with `count` GPUs: the indices, in the order given. Throws
 // UsageError for a malformed list, a repeated index, or an index the host does not have.

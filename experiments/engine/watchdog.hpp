@@ -90,10 +90,6 @@ class LaunchReporter {
   virtual void beat(const std::string& what) = 0;
   // The launches ended: gemmlab's own work follows (statistics), with no limit.
   virtual void disarm() = 0;
-  // Nothing more can run on the GPU in this process (a launch holds it, or faulted it), and the row saying so
-  // has been sent: tells the parent `why` and ends the worker here, without unwinding (a destructor on the way
-  // out could wait for the launch that never ends).
-  [[noreturn]] virtual void lost(const std::string& why) = 0;
 };
 void set_launch_reporter(LaunchReporter* r);  // the worker's, for the process's lifetime
 LaunchReporter* launch_reporter();            // nullptr outside a worker

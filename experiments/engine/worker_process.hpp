@@ -137,7 +137,10 @@ class ChannelReporter final : public LaunchReporter {
   void arm(const std::string& kernel, const std::string& size, double limit_seconds) override;
   void beat(const std::string& what) override;
   void disarm() override;
-  [[noreturn]] void lost(const std::string& why) override;
+  // Nothing more can run on the GPU in this process (a launch holds it, or faulted it), and the row saying so
+  // has been sent: tells the parent `why` and ends the worker here, without unwinding (a destructor on the way
+  // out could wait for the launch that never ends).
+  [[noreturn]] void lost(const std::string& why);
 
  private:
   WorkerChannel& ch_;
