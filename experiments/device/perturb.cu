@@ -127,6 +127,9 @@ std::string cu_error(CUresult r) { return "CUDA driver error " + std::to_string(
 // Below the 20 s a perturbed launch may take before the runner gives up on it.
 constexpr unsigned long long kHoldLimitNs = 10ull * 1000 * 1000 * 1000;
 constexpr unsigned long long kResidentLimitNs = 1000ull * 1000 * 1000;   // waiting for it to hold its SMs
+// The first trial's hold (Impl::probe_corun): long beside the microseconds a kernel takes to start on
+// another stream, short beside the 10 s every trial would wait on a GPU that cannot run it beside the hold.
+constexpr unsigned long long kProbeHoldNs = 250ull * 1000 * 1000;
 
 }  // namespace
 
@@ -146,6 +149,11 @@ struct Perturber::Impl {
   cudaStream_t spin_stream = nullptr;
   bool spinner_ready = false;
   std::string spinner_why;
+  // Why busy_sms cannot be applied here, once a trial found it (probe_corun, before()): available()'s answer
+  // from then on.
+  std::string no_corun;
+  bool corun_probed = false;
+  cudaStream_t probe_stream = nullptr;
   // The hold's limit (before()'s release_after where it is below the blocks' own 10 s), for after()'s words.
   double release_after = 0;
 
@@ -212,6 +220,31 @@ struct Perturber::Impl {
     return g;
   }
 
+  // Whether a kernel on another stream starts while `n` holding blocks hold their SMs, found once with a
+  // hold of kProbeHoldNs: a GPU that runs it only after them (the H200 of 2026-11-29,
+  // results/probes/h200_20261129_corun_kill/corun.log) sets no_corun, and no trial waits out a hold.
+  // Blocks that do not all become resident (other work on the GPU) leave the question to before().
+  void probe_corun(unsigned n) {
+    corun_probed = true;
+    if (!spinner_ready) make_spinner();
+    if (!probe_stream) GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&probe_stream, cudaStreamNonBlocking));
+    GEMMLAB_CUDA_CHECK(cudaMemset(state, 0, sizeof(SpinState)));  // synchronous: both kernels read it from zero
+    hold_sms_kernel<<<n, 1024, max_smem, spin_stream>>>(state, kProbeHoldNs);
+    GEMMLAB_LAUNCH_CHECK("hold_sms_kernel");
+    wait_resident_kernel<<<1, 1, 0, probe_stream>>>(state, n, kResidentLimitNs);
+    GEMMLAB_LAUNCH_CHECK("wait_resident_kernel");
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(probe_stream));
+    SpinState h{};
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(&h, state, sizeof h, cudaMemcpyDeviceToHost));
+    release_kernel<<<1, 1, 0, probe_stream>>>(state);
+    GEMMLAB_LAUNCH_CHECK("release_kernel");
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(spin_stream));
+    if (h.resident >= n && !h.beside) no_corun = kNoCorun;
+  }
+  static constexpr const char* kNoCorun =
+      "this GPU did not run the launch's stream beside the holding blocks (the launch could start only once they "
+      "had reached their limit): the SMs cannot be held during a launch here";
+
   void make_spinner() {
     spinner_ready = true;
     int optin = 0;
@@ -234,6 +267,7 @@ Perturber::~Perturber() {
     if (g.ctx && impl_->green_destroy) impl_->green_destroy(g.ctx);
   }
   if (impl_->spin_stream) cudaStreamDestroy(impl_->spin_stream);
+  if (impl_->probe_stream) cudaStreamDestroy(impl_->probe_stream);
   if (impl_->state) device_free(impl_->state);
 }
 
@@ -246,7 +280,8 @@ std::string Perturber::available(const Perturbation& p) {
   if (p.kind == Perturbation::Kind::busy_sms) {
     // The launch's own blocks and the wait kernel need SMs the spinner leaves free.
     if (p.sms > m.sms - 8) return p.name() + ": leave at least 8 of the " + std::to_string(m.sms) + " SMs free";
-    return "";
+    if (!m.corun_probed) m.probe_corun(static_cast<unsigned>(p.sms));
+    return m.no_corun.empty() ? "" : p.name() + ": " + m.no_corun;
   }
   auto it = m.green.find(p.sms);
   if (it == m.green.end()) it = m.green.emplace(p.sms, m.make_green(p.sms)).first;
@@ -262,7 +297,10 @@ void* Perturber::stream(const Perturbation& p, void* base) {
 void Perturber::before(const Perturbation& p, void* launch_stream, double release_after) {
   if (p.kind != Perturbation::Kind::busy_sms) return;
   Impl& m = *impl_;
-  if (std::string why = available(p); !why.empty()) throw std::runtime_error(why);
+  if (std::string why = available(p); !why.empty()) {
+    if (!m.no_corun.empty()) throw PerturbationUnavailable(why);
+    throw std::runtime_error(why);
+  }
   if (!m.spinner_ready) m.make_spinner();
   const auto s = static_cast<cudaStream_t>(launch_stream);
   // The hold lasts until after() releases it, or its limit: release_after where that is below the
@@ -270,8 +308,10 @@ void Perturber::before(const Perturbation& p, void* launch_stream, double releas
   const double limit = release_after > 0 ? std::min(release_after, static_cast<double>(kHoldLimitNs) * 1e-9)
                                          : static_cast<double>(kHoldLimitNs) * 1e-9;
   m.release_after = limit;
-  // The previous hold ended with its launch (the spin stream is in order): start from zero.
+  // The previous hold ended with its launch (the spin stream is in order): start from zero, before the wait
+  // on the launch's stream (another stream) can read the state.
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.state, 0, sizeof(SpinState), m.spin_stream));
+  GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
   hold_sms_kernel<<<p.sms, 1024, m.max_smem, m.spin_stream>>>(m.state, static_cast<unsigned long long>(limit * 1e9));
   GEMMLAB_LAUNCH_CHECK("hold_sms_kernel");
   wait_resident_kernel<<<1, 1, 0, s>>>(m.state, static_cast<unsigned>(p.sms), kResidentLimitNs);
@@ -284,10 +324,11 @@ void Perturber::before(const Perturbation& p, void* launch_stream, double releas
     release_kernel<<<1, 1, 0, s>>>(m.state);
     GEMMLAB_LAUNCH_CHECK("release_kernel");
     GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.spin_stream));
-    if (h.resident >= static_cast<unsigned>(p.sms))  // the wait on the launch's stream ran only once the hold was over
-      throw std::runtime_error(p.name() + ": this GPU did not run the launch's stream beside the holding blocks (their " +
-                               std::to_string(h.expired) + " blocks had reached their limit before the launch could "
-                               "start): the SMs cannot be held during a launch here");
+    if (h.resident >= static_cast<unsigned>(p.sms)) {  // the wait on the launch's stream ran only once the hold was over
+      // Worded without this trial's counts: the same reason for every launch after it (available()).
+      m.no_corun = Impl::kNoCorun;
+      throw PerturbationUnavailable(p.name() + ": " + m.no_corun);
+    }
     throw std::runtime_error(p.name() + ": only " + std::to_string(h.resident) + " of the " + std::to_string(p.sms) +
                              " holding blocks became resident within a second (other work on the GPU?)");
   }

@@ -20,6 +20,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,14 @@ std::optional<Perturbation> parse_perturbation(const std::string& name);
 // busy_sms at half. (Green contexts on Hopper come in multiples of 8 SMs: half of 132 becomes 64.)
 std::vector<Perturbation> default_perturbations(int sm_count);
 
+// A perturbation this GPU cannot apply, found only by trying it (busy_sms on a GPU that does not run a
+// launch's stream beside the holding blocks): the message says why. The Perturber remembers it, and
+// available() gives the same reason from then on without trying again.
+class PerturbationUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // The perturbations of one GPU, made on first use and kept (green contexts, their streams, the
 // spinner's state). Launches under a perturbation: stream(p, base) is where they go, before(p, s)
 // right before the launch on stream s, after(p, s) right after it. Not thread-safe.
@@ -64,7 +73,7 @@ class Perturber {
   void* stream(const Perturbation& p, void* base);
   // busy_sms: starts the spinner on a stream of its own and waits on the host until its N blocks are
   // resident (throws std::runtime_error, naming how many became resident, when they are not within
-  // a second, or when this GPU runs the launch's stream only after them); they leave by themselves
+  // a second; PerturbationUnavailable when this GPU runs the launch's stream only after them); they leave by themselves
   // `release_after` seconds after they started if after()'s release has not come by then (<= 0: their
   // own 10 s limit). fewer_sms: nothing.
   void before(const Perturbation& p, void* launch_stream, double release_after = 0);

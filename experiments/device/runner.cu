@@ -534,15 +534,21 @@ class WatchedLaunches {
 void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions& opt, const DeviceInfo& dev,
                       RowBuffers& buf, const void* dC, std::size_t n, std::size_t out_bytes, cudaStream_t stream,
                       KernelRun& run) {
-  std::optional<Perturbation> p = opt.perturbation == "auto"
-                                      ? std::optional(Perturbation{Perturbation::Kind::busy_sms, dev.sm_count / 2})
-                                      : parse_perturbation(opt.perturbation);
+  Perturber& pr = perturber_of(dev.device);
+  const bool automatic = opt.perturbation == "auto";
+  std::optional<Perturbation> p = automatic ? std::optional(Perturbation{Perturbation::Kind::busy_sms, dev.sm_count / 2})
+                                            : parse_perturbation(opt.perturbation);
   if (!p)
     throw std::invalid_argument("perturbation '" + opt.perturbation +
                                 "' is not one: give fewer_sms_<N> (a green context of N SMs), busy_sms_<N> (N SMs "
                                 "held by another kernel) or auto");
+  // auto on a GPU where SMs cannot be held during a launch (found by an earlier trial): the launch in a
+  // green context of half the SMs instead, where that can be applied to this kernel.
+  if (automatic && !pr.available(*p).empty() && !opt.host_timer && !k.numerics.k_chunked) {
+    const Perturbation fewer = default_perturbations(dev.sm_count).front();
+    if (pr.available(fewer).empty()) p = fewer;
+  }
   run.perturbation = p->name();
-  Perturber& pr = perturber_of(dev.device);
   if (std::string why = pr.available(*p); !why.empty()) {
     run.perturbation_not_applied = why;
     return;
@@ -566,7 +572,14 @@ void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions
   pa.stream = ps;
   GEMMLAB_CUDA_CHECK(cudaMemsetAsync(dP, 0xFF, c_bytes, ps));
   if (k.prepare) k.prepare(pa);
-  pr.before(*p, ps, p->release_seconds(run.time_ms_max * 1e-3, dev.sm_count));
+  try {
+    pr.before(*p, ps, p->release_seconds(run.time_ms_max * 1e-3, dev.sm_count));
+  } catch (const PerturbationUnavailable& e) {  // nothing was launched: auto tries what it takes instead
+    if (automatic && p->kind == Perturbation::Kind::busy_sms && !pr.available(*p).empty())
+      return perturbed_launch(k, args, opt, dev, buf, dC, n, out_bytes, stream, run);
+    run.perturbation_not_applied = e.what();
+    return;
+  }
   if (opt.host_timer) GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(ps));
   const double patience = p->patience_seconds(run.time_ms_max * 1e-3, dev.sm_count);
   const LaunchWatch watch(k.name, args.M, args.N, args.K, 2.0 * args.M * args.N * double(args.K), 1, patience);

@@ -79,7 +79,7 @@ struct TimingOptions {
   // CUDA events on `stream`: for callables that run on streams the harness cannot see (JAX).
   bool host_timer = false;
   // A schedule perturbation (experiments/device/perturb.hpp: "busy_sms_66", "fewer_sms_64"; "auto":
-  // busy_sms at half the GPU's SMs; "": none). After the timed repetitions, one more launch runs under
+  // busy_sms at half the GPU's SMs, or fewer_sms at half where SMs cannot be held during a launch; "": none). After the timed repetitions, one more launch runs under
   // it, into a C of its own, and is compared bit for bit with the last (KernelRun::perturbed_*): the
   // determinism check then covers the schedule too, not only two calls on an idle GPU.
   std::string perturbation;

@@ -53,9 +53,10 @@ class GpuContextLost(RuntimeError):
     which nothing more runs on it here (an illegal memory access, a misaligned address, a trap in a kernel),
     or a launch never ended within its limit: the message names the callable, the call and what to do. The
     rows finished are kept, that one's included (status ``faulted`` or ``timeout``): ``rows`` (a DataFrame,
-    possibly empty) and, where the run wrote files, ``journal`` (the ``<out>.csv.journal`` that
-    ``resume=True`` continues from in a new process). ``explanation``: gemmlab.explain's report up to
-    where it stopped, with the stages finished before (its CSV is written)."""
+    possibly empty; from explain, empty: its judging had not begun) and, where the run wrote files,
+    ``journal`` (the ``<out>.csv.journal`` that ``resume=True`` continues from in a new process).
+    ``explanation``: gemmlab.explain's report up to where it stopped, with the stages finished before (its
+    CSV is written, and is the explanation's ``rows``)."""
 
     def __init__(self, message: str, rows: pd.DataFrame | None = None, journal: Path | None = None,
                  explanation: Any = None):
@@ -464,7 +465,9 @@ def judge(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``perturbation``: after the timed repetitions, one more launch runs with the GPU's schedule
     disturbed and is compared bit for bit with the last; a row whose bits change gets status
     ``nondeterministic`` and a note naming the perturbation. ``"auto"``: ``busy_sms_<half the SMs>``
-    (another kernel holds half the SMs from before the launch to its end; works for every framework);
+    (another kernel holds half the SMs from before the launch to its end; works for every framework), or on
+    a GPU that runs nothing beside those held SMs (found once per process, in a quarter of a second),
+    ``fewer_sms_<half>`` where the kernel can take it;
     ``"fewer_sms_<N>"``: the launch in a CUDA green context of N SMs (not for JAX, whose streams gemmlab
     cannot move); ``""``: none.
 

@@ -102,6 +102,32 @@ TEST(PerturbRelease, AHoldThatAKernelWaitsForIsReleasedEarlyAndSaysSo) {
   cudaStreamDestroy(s);
 }
 
+// Whether busy_sms can be held during a launch is found once, by a short hold (Perturber's probe), not
+// by a trial that waits out the holding blocks' 10 s: available() answers within a second either way,
+// and where it says no, before() says the same without holding anything, and again instantly.
+TEST(PerturbRelease, WhetherSmsCanBeHeldIsKnownWithinASecond) {
+  GEMMLAB_REQUIRE_GPU();
+  Perturber pr(0);
+  const Perturbation p{Perturbation::Kind::busy_sms, pr.sm_count() / 2};
+  auto t0 = std::chrono::steady_clock::now();
+  const std::string why = pr.available(p);
+  const double first = seconds_since(t0);
+  std::printf("[ perturb  ] %s on this GPU: %s (%.3f s)\n", p.name().c_str(), why.empty() ? "can be held" : why.c_str(),
+              first);
+  EXPECT_LT(first, 1.0);
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(pr.available(p), why) << "the answer is kept";
+  EXPECT_LT(seconds_since(t0), 0.01);
+  if (why.empty()) return;
+  EXPECT_NE(why.find("the SMs cannot be held during a launch here"), std::string::npos) << why;
+  cudaStream_t s;
+  GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(pr.before(p, s, 0.2), PerturbationUnavailable);
+  EXPECT_LT(seconds_since(t0), 0.01);
+  cudaStreamDestroy(s);
+}
+
 TEST(PerturbRelease, ReleaseTimeFollowsTheUndisturbedLaunch) {
   const Perturbation busy{Perturbation::Kind::busy_sms, 66};
   EXPECT_EQ(busy.release_seconds(0, 132), 10.0) << "unknown: the holding blocks' own limit";
