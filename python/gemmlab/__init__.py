@@ -48,7 +48,7 @@ from .figures import PlotError, plot
 from .port import DEFAULT_PORT_DISTRIBUTIONS, port
 from .formats import FORMATS, QUANTIZED_FORMATS, FormatInfo, format_info, from_bits, is_representable, round_to, to_bits
 from .reference import Reference, exact_dot, exact_gemm, mpfr_dot, mpfr_gemm
-from .results import COLUMNS, STATUSES, load_results, to_frame
+from .results import COLUMNS, STATUSES, TIMING_COLUMNS, load_results, to_frame
 
 # pyproject.toml's version, compiled into the C++ (the same string as `gemmlab --version`).
 __version__: str = _core.version()
@@ -61,7 +61,7 @@ __all__ = [
     "invariance", "judge", "plot", "plugin_header",
     "explain", "Explanation", "DEFAULT_EXPLAIN_DISTRIBUTIONS", "explain_diff", "KernelDiff", "port",
     "DEFAULT_PORT_DISTRIBUTIONS",
-    "Reference", "STATUSES", "bound", "inputs", "read_inputs",
+    "Reference", "STATUSES", "TIMING_COLUMNS", "bound", "inputs", "read_inputs",
     "canonical_name", "evaluate", "exact_dot", "exact_gemm", "exact_in", "format_info", "from_bits", "generate",
     "generate_problem", "is_representable", "load_results", "mpfr_dot", "mpfr_gemm", "round_to", "tc", "to_bits",
     "to_frame", "unusable_reason",

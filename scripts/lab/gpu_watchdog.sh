@@ -73,7 +73,8 @@ if [ -n "$plugin" ]; then
     { nvidia-smi; ps -eo pid,stat,wchan:32,etime,cmd | grep -v grep | grep -i -E 'gemmlab|PID'; } > "$out/after_$faulty.txt" 2>&1
     verdict=$(python3 - "$out/four.csv" "$out/five_$faulty.csv" "$t" "$t4" <<'PY'
 import csv, sys
-timing = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"}
+timing = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "time_ms_ci95_rel", "reps", "stopped_by",
+          "tflops", "sm_clock_mhz"}
 four, five = (list(csv.DictReader(open(f))) for f in sys.argv[1:3])
 t, t4 = float(sys.argv[3]), float(sys.argv[4])
 limit = 10 + 2 * 2048 ** 3 / 1e10
@@ -128,7 +129,8 @@ PY
 done
 python3 - "$out/main_none.csv" "$out/main_process.csv" <<'PY' > "$out/main_compare.txt" 2>&1
 import csv, sys
-timing = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"}
+timing = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "time_ms_ci95_rel", "reps", "stopped_by",
+          "tflops", "sm_clock_mhz"}
 a, b = (list(csv.DictReader(open(f))) for f in sys.argv[1:3])
 diff = [(x["kernel"], c) for x, y in zip(a, b) for c in x if c not in timing and x[c] != y.get(c)]
 print(f"{len(a)} / {len(b)} rows, columns other than timings differing: {len(diff)} {diff[:5]} -> "

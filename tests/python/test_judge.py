@@ -22,7 +22,7 @@ import gemmlab
 import gemmlab._engine as engine
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMING = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"}
+TIMING = set(gemmlab.TIMING_COLUMNS)
 
 
 def test_cpu_only_install_names_what_to_install(monkeypatch):

@@ -102,6 +102,16 @@ def test_columns_are_those_of_the_newest_default_run(root):
                                "reps", "stopped_by"]
 
 
+def test_the_timing_columns_are_columns_and_only_those_the_timing_writes():
+    # gemmlab.TIMING_COLUMNS: what two runs of the same kernel on the same inputs may differ in. Each is a
+    # column; the statistics, the status and the note are not among them.
+    assert set(gemmlab.TIMING_COLUMNS) <= set(gemmlab.COLUMNS)
+    assert not {"status", "note", "rel_mean", "rel_std", "kernel", "M"} & set(gemmlab.TIMING_COLUMNS)
+    cols = list(gemmlab.COLUMNS)
+    at = cols.index("time_ms_median")
+    assert set(cols[at:at + 7]) <= set(gemmlab.TIMING_COLUMNS)
+
+
 def test_an_older_csv_gets_the_columns_it_lacks_empty(root):
     df = gemmlab.load_results(root / "results/default/default_h200_20261121.csv")
     assert list(df.columns) == list(gemmlab.COLUMNS)

@@ -41,8 +41,7 @@ def _torch_triton():
 
 
 def _statistics(rows):
-    timing = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "tflops", "sm_clock_mhz"}
-    return rows[[c for c in rows.columns if c not in timing]].reset_index(drop=True)
+    return rows[[c for c in rows.columns if c not in gemmlab.TIMING_COLUMNS]].reset_index(drop=True)
 
 
 def _five(fn, tmp_path):
