@@ -131,7 +131,8 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     ``GpuContextLost`` when, in this process, the GPU reported an error after which nothing more runs (an
     illegal memory access in the callable) or a launch never ended: ``out`` is written first (one row, the
     stage and the call in its reason) and the exception's ``explanation`` holds the report, with the stages
-    finished before.
+    finished before (its ``rows``: the CSV's; the exception's own ``rows``, judged rows, are empty: none was
+    judged).
     """
     kw = {k: v for k, v in locals().items() if k != "fn"}
     _worker.stop_if_importing_main()
@@ -206,7 +207,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
         # Nothing more runs on the GPU in this process: no judging, the report as it stopped.
         e = Explanation(report=report, rows=rows, judged=None, name=kernel)
         raise GpuContextLost(f"gemmlab.explain of {kernel} stopped at its {report['failed_stage']} stage: "
-                             f"{report['reason']}", rows=rows, explanation=e)
+                             f"{report['reason']}", explanation=e)
     judged = None
     if judge_rows:
         form_kw = {} if the_form == "plain" else dict(form=the_form, c0_format=c0_format, bias_format=bias_format,

@@ -137,5 +137,5 @@ def explain_diff(a: Callable, b: Callable, *, input_format: str, output_format: 
         if report[side].get("oracle_lost"):
             # Nothing more runs on the GPU in this process: the diff as far as it got.
             raise GpuContextLost(f"gemmlab.explain_diff: {name} stopped at its {report[side]['failed_stage']} stage: "
-                                 f"{report[side]['reason']}", rows=rows, explanation=diff)
+                                 f"{report[side]['reason']}", explanation=diff)
     return diff
