@@ -20,6 +20,9 @@ unpacked or installed), torch, Triton and JAX. PART (default: main):
   explain-others  scripts/lab/explain37.py at 4096^3: split-K (atomics), jnp.matmul, torch.compile
   explain         the three explain parts
   all             main and explain
+ONLY=NAME,... (environment) keeps the explain parts to those kernels (a CLI baseline, a flavour of
+examples/explain_frameworks.py, triton_orders or one of explain37.py's parts: splitk, jax, compile), for a short
+session; the default is every one.
 Each part writes its files under OUT_DIR (main/, explain/) and its rows into OUT_DIR/speed.csv (the rows of
 parts run before in the same OUT_DIR are kept): part, item, size, the new figure and the committed one
 (`*_committed`, with the committed file in `committed_from`), and what the row shows. speed.meta.json beside
@@ -48,6 +51,12 @@ SIZE = "4096x4096x4096"
 TIMING = ["time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "time_ms_ci95_rel", "reps", "stopped_by",
           "tflops", "sm_clock_mhz"]
 FIELDS = ["part", "item", "size", "value", "value_committed", "unit", "committed_from", "shows"]
+ONLY = [k for k in os.environ.get("ONLY", "").split(",") if k]
+
+
+def wanted(name: str) -> bool:
+    """Whether ONLY (the environment) keeps this kernel or part: all when it is unset."""
+    return not ONLY or name in ONLY
 
 
 def log(msg: str) -> None:
@@ -241,12 +250,14 @@ def part_explain_cli(bin_dir: Path, out: Path, committed: dict) -> list[dict]:
     d = out / "explain" / "cli"
     d.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    for k in CLI_KERNELS:
+    for k in filter(wanted, CLI_KERNELS):
         rc, wall = run([bin_dir / "gemmlab", "explain", "-k", k, "-s", "4096", "-d", DISTS, "-o", d / f"cli_{k}.csv",
                         "--judge", d / f"cli_{k}_judged.csv"], d / f"cli_{k}.log")
         report = report_of(d / f"cli_{k}.meta.json")
         log(f"explain {k}: rc={rc} wall {wall:.1f} s, explain {report['seconds'] if report else float('nan'):.1f} s")
         rows += explain_rows("explain-cli", k, report, wall, committed)
+    if not wanted("triton_orders"):
+        return rows
     od = out / "explain" / "orders"
     rc, wall = run([sys.executable, ROOT / "examples/triton_orders.py", "--out", od, "--sizes", "4096"],
                    out / "explain" / "orders.log")
@@ -259,8 +270,12 @@ def part_explain_cli(bin_dir: Path, out: Path, committed: dict) -> list[dict]:
 def part_explain_frameworks(out: Path, committed: dict) -> list[dict]:
     d = out / "explain" / "frameworks"
     d.mkdir(parents=True, exist_ok=True)
+    only = [k for k in ONLY if k not in CLI_KERNELS and k not in ("triton_orders", "splitk", "jax", "compile")]
+    if ONLY and not only:
+        return []
     rc, wall = run([sys.executable, ROOT / "examples/explain_frameworks.py", "--out", d, "--sizes", "4096", "--dists",
-                    DISTS], out / "explain" / "frameworks.log", timeout=1800)
+                    DISTS] + (["--only", ",".join(only)] if only else []), out / "explain" / "frameworks.log",
+                   timeout=1800)
     log(f"explain_frameworks.py rc={rc} wall {wall:.1f} s")
     rows: list[dict] = []
     table = d / "explain_table.csv"
@@ -274,15 +289,18 @@ def part_explain_others(out: Path, committed: dict) -> list[dict]:
     d = out / "explain" / "explain37"
     d.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    for p in ("splitk", "jax", "compile"):
+    for p in filter(wanted, ("splitk", "jax", "compile")):
+        table = d / "explain37_table.csv"
+        table.unlink(missing_ok=True)  # each part writes its own table there
         rc, wall = run([sys.executable, ROOT / "scripts/lab/explain37.py", "--out", d, "--part", p, "--sizes", "4096"],
                        out / "explain" / f"explain37_{p}.log", env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
         log(f"explain37.py --part {p} rc={rc} wall {wall:.1f} s")
-    table = d / "explain37_table.csv"
-    for r in read_csv(table) if table.exists() else []:
-        if r["size"] == SIZE:
-            rows += explain_rows("explain-others", r["kernel"], report_of(d / f"{r['kernel']}_{SIZE}.meta.json"),
-                                 number(r.get("wall_s")), committed)
+        if table.exists():
+            table.rename(d / f"explain37_table_{p}.csv")
+        for r in read_csv(d / f"explain37_table_{p}.csv") if (d / f"explain37_table_{p}.csv").exists() else []:
+            if r["size"] == SIZE:
+                rows += explain_rows("explain-others", r["kernel"], report_of(d / f"{r['kernel']}_{SIZE}.meta.json"),
+                                     number(r.get("wall_s")), committed)
     return rows
 
 

@@ -13,7 +13,7 @@
 #   corun      scripts/lab/probes/corun.sh: whether a kernel runs beside held SMs (busy_sms, issue 42)
 #   killprobe  scripts/lab/probes/kill_spin.sh: how long the GPU stays held after a spinning kernel's process
 #              ends (issue 44)
-#   pytest     tests/python with the GPU (every Python test, the GPU ones included)
+#   pytest     tests/python with the GPU (every Python test, the GPU ones included; PYTEST_ARGS="..." instead chooses)
 #   main       scripts/lab/bench_speed.py main (issue 42: the main job stopped on noise, its guard, compare)
 #   explain    scripts/lab/bench_speed.py explain-cli explain-frameworks explain-others (issue 42)
 #   explain-cli, explain-frameworks, explain-others: one of those
@@ -64,7 +64,7 @@ for part in "$@"; do
     corun) part_run corun scripts/lab/probes/corun.sh "$out/corun/files" ;;
     killprobe) part_run killprobe scripts/lab/probes/kill_spin.sh "$out/killprobe/files" ;;
     gen) part_run gen scripts/lab/gpu_generations.sh "$bin" "$out/gen/files" ;;
-    pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider tests/python ;;
+    pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-tests/python} ;;
     main) part_run main "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" main ;;
     explain) part_run explain "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" explain ;;
     explain-cli|explain-frameworks|explain-others) part_run "$part" "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" "$part" ;;
