@@ -220,26 +220,39 @@ struct Perturber::Impl {
     return g;
   }
 
-  // Whether a kernel on another stream starts while `n` holding blocks hold their SMs, found once with a
-  // hold of kProbeHoldNs: a GPU that runs it only after them (the H200 of 2026-11-29,
+  // Whether a kernel on another stream starts once `n` holding blocks hold their SMs, as a launch under
+  // busy_sms must, found once with a hold of kProbeHoldNs: the host waits until they are resident (a copy
+  // of their count, on another stream), then launches a one-thread kernel there. A GPU that runs neither
+  // the copy nor the kernel beside them before they leave (the H200 of 2026-11-29,
   // results/probes/h200_20261129_corun_kill/corun.log) sets no_corun, and no trial waits out a hold.
   // Blocks that do not all become resident (other work on the GPU) leave the question to before().
   void probe_corun(unsigned n) {
     corun_probed = true;
     if (!spinner_ready) make_spinner();
     if (!probe_stream) GEMMLAB_CUDA_CHECK(cudaStreamCreateWithFlags(&probe_stream, cudaStreamNonBlocking));
-    GEMMLAB_CUDA_CHECK(cudaMemset(state, 0, sizeof(SpinState)));  // synchronous: both kernels read it from zero
+    GEMMLAB_CUDA_CHECK(cudaMemset(state, 0, sizeof(SpinState)));  // synchronous: read from zero
     hold_sms_kernel<<<n, 1024, max_smem, spin_stream>>>(state, kProbeHoldNs);
     GEMMLAB_LAUNCH_CHECK("hold_sms_kernel");
-    wait_resident_kernel<<<1, 1, 0, probe_stream>>>(state, n, kResidentLimitNs);
-    GEMMLAB_LAUNCH_CHECK("wait_resident_kernel");
-    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(probe_stream));
     SpinState h{};
-    GEMMLAB_CUDA_CHECK(cudaMemcpy(&h, state, sizeof h, cudaMemcpyDeviceToHost));
+    const auto t0 = std::chrono::steady_clock::now();
+    do {  // the kernel below must start after they hold their SMs, not before (it would then run anyway)
+      GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&h, state, sizeof h, cudaMemcpyDeviceToHost, probe_stream));
+      GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(probe_stream));
+    } while (h.resident < n && !h.expired &&
+             std::chrono::steady_clock::now() - t0 < std::chrono::nanoseconds(kResidentLimitNs));
+    if (h.resident >= n && !h.expired) {
+      wait_resident_kernel<<<1, 1, 0, probe_stream>>>(state, n, kResidentLimitNs);
+      GEMMLAB_LAUNCH_CHECK("wait_resident_kernel");
+      GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(probe_stream));
+      GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&h, state, sizeof h, cudaMemcpyDeviceToHost, probe_stream));
+      GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(probe_stream));
+      if (!h.beside) no_corun = kNoCorun;
+    } else if (h.resident >= n) {
+      no_corun = kNoCorun;  // the copy itself waited until they had left
+    }
     release_kernel<<<1, 1, 0, probe_stream>>>(state);
     GEMMLAB_LAUNCH_CHECK("release_kernel");
     GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(spin_stream));
-    if (h.resident >= n && !h.beside) no_corun = kNoCorun;
   }
   static constexpr const char* kNoCorun =
       "this GPU did not run the launch's stream beside the holding blocks (the launch could start only once they "

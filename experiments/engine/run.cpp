@@ -930,6 +930,10 @@ class IsolatedRunner {
         try {
           workers_[ctx.worker]->wait_ready(kRestartSeconds, ctx.log);
         } catch (const engine::WorkerStartFailed& e) {
+          {  // the stopped workers, given a moment to be reaped: the message says what became of the last
+            std::lock_guard<std::mutex> lock(dying_mu_);
+            for (auto& d : dying_) d->process().reap_within(5.0);
+          }
           throw CudaContextLost(std::string("a new worker process for the rows after ") + last_stopped_ + " could not "
                                 "start (" + e.what() + "): the GPU is most likely still held by that kernel, whose "
                                 "process was stopped but whose launch the driver has not ended" +
@@ -985,20 +989,23 @@ class IsolatedRunner {
           } else if (m.contains("failed")) {
             throw std::runtime_error(m["failed"].get<std::string>());
           }
-          continue;
+          // A lost worker ends right after saying so (_exit): its end is not waited for (below).
+          if (lost.empty()) continue;
         }
-        // The worker must go: a launch overran (the parent's watchdog), or it ended (lost, or died).
+        // The worker must go: a launch overran (the parent's watchdog), it said it is lost, or it ended (died).
         std::optional<Unfinished> row;
         const std::string who = devices_.size() > 1 ? "[gemmlab gpu" + std::to_string(devices_[ctx.worker]->info().device) + "]"
                                                      : std::string("[gemmlab]");
         if (e.kind == engine::WatchedWorker::Event::timed_out) {
-          w.process().kill();
+          w.process().kill_without_waiting();
           row = unfinished(left, w.kernel(), Status::timeout,
                            w.overran_words() + ": its host call never came back, or the GPU never finished it; the "
                            "worker process running it was stopped and a new one went on (--launch-timeout sets the "
                            "limit's floor)");
         } else {
-          const std::string how = w.process().how_it_ended();
+          // A lost worker's row came before, with why: its end is not waited for (it may take seconds, the driver
+          // tearing down a context whose launch never ended).
+          const std::string how = lost.empty() ? w.process().how_it_ended() : std::string();
           if (!lost.empty()) {
             // Its row came before: nothing to add.
           } else if (!running.empty()) {
@@ -1020,7 +1027,11 @@ class IsolatedRunner {
           take(left, row->key_of_plan);
           emit(to_fields(row->row), ctx);
         }
-        workers_[ctx.worker].reset();
+        w.process().kill_without_waiting();  // one already reaped: nothing
+        {
+          std::lock_guard<std::mutex> lock(dying_mu_);
+          dying_.push_back(std::move(workers_[ctx.worker]));  // reaped by finish(), while the next worker starts
+        }
         ++restarts_;
         break;
       }
@@ -1032,6 +1043,8 @@ class IsolatedRunner {
     for (auto& w : workers_)
       if (w) w->process().finish(10.0);
     workers_.clear();
+    std::lock_guard<std::mutex> lock(dying_mu_);
+    dying_.clear();  // each killed before: reaped here
   }
   int restarts() const { return restarts_.load(); }
 
@@ -1039,6 +1052,8 @@ class IsolatedRunner {
   static constexpr double kStartSeconds = 600;  // a Python worker imports its framework and the callable
   static constexpr double kRestartSeconds = 180;  // the same again, its imports now in the page cache
   static constexpr double kLostSeconds = 20;  // a worker's end after its timeout or faulted row (see lost_row_at)
+  std::mutex dying_mu_;
+  std::vector<std::unique_ptr<engine::WatchedWorker>> dying_;  // workers stopped (SIGKILL sent), not yet reaped
   std::string last_stopped_;  // the kernel whose worker was stopped last (for the restart's message)
   pid_t last_stopped_pid_ = -1;  // its process
 

@@ -168,6 +168,10 @@ void WorkerProcess::kill() {
   reap(60.0);  // a process killed while the driver tears its GPU context down can take a moment
 }
 
+void WorkerProcess::kill_without_waiting() {
+  if (pid_ > 0 && !reaped_) ::kill(pid_, SIGKILL);
+}
+
 void WorkerProcess::finish(double seconds) {
   if (to_child_ >= 0) {
     ::close(to_child_);

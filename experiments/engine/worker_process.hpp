@@ -52,6 +52,12 @@ class WorkerProcess {
   bool ended() const { return eof_; }
   // Kills the child (SIGKILL) and reaps it.
   void kill();
+  // Sends SIGKILL and returns at once: the destructor (or kill) reaps it. A worker whose GPU context the
+  // driver is still tearing down (a launch that never ended) can take seconds to be reaped, which the next
+  // worker need not wait for.
+  void kill_without_waiting();
+  // Reaps the child if it ends within `seconds`; whether it was reaped (a process killed before included).
+  bool reap_within(double seconds) { return reap(seconds); }
   // Closes the child's input (a worker exits when it reads the end), waits up to `seconds` for it to
   // exit, then kills it.
   void finish(double seconds);
