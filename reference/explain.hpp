@@ -436,6 +436,9 @@ class SyntheticKernel : public Oracle {
   std::vector<Perturbation> offered;
   std::map<std::string, SummationTree> under_perturbation;
   std::set<std::string> alternate_under;
+  // ... or, under by_row_under[name], entry (i, j) in the tree by_row_under[name][i % size] (an order of
+  // its own at each entry, as atomics racing at every entry give).
+  std::map<std::string, std::vector<SummationTree>> by_row_under;
   std::string refuse;                        // perturb() refuses every perturbation with this reason
   std::optional<emulation::SplitScheme> split;  // operands split into tf32 or bf16 pieces, conv_* as_is
 

@@ -90,6 +90,12 @@ std::vector<std::vector<int>> observe(Fprev& f, const std::vector<Entry>& E, con
   return out;
 }
 
+// The orders listed one by one (and revealed where they can be): a kernel whose entries each sum in an
+// order of their own under a trial (atomics racing at every entry) would otherwise list thousands, each
+// revealed in turn until the stage's time ran out. Beyond it, further orders are counted in one more
+// variant, never revealed.
+constexpr std::size_t kListedOrders = 8;
+
 struct Condition {
   std::string name, words;
   int perturbation = -1;  // index into the oracle's perturbations(), -1: none
@@ -128,7 +134,9 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
   for (std::size_t i = 0; i < offered.size(); ++i)
     conditions.push_back({offered[i].name, offered[i].words, static_cast<int>(i), false});
 
-  std::vector<std::vector<int>> variant_counts;  // the counts each variant gave (st.variants' indices)
+  std::vector<std::vector<int>> variant_counts;  // the counts each listed variant gave (st.variants' indices)
+  int further = -1;  // the variant counting the orders beyond the listed ones (st.variants' index), -1: none yet
+  std::string settled;  // why the trials left need not run: the answer no trial can change
   st.ran = true;
   for (const Condition& c : conditions) {
     ScheduleTrial t;
@@ -136,6 +144,11 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
     t.words = c.words;
     const auto c0 = Clock::now();
     const long long l0 = o.launches;
+    if (!settled.empty()) {
+      t.not_applied = "not tried: " + settled;
+      st.trials.push_back(t);
+      continue;
+    }
     if (since(t0) > opt.schedule_seconds) {
       std::ostringstream s;
       s << "not tried: the stage's " << opt.schedule_seconds << " s were spent";
@@ -165,9 +178,33 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
         if (seen[e] == baseline[e]) ++t.following;
         else groups[seen[e]].push_back(E[e]);
       }
+      // Orders not seen before: more than the stage lists are not revealed one by one (the order is then one of
+      // many, entry by entry).
+      std::size_t fresh = 0;
+      for (const auto& [counts, at] : groups)
+        fresh += std::find(variant_counts.begin(), variant_counts.end(), counts) == variant_counts.end();
+      const bool many = fresh > kListedOrders;
       for (const auto& [counts, at] : groups) {
         const int n = static_cast<int>(at.size());
         auto v = std::find(variant_counts.begin(), variant_counts.end(), counts);
+        if (v == variant_counts.end() && (many || further >= 0 || variant_counts.size() >= kListedOrders)) {
+          if (further < 0) {
+            ScheduleVariant nv;
+            nv.first_seen = c.name;
+            nv.text = "further orders, each at its own entries";
+            nv.why = "not revealed: more than " + std::to_string(kListedOrders) + " orders were seen (under " + c.name +
+                     ", " + std::to_string(fresh) + " new ones at " + std::to_string(t.entries - t.following) +
+                     " entries), too many to reveal one by one";
+            st.variants.push_back(std::move(nv));
+            further = static_cast<int>(st.variants.size()) - 1;
+          }
+          const std::size_t index = static_cast<std::size_t>(further);
+          if (t.variant_entries.size() <= index) t.variant_entries.resize(index + 1, 0);
+          t.variant_entries[index] += n;
+          st.variants[index].entries += n;
+          t.unexplained += n;
+          continue;
+        }
         if (v == variant_counts.end()) {
           // A new order: revealed at its entries under this same condition, where they keep to it.
           ScheduleVariant nv;
@@ -192,7 +229,7 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
               nv.text = tv.text;
             }
           }
-          st.variants.push_back(std::move(nv));
+          st.variants.push_back(std::move(nv));  // before any `further` (which comes last): its index is its counts'
           variant_counts.push_back(counts);
           v = variant_counts.end() - 1;
         }
@@ -203,6 +240,12 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
         if (!st.variants[index].revealed) t.unexplained += n;
       }
       if (t.following < t.entries && st.exposed_by.empty()) st.exposed_by = c.name;
+      // An order seen that could not be revealed: the order depends on scheduling and no bound covers every
+      // order seen (bound_over_orders), whatever the trials left show. They are not run.
+      for (const ScheduleVariant& x : st.variants)
+        if (!x.revealed && settled.empty())
+          settled = "the order already depends on scheduling, and an order seen under " + x.first_seen +
+                    " could not be revealed, so no bound can be claimed whatever this trial shows";
     } catch (const OracleLost&) {
       throw;
     } catch (const BadOutput&) {

@@ -26,10 +26,12 @@ std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<void(int
   const bool other_call = alternate_calls && call % 2 == 1;
   // Under a perturbation with a tree of its own: that tree (on every other call where it alternates).
   const SummationTree* own_tree = &tree_;
+  const std::vector<SummationTree>* by_row = nullptr;
   if (perturbed_ >= 0) {
     const std::string& name = offered[perturbed_].name;
     auto it = under_perturbation.find(name);
     if (it != under_perturbation.end() && (!alternate_under.count(name) || call % 2 == 1)) own_tree = &it->second;
+    if (auto r = by_row_under.find(name); r != by_row_under.end() && !r->second.empty()) by_row = &r->second;
   }
   const int n = static_cast<int>(entries.size());
   // Entry e's row of A and column of B, converted, as row e of A (n, K) and column e of B (K, n):
@@ -51,6 +53,18 @@ std::vector<std::uint64_t> SyntheticKernel::compute(const std::function<void(int
     (other_tree && (other_call || i >= other_from_row) ? other : own).emplace_back(e, e);
   }
   std::vector<double> c(n);
+  if (by_row) {  // each entry in its row's tree: grouped by tree, one emulate_tree_at call per group
+    std::vector<std::vector<Entry>> groups(by_row->size());
+    for (int e = 0; e < n; ++e) groups[static_cast<std::size_t>(entries[e].first) % by_row->size()].emplace_back(e, e);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].empty()) continue;
+      const std::vector<double> sums =
+          emulation::emulate_tree_at((*by_row)[g], model_, A, B, groups[g], 0, split ? &*split : nullptr);
+      for (std::size_t t = 0; t < groups[g].size(); ++t) c[groups[g][t].first] = sums[t];
+    }
+    own.clear();
+    other.clear();
+  }
   for (const auto* which : {&own, &other}) {
     if (which->empty()) continue;
     const std::vector<double> sums = emulation::emulate_tree_at(which == &own ? *own_tree : *other_tree, model_, A, B,

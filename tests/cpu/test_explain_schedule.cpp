@@ -186,6 +186,63 @@ TEST(ExplainSchedule, OrderThatRacesUnderAPerturbationIsSeenNotRevealedAndNotBou
   EXPECT_TRUE(contains(r.schedule.bound_note, "no bound covers every order seen")) << r.schedule.bound_note;
 }
 
+// Two FMA chains over [0, s) and [s, K), added at the end (split-K in two unequal parts).
+SummationTree split_at_tree(int K, int s) {
+  SummationTree t(K);
+  int node = t.add_node({0, 1});
+  for (int k = 2; k < s; ++k) node = t.add_node({node, k});
+  int rest = t.add_node({s, s + 1});
+  for (int k = s + 2; k < K; ++k) rest = t.add_node({rest, k});
+  t.add_node({node, rest});
+  return t;
+}
+
+TEST(ExplainSchedule, AnOrderThatCannotBeRevealedEndsTheTrialsLeft) {
+  // Racing under fewer_sms_8, the first perturbation tried: the order depends on scheduling and no bound can
+  // be claimed, whatever busy_sms_4 would show; it is not run, and says why.
+  SyntheticKernel k = fma_kernel();
+  k.under_perturbation.emplace("fewer_sms_8", halves_tree(64));
+  k.alternate_under.insert("fewer_sms_8");
+  const Report r = explain_kernel(k, quick());
+  EXPECT_EQ(r.schedule.verdict, "depends") << r.schedule.text;
+  EXPECT_EQ(r.schedule.exposed_by, "fewer_sms_8");
+  const ScheduleTrial* busy = trial(r, "busy_sms_4");
+  ASSERT_NE(busy, nullptr);
+  EXPECT_TRUE(contains(busy->not_applied, "not tried: the order already depends on scheduling, and an order seen "
+                                          "under fewer_sms_8 could not be revealed"))
+      << busy->not_applied;
+  EXPECT_EQ(busy->launches, 0);
+  EXPECT_EQ(busy->entries, 0);
+  EXPECT_FALSE(r.numerics.has_value());
+}
+
+TEST(ExplainSchedule, ManyOrdersAtOnceAreCountedNotRevealedOneByOne) {
+  // Under fewer_sms_8 each row sums in a split-K of its own (12 split points): more orders than the stage
+  // lists. The first trial's new orders are more than it reveals one by one, so every entry that left its
+  // order is counted in one variant, not revealed, with the number of orders seen; the report stays short.
+  SyntheticKernel k = fma_kernel();
+  std::vector<SummationTree> trees;
+  for (int s = 4; s < 64; s += 5) trees.push_back(split_at_tree(64, s));
+  ASSERT_EQ(trees.size(), 12u);
+  k.by_row_under.emplace("fewer_sms_8", trees);
+  Options o = quick();
+  o.schedule_pairs = 64;  // enough random pairs to tell the 12 split points apart
+  const Report r = explain_kernel(k, o);
+  EXPECT_EQ(r.schedule.verdict, "depends") << r.schedule.text;
+  ASSERT_EQ(r.schedule.variants.size(), 1u) << r.schedule.text;
+  const ScheduleVariant& v = r.schedule.variants[0];
+  EXPECT_FALSE(v.revealed);
+  EXPECT_EQ(v.first_seen, "fewer_sms_8");
+  EXPECT_TRUE(contains(v.why, "more than 8 orders were seen (under fewer_sms_8, ")) << v.why;
+  const ScheduleTrial* t = trial(r, "fewer_sms_8");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->entries - t->following, v.entries);
+  EXPECT_EQ(t->unexplained, v.entries);
+  EXPECT_GT(v.entries, 0);
+  EXPECT_FALSE(r.numerics.has_value()) << "a bound was claimed over orders never revealed";
+  EXPECT_LT(r.schedule.text.size(), 2000u) << r.schedule.text;
+}
+
 TEST(ExplainSchedule, RefusedPerturbationsAreListedWithTheirReason) {
   SyntheticKernel k = fma_kernel();
   k.refuse = "no green contexts in this driver";
