@@ -42,26 +42,13 @@ struct Decomposed {
   int exponent;  // format exponent: floor(log2|x|) for normals, emin for subnormals
 };
 
-Decomposed decompose(double x, int p, int emin) {
+[[noreturn, gnu::noinline]] void not_representable() {
+  throw std::logic_error("tc_model: value not representable in the format's precision");
+}
+
+// A double that is zero, subnormal, infinite or NaN (decompose's rare path, kept out of line).
+[[gnu::noinline]] Decomposed decompose_rare(double x, int p, int emin) {
   Decomposed d{std::signbit(x), 0, 0, 0};
-  std::uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  const int be = (int)((bits >> 52) & 0x7ff);
-  if (be != 0 && be != 0x7ff) {  // a normal double (every value the model sees): read the bits
-    const int e = be - 1023;
-    const std::uint64_t m53 = (bits & ((std::uint64_t(1) << 52) - 1)) | (std::uint64_t(1) << 52);
-    d.exponent = std::max(e, emin);
-    d.lsb = d.exponent - (p - 1);
-    const int shift = d.lsb - (e - 52);  // bits of m53 below the format's last place
-    if (shift <= 0) {
-      d.m = m53 << -shift;
-    } else {
-      d.m = shift >= 64 ? 0 : m53 >> shift;
-      if (shift >= 64 || (d.m << shift) != m53)
-        throw std::logic_error("tc_model: value not representable in the format's precision");
-    }
-    return d;
-  }
   double ax = std::fabs(x);
   int e = std::ilogb(ax);
   if (e < emin) e = emin;
@@ -69,12 +56,36 @@ Decomposed decompose(double x, int p, int emin) {
   d.lsb = e - (p - 1);
   double m = std::ldexp(ax, -d.lsb);
   d.m = (std::uint64_t)m;
-  if ((double)d.m != m) throw std::logic_error("tc_model: value not representable in the format's precision");
+  if ((double)d.m != m) not_representable();
+  return d;
+}
+
+// Inlined into block(), which explain's composition runs on hundreds of millions of products: the normal
+// doubles read from their bits here, the rest out of line.
+[[gnu::always_inline]] inline Decomposed decompose(double x, int p, int emin) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int be = (int)((bits >> 52) & 0x7ff);
+  if (be == 0 || be == 0x7ff) [[unlikely]]
+    return decompose_rare(x, p, emin);
+  // a normal double (every value the model sees): read the bits
+  Decomposed d{std::signbit(x), 0, 0, 0};
+  const int e = be - 1023;
+  const std::uint64_t m53 = (bits & ((std::uint64_t(1) << 52) - 1)) | (std::uint64_t(1) << 52);
+  d.exponent = std::max(e, emin);
+  d.lsb = d.exponent - (p - 1);
+  const int shift = d.lsb - (e - 52);  // bits of m53 below the format's last place
+  if (shift <= 0) {
+    d.m = m53 << -shift;
+  } else {
+    d.m = shift >= 64 ? 0 : m53 >> shift;
+    if (shift >= 64 || (d.m << shift) != m53) not_representable();
+  }
   return d;
 }
 
 // Right-shift a signed value by s > 0 bits with the alignment rounding mode.
-i128 shift_right(i128 v, int s, Rounding mode) {
+[[gnu::always_inline]] inline i128 shift_right(i128 v, int s, Rounding mode) {
   bool neg = v < 0;
   u128 mag = uabs(v);
   u128 t, rem;
