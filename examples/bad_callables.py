@@ -121,6 +121,12 @@ class SpinsOnK(_OnK):
         flag = torch.zeros(1, dtype=torch.int32, device=out.device)
         _spin_kernel[(1,)](flag)
 
+    @staticmethod
+    def warm(device: str = "cuda") -> None:
+        """Compiles the spinning kernel without launching it: Triton's cache on disk then serves every process,
+        so that a run's time beside the four sizes is the watchdog's, not a first compilation's."""
+        _spin_kernel.warmup(torch.zeros(1, dtype=torch.int32, device=device), grid=(1,))
+
 
 class SleepsOnK(_OnK):
     def __init__(self, k: int, seconds: float = math.inf, name: str = "sleeps_on_k"):
