@@ -86,26 +86,23 @@ struct Decomposed {
 
 // Right-shift a signed value by s > 0 bits with the alignment rounding mode.
 [[gnu::always_inline]] inline i128 shift_right(i128 v, int s, Rounding mode) {
-  bool neg = v < 0;
-  u128 mag = uabs(v);
-  u128 t, rem;
-  if (s >= 127) {
-    t = 0;
-    rem = mag;
-  } else {
-    t = mag >> s;
-    rem = mag - (t << s);
-  }
+  const bool neg = v < 0;
+  const u128 mag = uabs(v);
+  u128 t = s >= 127 ? 0 : mag >> s;
+  // The remainder only where the mode reads it (toward_zero, the Hopper alignment's, does not).
   switch (mode) {
     case Rounding::toward_zero:
       break;
     case Rounding::floor:
-      if (neg && rem != 0) t += 1;
+      if (neg && (s >= 127 ? mag : mag - (t << s)) != 0) t += 1;
       break;
     case Rounding::nearest_even:
-      if (s < 127 && rem != 0) {
-        u128 half = (u128)1 << (s - 1);
-        if (rem > half || (rem == half && (t & 1))) t += 1;
+      if (s < 127) {
+        const u128 rem = mag - (t << s);
+        if (rem != 0) {
+          u128 half = (u128)1 << (s - 1);
+          if (rem > half || (rem == half && (t & 1))) t += 1;
+        }
       }
       break;
   }
