@@ -291,12 +291,18 @@ def part_explain_others(out: Path, committed: dict) -> list[dict]:
     rows: list[dict] = []
     for p in filter(wanted, ("splitk", "jax", "compile")):
         table = d / "explain37_table.csv"
-        table.unlink(missing_ok=True)  # each part writes its own table there
+        table.unlink(missing_ok=True)  # each part writes its own table there, with its .meta.json
+        table.with_suffix(".meta.json").unlink(missing_ok=True)
         rc, wall = run([sys.executable, ROOT / "scripts/lab/explain37.py", "--out", d, "--part", p, "--sizes", "4096"],
                        out / "explain" / f"explain37_{p}.log", env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
         log(f"explain37.py --part {p} rc={rc} wall {wall:.1f} s")
         if table.exists():
             table.rename(d / f"explain37_table_{p}.csv")
+            if table.with_suffix(".meta.json").exists():
+                meta = json.loads(table.with_suffix(".meta.json").read_text())
+                meta["csv"] = f"explain37_table_{p}.csv"
+                (d / f"explain37_table_{p}.meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+                table.with_suffix(".meta.json").unlink()
         for r in read_csv(d / f"explain37_table_{p}.csv") if (d / f"explain37_table_{p}.csv").exists() else []:
             if r["size"] == SIZE:
                 rows += explain_rows("explain-others", r["kernel"], report_of(d / f"{r['kernel']}_{SIZE}.meta.json"),

@@ -138,6 +138,30 @@ def run_case(name: str, z, out: Path) -> dict:
 
 # --- the driver --------------------------------------------------------------------------------------
 
+def write_table_meta(path: Path, rows: list[dict]) -> None:
+    """The summary table's metadata: how it was made, on which GPU, from which commit (the cases' own
+    .meta.json files, beside it, each name theirs)."""
+    commits, gpus, dates = set(), set(), []
+    for r in rows:
+        case = path.parent / f"{r.get('kernel')}_{r.get('size')}.meta.json"
+        if case.exists():
+            m = json.loads(case.read_text())
+            commits.add(m.get("git_commit", "unknown"))
+            gpus.add((m.get("gpu") or {}).get("name", "unknown"))
+            dates.append(m.get("date_utc", ""))
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip()
+    except OSError as e:
+        smi = f"unknown (nvidia-smi: {e.strerror})"
+    path.write_text(json.dumps({
+        "csv": path.name.replace(".meta.json", ".csv"), "kind": "summary table",
+        "produced_by": " ".join(["scripts/lab/explain37.py", *sys.argv[1:]]),
+        "from": "the cases' CSVs and .meta.json files beside it (each with its own command, GPU and date)",
+        "gpu": smi or ", ".join(sorted(gpus)), "git_commit": sorted(commits),
+        "date_utc": max(dates) if dates else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, type=Path)
@@ -175,6 +199,7 @@ def main() -> int:
     import pandas as pd
     t = pd.DataFrame(rows)
     t.to_csv(a.out / "explain37_table.csv", index=False)
+    write_table_meta(a.out / "explain37_table.meta.json", rows)
     cols = [c for c in ("kernel", "size", "identified", "mismatches", "by_variant", "status", "scheduling", "variants",
                         "explain_s", "wall_s") if c in t.columns]
     with pd.option_context("display.width", 250, "display.max_colwidth", 48, "display.max_rows", 200):
