@@ -24,26 +24,15 @@
 #include "kernels/registry.hpp"
 #include "reference/quantized_entry.hpp"
 #include "reference/quantized_layout.hpp"
+#include "tests/gpu/device_array.hpp"
 #include "tests/gpu/gpu_run_request.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("test: ") + what + ": " + cudaGetErrorString(e));
-}
-
-struct DeviceBytes {
-  void* p = nullptr;
-  explicit DeviceBytes(std::size_t n) { check(cudaMalloc(&p, std::max<std::size_t>(n, 1)), "cudaMalloc"); }
-  DeviceBytes(const std::vector<std::uint8_t>& host) : DeviceBytes(host.size()) {
-    check(cudaMemcpy(p, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy to the GPU");
-  }
-  ~DeviceBytes() { cudaFree(p); }
-  DeviceBytes(const DeviceBytes&) = delete;
-  DeviceBytes& operator=(const DeviceBytes&) = delete;
-};
+using DeviceBytes = testing::DeviceArray<std::uint8_t>;
+const auto check = testing::cuda_ok;
 
 struct LtHandle {
   cublasLtHandle_t h = nullptr;

@@ -25,6 +25,7 @@
 #include "reference/mpfr_gemm.hpp"
 #include "reference/numerics.hpp"
 #include "reference/rng.hpp"
+#include "tests/gpu/device_array.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/same_bits.hpp"
 
@@ -198,15 +199,8 @@ TEST(GpuOracle, MatchesMpfrOnAdversarialInputs) {
 }
 
 // Device-resident fp32 operands (what a runner holds) give the same reference as the host path.
-struct DeviceFloats {
-  float* p = nullptr;
-  explicit DeviceFloats(const Matrix& X) {
-    std::vector<float> f(X.v.begin(), X.v.end());
-    if (cudaMalloc(&p, std::max<std::size_t>(f.size(), 1) * sizeof(float)) != cudaSuccess ||
-        cudaMemcpy(p, f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
-      throw std::runtime_error("test: cudaMalloc/cudaMemcpy failed");
-  }
-  ~DeviceFloats() { cudaFree(p); }
+struct DeviceFloats : testing::DeviceArray<float> {
+  explicit DeviceFloats(const Matrix& X) : DeviceArray(std::vector<float>(X.v.begin(), X.v.end())) {}
 };
 
 TEST(GpuOracle, DeviceResidentOperandsGiveTheSameReference) {

@@ -22,6 +22,7 @@
 
 #include "experiments/device/inputs_gpu.hpp"
 #include "tests/distribution_cases.hpp"
+#include "tests/gpu/device_array.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 #include "tests/same_bits.hpp"
 
@@ -37,29 +38,8 @@ using testing::same_bits;
 
 constexpr std::uint64_t kSeed = testing::kCaseSeed;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("test: ") + what + ": " + cudaGetErrorString(e));
-}
-
-// A device array of n T's.
-template <class T>
-struct DeviceArray {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit DeviceArray(std::size_t count) : n(count) { check(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)), "cudaMalloc"); }
-  explicit DeviceArray(const std::vector<T>& v) : DeviceArray(v.size()) {
-    check(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy to device");
-  }
-  ~DeviceArray() { cudaFree(p); }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  std::vector<T> download() const {
-    std::vector<T> v(n);
-    check(cudaDeviceSynchronize(), "kernel");
-    check(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "cudaMemcpy to host");
-    return v;
-  }
-};
+using testing::DeviceArray;
+const auto check = testing::cuda_ok;
 
 // generate_gpu's binary64 form against generate(), bit for bit.
 ::testing::AssertionResult gpu_doubles_equal_cpu(const Distribution& d, Operand op, int rows, int cols, Format f) {

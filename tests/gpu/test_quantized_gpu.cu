@@ -24,6 +24,7 @@
 #include "reference/mpfr_gemm.hpp"
 #include "reference/quantized_layout.hpp"
 #include "tests/gpu/gpu_run_request.hpp"
+#include "tests/gpu/device_array.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
@@ -35,13 +36,7 @@ std::vector<std::uint8_t> bytes_of_device(const void* p, std::size_t n) {
   return v;
 }
 
-struct DeviceBytes {
-  void* p = nullptr;
-  explicit DeviceBytes(std::size_t n) {
-    if (cudaMalloc(&p, std::max<std::size_t>(n, 1)) != cudaSuccess) throw std::runtime_error("cudaMalloc");
-  }
-  ~DeviceBytes() { cudaFree(p); }
-};
+using DeviceBytes = testing::DeviceArray<std::uint8_t>;
 
 const char* kRecipes[] = {"mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp6_e3m2", "mxfp4",      "nvfp4",
                           "int8_rowwise", "int4_g32",  "uint4_g64",  "mxfp4_x_bf16", "bf16_x_uint4_g128",

@@ -26,27 +26,14 @@
 #include "reference/exact_gemm.hpp"
 #include "reference/kernel_emulation.hpp"
 #include "reference/scaled_fp8.hpp"
+#include "tests/gpu/device_array.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
 namespace gemmlab {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("test: ") + what + ": " + cudaGetErrorString(e));
-}
-
-struct DeviceFloats {
-  float* p = nullptr;
-  std::size_t n;
-  explicit DeviceFloats(std::size_t count) : n(count) { check(cudaMalloc(&p, std::max<std::size_t>(n, 1) * 4), "cudaMalloc"); }
-  ~DeviceFloats() { cudaFree(p); }
-  std::vector<float> download() const {
-    std::vector<float> v(n);
-    check(cudaDeviceSynchronize(), "kernels");
-    check(cudaMemcpy(v.data(), p, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    return v;
-  }
-};
+using DeviceFloats = testing::DeviceArray<float>;
+const auto check = testing::cuda_ok;
 
 std::uint32_t bits_of(float f) {
   std::uint32_t b;
