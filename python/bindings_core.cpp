@@ -337,6 +337,8 @@ void bind_stats(nb::module_& m) {
         "experiments/engine/evaluate.hpp evaluate(): the CSV fields of the row (result_columns() order).\n"
         "acc_rounding '' takes the accumulation's default; time_ms NaN and reps <= 0 mean not given.");
   m.def("result_columns", [] { return result_columns(); }, "The CSV columns of every result row, in order.");
+  m.def("timing_columns", [] { return timing_columns(); },
+        "The columns that say how a row was timed: two runs of the same kernel on the same inputs differ in these alone.");
   m.def("form_name", [](const std::string& text) { return parse_form(text).name(); }, "text"_a,
         "The canonical text of a form (reference/gemm_form.hpp: the CSV's `form`); ValueError naming what is wrong");
   m.def("integer_stats_columns", [] {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -22,10 +21,6 @@ namespace {
 // The columns that make a row's identity (row_identity), and `status`: a file without them is not a
 // gemmlab result CSV.
 const std::vector<std::string> kIdentity = {"kernel", "distribution", "M", "N", "K", "seed", "input_format", "output_format"};
-// Timing columns: compared through the ratio of the medians and the noise, not one by one (the
-// clock is sampled with the times and goes with them).
-const std::set<std::string> kTiming = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr",
-                                       "time_ms_ci95_rel", "reps", "stopped_by", "tflops", "sm_clock_mhz"};
 
 const std::vector<std::string>& stats_columns() {
   static const std::vector<std::string> v = {
@@ -239,7 +234,8 @@ Comparison compare_results(const ResultTable& a, const ResultTable& b, const Com
   cmp.iqr_b = b.has("time_ms_iqr") && !contains(opt.ignore, "time_ms_iqr");
   std::vector<std::string> other;  // descriptive columns: neither identity, statistics, status nor timing
   for (const std::string& c : all)
-    if (compared(c) && !contains(kIdentity, c) && !contains(stats_columns(), c) && c != "status" && !kTiming.count(c))
+    if (compared(c) && !contains(kIdentity, c) && !contains(stats_columns(), c) && c != "status" &&
+        !contains(timing_columns(), c))
       other.push_back(c);
 
   std::unordered_map<std::string, std::size_t> in_b;

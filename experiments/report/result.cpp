@@ -336,6 +336,12 @@ const std::vector<Column>& columns() {
 
 }  // namespace
 
+const std::vector<std::string>& timing_columns() {
+  static const std::vector<std::string> v = {"time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr",
+                                             "time_ms_ci95_rel", "reps", "stopped_by", "tflops", "sm_clock_mhz"};
+  return v;
+}
+
 const std::vector<std::string>& result_columns() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;

@@ -107,6 +107,9 @@ ResultRow describe(const Kernel& k, const std::string& distribution, int M, int 
 
 // The CSV columns, in order.
 const std::vector<std::string>& result_columns();
+// The columns that say how a row was timed, not what its kernel computed: two runs of the same kernel on the
+// same inputs may differ in these alone (`gemmlab compare` compares them through the medians' ratio and noise).
+const std::vector<std::string>& timing_columns();
 std::vector<std::string> to_fields(const ResultRow& r);
 // Inverse of to_fields for a row read back from a CSV with `columns` as its header (the columns may
 // be a subset or in another order; unknown columns are ignored). A column the header lacks (a CSV

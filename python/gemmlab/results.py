@@ -26,10 +26,10 @@ COLUMNS: tuple[str, ...] = tuple(_core.result_columns())
 #: Every value ``status`` takes (experiments/report/result.hpp ``Status``).
 STATUSES: tuple[str, ...] = tuple(_core.statuses())
 
-#: The columns that describe how a row was timed, not what its kernel computed: they differ from run to run
-#: of the same kernel on the same inputs (``gemmlab compare --ignore`` them to compare two runs' results).
-TIMING_COLUMNS: tuple[str, ...] = ("time_ms_median", "time_ms_min", "time_ms_max", "time_ms_iqr", "time_ms_ci95_rel",
-                                   "reps", "stopped_by", "tflops", "sm_clock_mhz")
+#: The columns that say how a row was timed, not what its kernel computed: two runs of the same kernel on the
+#: same inputs differ in these alone (the C++ report layer's ``timing_columns``, which ``gemmlab compare`` compares
+#: through the medians' ratio and noise).
+TIMING_COLUMNS: tuple[str, ...] = tuple(_core.timing_columns())
 
 _TEXT = {"kernel", "family", "input_format", "compute_format", "accumulator_format", "output_format",
          "accumulation", "split_products", "summation_tree", "layout_a", "layout_b", "distribution", "reference", "recipe",
