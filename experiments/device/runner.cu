@@ -542,8 +542,8 @@ void perturbed_launch(const Kernel& k, const GemmArgs& args, const TimingOptions
     throw std::invalid_argument("perturbation '" + opt.perturbation +
                                 "' is not one: give fewer_sms_<N> (a green context of N SMs), busy_sms_<N> (N SMs "
                                 "held by another kernel) or auto");
-  // auto on a GPU where SMs cannot be held during a launch (found by an earlier trial): the launch in a
-  // green context of half the SMs instead, where that can be applied to this kernel.
+  // auto on a GPU where SMs cannot be held during a launch (the Perturber's probe, or an earlier trial, found
+  // it): the launch in a green context of half the SMs instead, where that can be applied to this kernel.
   if (automatic && !pr.available(*p).empty() && !opt.host_timer && !k.numerics.k_chunked) {
     const Perturbation fewer = default_perturbations(dev.sm_count).front();
     if (pr.available(fewer).empty()) p = fewer;

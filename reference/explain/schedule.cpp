@@ -242,10 +242,10 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
       if (t.following < t.entries && st.exposed_by.empty()) st.exposed_by = c.name;
       // An order seen that could not be revealed: the order depends on scheduling and no bound covers every
       // order seen (bound_over_orders), whatever the trials left show. They are not run.
-      for (const ScheduleVariant& x : st.variants)
-        if (!x.revealed && settled.empty())
-          settled = "the order already depends on scheduling, and an order seen under " + x.first_seen +
-                    " could not be revealed, so no bound can be claimed whatever this trial shows";
+      const auto hidden = std::find_if(st.variants.begin(), st.variants.end(), [](const ScheduleVariant& x) { return !x.revealed; });
+      if (hidden != st.variants.end())
+        settled = "the order already depends on scheduling, and an order seen under " + hidden->first_seen +
+                  " could not be revealed, so no bound can be claimed whatever this trial shows";
     } catch (const OracleLost&) {
       throw;
     } catch (const BadOutput&) {
