@@ -325,6 +325,18 @@ def main() -> int:
     if any(p not in known for p in parts):
         print(f"bench_speed: unknown part among {parts}; known: {', '.join(sorted(known))}, explain, all", file=sys.stderr)
         return 2
+    if {"main", "explain-cli"} & set(parts) and not os.access(bin_dir / "gemmlab", os.X_OK):
+        print(f"bench_speed: {bin_dir / 'gemmlab'} is not an executable gemmlab: give BIN_DIR, the folder a build of "
+              "this tree wrote gemmlab and gemmlab_gpu_tests to", file=sys.stderr)
+        return 2
+    # ONLY's names: the CLI baselines and explain37's parts are known here, the frameworks' flavours to
+    # examples/explain_frameworks.py (which refuses an unknown one, naming the known).
+    others = [k for k in ONLY if k not in CLI_KERNELS and k not in ("triton_orders", "splitk", "jax", "compile")]
+    if others and "explain-frameworks" not in parts:
+        print(f"bench_speed: ONLY names {', '.join(others)}, neither a CLI baseline ({', '.join(CLI_KERNELS)}), "
+              "triton_orders nor an explain37 part (splitk, jax, compile); a framework flavour needs the part "
+              "explain-frameworks", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     try:
         gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu",
