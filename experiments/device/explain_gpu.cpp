@@ -4,7 +4,9 @@
 #include "experiments/device/callable.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <set>
@@ -19,9 +21,30 @@ namespace gemmlab {
 
 KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, void* stream, bool foreign_streams)
     : k_(k), M_(M), N_(N), K_(K), device_(device), foreign_streams_(foreign_streams),
-      runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream, foreign_streams)) {}
+      runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream, foreign_streams)) {
+  profile_.on = std::getenv("GEMMLAB_PROFILE_ORACLE") != nullptr;
+}
 
-KernelOracle::~KernelOracle() = default;
+KernelOracle::~KernelOracle() {
+  if (profile_.on && profile_.calls)
+    std::fprintf(stderr,
+                 "[oracle] %s: %lld calls: lines %.3f s, launch and entries %.3f s, the caller between calls %.3f s "
+                 "(%.3f ms a call in all)\n",
+                 k_.name, profile_.calls, profile_.lines, profile_.launch, profile_.between,
+                 1e3 * (profile_.lines + profile_.launch + profile_.between) / static_cast<double>(profile_.calls));
+}
+
+void KernelOracle::profile_enter() {
+  const auto now = std::chrono::steady_clock::now();
+  if (profile_.calls) profile_.between += std::chrono::duration<double>(now - profile_.last).count();
+}
+
+void KernelOracle::profile_leave(double lines_seconds, double launch_seconds) {
+  ++profile_.calls;
+  profile_.lines += lines_seconds;
+  profile_.launch += launch_seconds;
+  profile_.last = std::chrono::steady_clock::now();
+}
 
 template <class F>
 auto KernelOracle::guarded(F&& f) -> decltype(f()) {
@@ -48,6 +71,9 @@ std::vector<explain::Perturbation> KernelOracle::perturbations() {
 }
 
 std::string KernelOracle::perturb(int i) {
+  if (profile_.on)
+    std::fprintf(stderr, "[oracle] before perturb(%d): %lld calls: lines %.3f s, launch and entries %.3f s, between %.3f s\n",
+                 i, profile_.calls, profile_.lines, profile_.launch, profile_.between);
   if (i < 0) {
     guarded([&] { runner_->perturb(nullptr, nullptr); });
     return "";
@@ -68,6 +94,8 @@ std::string KernelOracle::perturb(int i) {
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {
   ++launches;
+  if (profile_.on) profile_enter();
+  const auto t0 = std::chrono::steady_clock::now();
   // Thousands of lines a launch: marks by index instead of sets (the host's share of a launch, with
   // FPRev's items, was most of an fp8 kernel's 256-launch trial).
   std::vector<EntryRunner::Line> a, b;
@@ -98,15 +126,27 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
   std::sort(cols.begin(), cols.end());
   rows_set_ = std::move(rows);
   cols_set_ = std::move(cols);
-  return guarded([&] { return runner_->run_entries(entries); });
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> out = guarded([&] { return runner_->run_entries(entries); });
+  if (profile_.on)
+    profile_leave(std::chrono::duration<double>(t1 - t0).count(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  return out;
 }
 
 std::vector<std::uint64_t> KernelOracle::run_full(const Matrix& A, const Matrix& B,
                                                   const std::vector<explain::Entry>& entries) {
   ++launches;
+  if (profile_.on) profile_enter();
+  const auto t0 = std::chrono::steady_clock::now();
   guarded([&] { runner_->set_operands(A, B); });
   dense_ = true;
-  return guarded([&] { return runner_->run_entries(entries); });
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> out = guarded([&] { return runner_->run_entries(entries); });
+  if (profile_.on)
+    profile_leave(std::chrono::duration<double>(t1 - t0).count(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  return out;
 }
 
 std::vector<std::uint64_t> KernelOracle::run_generated(const Distribution& d, std::uint64_t seed, int,

@@ -4,6 +4,7 @@
 //
 // Plain C++ header (no CUDA types).
 #pragma once
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,16 @@ class KernelOracle : public explain::Oracle {
   std::vector<int> rows_set_, cols_set_;  // non-zero rows of A and columns of B on the GPU now
   std::vector<char> row_mark_, col_mark_;  // run_sparse's scratch: the lines of the call under way
   bool dense_ = false;                    // run_full left whole operands there
+  // GEMMLAB_PROFILE_ORACLE=1: where the calls' time goes (writing the lines, the launch and the wait
+  // for its entries, and the caller's own work between two calls), on stderr when the oracle ends.
+  struct Profile {
+    bool on = false;
+    long long calls = 0;
+    double lines = 0, launch = 0, between = 0;
+    std::chrono::steady_clock::time_point last{};
+  } profile_;
+  void profile_enter();
+  void profile_leave(double lines_seconds, double launch_seconds);
 };
 
 // The registered kernels whose numerics gemmlab predicts, with their instruction's model, for

@@ -13,6 +13,7 @@
 #   corun      scripts/lab/probes/corun.sh: whether a kernel runs beside held SMs (busy_sms, issue 42)
 #   killprobe  scripts/lab/probes/kill_spin.sh: how long the GPU stays held after a spinning kernel's process
 #              ends (issue 44)
+#   profile    scripts/lab/probes/profile_costs.sh: where explain's launches and the statistics spend their time (issue 42)
 #   pytest     tests/python with the GPU (every Python test, the GPU ones included; PYTEST_ARGS="..." instead chooses)
 #   main       scripts/lab/bench_speed.py main (issue 42: the main job stopped on noise, its guard, compare)
 #   explain    scripts/lab/bench_speed.py explain-cli explain-frameworks explain-others (issue 42)
@@ -62,6 +63,7 @@ for part in "$@"; do
     setup) part_run setup setup ;;
     tests) part_run tests "$bin/gemmlab_gpu_tests" --gtest_brief=1 ;;
     corun) part_run corun scripts/lab/probes/corun.sh "$out/corun/files" ;;
+    profile) part_run profile scripts/lab/probes/profile_costs.sh "$bin" "$out/profile/files" ;;
     killprobe) part_run killprobe scripts/lab/probes/kill_spin.sh "$out/killprobe/files" ;;
     gen) part_run gen scripts/lab/gpu_generations.sh "$bin" "$out/gen/files" ;;
     pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-tests/python} ;;
