@@ -496,6 +496,7 @@ int judge(nb::callable launcher, const std::string& framework, const std::string
   req.timing.perturbation = perturbation;
   req.retry_failed = retry_failed;
   if (!worker_argv.empty()) req.worker_command = [worker_argv](int, int) { return worker_argv; };
+  req.standby_worker = !worker_argv.empty();  // a Python worker's start costs seconds: one waits ready beside it
   try {
     nb::gil_scoped_release nogil;
     if (serve) return serve_run_worker(req, gpu_device(device), 1);

@@ -915,6 +915,11 @@ class IsolatedRunner {
   }
   void wait_ready(const std::function<void(const std::string&)>& log) {
     for (auto& w : workers_) w->wait_ready(kStartSeconds, log);
+    // The standby workers start once the first ones are ready (their imports do not slow the first start).
+    if (req_.standby_worker) {
+      standby_.resize(workers_.size());
+      for (std::size_t w = 0; w < workers_.size(); ++w) standby_[w] = spawn(static_cast<int>(w));
+    }
   }
 
   void operator()(const engine::Problem& prob, engine::WorkerContext& ctx) {
@@ -926,7 +931,9 @@ class IsolatedRunner {
         // A worker after one that was stopped: on the H200 (2026-11-29) a kernel spinning forever kept the
         // GPU after its worker was killed, and the next worker's CUDA start waited behind it. A bounded
         // wait turns that into a clear stop (the rows before kept, --resume to go on) instead of a hang.
-        workers_[ctx.worker] = spawn(ctx.worker);
+        // The standby worker, started while the stopped one worked, takes over; a new standby starts beside it.
+        const bool from_standby = ctx.worker < static_cast<int>(standby_.size()) && standby_[ctx.worker];
+        workers_[ctx.worker] = from_standby ? std::move(standby_[ctx.worker]) : spawn(ctx.worker);
         try {
           workers_[ctx.worker]->wait_ready(kRestartSeconds, ctx.log);
         } catch (const engine::WorkerStartFailed& e) {
@@ -941,6 +948,7 @@ class IsolatedRunner {
                                 ". The rows finished are kept; once the GPU is free (nvidia-smi shows no gemmlab "
                                 "process), --resume goes on from the next row");
         }
+        if (from_standby) standby_[ctx.worker] = spawn(ctx.worker);
       }
       engine::WatchedWorker& w = *workers_[ctx.worker];
       nlohmann::json keys = nlohmann::json::array();
@@ -1043,6 +1051,10 @@ class IsolatedRunner {
     for (auto& w : workers_)
       if (w) w->process().finish(10.0);
     workers_.clear();
+    // A standby worker did no work, and may still be starting (importing a framework for seconds): stopped.
+    for (auto& w : standby_)
+      if (w) w->process().kill();
+    standby_.clear();
     std::lock_guard<std::mutex> lock(dying_mu_);
     dying_.clear();  // each killed before: reaped here
   }
@@ -1127,6 +1139,7 @@ class IsolatedRunner {
   std::map<std::string, const Kernel*> kernels_;
   std::size_t status_column_ = 0;
   std::vector<std::unique_ptr<engine::WatchedWorker>> workers_;
+  std::vector<std::unique_ptr<engine::WatchedWorker>> standby_;  // RunRequest::standby_worker: one per GPU, idle
   std::atomic<int> restarts_{0};
 };
 

@@ -51,6 +51,10 @@ struct RunRequest {
   std::function<std::vector<std::string>(int device, int workers)> worker_command;
   // How long beyond a launch's limit the parent waits for a silent worker (engine/worker_process.hpp).
   double worker_grace_seconds = 5.0;
+  // A second worker per GPU kept started and idle beside the one at work, which takes over at once when
+  // that one is stopped or dies: for workers whose start costs seconds (a Python worker imports its
+  // framework and the callable: 8-9 s on the H200), not the engine's own (gemmlab.judge sets it).
+  bool standby_worker = false;
   bool retry_failed = false;  // with resume: compute the journal's timeout, faulted and error rows again
 };
 

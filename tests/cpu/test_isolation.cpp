@@ -7,6 +7,9 @@
 // them again.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <cerrno>
 #include <chrono>
 #include <map>
 
@@ -71,10 +74,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // holding each of `words`; every other row equals the undisturbed run's; the run finished (exit 3: a
 // kernel failed) with `restarts` worker restarts. Returns the CSV.
 Csv check_run(const std::string& misdeed, const std::string& kernel, const std::string& status,
-              const std::vector<std::string>& words, int restarts, double at_most_seconds) {
-  TempDir d("isolation_" + misdeed);
+              const std::vector<std::string>& words, int restarts, double at_most_seconds, bool standby = false,
+              std::vector<std::string>* starts = nullptr) {
+  TempDir d("isolation_" + misdeed + (standby ? "_standby" : "") + (starts ? "_starts" : ""));
   const Csv base = undisturbed(d);
+  if (starts) fs::remove(d / "ran.txt.starts");
   gemmlab::RunRequest req = request(d, misdeed, kernel);
+  req.standby_worker = standby;
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(run(req), 3) << "a kernel failed: exit 3";
   const double took = seconds_since(t0);
@@ -103,6 +109,10 @@ Csv check_run(const std::string& misdeed, const std::string& kernel, const std::
   // Every kernel but the failing one ran once per distribution, in the workers.
   for (const auto& [k, n] : ran(d))
     if (k != kernel) EXPECT_EQ(n, 4) << k << ": twice here, twice in the undisturbed run";
+  if (starts) {
+    std::istringstream in(slurp(d / "ran.txt.starts"));
+    for (std::string pid; std::getline(in, pid);) starts->push_back(pid);
+  }
   return csv;
 }
 
@@ -176,6 +186,24 @@ TEST(Isolation, AKernelWhoseHostCallNeverReturnsIsATimeoutRowAndTheRunGoesOn) {
   check_run("hang", "sgemm_03_smem", "timeout",
             {"sgemm_03_smem at 128x128x64", "did not finish within its limit of 0.4 s", "the worker process running it was stopped"},
             2, 30.0);
+}
+
+TEST(Isolation, AStandbyWorkerTakesOverFromAStoppedOneAndNoneIsLeftRunning) {
+  // gemmlab.judge's Python workers take seconds to start: a second one waits ready beside the one at work
+  // and takes over when it is stopped; a new standby starts then. Two hangs: the first worker, its standby
+  // and one new standby per hang are started (4, against 3 without); every one has ended at the end.
+  std::vector<std::string> starts;
+  check_run("hang", "sgemm_03_smem", "timeout", {"sgemm_03_smem at 128x128x64", "did not finish within its limit"}, 2,
+            30.0, true, &starts);
+  EXPECT_EQ(starts.size(), 4u);
+  for (const std::string& pid : starts) {
+    errno = 0;
+    EXPECT_EQ(::kill(std::stoi(pid), 0), -1) << "worker " << pid << " still runs";
+    EXPECT_EQ(errno, ESRCH) << "worker " << pid << " gone (reaped, not a zombie)";
+  }
+  std::vector<std::string> without;
+  check_run("hang", "sgemm_03_smem", "timeout", {"sgemm_03_smem at 128x128x64"}, 2, 30.0, false, &without);
+  EXPECT_EQ(without.size(), 3u) << "without a standby: the first worker and one per hang";
 }
 
 TEST(Isolation, AWorkerThatDiesOfASignalIsAFaultedRowNamingTheSignal) {

@@ -18,6 +18,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string misdeed = argv[1];
+  {  // RAN_LOG.starts: one line per worker process started (its pid), for the standby worker's test
+    const std::string starts = std::string(argv[3]) + ".starts";
+    const int fd = ::open(starts.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      const std::string line = std::to_string(::getpid()) + "\n";
+      (void)!::write(fd, line.data(), line.size());
+      ::close(fd);
+    }
+  }
   if (misdeed == "hang_then_no_start") {
     const std::string first = std::string(argv[3]) + ".first_worker";
     const int fd = ::open(first.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
