@@ -29,9 +29,10 @@ KernelOracle::~KernelOracle() {
   if (profile_.on && profile_.calls)
     std::fprintf(stderr,
                  "[oracle] %s: %lld calls: lines %.3f s, launch and entries %.3f s, the caller between calls %.3f s "
-                 "(%.3f ms a call in all)\n",
+                 "(%.3f ms a call in all); %lld lines written, %lld values listed\n",
                  k_.name, profile_.calls, profile_.lines, profile_.launch, profile_.between,
-                 1e3 * (profile_.lines + profile_.launch + profile_.between) / static_cast<double>(profile_.calls));
+                 1e3 * (profile_.lines + profile_.launch + profile_.between) / static_cast<double>(profile_.calls),
+                 profile_.lines_written, profile_.values_listed);
 }
 
 void KernelOracle::profile_enter() {
@@ -107,6 +108,11 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
   for (const explain::SparseVector& v : in.a_rows) {
     a.push_back({v.index, v.fill, &v.at, v.fill_from, v.fill_to});
     if (v.index >= 0 && v.index < M_ && !row_mark_[v.index]++) rows.push_back(v.index);
+  }
+  if (profile_.on) {
+    profile_.lines_written += static_cast<long long>(in.a_rows.size() + in.b_cols.size());
+    for (const auto* lines : {&in.a_rows, &in.b_cols})
+      for (const explain::SparseVector& v : *lines) profile_.values_listed += static_cast<long long>(v.at.size());
   }
   for (const explain::SparseVector& v : in.b_cols) {
     b.push_back({v.index, v.fill, &v.at, v.fill_from, v.fill_to});

@@ -66,7 +66,7 @@ class KernelOracle : public explain::Oracle {
   // for its entries, and the caller's own work between two calls), on stderr when the oracle ends.
   struct Profile {
     bool on = false;
-    long long calls = 0;
+    long long calls = 0, lines_written = 0, values_listed = 0;
     double lines = 0, launch = 0, between = 0;
     std::chrono::steady_clock::time_point last{};
   } profile_;

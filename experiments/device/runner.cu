@@ -17,7 +17,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -836,9 +838,27 @@ struct EntryRunner::Impl {
   // masking experiment reveals the order in which the kernel sums the products q_a q_b (where its
   // blocks of K start and end, and how they are joined).
   std::unique_ptr<DeviceBuffer> SA, SB;
-  // set_lines' line jobs and listed values, run_entries' offsets and gathered bits: kept between
-  // launches (thousands per explain).
-  Scratch jobs, at_k, at_bits, offsets, gathered;
+  // set_lines' line jobs and listed values (one buffer), run_entries' offsets and gathered bits: kept
+  // between launches (thousands per explain).
+  Scratch jobs, offsets, gathered;
+  // set_lines' jobs and listed values on their way up: one pinned buffer and one copy a call (three
+  // copies from pageable memory were a third of an fp8 explain's host time), not refilled before the
+  // last copy from it is done (`staged`).
+  void* staging = nullptr;
+  std::size_t staging_bytes = 0;
+  cudaEvent_t staged = nullptr;
+  void* stage(std::size_t bytes) {
+    if (staged) GEMMLAB_CUDA_CHECK(cudaEventSynchronize(staged));
+    else GEMMLAB_CUDA_CHECK(cudaEventCreateWithFlags(&staged, cudaEventDisableTiming));
+    if (bytes > staging_bytes) {
+      if (staging) GEMMLAB_CUDA_CHECK(cudaFreeHost(staging));
+      staging = nullptr;
+      staging_bytes = 0;
+      GEMMLAB_CUDA_CHECK(cudaMallocHost(&staging, bytes));
+      staging_bytes = bytes;
+    }
+    return staging;
+  }
   cudaStream_t stream = nullptr;       // where everything is enqueued now
   cudaStream_t base_stream = nullptr;  // ... when no perturbation moves it
   bool own_stream = true;
@@ -878,6 +898,8 @@ struct EntryRunner::Impl {
     }
   }
   ~Impl() {
+    if (staged) cudaEventSynchronize(staged), cudaEventDestroy(staged);
+    if (staging) cudaFreeHost(staging);
     if (base_stream && own_stream) cudaStreamDestroy(base_stream);
   }
 
@@ -989,10 +1011,29 @@ void EntryRunner::set_lines_once(const std::vector<Line>& a_rows, const std::vec
     return m.k.layout_b == Layout::row_major ? LineJob{static_cast<std::uint64_t>(j), static_cast<std::uint64_t>(m.N), 0, 0, 0, 0, 0, 1}
                                              : LineJob{static_cast<std::uint64_t>(j) * K, 1, 0, 0, 0, 0, 0, 1};
   };
+  // to_bits of the few distinct values a call lists thousands of times (FPRev's masks), remembered: a
+  // direct-mapped table on the value's bits, each slot to_bits' own answer for the value it holds.
+  struct Memo {
+    std::uint64_t key = 0, bits = 0;
+    bool used = false;
+  };
+  std::array<Memo, 64> memo{};
+  auto bits_of = [&](double v) {
+    const auto key = std::bit_cast<std::uint64_t>(v);
+    Memo& slot = memo[(key ^ (key >> 29) ^ (key >> 52)) & 63];
+    if (!slot.used || slot.key != key) slot = {key, to_bits(f, v), true};
+    return slot.bits;
+  };
+  std::size_t listed = 0;
+  for (const auto* lines : {&a_rows, &b_cols})
+    for (const Line& l : *lines) listed += l.at ? l.at->size() : 0;
+  jobs.reserve(a_rows.size() + b_cols.size() + zero_rows.size() + zero_cols.size());
+  at_k.reserve(listed);
+  at_bits.reserve(listed);
   auto add = [&](LineJob job, const Line& l, std::vector<char>& set, const char* what) {
     if (set[l.index]++) throw std::invalid_argument(std::string("EntryRunner::set_lines: ") + what + " " +
                                                    std::to_string(l.index) + " is listed twice");
-    job.fill = to_bits(f, l.fill);
+    job.fill = bits_of(l.fill);
     job.from = std::clamp(l.from, 0, K);
     job.to = std::clamp(l.to, 0, K);
     job.at_begin = static_cast<int>(at_k.size());
@@ -1000,7 +1041,7 @@ void EntryRunner::set_lines_once(const std::vector<Line>& a_rows, const std::vec
       for (const auto& [k, v] : *l.at) {
         if (k < 0 || k >= K) throw std::out_of_range("EntryRunner::set_lines: k " + std::to_string(k));
         at_k.push_back(k);
-        at_bits.push_back(to_bits(f, v));
+        at_bits.push_back(bits_of(v));
       }
     job.at_end = static_cast<int>(at_k.size());
     jobs.push_back(job);
@@ -1015,14 +1056,20 @@ void EntryRunner::set_lines_once(const std::vector<Line>& a_rows, const std::vec
       if (LineJob z = b_job(j); !b_set[j]) jobs.push_back(z);
   }
   if (jobs.empty()) return;
-  auto up = [&](Scratch& s, const void* src, std::size_t bytes) {
-    void* d = s.get(std::max<std::size_t>(bytes, 8));
-    if (bytes) GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(d, src, bytes, cudaMemcpyHostToDevice, m.stream));
-    return d;
-  };
-  const auto* d_jobs = static_cast<const LineJob*>(up(m.jobs, jobs.data(), jobs.size() * sizeof(LineJob)));
-  const auto* d_k = static_cast<const int*>(up(m.at_k, at_k.data(), at_k.size() * sizeof(int)));
-  const auto* d_bits = static_cast<const std::uint64_t*>(up(m.at_bits, at_bits.data(), at_bits.size() * sizeof(std::uint64_t)));
+  // One pinned buffer up, in one copy: the jobs, the listed values' bits, their k (8-byte aligned parts).
+  const std::size_t jobs_bytes = jobs.size() * sizeof(LineJob), bits_bytes = at_bits.size() * sizeof(std::uint64_t),
+                    k_bytes = at_k.size() * sizeof(int);
+  const std::size_t bits_at = (jobs_bytes + 7) / 8 * 8, k_at = bits_at + bits_bytes, total = k_at + k_bytes;
+  auto* host = static_cast<unsigned char*>(m.stage(total));
+  std::memcpy(host, jobs.data(), jobs_bytes);
+  if (bits_bytes) std::memcpy(host + bits_at, at_bits.data(), bits_bytes);
+  if (k_bytes) std::memcpy(host + k_at, at_k.data(), k_bytes);
+  auto* dev = static_cast<unsigned char*>(m.jobs.get(std::max<std::size_t>(total, 8)));
+  GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(dev, host, total, cudaMemcpyHostToDevice, m.stream));
+  GEMMLAB_CUDA_CHECK(cudaEventRecord(m.staged, m.stream));
+  const auto* d_jobs = reinterpret_cast<const LineJob*>(dev);
+  const auto* d_k = reinterpret_cast<const int*>(dev + k_at);
+  const auto* d_bits = reinterpret_cast<const std::uint64_t*>(dev + bits_at);
   const unsigned grid = static_cast<unsigned>(jobs.size());
   auto go = [&](auto zero) {
     using E = decltype(zero);
