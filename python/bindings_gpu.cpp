@@ -583,6 +583,7 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   explain::Options opt;
   opt.distributions = distributions;
   opt.seed = seed;
+  opt.first_call = true;  // a kernel compiled on first use (Triton, XLA) compiles before the clock
   opt.compare_outputs = compare_outputs;
   opt.verify_entries = verify_entries;
   opt.schedule = schedule;

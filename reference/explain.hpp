@@ -205,6 +205,11 @@ struct Options {
   // report of the stages finished so far: a worker process sends it to its parent, which reports those
   // stages if the kernel then never comes back (python/bindings_gpu.cpp). Null: nothing is called.
   std::function<void(const struct Report&, const std::string& stage)> on_stage;
+  // One call of the kernel before the stages' clock starts (on all-zero inputs): a kernel compiled on its
+  // first call (Triton, XLA, torch.compile) pays that compilation there, and Report::first_call_seconds says
+  // how long it took; the report's seconds, stages and launches are explain's own. A failing first call is
+  // the gemm stage's failure.
+  bool first_call = false;
 };
 
 struct TreeStage {
@@ -363,6 +368,7 @@ struct Report {
   std::vector<std::string> behaves_like;
   long long launches = 0;
   double seconds = 0;
+  double first_call_seconds = 0;  // Options::first_call: the call before the clock (0: none made)
   // Each stage that ran, in order (gemm, tree, scheduling, conversion, nodes, composition): its wall
   // time and the kernel's launches in it, where explain's time goes.
   struct StageTime {

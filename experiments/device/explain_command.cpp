@@ -145,6 +145,7 @@ int explain_command(const ExplainRequest& req) {
   opt.distributions = req.distributions;
   opt.seed = req.seed;
   opt.compare_outputs = req.compare_outputs;
+  opt.first_call = true;  // a kernel compiled on first use (Triton, XLA) compiles before the clock
   for (const explain::KnownKernel& kk : known_kernels(all_kernels()))
     if (kk.name != k->name) opt.known.push_back(kk);
   KernelOracle oracle(*k, req.M, req.N, req.K);

@@ -230,7 +230,9 @@ def explain_rows(part: str, kernel: str, report: dict | None, wall: float | None
     outs = sum(x["outputs"] for x in report["comparisons"])
     rows.append(dict(part=part, item=f"{kernel}:explain_s", size=SIZE, value=round(report["seconds"], 2),
                      value_committed=c.get("explain_s", ""), unit="s", committed_from=c.get("src", ""),
-                     shows=f"<= 10 s; identified={report['identified']} mismatches {mism}/{outs}; stages " +
+                     shows=f"<= 10 s; identified={report['identified']} mismatches {mism}/{outs}; " +
+                           (f"first call {report['first_call_seconds']:.2f} (before the clock); "
+                            if report.get("first_call_seconds") else "") + "stages " +
                            " ".join(f"{s['stage']} {s['seconds']:.2f}" for s in report.get("stages", []))))
     if wall is not None:
         rows.append(dict(part=part, item=f"{kernel}:wall_s", size=SIZE, value=round(wall, 2),

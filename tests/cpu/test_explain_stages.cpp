@@ -74,3 +74,52 @@ TEST(ExplainStages, AFailedStageEndsTheList) {
 }
 
 }  // namespace
+
+namespace {
+
+// Fails its first call (the kernel raised, as a callable that cannot compile does), then answers as `inner`.
+class FailsFirstCall : public ForwardingOracle {
+ public:
+  explicit FailsFirstCall(Oracle& inner) : ForwardingOracle(inner) {}
+
+ private:
+  void before_launch() override {
+    if (++launches == 1) throw KernelFailed("call 1: the kernel could not be compiled");
+  }
+};
+
+}  // namespace
+
+TEST(ExplainStages, TheFirstCallIsMadeBeforeTheClockAndTheStagesAreExplainsOwn) {
+  SyntheticKernel plain(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  const Report without = explain_kernel(plain, quick());
+  ASSERT_TRUE(without.identified) << without.summary();
+  EXPECT_EQ(without.first_call_seconds, 0);
+  SyntheticKernel k(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  Options o = quick();
+  o.first_call = true;
+  const Report r = explain_kernel(k, o);
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_GT(r.first_call_seconds, 0);
+  EXPECT_EQ(k.launches, r.launches + 1) << "one call before the stages, not counted in them";
+  long long launches = 0;
+  for (const Report::StageTime& t : r.stage_times) launches += t.launches;
+  EXPECT_EQ(launches, r.launches);
+  EXPECT_EQ(names(r), (std::vector<std::string>{"gemm", "tree", "scheduling", "conversion", "nodes", "composition"}));
+  EXPECT_NE(r.summary().find("first call (before explain's clock"), std::string::npos) << r.summary();
+  // The same answer as without it.
+  EXPECT_EQ(r.numerics_text, without.numerics_text);
+  EXPECT_EQ(r.tree.form, without.tree.form);
+}
+
+TEST(ExplainStages, AFirstCallThatFailsIsTheGemmStagesFailure) {
+  SyntheticKernel k(64, 64, 128, Format::fp16, blocked_tree(128, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
+  FailsFirstCall f(k);
+  Options o = quick();
+  o.first_call = true;
+  const Report r = explain_kernel(f, o);
+  EXPECT_FALSE(r.identified);
+  EXPECT_EQ(r.failed_stage, "gemm");
+  EXPECT_NE(r.reason.find("call 1: the kernel could not be compiled"), std::string::npos) << r.reason;
+  EXPECT_EQ(names(r), std::vector<std::string>{"gemm"});
+}
