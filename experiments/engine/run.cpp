@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "experiments/engine/engine.hpp"
@@ -918,7 +919,7 @@ class IsolatedRunner {
     // The standby workers start once the first ones are ready (their imports do not slow the first start).
     if (req_.standby_worker) {
       standby_.resize(workers_.size());
-      for (std::size_t w = 0; w < workers_.size(); ++w) standby_[w] = spawn(static_cast<int>(w));
+      for (std::size_t w = 0; w < workers_.size(); ++w) standby_[w] = spawn_standby(static_cast<int>(w));
     }
   }
 
@@ -948,7 +949,7 @@ class IsolatedRunner {
                                 ". The rows finished are kept; once the GPU is free (nvidia-smi shows no gemmlab "
                                 "process), --resume goes on from the next row");
         }
-        if (from_standby) standby_[ctx.worker] = spawn(ctx.worker);
+        if (from_standby) standby_[ctx.worker] = spawn_standby(ctx.worker);
       }
       engine::WatchedWorker& w = *workers_[ctx.worker];
       nlohmann::json keys = nlohmann::json::array();
@@ -1080,6 +1081,14 @@ class IsolatedRunner {
     const int device = devices_[w]->info().device;
     return std::make_unique<engine::WatchedWorker>(req_.worker_command(device, static_cast<int>(devices_.size())),
                                                    req_.worker_grace_seconds);
+  }
+
+  // A standby worker at a lower CPU priority (nice 10), so that its start (a framework's imports) does not
+  // slow the rows that the worker at work measures meanwhile; it keeps that priority once it takes over.
+  std::unique_ptr<engine::WatchedWorker> spawn_standby(int w) {
+    auto s = spawn(w);
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(s->process().pid()), 10);  // best effort: a failure costs nothing
+    return s;
   }
 
   // The row of `kernel` among `left` (one problem's: kernels differ), with status and note.
