@@ -201,7 +201,8 @@ struct Options {
   // accumulator's value), a text line "distribution i j value" with the value in C's hexadecimal
   // floating point (%a), exact. gemmlab.explain's forms stage builds the epilogue's candidates on it.
   std::string predictions_file;
-  // Called as each stage begins ("gemm", "tree", "scheduling", "conversion", "nodes", "composition") with the
+  // Called as each stage begins ("gemm", "tree", "conversion", "nodes", "composition", "scheduling",
+  // "composition" again: its kernel runs before the scheduling stage, its comparison after) with the
   // report of the stages finished so far: a worker process sends it to its parent, which reports those
   // stages if the kernel then never comes back (python/bindings_gpu.cpp). Null: nothing is called.
   std::function<void(const struct Report&, const std::string& stage)> on_stage;
@@ -369,7 +370,9 @@ struct Report {
   long long launches = 0;
   double seconds = 0;
   double first_call_seconds = 0;  // Options::first_call: the call before the clock (0: none made)
-  // Each stage that ran, in order (gemm, tree, scheduling, conversion, nodes, composition): its wall
+  // Each stage that ran, in order (gemm, tree, conversion, nodes, composition, scheduling, composition: the
+  // composition's kernel runs, then the scheduling stage while its predictions are made on the CPU, then
+  // its comparison; a tree that is not one deterministic order goes from tree to scheduling): its wall
   // time and the kernel's launches in it, where explain's time goes.
   struct StageTime {
     std::string stage;

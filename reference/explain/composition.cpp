@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -50,18 +52,82 @@ std::vector<Entry> compared_entries(int M, int N, long long budget, std::uint64_
 
 }  // namespace
 
-std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_mismatches) {
-  const emulation::NodeModel model = node_model(r.nodes.kinds);
-  const emulation::SplitScheme* split = r.nodes.split ? &*r.nodes.split : nullptr;
-  if (std::string gap = emulation::tree_gap(r.tree.tree, model, info(o.input()).name, split); !gap.empty())
+// One distribution of the composition: its inputs (converted), the kernel's bits, the prediction.
+struct Composition::State {
+  emulation::NodeModel model;
+  std::optional<emulation::SplitScheme> split;
+  std::uint64_t nan_bits = 0;
+  std::vector<Entry> cmp;
+  struct Dist {
+    std::string name;
+    Matrix A{0, 0}, B{0, 0};
+    std::vector<std::uint64_t> got;
+    std::vector<double> want;
+    double run_seconds = 0, prediction_seconds = 0;
+  };
+  std::vector<Dist> dists;
+  std::future<void> predicting;  // the predictions of every distribution (begin's background)
+};
+
+Composition::Composition() = default;
+Composition::~Composition() {
+  if (s_ && s_->predicting.valid()) s_->predicting.wait();  // the predictions read s_'s matrices
+}
+
+std::string Composition::begin(Oracle& o, const Options& opt, const Report& r, bool background) {
+  s_ = std::make_unique<State>();
+  State& st = *s_;
+  st.model = node_model(r.nodes.kinds);
+  if (r.nodes.split) st.split = *r.nodes.split;
+  const emulation::SplitScheme* split = st.split ? &*st.split : nullptr;
+  if (std::string gap = emulation::tree_gap(r.tree.tree, st.model, info(o.input()).name, split); !gap.empty())
     return gap;
   // A NaN result is written as the nodes' model encodes it (binary nodes pass NaN on as the tensor
   // cores and CUDA cores of Hopper write it: all ones).
-  const std::uint64_t nan_bits =
-      r.nodes.kinds.empty() || r.nodes.kinds.back().params.nan_encoding == tc::NanEncoding::all_ones
-          ? all_ones_nan(o.output())
-          : to_bits(o.output(), std::nan(""));
-  const std::vector<Entry> cmp = compared_entries(o.M(), o.N(), opt.compare_outputs, opt.seed);
+  st.nan_bits = r.nodes.kinds.empty() || r.nodes.kinds.back().params.nan_encoding == tc::NanEncoding::all_ones
+                    ? all_ones_nan(o.output())
+                    : to_bits(o.output(), std::nan(""));
+  st.cmp = compared_entries(o.M(), o.N(), opt.compare_outputs, opt.seed);
+  // The inputs made where the kernel reads them (a GPU oracle: on the GPU, only what is predicted
+  // coming back), the kernel run on them: every distribution's, here, before anything is predicted.
+  for (const std::string& dn : opt.distributions) {
+    const Distribution d = parse_distribution(dn);
+    State::Dist x;
+    x.name = d.name();
+    const auto t0 = Clock::now();
+    x.got = o.run_generated(d, opt.seed, opt.threads, st.cmp, x.A, x.B);
+    x.run_seconds = since(t0);
+    st.dists.push_back(std::move(x));
+  }
+  // The predictions: the operands converted as the conversion stage found, the tree emulated at the compared
+  // entries. In the background they leave this thread to the scheduling stage's launches.
+  const int threads = background ? std::max(1, resolve_threads(opt.threads) - 1) : opt.threads;
+  auto predict = [&st, threads, conv_a = r.conversion.a, conv_b = r.conversion.b, tree = &r.tree.tree] {
+    const emulation::SplitScheme* sp = st.split ? &*st.split : nullptr;
+    for (State::Dist& x : st.dists) {
+      const auto t0 = Clock::now();
+      parallel_for_range(x.A.v.size(), threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t i = lo; i < hi; ++i) x.A.v[i] = convert(conv_a, x.A.v[i]);
+      });
+      parallel_for_range(x.B.v.size(), threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t i = lo; i < hi; ++i) x.B.v[i] = convert(conv_b, x.B.v[i]);
+      });
+      x.want = emulation::emulate_tree_at(*tree, st.model, x.A, x.B, st.cmp, threads, sp);
+      x.prediction_seconds = since(t0);
+    }
+  };
+  if (background) st.predicting = std::async(std::launch::async, predict);
+  else predict();
+  return "";
+}
+
+void Composition::finish(Oracle& o, const Options& opt, Report& r, long long& total_mismatches) {
+  State& st = *s_;
+  if (st.predicting.valid()) st.predicting.get();  // rethrows what the predictions threw
+  const emulation::SplitScheme* split = st.split ? &*st.split : nullptr;
+  const emulation::NodeModel& model = st.model;
+  const std::vector<Entry>& cmp = st.cmp;
+  const std::uint64_t nan_bits = st.nan_bits;
   total_mismatches = 0;
   std::FILE* predictions = nullptr;
   if (!opt.predictions_file.empty()) {
@@ -74,23 +140,12 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
       if (f) std::fclose(f);
     }
   } closer{predictions};
-  for (const std::string& dn : opt.distributions) {
-    const Distribution d = parse_distribution(dn);
-    // The inputs made where the kernel reads them (a GPU oracle: on the GPU, only what is predicted
-    // coming back), the kernel run on them.
-    auto t0 = Clock::now();
-    Matrix A(0, 0), B(0, 0);
-    const std::vector<std::uint64_t> got = o.run_generated(d, opt.seed, opt.threads, cmp, A, B);
-    const double inputs_and_kernel_seconds = since(t0);
-    t0 = Clock::now();
-    parallel_for_range(A.v.size(), opt.threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
-      for (std::size_t x = lo; x < hi; ++x) A.v[x] = convert(r.conversion.a, A.v[x]);
-    });
-    parallel_for_range(B.v.size(), opt.threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
-      for (std::size_t x = lo; x < hi; ++x) B.v[x] = convert(r.conversion.b, B.v[x]);
-    });
-    const std::vector<double> want = emulation::emulate_tree_at(r.tree.tree, model, A, B, cmp, opt.threads, split);
-    Comparison c{d.name(), static_cast<long long>(cmp.size()), 0, inputs_and_kernel_seconds, 0, "", 0};
+  for (State::Dist& x : st.dists) {
+    const auto t0 = Clock::now();
+    const std::vector<double>& want = x.want;
+    const std::vector<std::uint64_t>& got = x.got;
+    const Matrix &A = x.A, &B = x.B;
+    Comparison c{x.name, static_cast<long long>(cmp.size()), 0, x.run_seconds, 0, "", 0};
     std::vector<double> predicted = want;  // the values predicted, a variant's where it predicts the output
     std::vector<std::size_t> missed;       // outputs the tree's prediction misses
     for (std::size_t e = 0; e < cmp.size(); ++e)
@@ -114,7 +169,7 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
       missed.swap(still);
     }
     c.mismatches = static_cast<long long>(missed.size());
-    c.prediction_seconds = since(t0);
+    c.prediction_seconds = x.prediction_seconds + since(t0);
     if (!missed.empty())
       c.first_mismatch = entry_text(cmp[missed[0]]) + ": predicted " +
                          tc::hex_bits(output_bits(o.output(), want[missed[0]], nan_bits), o.output()) + " kernel " +
@@ -172,6 +227,12 @@ std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_m
     for (const NodeKind& nk : r.nodes.kinds) same_nodes = same_nodes && *model(nk.leaves) == k.params;
     if (same_nodes) r.behaves_like.push_back(k.name);
   }
+}
+
+std::string compose(Oracle& o, const Options& opt, Report& r, long long& total_mismatches) {
+  Composition c;
+  if (std::string gap = c.begin(o, opt, r, false); !gap.empty()) return gap;
+  c.finish(o, opt, r, total_mismatches);
   return "";
 }
 

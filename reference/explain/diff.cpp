@@ -672,7 +672,15 @@ DiffReport explain_diff(Oracle& a, Oracle& b, const std::string& a_name, const s
   const bool a_moves = has_tree(d.a) && !d.a.tree.deterministic, b_moves = has_tree(d.b) && !d.b.tree.deterministic;
   const bool a_depends = a_moves || d.a.schedule.verdict == "depends";
   const bool b_depends = b_moves || d.b.schedule.verdict == "depends";
-  if (a_depends != b_depends)
+  // A report that stopped before its scheduling stage (at conversion or nodes, which come first when the tree
+  // is one deterministic order) says nothing about it.
+  const bool a_unscheduled = !a_depends && !d.a.schedule.ran, b_unscheduled = !b_depends && !d.b.schedule.ran;
+  if (a_unscheduled || b_unscheduled)
+    d.not_compared.push_back("scheduling: " + (a_unscheduled ? d.a_name : d.b_name) + " stopped at " +
+                             ((a_unscheduled ? d.a : d.b).failed_stage.empty() ? std::string("?")
+                                                                               : (a_unscheduled ? d.a : d.b).failed_stage) +
+                             ", before its scheduling stage");
+  else if (a_depends != b_depends)
     guarded(add("scheduling", scheduling_words(d.a), scheduling_words(d.b)),
             [&](Difference& x) { scheduling_witness(P, x, a_depends); });
   else if (a_depends)

@@ -81,11 +81,12 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   // a tree, or with one that changed between the tree stage's own two passes, there is nothing to infer
   // nodes on: the report stops at the tree, with the scheduling stage's words.
   if (r.tree.text.empty() && r.tree.masks.empty()) return fail("tree", r.tree.why);  // no counts to ask
-  next("scheduling");
-  r.schedule = check_schedule(o, E, r.tree, opt);
-  note("scheduling");
-  if (r.tree.text.empty() || !r.tree.deterministic)
+  if (r.tree.text.empty() || !r.tree.deterministic) {
+    next("scheduling");
+    r.schedule = check_schedule(o, E, r.tree, opt);
+    note("scheduling");
     return fail("tree", r.tree.why + (r.schedule.verdict == "depends" ? "; " + r.schedule.text : std::string()));
+  }
   next("conversion");
   r.conversion = infer_conversion(o, E);
   note("conversion");
@@ -94,10 +95,19 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   r.nodes = infer_nodes(o, E, r.tree.tree, r.conversion, opt);
   note("nodes");
   if (!r.nodes.ok) return fail("nodes", r.nodes.why);
+  // Composition at full size on each distribution: the kernel run on each (the oracle), then its outputs
+  // predicted on the CPU while the scheduling stage launches the kernel, then compared (the outputs the
+  // tree misses, with the orders the scheduling stage revealed).
   next("composition");
-  // Composition at full size on each distribution.
+  Composition composition;
+  if (std::string gap = composition.begin(o, opt, r, opt.schedule); !gap.empty()) return fail("nodes", gap);
+  next("scheduling");
+  r.schedule = check_schedule(o, E, r.tree, opt);
+  note("scheduling");
+  next("composition");
   long long total_mismatches = 0;
-  if (std::string gap = compose(o, opt, r, total_mismatches); !gap.empty()) return fail("nodes", gap);
+  composition.finish(o, opt, r, total_mismatches);
+  note("composition");
   bound_over_orders(o, r);
   if (!r.tree.ok) {
     fail("tree", r.tree.why + "; " + std::to_string(total_mismatches) + " compared outputs differ from the prediction");

@@ -16,6 +16,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -98,5 +99,25 @@ emulation::NodeModel node_model(const std::vector<NodeKind>& kinds);
 // differ, over all distributions. Returns "" or, with nothing compared, why the nodes' models cannot
 // compose the tree (the nodes stage fails then).
 std::string compose(Oracle& o, const Options& opt, Report& r, long long& mismatches);
+
+// compose() in two halves, so that its predictions (the CPU's work, seconds at 4096^3) run beside the
+// scheduling stage (the GPU's launches): begin() makes each distribution's inputs and runs the kernel on
+// them (the oracle, on this thread), then starts the predictions, in the background where `background`
+// (on all threads but this one); "" or the gap (then nothing started). finish() waits for them and
+// compares, with the variants r.schedule revealed. A Composition destroyed unfinished waits for its
+// predictions.
+class Composition {
+ public:
+  Composition();
+  ~Composition();
+  Composition(const Composition&) = delete;
+  Composition& operator=(const Composition&) = delete;
+  std::string begin(Oracle& o, const Options& opt, const Report& r, bool background);
+  void finish(Oracle& o, const Options& opt, Report& r, long long& mismatches);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace gemmlab::explain::detail

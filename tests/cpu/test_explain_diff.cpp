@@ -228,7 +228,10 @@ TEST(ExplainDiff, AnUnidentifiedKernelLeavesTheRestUncompared) {
   SyntheticKernel b(32, 32, 64, Format::fp16, blocked_tree(64, 16, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32));
   const DiffReport r = explain_diff(a, b, "plus_half", "gemm", quick());
   EXPECT_FALSE(r.a.identified);
-  EXPECT_EQ(r.not_compared.size(), 3u) << r.summary();  // tree, conversion, nodes (the stages after gemm)
+  // scheduling, tree, conversion, nodes: the stages after gemm (scheduling too: it never ran for plus_half)
+  EXPECT_EQ(r.not_compared.size(), 4u) << r.summary();
+  EXPECT_NE(r.summary().find("scheduling: plus_half stopped at gemm, before its scheduling stage"), std::string::npos)
+      << r.summary();
   // Their bits differ on full inputs: an unexplained difference, with its entry.
   ASSERT_EQ(r.differences.size(), 1u) << r.summary();
   EXPECT_EQ(r.differences[0].aspect, "unexplained");
