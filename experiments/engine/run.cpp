@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -1052,9 +1053,15 @@ class IsolatedRunner {
     for (auto& w : workers_)
       if (w) w->process().finish(10.0);
     workers_.clear();
-    // A standby worker did no work, and may still be starting (importing a framework for seconds): stopped.
-    for (auto& w : standby_)
-      if (w) w->process().kill();
+    // A standby worker did no work, and may still be starting (importing a framework, creating its CUDA
+    // context): stopped, and reaped by a thread of its own, so that the run does not wait for a teardown
+    // half way through the driver's start.
+    for (auto& w : standby_) {
+      if (!w) continue;
+      w->process().kill_without_waiting();
+      std::thread([dead = std::shared_ptr<engine::WatchedWorker>(std::move(w))] { dead->process().reap_within(600); })
+          .detach();
+    }
     standby_.clear();
     std::lock_guard<std::mutex> lock(dying_mu_);
     dying_.clear();  // each killed before: reaped here
