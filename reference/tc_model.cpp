@@ -312,6 +312,104 @@ double zero_result(const TcParams& p, double c, bool all_minus_zero) {
   return 0.0;
 }
 
+// Right shift of a signed 64-bit value by s > 0 bits with the alignment rounding mode: shift_right's result
+// for |v| < 2^62 (block_narrow's terms), bit for bit.
+[[gnu::always_inline]] inline std::int64_t shift_right64(std::int64_t v, int s, Rounding mode) {
+  const bool neg = v < 0;
+  const std::uint64_t mag = neg ? 0 - (std::uint64_t)v : (std::uint64_t)v;
+  std::uint64_t t = s >= 63 ? 0 : mag >> s;
+  switch (mode) {
+    case Rounding::toward_zero:
+      break;
+    case Rounding::floor:
+      if (neg && (s >= 63 ? mag : mag - (t << s)) != 0) t += 1;
+      break;
+    case Rounding::nearest_even:
+      if (s < 63) {  // s >= 63: the remainder |v| < 2^62 is below half a unit: no increment
+        const std::uint64_t rem = mag - (t << s);
+        if (rem != 0) {
+          const std::uint64_t half = std::uint64_t(1) << (s - 1);
+          if (rem > half || (rem == half && (t & 1))) t += 1;
+        }
+      }
+      break;
+  }
+  return neg ? -(std::int64_t)t : (std::int64_t)t;
+}
+
+// block() without a trace where every product's significand fits 62 bits and the aligned sum F + 9 bits
+// (fp16, bf16, tf32, fp8 and fp32 operands; F <= 52): the same steps in 64-bit integers instead of 128-bit
+// ones. Each aligned term is below 2^(F + 2) (its leading bit at most one above the largest exponent, which
+// is emax or below), so 64 of them and C stay below 2^(F + 9) <= 2^61. block() checks the conditions;
+// tests/cpu/test_tc_model.cpp holds the two paths together bit for bit.
+double block_narrow(const TcParams& p, const FormatInfo& fa, const FormatInfo& fb, const FormatInfo& fo, int F,
+                    const double* a, const double* b, int n, double c) {
+  struct Term64 {
+    std::int64_t v;
+    int e, ref;
+  } terms[64];
+  int nt = 0;
+  bool all_minus_zero = std::signbit(c);
+  int zero_ref = std::numeric_limits<int>::min();
+  for (int i = 0; i < n; ++i) {
+    double x = a[i], y = b[i];
+    if (!p.subnormal_inputs) {
+      if (std::fabs(x) < std::ldexp(1.0, gemmlab::info(p.input).emin)) x = std::copysign(0.0, x);
+      if (std::fabs(y) < std::ldexp(1.0, gemmlab::info(p.format_b()).emin)) y = std::copysign(0.0, y);
+    }
+    if (x == 0 || y == 0) {
+      all_minus_zero = all_minus_zero && std::signbit(x) != std::signbit(y);
+      if (p.zero_operand_exponent != ZeroOperandExponent::none) {
+        const bool fp32 = p.zero_operand_exponent == ZeroOperandExponent::fp32_emin;
+        const int ex = x == 0 ? (fp32 ? -126 : fa.emin) : decompose(x, fa.precision, fa.emin).exponent;
+        const int ey = y == 0 ? (fp32 ? -126 : fb.emin) : decompose(y, fb.precision, fb.emin).exponent;
+        zero_ref = std::max(zero_ref, ex + ey);
+      }
+      continue;
+    }
+    all_minus_zero = false;
+    const Decomposed dx = decompose(x, fa.precision, fa.emin), dy = decompose(y, fb.precision, fb.emin);
+    const std::uint64_t m = dx.m * dy.m;  // < 2^62
+    Term64& t = terms[nt++];
+    t.v = (dx.neg != dy.neg) ? -(std::int64_t)m : (std::int64_t)m;
+    t.e = dx.lsb + dy.lsb;
+    t.ref = p.align_reference == AlignReference::exponent_sum ? dx.exponent + dy.exponent
+                                                               : t.e + (64 - __builtin_clzll(m)) - 1;
+  }
+  if (!p.subnormal_output && std::fabs(c) < std::ldexp(1.0, fo.emin)) c = std::copysign(0.0, c);
+  Exact ce{};
+  int cref = 0;
+  if (c != 0) {
+    const Decomposed dc = decompose(c, fo.precision, fo.emin);
+    ce = {dc.neg ? -(i128)dc.m : (i128)dc.m, dc.lsb};
+    cref = p.align_reference == AlignReference::exponent_sum ? dc.exponent : ce.e + bit_length(uabs(ce.v)) - 1;
+  }
+  if (nt == 0 && c == 0) return zero_result(p, c, all_minus_zero);
+  if (nt == 0 && !p.c_in_alignment && zero_ref == std::numeric_limits<int>::min())
+    return round_exact(p.output, ce, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow);
+  int emax = std::numeric_limits<int>::min();
+  for (int i = 0; i < nt; ++i) emax = std::max(emax, terms[i].ref);
+  const bool c_joins = p.c_in_alignment && c != 0;
+  if (c_joins) emax = std::max(emax, cref);
+  if (p.zero_c_offset >= 0 && p.c_in_alignment && c == 0) emax = std::max(emax, fo.emin - p.zero_c_offset);
+  emax = std::max(emax, zero_ref);
+  const int q = emax - F;
+  std::int64_t sum = 0;
+  for (int i = 0; i < nt; ++i) {
+    const int sh = terms[i].e - q;
+    sum += sh >= 0 ? terms[i].v << sh : shift_right64(terms[i].v, -sh, p.align_rounding);
+  }
+  if (c_joins) {
+    const int sh = ce.e - q;
+    const auto cv = (std::int64_t)ce.v;  // C's significand: < 2^53
+    sum += sh >= 0 ? cv << sh : shift_right64(cv, -sh, p.align_rounding);
+  }
+  Exact total{(i128)sum, q};
+  if (!c_joins && c != 0) total = add(total, ce);
+  if (total.v == 0) return zero_result(p, c, false);
+  return round_exact(p.output, total, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow);
+}
+
 // One fused block: c + sum of `n` products (`ks`: their indices in the instruction, for the trace).
 double block(const TcParams& p, const double* a, const double* b, int n, double c, const int* ks,
              TcTrace::Block* tr) {
@@ -321,6 +419,8 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
                    &fb = gemmlab::info(p.operand_conversion ? *p.operand_conversion : p.format_b()),
                    &fo = gemmlab::info(p.output);
   const int F = p.fraction_bits();
+  if (!tr && fa.precision + fb.precision <= 62 && F <= 52 && fo.precision <= 53 && n <= 64)
+    return block_narrow(p, fa, fb, fo, F, a, b, n, c);
   Term terms[64];
   int nt = 0;
   bool all_minus_zero = std::signbit(c);  // C and every product -0 (IEEE's condition for a -0 sum)

@@ -4,7 +4,8 @@
 #   scripts/lab/bench_emulation.sh OLD_COMMIT [NEW_COMMIT]     (NEW_COMMIT: the working tree)
 # Needs build/libgemmlab_reference.a (cmake --build build --target gemmlab_reference) and g++; only
 # reference/tc_model.cpp is taken from each commit, the rest of the model from build/. Prints one line per
-# run: fp16 and e4m3 wgmma models, seconds and the outputs' sum (equal sums: the same bits).
+# run: fp16 and e4m3 wgmma models and Triton's bf16x6 split (six bf16 passes of a wgmma model on fp32
+# operands, 16,384 outputs), seconds and the outputs' sum (equal sums: the same bits).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 OLD_COMMIT [NEW_COMMIT]" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,6 +23,6 @@ for side in old new; do
 done
 for round in 1 2; do
   for side in old new; do
-    for ins in fp16 fp8; do echo "$side $(taskset -c 0 "$tmp/bench_$side" $ins)"; done
+    for ins in fp16 fp8 bf16x6; do echo "$side $(taskset -c 0 "$tmp/bench_$side" $ins)"; done
   done
 done

@@ -1,10 +1,15 @@
 // Hand-computed cases for each parameter of the tensor-core model (reference/tc_model.hpp).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <optional>
 #include <limits>
 #include <vector>
 
+#include "reference/formats.hpp"
+#include "reference/tc_gpus.hpp"
 #include "reference/tc_model.hpp"
 
 using namespace gemmlab;
@@ -210,4 +215,55 @@ TEST(TcModelTile, AppliesTheDotToEveryEntry) {
       for (int t = 0; t < 8; ++t) s += A[i * 8 + t] * B[t * 8 + j];
       EXPECT_EQ(D[i * 8 + j], s);  // small integers and quarters: exact
     }
+}
+
+// block()'s 64-bit path (taken without a trace where the products fit 62 bits: every operand format but
+// binary64) against its 128-bit path (taken with a trace): every generation's every fused-block instruction,
+// random operand bits over the formats' whole range (zeros, subnormals, wide exponent spreads), C random in
+// the output format, and blocks whose products cancel pairwise. Bit for bit, NaN and the sign of zero included.
+TEST(TcModelBlocks, NarrowPathEqualsTheWidePathBitForBit) {
+  std::uint64_t state = 20261129;
+  auto next = [&] {  // splitmix64
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  auto finite = [&](const TcParams& p, Format f) {
+    const int bits = gemmlab::info(f).storage_bits;
+    for (;;) {
+      const std::uint64_t u = bits >= 64 ? next() : next() & ((1ull << bits) - 1);
+      const double x = decode_operand(p, f, u);
+      if (std::isfinite(x)) return x;
+    }
+  };
+  long long blocks = 0, narrow_eligible = 0;
+  for (const tc::Generation g : all_generations())
+    for (const Instruction ins : instructions_of(g)) {
+      const std::optional<TcParams> p = generation_params(g, ins);
+      if (!p || p->arithmetic != Arithmetic::block_fused) continue;
+      const int k = tc::info(ins).k;
+      const bool narrow = gemmlab::info(p->input).precision + gemmlab::info(p->format_b()).precision <= 62;
+      std::vector<double> a(k), b(k);
+      for (int t = 0; t < 1500; ++t) {
+        for (int i = 0; i < k; ++i) {
+          a[i] = t % 7 == 0 ? 0.0 : finite(*p, p->input);
+          b[i] = finite(*p, p->format_b());
+        }
+        if (t % 3 == 1)  // products that cancel pairwise (their exact sum is C's alone)
+          for (int i = 0; i + 1 < k; i += 2) a[i + 1] = -a[i], b[i + 1] = b[i];
+        const std::uint64_t cb = next();
+        double c = t % 5 == 0 ? 0.0 : gemmlab::from_bits(p->output, cb);
+        if (!std::isfinite(c)) c = -0.0;
+        TcTrace trace;
+        const double wide = dot(*p, a.data(), b.data(), k, c, &trace);
+        const double fast = dot(*p, a.data(), b.data(), k, c);
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(fast), std::bit_cast<std::uint64_t>(wide))
+            << to_string(g) << " " << tc::info(ins).name << " block " << t << ": " << fast << " vs " << wide;
+        ++blocks;
+        narrow_eligible += narrow;
+      }
+    }
+  EXPECT_GT(blocks, 10000);
+  EXPECT_GT(narrow_eligible, blocks / 2) << "most instructions take the 64-bit path";
 }
