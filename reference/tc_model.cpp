@@ -312,6 +312,23 @@ double zero_result(const TcParams& p, double c, bool all_minus_zero) {
   return 0.0;
 }
 
+// A product's operands as the instruction reads them: subnormals flushed to zero where it does not keep them.
+[[gnu::always_inline]] inline void flush_subnormal_inputs(const TcParams& p, double& x, double& y) {
+  if (p.subnormal_inputs) return;
+  if (std::fabs(x) < std::ldexp(1.0, gemmlab::info(p.input).emin)) x = std::copysign(0.0, x);
+  if (std::fabs(y) < std::ldexp(1.0, gemmlab::info(p.format_b()).emin)) y = std::copysign(0.0, y);
+}
+
+// The alignment exponent of a product with a zero operand (ZeroOperandExponent; not none): a zero counts as
+// its format's emin, or fp32's.
+[[gnu::always_inline]] inline int zero_operand_ref(const TcParams& p, const FormatInfo& fa, const FormatInfo& fb,
+                                                   double x, double y) {
+  const bool fp32 = p.zero_operand_exponent == ZeroOperandExponent::fp32_emin;
+  const int ex = x == 0 ? (fp32 ? -126 : fa.emin) : decompose(x, fa.precision, fa.emin).exponent;
+  const int ey = y == 0 ? (fp32 ? -126 : fb.emin) : decompose(y, fb.precision, fb.emin).exponent;
+  return ex + ey;
+}
+
 // Right shift of a signed 64-bit value by s > 0 bits with the alignment rounding mode: shift_right's result
 // for |v| < 2^62 (block_narrow's terms), bit for bit.
 [[gnu::always_inline]] inline std::int64_t shift_right64(std::int64_t v, int s, Rounding mode) {
@@ -353,18 +370,10 @@ double block_narrow(const TcParams& p, const FormatInfo& fa, const FormatInfo& f
   int zero_ref = std::numeric_limits<int>::min();
   for (int i = 0; i < n; ++i) {
     double x = a[i], y = b[i];
-    if (!p.subnormal_inputs) {
-      if (std::fabs(x) < std::ldexp(1.0, gemmlab::info(p.input).emin)) x = std::copysign(0.0, x);
-      if (std::fabs(y) < std::ldexp(1.0, gemmlab::info(p.format_b()).emin)) y = std::copysign(0.0, y);
-    }
+    flush_subnormal_inputs(p, x, y);
     if (x == 0 || y == 0) {
       all_minus_zero = all_minus_zero && std::signbit(x) != std::signbit(y);
-      if (p.zero_operand_exponent != ZeroOperandExponent::none) {
-        const bool fp32 = p.zero_operand_exponent == ZeroOperandExponent::fp32_emin;
-        const int ex = x == 0 ? (fp32 ? -126 : fa.emin) : decompose(x, fa.precision, fa.emin).exponent;
-        const int ey = y == 0 ? (fp32 ? -126 : fb.emin) : decompose(y, fb.precision, fb.emin).exponent;
-        zero_ref = std::max(zero_ref, ex + ey);
-      }
+      if (p.zero_operand_exponent != ZeroOperandExponent::none) zero_ref = std::max(zero_ref, zero_operand_ref(p, fa, fb, x, y));
       continue;
     }
     all_minus_zero = false;
@@ -428,21 +437,14 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
   int zero_ref = std::numeric_limits<int>::min(), zero_k = -1;
   for (int i = 0; i < n; ++i) {
     double x = a[i], y = b[i];
-    if (!p.subnormal_inputs) {  // subnormal in the instruction's input format
-      if (std::fabs(x) < std::ldexp(1.0, gemmlab::info(p.input).emin)) x = std::copysign(0.0, x);
-      if (std::fabs(y) < std::ldexp(1.0, gemmlab::info(p.format_b()).emin)) y = std::copysign(0.0, y);
-    }
+    flush_subnormal_inputs(p, x, y);
     if (x == 0 || y == 0) {
       all_minus_zero = all_minus_zero && std::signbit(x) != std::signbit(y);
-      if (p.zero_operand_exponent != ZeroOperandExponent::none) {
-        const bool fp32 = p.zero_operand_exponent == ZeroOperandExponent::fp32_emin;
-        const int ex = x == 0 ? (fp32 ? -126 : fa.emin) : decompose(x, fa.precision, fa.emin).exponent;
-        const int ey = y == 0 ? (fp32 ? -126 : fb.emin) : decompose(y, fb.precision, fb.emin).exponent;
-        if (ex + ey > zero_ref) {
-          zero_ref = ex + ey;
+      if (p.zero_operand_exponent != ZeroOperandExponent::none)
+        if (const int ref = zero_operand_ref(p, fa, fb, x, y); ref > zero_ref) {
+          zero_ref = ref;
           zero_k = ks[i];
         }
-      }
       continue;
     }
     all_minus_zero = false;

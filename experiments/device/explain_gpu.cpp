@@ -40,6 +40,16 @@ void KernelOracle::profile_enter() {
   if (profile_.calls) profile_.between += std::chrono::duration<double>(now - profile_.last).count();
 }
 
+std::vector<std::uint64_t> KernelOracle::run_entries_since(std::chrono::steady_clock::time_point t0,
+                                                           const std::vector<explain::Entry>& entries) {
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<std::uint64_t> out = guarded([&] { return runner_->run_entries(entries); });
+  if (profile_.on)
+    profile_leave(std::chrono::duration<double>(t1 - t0).count(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  return out;
+}
+
 void KernelOracle::profile_leave(double lines_seconds, double launch_seconds) {
   ++profile_.calls;
   profile_.lines += lines_seconds;
@@ -130,12 +140,7 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
   dense_ = false;
   rows_set_ = std::move(rows);  // in any order: only which lines are set matters
   cols_set_ = std::move(cols);
-  const auto t1 = std::chrono::steady_clock::now();
-  std::vector<std::uint64_t> out = guarded([&] { return runner_->run_entries(entries); });
-  if (profile_.on)
-    profile_leave(std::chrono::duration<double>(t1 - t0).count(),
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
-  return out;
+  return run_entries_since(t0, entries);
 }
 
 std::vector<std::uint64_t> KernelOracle::run_full(const Matrix& A, const Matrix& B,
@@ -145,12 +150,7 @@ std::vector<std::uint64_t> KernelOracle::run_full(const Matrix& A, const Matrix&
   const auto t0 = std::chrono::steady_clock::now();
   guarded([&] { runner_->set_operands(A, B); });
   dense_ = true;
-  const auto t1 = std::chrono::steady_clock::now();
-  std::vector<std::uint64_t> out = guarded([&] { return runner_->run_entries(entries); });
-  if (profile_.on)
-    profile_leave(std::chrono::duration<double>(t1 - t0).count(),
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
-  return out;
+  return run_entries_since(t0, entries);
 }
 
 std::vector<std::uint64_t> KernelOracle::run_generated(const Distribution& d, std::uint64_t seed, int,

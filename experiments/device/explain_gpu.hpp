@@ -72,6 +72,9 @@ class KernelOracle : public explain::Oracle {
   } profile_;
   void profile_enter();
   void profile_leave(double lines_seconds, double launch_seconds);
+  // The launch and its entries, after the operands were set since t0 (the profile's two parts).
+  std::vector<std::uint64_t> run_entries_since(std::chrono::steady_clock::time_point t0,
+                                               const std::vector<explain::Entry>& entries);
 };
 
 // The registered kernels whose numerics gemmlab predicts, with their instruction's model, for
