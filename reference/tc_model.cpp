@@ -84,29 +84,32 @@ struct Decomposed {
   return d;
 }
 
-// Right-shift a signed value by s > 0 bits with the alignment rounding mode.
-[[gnu::always_inline]] inline i128 shift_right(i128 v, int s, Rounding mode) {
+// Right-shift a signed value by s > 0 bits with the alignment rounding mode: S a signed integer (i128, or
+// std::int64_t for block_narrow's terms), U its unsigned twin.
+template <class S, class U>
+[[gnu::always_inline]] inline S shift_right(S v, int s, Rounding mode) {
+  constexpr int W = static_cast<int>(sizeof(S)) * 8 - 1;  // a shift this wide or wider leaves nothing
   const bool neg = v < 0;
-  const u128 mag = uabs(v);
-  u128 t = s >= 127 ? 0 : mag >> s;
+  const U mag = neg ? U(0) - U(v) : U(v);
+  U t = s >= W ? 0 : mag >> s;
   // The remainder only where the mode reads it (toward_zero, the Hopper alignment's, does not).
   switch (mode) {
     case Rounding::toward_zero:
       break;
     case Rounding::floor:
-      if (neg && (s >= 127 ? mag : mag - (t << s)) != 0) t += 1;
+      if (neg && (s >= W ? mag : mag - (t << s)) != 0) t += 1;
       break;
     case Rounding::nearest_even:
-      if (s < 127) {
-        const u128 rem = mag - (t << s);
+      if (s < W) {  // s >= W: the model's values (well below 2^(W - 1)) are below half a unit: no increment
+        const U rem = mag - (t << s);
         if (rem != 0) {
-          u128 half = (u128)1 << (s - 1);
+          const U half = U(1) << (s - 1);
           if (rem > half || (rem == half && (t & 1))) t += 1;
         }
       }
       break;
   }
-  return neg ? -(i128)t : (i128)t;
+  return neg ? -(S)t : (S)t;
 }
 
 // Exact sum of two dyadic numbers of at most ~60 significant bits each (the model's sums). When
@@ -329,31 +332,6 @@ double zero_result(const TcParams& p, double c, bool all_minus_zero) {
   return ex + ey;
 }
 
-// Right shift of a signed 64-bit value by s > 0 bits with the alignment rounding mode: shift_right's result
-// for |v| < 2^62 (block_narrow's terms), bit for bit.
-[[gnu::always_inline]] inline std::int64_t shift_right64(std::int64_t v, int s, Rounding mode) {
-  const bool neg = v < 0;
-  const std::uint64_t mag = neg ? 0 - (std::uint64_t)v : (std::uint64_t)v;
-  std::uint64_t t = s >= 63 ? 0 : mag >> s;
-  switch (mode) {
-    case Rounding::toward_zero:
-      break;
-    case Rounding::floor:
-      if (neg && (s >= 63 ? mag : mag - (t << s)) != 0) t += 1;
-      break;
-    case Rounding::nearest_even:
-      if (s < 63) {  // s >= 63: the remainder |v| < 2^62 is below half a unit: no increment
-        const std::uint64_t rem = mag - (t << s);
-        if (rem != 0) {
-          const std::uint64_t half = std::uint64_t(1) << (s - 1);
-          if (rem > half || (rem == half && (t & 1))) t += 1;
-        }
-      }
-      break;
-  }
-  return neg ? -(std::int64_t)t : (std::int64_t)t;
-}
-
 // block() without a trace where every product's significand fits 62 bits and the aligned sum F + 9 bits
 // (fp16, bf16, tf32, fp8 and fp32 operands; F <= 52): the same steps in 64-bit integers instead of 128-bit
 // ones. Each aligned term is below 2^(F + 2) (its leading bit at most one above the largest exponent, which
@@ -406,12 +384,12 @@ double block_narrow(const TcParams& p, const FormatInfo& fa, const FormatInfo& f
   std::int64_t sum = 0;
   for (int i = 0; i < nt; ++i) {
     const int sh = terms[i].e - q;
-    sum += sh >= 0 ? terms[i].v << sh : shift_right64(terms[i].v, -sh, p.align_rounding);
+    sum += sh >= 0 ? terms[i].v << sh : shift_right<std::int64_t, std::uint64_t>(terms[i].v, -sh, p.align_rounding);
   }
   if (c_joins) {
     const int sh = ce.e - q;
     const auto cv = (std::int64_t)ce.v;  // C's significand: < 2^53
-    sum += sh >= 0 ? cv << sh : shift_right64(cv, -sh, p.align_rounding);
+    sum += sh >= 0 ? cv << sh : shift_right<std::int64_t, std::uint64_t>(cv, -sh, p.align_rounding);
   }
   Exact total{(i128)sum, q};
   if (!c_joins && c != 0) total = add(total, ce);
@@ -511,7 +489,7 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
   auto aligned = [&](Exact v) -> i128 {
     int s = v.e - q;
     if (s >= 0) return v.v << s;
-    return shift_right(v.v, -s, p.align_rounding);
+    return shift_right<i128, u128>(v.v, -s, p.align_rounding);
   };
   for (int i = 0; i < nt; ++i) {
     const i128 t = aligned(terms[i].value);
