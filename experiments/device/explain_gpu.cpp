@@ -26,35 +26,35 @@ KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, voi
 }
 
 KernelOracle::~KernelOracle() {
-  if (profile_.on && profile_.calls)
-    std::fprintf(stderr,
-                 "[oracle] %s: %lld calls: lines %.3f s, launch and entries %.3f s, the caller between calls %.3f s "
-                 "(%.3f ms a call in all); %lld lines written, %lld values listed\n",
-                 k_.name, profile_.calls, profile_.lines, profile_.launch, profile_.between,
-                 1e3 * (profile_.lines + profile_.launch + profile_.between) / static_cast<double>(profile_.calls),
-                 profile_.lines_written, profile_.values_listed);
+  if (profile_.on && profile_.calls) profile_.print(k_.name, "at the end");
 }
 
-void KernelOracle::profile_enter() {
-  const auto now = std::chrono::steady_clock::now();
-  if (profile_.calls) profile_.between += std::chrono::duration<double>(now - profile_.last).count();
+void KernelOracle::Profile::enter() {
+  if (calls) between += std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
+}
+
+void KernelOracle::Profile::leave(std::chrono::steady_clock::time_point start,
+                                  std::chrono::steady_clock::time_point launched) {
+  last = std::chrono::steady_clock::now();
+  ++calls;
+  lines += std::chrono::duration<double>(launched - start).count();
+  launch += std::chrono::duration<double>(last - launched).count();
+}
+
+void KernelOracle::Profile::print(const char* kernel, const std::string& when) const {
+  std::fprintf(stderr,
+               "[oracle] %s %s: %lld calls: lines %.3f s, launch and entries %.3f s, the caller between calls %.3f s "
+               "(%.3f ms a call in all); %lld lines written, %lld values listed\n",
+               kernel, when.c_str(), calls, lines, launch, between,
+               calls ? 1e3 * (lines + launch + between) / static_cast<double>(calls) : 0.0, lines_written, values_listed);
 }
 
 std::vector<std::uint64_t> KernelOracle::run_entries_since(std::chrono::steady_clock::time_point t0,
                                                            const std::vector<explain::Entry>& entries) {
   const auto t1 = std::chrono::steady_clock::now();
   std::vector<std::uint64_t> out = guarded([&] { return runner_->run_entries(entries); });
-  if (profile_.on)
-    profile_leave(std::chrono::duration<double>(t1 - t0).count(),
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  if (profile_.on) profile_.leave(t0, t1);
   return out;
-}
-
-void KernelOracle::profile_leave(double lines_seconds, double launch_seconds) {
-  ++profile_.calls;
-  profile_.lines += lines_seconds;
-  profile_.launch += launch_seconds;
-  profile_.last = std::chrono::steady_clock::now();
 }
 
 template <class F>
@@ -82,9 +82,7 @@ std::vector<explain::Perturbation> KernelOracle::perturbations() {
 }
 
 std::string KernelOracle::perturb(int i) {
-  if (profile_.on)
-    std::fprintf(stderr, "[oracle] before perturb(%d): %lld calls: lines %.3f s, launch and entries %.3f s, between %.3f s\n",
-                 i, profile_.calls, profile_.lines, profile_.launch, profile_.between);
+  if (profile_.on) profile_.print(k_.name, "before perturb(" + std::to_string(i) + ")");
   if (i < 0) {
     guarded([&] { runner_->perturb(nullptr, nullptr); });
     return "";
@@ -105,7 +103,7 @@ std::string KernelOracle::perturb(int i) {
 std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs& in,
                                                     const std::vector<explain::Entry>& entries) {
   ++launches;
-  if (profile_.on) profile_enter();
+  if (profile_.on) profile_.enter();
   const auto t0 = std::chrono::steady_clock::now();
   // Thousands of lines a launch: marks by index instead of sets (the host's share of a launch, with
   // FPRev's items, was most of an fp8 kernel's 256-launch trial).
@@ -146,7 +144,7 @@ std::vector<std::uint64_t> KernelOracle::run_sparse(const explain::SparseInputs&
 std::vector<std::uint64_t> KernelOracle::run_full(const Matrix& A, const Matrix& B,
                                                   const std::vector<explain::Entry>& entries) {
   ++launches;
-  if (profile_.on) profile_enter();
+  if (profile_.on) profile_.enter();
   const auto t0 = std::chrono::steady_clock::now();
   guarded([&] { runner_->set_operands(A, B); });
   dense_ = true;

@@ -69,9 +69,10 @@ class KernelOracle : public explain::Oracle {
     long long calls = 0, lines_written = 0, values_listed = 0;
     double lines = 0, launch = 0, between = 0;
     std::chrono::steady_clock::time_point last{};
+    void enter();  // a call begins: the caller's time since the last one ended
+    void leave(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point launched);
+    void print(const char* kernel, const std::string& when) const;
   } profile_;
-  void profile_enter();
-  void profile_leave(double lines_seconds, double launch_seconds);
   // The launch and its entries, after the operands were set since t0 (the profile's two parts).
   std::vector<std::uint64_t> run_entries_since(std::chrono::steady_clock::time_point t0,
                                                const std::vector<explain::Entry>& entries);

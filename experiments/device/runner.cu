@@ -141,25 +141,29 @@ struct DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 };
 
-// Device memory kept from row to row and grown when a row needs more: a cudaMalloc and cudaFree of
-// hundreds of MB per row cost milliseconds each, more than the statistics of a row.
+// Device memory (or, `pinned`, page-locked host memory) kept from row to row and grown when a row needs
+// more: a cudaMalloc and cudaFree of hundreds of MB per row cost milliseconds each, more than the
+// statistics of a row.
 struct Scratch {
   void* p = nullptr;
   std::size_t bytes = 0;
+  bool pinned = false;
   void* get(std::size_t n) {
     if (n > bytes) {
-      if (p) GEMMLAB_CUDA_CHECK(cudaFree(p));
+      if (p) GEMMLAB_CUDA_CHECK(pinned ? cudaFreeHost(p) : cudaFree(p));
       p = nullptr;
       bytes = 0;
-      GEMMLAB_CUDA_CHECK(cudaMalloc(&p, n));
+      GEMMLAB_CUDA_CHECK(pinned ? cudaMallocHost(&p, n) : cudaMalloc(&p, n));
       bytes = n;
     }
     return p;
   }
   ~Scratch() {
-    if (p) device_free(p);
+    if (p && pinned) cudaFreeHost(p);
+    else if (p) device_free(p);
   }
   Scratch() = default;
+  explicit Scratch(bool pinned_host) : pinned(pinned_host) {}
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
 };
@@ -844,20 +848,12 @@ struct EntryRunner::Impl {
   // set_lines' jobs and listed values on their way up: one pinned buffer and one copy a call (three
   // copies from pageable memory were a third of an fp8 explain's host time), not refilled before the
   // last copy from it is done (`staged`).
-  void* staging = nullptr;
-  std::size_t staging_bytes = 0;
+  Scratch staging{true};
   cudaEvent_t staged = nullptr;
   void* stage(std::size_t bytes) {
     if (staged) GEMMLAB_CUDA_CHECK(cudaEventSynchronize(staged));
     else GEMMLAB_CUDA_CHECK(cudaEventCreateWithFlags(&staged, cudaEventDisableTiming));
-    if (bytes > staging_bytes) {
-      if (staging) GEMMLAB_CUDA_CHECK(cudaFreeHost(staging));
-      staging = nullptr;
-      staging_bytes = 0;
-      GEMMLAB_CUDA_CHECK(cudaMallocHost(&staging, bytes));
-      staging_bytes = bytes;
-    }
-    return staging;
+    return staging.get(bytes);
   }
   cudaStream_t stream = nullptr;       // where everything is enqueued now
   cudaStream_t base_stream = nullptr;  // ... when no perturbation moves it
@@ -898,8 +894,7 @@ struct EntryRunner::Impl {
     }
   }
   ~Impl() {
-    if (staged) cudaEventSynchronize(staged), cudaEventDestroy(staged);
-    if (staging) cudaFreeHost(staging);
+    if (staged) cudaEventSynchronize(staged), cudaEventDestroy(staged);  // before `staging` is freed
     if (base_stream && own_stream) cudaStreamDestroy(base_stream);
   }
 
