@@ -10,37 +10,12 @@
 #include <stdexcept>
 
 #include "reference/long_accumulator.hpp"
+#include "reference/tc_arith.hpp"
 
 namespace gemmlab::tc {
 
-namespace {
-
-using i128 = __int128;
-using u128 = unsigned __int128;
-
-int bit_length(u128 v) {
-  const std::uint64_t hi = (std::uint64_t)(v >> 64), lo = (std::uint64_t)v;
-  if (hi) return 128 - __builtin_clzll(hi);
-  return lo ? 64 - __builtin_clzll(lo) : 0;
-}
-
-u128 uabs(i128 v) { return v < 0 ? (u128)(-v) : (u128)v; }
-
-// An exact dyadic number sign * mag * 2^exp.
-struct Exact {
-  i128 v = 0;  // signed significand
-  int e = 0;   // exponent of its least significant bit
-};
-
-// Decompose a finite double x (exactly representable in a format of precision p and minimum
-// normal exponent emin) as m * 2^lsb with m an integer of at most p bits, and the exponent the
-// format gives it (emin for subnormals).
-struct Decomposed {
-  bool neg;
-  std::uint64_t m;
-  int lsb;
-  int exponent;  // format exponent: floor(log2|x|) for normals, emin for subnormals
-};
+// The rare decompositions and the error of tc_arith.hpp's decompose (host only).
+namespace arith {
 
 [[noreturn, gnu::noinline]] void not_representable() {
   throw std::logic_error("tc_model: value not representable in the format's precision");
@@ -60,79 +35,23 @@ struct Decomposed {
   return d;
 }
 
-// Inlined into block(), which explain's composition runs on hundreds of millions of products: the normal
-// doubles read from their bits here, the rest out of line.
+}  // namespace arith
+
+namespace {
+
+using arith::add;
+using arith::bit_length;
+using arith::Decomposed;
+using arith::Exact;
+using arith::i128;
+using arith::shift_right;
+using arith::u128;
+using arith::uabs;
+
+// The host's decomposition: tc_arith.hpp's, raising where the device marks a fault.
 [[gnu::always_inline]] inline Decomposed decompose(double x, int p, int emin) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  const int be = (int)((bits >> 52) & 0x7ff);
-  if (be == 0 || be == 0x7ff) [[unlikely]]
-    return decompose_rare(x, p, emin);
-  // a normal double (every value the model sees): read the bits
-  Decomposed d{std::signbit(x), 0, 0, 0};
-  const int e = be - 1023;
-  const std::uint64_t m53 = (bits & ((std::uint64_t(1) << 52) - 1)) | (std::uint64_t(1) << 52);
-  d.exponent = std::max(e, emin);
-  d.lsb = d.exponent - (p - 1);
-  const int shift = d.lsb - (e - 52);  // bits of m53 below the format's last place
-  if (shift <= 0) {
-    d.m = m53 << -shift;
-  } else {
-    d.m = shift >= 64 ? 0 : m53 >> shift;
-    if (shift >= 64 || (d.m << shift) != m53) not_representable();
-  }
-  return d;
-}
-
-// Right-shift a signed value by s > 0 bits with the alignment rounding mode: S a signed integer (i128, or
-// std::int64_t for block_narrow's terms), U its unsigned twin.
-template <class S, class U>
-[[gnu::always_inline]] inline S shift_right(S v, int s, Rounding mode) {
-  constexpr int W = static_cast<int>(sizeof(S)) * 8 - 1;  // a shift this wide or wider leaves nothing
-  const bool neg = v < 0;
-  const U mag = neg ? U(0) - U(v) : U(v);
-  U t = s >= W ? 0 : mag >> s;
-  // The remainder only where the mode reads it (toward_zero, the Hopper alignment's, does not).
-  switch (mode) {
-    case Rounding::toward_zero:
-      break;
-    case Rounding::floor:
-      if (neg && (s >= W ? mag : mag - (t << s)) != 0) t += 1;
-      break;
-    case Rounding::nearest_even:
-      if (s < W) {  // s >= W: the model's values (well below 2^(W - 1)) are below half a unit: no increment
-        const U rem = mag - (t << s);
-        if (rem != 0) {
-          const U half = U(1) << (s - 1);
-          if (rem > half || (rem == half && (t & 1))) t += 1;
-        }
-      }
-      break;
-  }
-  return neg ? -(S)t : (S)t;
-}
-
-// Exact sum of two dyadic numbers of at most ~60 significant bits each (the model's sums). When
-// the exponent gap is too wide for the 126-bit window, the bits of the lower number below the
-// window are folded into a sticky bit at the window's last place: with >= 60 bits of window below
-// the higher number, no rounding to <= 53 bits can tell the difference.
-Exact add(Exact a, Exact b) {
-  if (a.v == 0) return b;
-  if (b.v == 0) return a;
-  if (a.e < b.e) std::swap(a, b);  // a has the higher lsb
-  int gap = a.e - b.e;
-  int room = 122 - bit_length(uabs(a.v));
-  if (gap > room) {
-    int d = gap - room;
-    bool neg = b.v < 0;
-    u128 mag = uabs(b.v);
-    u128 t = d >= 127 ? 0 : mag >> d;
-    bool sticky = d >= 127 ? mag != 0 : (mag - (t << d)) != 0;
-    t = (t << 1) | (sticky ? 1 : 0);  // one extra place, so the sticky sits below every kept bit
-    b = {neg ? -(i128)t : (i128)t, b.e + d - 1};
-    gap = room + 1;
-  }
-  return {(a.v << gap) + b.v, b.e};
+  arith::Fault f;
+  return arith::decompose(x, p, emin, f);
 }
 
 }  // namespace
@@ -226,53 +145,14 @@ std::string TcParams::describe() const {
 
 namespace {
 
-// Round an exact number into format f, keeping `fraction_bits` below the leading bit (-1: the
-// format's p - 1) within f's exponent range.
 double round_exact(Format f, Exact x, Rounding mode, bool subnormals, int fraction_bits = -1,
                    Overflow overflow = Overflow::by_rounding) {
-  if (x.v == 0) return 0.0;
-  const FormatInfo& ff = gemmlab::info(f);
-  const int fb = fraction_bits < 0 ? ff.precision - 1 : std::min(fraction_bits, ff.precision - 1);
-  bool neg = x.v < 0;
-  u128 mag = uabs(x.v);
-  int nb = bit_length(mag);
-  int E = x.e + nb - 1;  // exponent of the exact value
-  int lsb = std::max(E, ff.emin) - fb;
-  int s = lsb - x.e;
-  u128 t = mag;
-  if (s > 0) {
-    u128 rem;
-    if (s >= 127) {
-      t = 0;
-      rem = mag;
-    } else {
-      t = mag >> s;
-      rem = mag - (t << s);
-    }
-    if (mode == Rounding::nearest_even && rem != 0 && s < 127) {
-      u128 half = (u128)1 << (s - 1);
-      if (rem > half || (rem == half && (t & 1))) t += 1;
-    }
-  } else {
-    lsb = x.e;
-  }
-  double r = std::ldexp((double)t, lsb);  // t has at most p+1 bits: exact
-  if (r > ff.max_finite) {
-    const bool to_inf = ff.has_infinity && (overflow == Overflow::infinity ||
-                                            (overflow == Overflow::by_rounding && mode != Rounding::toward_zero));
-    r = to_inf ? std::numeric_limits<double>::infinity() : ff.max_finite;
-  }
-  if (!subnormals && r < std::ldexp(1.0, ff.emin)) r = 0.0;
-  // A non-zero sum that rounds to zero gives +0 (measured on H200: mma.sync writes 0x00000000, not
-  // the IEEE -0, for a negative sum below the smallest subnormal).
-  if (r == 0) return 0.0;
-  return neg ? -r : r;
+  return arith::round_exact(gemmlab::info(f), x, mode, subnormals, fraction_bits, overflow);
 }
 
 Exact exact_of(double x) {
-  if (x == 0) return {};
-  Decomposed d = decompose(x, 53, -1074);
-  return {d.neg ? -(i128)d.m : (i128)d.m, d.lsb};
+  arith::Fault f;
+  return arith::exact_of(x, f);
 }
 
 }  // namespace
@@ -304,98 +184,20 @@ double exact_value(Exact x) { return std::ldexp((double)x.v, x.e); }  // exact f
 
 std::string product_name(int k) { return "a" + std::to_string(k) + "*b" + std::to_string(k); }
 
-// The sign of an exactly zero result (ZeroSign): `all_minus_zero` says whether C and every product
-// were -0 (then IEEE 754 gives -0).
-double zero_result(const TcParams& p, double c, bool all_minus_zero) {
-  switch (p.zero_sign) {
-    case ZeroSign::ieee: return all_minus_zero ? -0.0 : 0.0;
-    case ZeroSign::plus: return 0.0;
-    case ZeroSign::c_sign: return std::signbit(c) ? -0.0 : 0.0;
-  }
-  return 0.0;
-}
+double zero_result(const TcParams& p, double c, bool all_minus_zero) { return arith::zero_result(p, c, all_minus_zero); }
 
 // A product's operands as the instruction reads them: subnormals flushed to zero where it does not keep them.
 [[gnu::always_inline]] inline void flush_subnormal_inputs(const TcParams& p, double& x, double& y) {
   if (p.subnormal_inputs) return;
-  if (std::fabs(x) < std::ldexp(1.0, gemmlab::info(p.input).emin)) x = std::copysign(0.0, x);
-  if (std::fabs(y) < std::ldexp(1.0, gemmlab::info(p.format_b()).emin)) y = std::copysign(0.0, y);
+  arith::flush_subnormal_inputs(p, gemmlab::info(p.input).emin, gemmlab::info(p.format_b()).emin, x, y);
 }
 
-// The alignment exponent of a product with a zero operand (ZeroOperandExponent; not none): a zero counts as
-// its format's emin, or fp32's.
 [[gnu::always_inline]] inline int zero_operand_ref(const TcParams& p, const FormatInfo& fa, const FormatInfo& fb,
                                                    double x, double y) {
-  const bool fp32 = p.zero_operand_exponent == ZeroOperandExponent::fp32_emin;
-  const int ex = x == 0 ? (fp32 ? -126 : fa.emin) : decompose(x, fa.precision, fa.emin).exponent;
-  const int ey = y == 0 ? (fp32 ? -126 : fb.emin) : decompose(y, fb.precision, fb.emin).exponent;
-  return ex + ey;
+  arith::Fault f;
+  return arith::zero_operand_ref(p, fa, fb, x, y, f);
 }
 
-// block() without a trace where every product's significand fits 62 bits and the aligned sum F + 9 bits
-// (fp16, bf16, tf32, fp8 and fp32 operands; F <= 52): the same steps in 64-bit integers instead of 128-bit
-// ones. Each aligned term is below 2^(F + 2) (its leading bit at most one above the largest exponent, which
-// is emax or below), so 64 of them and C stay below 2^(F + 9) <= 2^61. block() checks the conditions;
-// tests/cpu/test_tc_model.cpp holds the two paths together bit for bit.
-double block_narrow(const TcParams& p, const FormatInfo& fa, const FormatInfo& fb, const FormatInfo& fo, int F,
-                    const double* a, const double* b, int n, double c) {
-  struct Term64 {
-    std::int64_t v;
-    int e, ref;
-  } terms[64];
-  int nt = 0;
-  bool all_minus_zero = std::signbit(c);
-  int zero_ref = std::numeric_limits<int>::min();
-  for (int i = 0; i < n; ++i) {
-    double x = a[i], y = b[i];
-    flush_subnormal_inputs(p, x, y);
-    if (x == 0 || y == 0) {
-      all_minus_zero = all_minus_zero && std::signbit(x) != std::signbit(y);
-      if (p.zero_operand_exponent != ZeroOperandExponent::none) zero_ref = std::max(zero_ref, zero_operand_ref(p, fa, fb, x, y));
-      continue;
-    }
-    all_minus_zero = false;
-    const Decomposed dx = decompose(x, fa.precision, fa.emin), dy = decompose(y, fb.precision, fb.emin);
-    const std::uint64_t m = dx.m * dy.m;  // < 2^62
-    Term64& t = terms[nt++];
-    t.v = (dx.neg != dy.neg) ? -(std::int64_t)m : (std::int64_t)m;
-    t.e = dx.lsb + dy.lsb;
-    t.ref = p.align_reference == AlignReference::exponent_sum ? dx.exponent + dy.exponent
-                                                               : t.e + (64 - __builtin_clzll(m)) - 1;
-  }
-  if (!p.subnormal_output && std::fabs(c) < std::ldexp(1.0, fo.emin)) c = std::copysign(0.0, c);
-  Exact ce{};
-  int cref = 0;
-  if (c != 0) {
-    const Decomposed dc = decompose(c, fo.precision, fo.emin);
-    ce = {dc.neg ? -(i128)dc.m : (i128)dc.m, dc.lsb};
-    cref = p.align_reference == AlignReference::exponent_sum ? dc.exponent : ce.e + bit_length(uabs(ce.v)) - 1;
-  }
-  if (nt == 0 && c == 0) return zero_result(p, c, all_minus_zero);
-  if (nt == 0 && !p.c_in_alignment && zero_ref == std::numeric_limits<int>::min())
-    return round_exact(p.output, ce, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow);
-  int emax = std::numeric_limits<int>::min();
-  for (int i = 0; i < nt; ++i) emax = std::max(emax, terms[i].ref);
-  const bool c_joins = p.c_in_alignment && c != 0;
-  if (c_joins) emax = std::max(emax, cref);
-  if (p.zero_c_offset >= 0 && p.c_in_alignment && c == 0) emax = std::max(emax, fo.emin - p.zero_c_offset);
-  emax = std::max(emax, zero_ref);
-  const int q = emax - F;
-  std::int64_t sum = 0;
-  for (int i = 0; i < nt; ++i) {
-    const int sh = terms[i].e - q;
-    sum += sh >= 0 ? terms[i].v << sh : shift_right<std::int64_t, std::uint64_t>(terms[i].v, -sh, p.align_rounding);
-  }
-  if (c_joins) {
-    const int sh = ce.e - q;
-    const auto cv = (std::int64_t)ce.v;  // C's significand: < 2^53
-    sum += sh >= 0 ? cv << sh : shift_right<std::int64_t, std::uint64_t>(cv, -sh, p.align_rounding);
-  }
-  Exact total{(i128)sum, q};
-  if (!c_joins && c != 0) total = add(total, ce);
-  if (total.v == 0) return zero_result(p, c, false);
-  return round_exact(p.output, total, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow);
-}
 
 // One fused block: c + sum of `n` products (`ks`: their indices in the instruction, for the trace).
 double block(const TcParams& p, const double* a, const double* b, int n, double c, const int* ks,
@@ -406,8 +208,11 @@ double block(const TcParams& p, const double* a, const double* b, int n, double 
                    &fb = gemmlab::info(p.operand_conversion ? *p.operand_conversion : p.format_b()),
                    &fo = gemmlab::info(p.output);
   const int F = p.fraction_bits();
-  if (!tr && fa.precision + fb.precision <= 62 && F <= 52 && fo.precision <= 53 && n <= 64)
-    return block_narrow(p, fa, fb, fo, F, a, b, n, c);
+  if (!tr && arith::narrow_fits(fa, fb, fo, F, n)) {
+    arith::Fault f;
+    return arith::block_narrow(p, fa, fb, fo, F, gemmlab::info(p.input).emin, gemmlab::info(p.format_b()).emin, a, b,
+                               n, c, f);
+  }
   Term terms[64];
   int nt = 0;
   bool all_minus_zero = std::signbit(c);  // C and every product -0 (IEEE's condition for a -0 sum)
@@ -698,6 +503,17 @@ double dot(const TcParams& p, const double* a, const double* b, int k, double c,
   if (p.fraction_bits() < 0 || p.fraction_bits() > 96) throw std::invalid_argument("tc_model: F out of range");
   if (p.step_interleave < 0 || p.block_size > 64) throw std::invalid_argument("tc_model: bad block split");
   const int nblocks = k / p.block_size;
+  if (!trace && !any_special && (p.step_interleave == 0 || nblocks == 1)) {
+    // finite operands in contiguous blocks: tc_arith.hpp's chain, the code explain's GPU composition runs
+    const FormatInfo &fa = gemmlab::info(p.operand_conversion ? *p.operand_conversion : p.input),
+                     &fb = gemmlab::info(p.operand_conversion ? *p.operand_conversion : p.format_b()),
+                     &fo = gemmlab::info(p.output);
+    if (const int F = p.fraction_bits(); arith::narrow_fits(fa, fb, fo, F, p.block_size)) {
+      arith::Fault f;
+      return arith::chain_blocks(p, fa, fb, fo, F, gemmlab::info(p.input).emin, gemmlab::info(p.format_b()).emin, a,
+                                 b, k, c, f);
+    }
+  }
   double ga[64], gb[64];
   int gk[64];
   for (int j = 0; j < nblocks && std::isfinite(acc); ++j) {
