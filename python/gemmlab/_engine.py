@@ -37,9 +37,13 @@ try:  # the GPU half is built only where a CUDA toolkit was found at install tim
 except _cuda_libs.CudaLibrariesNotFound as e:  # pragma: no cover - depends on the machine
     _gpu = None
     _GPU_MISSING_CUDA = str(e)
+except ModuleNotFoundError as e:  # pragma: no cover - depends on the installation
+    _gpu = None
+    # not built (a CPU-only installation); a module it needs missing is a load failure
+    _GPU_IMPORT_ERROR = None if e.name == f"{__package__}._gpu" else str(e)
 except ImportError as e:  # pragma: no cover - depends on the installation
     _gpu = None
-    _GPU_IMPORT_ERROR = str(e)
+    _GPU_IMPORT_ERROR = str(e)  # installed, but it cannot be loaded (an undefined symbol, a missing library)
 
 
 def gpu_module(device: int = 0):
@@ -49,7 +53,7 @@ def gpu_module(device: int = 0):
         if _GPU_MISSING_CUDA:
             raise GpuUnavailable(f"gemmlab's GPU engine needs cuBLAS, which is not part of the package: "
                                  f"{_GPU_MISSING_CUDA}")
-        if _GPU_IMPORT_ERROR and "_gpu" not in _GPU_IMPORT_ERROR:
+        if _GPU_IMPORT_ERROR:
             raise GpuUnavailable(f"gemmlab's GPU engine (gemmlab._gpu) is installed but cannot be loaded: "
                                  f"{_GPU_IMPORT_ERROR}. Check that the CUDA runtime libraries (libcublas) are on the "
                                  "library path, or reinstall gemmlab on this machine: pip install --force-reinstall .")

@@ -28,7 +28,7 @@ TIMING = set(gemmlab.TIMING_COLUMNS)
 def test_cpu_only_install_names_what_to_install(monkeypatch):
     monkeypatch.setattr(engine, "_gpu", None)
     monkeypatch.setattr(engine, "_GPU_MISSING_CUDA", None)
-    monkeypatch.setattr(engine, "_GPU_IMPORT_ERROR", "No module named 'gemmlab._gpu'")
+    monkeypatch.setattr(engine, "_GPU_IMPORT_ERROR", None)  # not built
     with pytest.raises(gemmlab.GpuUnavailable, match=r"without its GPU engine.*CUDA toolkit.*pip install"):
         gemmlab.judge(lambda a, b: a @ b, name="mm", input_format="fp16")
     ok, why = gemmlab.gpu_available()
@@ -40,6 +40,16 @@ def test_gpu_engine_that_cannot_load_says_why(monkeypatch):
     monkeypatch.setattr(engine, "_GPU_MISSING_CUDA", None)
     monkeypatch.setattr(engine, "_GPU_IMPORT_ERROR", "libcublas.so.13: cannot open shared object file")
     with pytest.raises(gemmlab.GpuUnavailable, match=r"cannot be loaded: libcublas"):
+        gemmlab.judge(lambda a, b: a @ b, name="mm", input_format="fp16")
+
+
+def test_gpu_engine_with_an_undefined_symbol_is_not_called_a_cpu_only_install(monkeypatch):
+    # the module is there but does not load: the message must not send the user to install a CUDA toolkit
+    monkeypatch.setattr(engine, "_gpu", None)
+    monkeypatch.setattr(engine, "_GPU_MISSING_CUDA", None)
+    monkeypatch.setattr(engine, "_GPU_IMPORT_ERROR",
+                        "/venv/site-packages/gemmlab/_gpu.abi3.so: undefined symbol: _ZN7gemmlab17gpu_tree_emulatorEv")
+    with pytest.raises(gemmlab.GpuUnavailable, match=r"is installed but cannot be loaded: .*undefined symbol"):
         gemmlab.judge(lambda a, b: a @ b, name="mm", input_format="fp16")
 
 
