@@ -28,6 +28,7 @@ set(GEMMLAB_GPU_ENGINE_SOURCES
     ${GEMMLAB_ROOT}/experiments/device/error_stats_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/callable.cu
     ${GEMMLAB_ROOT}/experiments/device/evaluate_gpu.cu
+    ${GEMMLAB_ROOT}/experiments/device/emulate_gpu.cu
     ${GEMMLAB_ROOT}/experiments/device/explain_gpu.cpp
     ${GEMMLAB_ROOT}/experiments/device/explain_diff.cpp)
 set(GEMMLAB_CUDA_LIBRARIES_SOURCES ${GEMMLAB_ROOT}/kernels/common/cuda_libraries.cpp)

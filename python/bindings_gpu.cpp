@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "experiments/device/callable.hpp"
+#include "experiments/device/emulate_gpu.hpp"
 #include "experiments/device/evaluate_gpu.hpp"
 #include "experiments/device/explain_diff.hpp"
 #include "experiments/device/explain_gpu.hpp"
@@ -584,6 +585,7 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   opt.distributions = distributions;
   opt.seed = seed;
   opt.first_call = true;  // a kernel compiled on first use (Triton, XLA) compiles before the clock
+  opt.emulate = gpu_tree_emulator();  // the composition's predictions on the GPU (GEMMLAB_EMULATE=cpu: here)
   opt.compare_outputs = compare_outputs;
   opt.verify_entries = verify_entries;
   opt.schedule = schedule;

@@ -211,6 +211,10 @@ struct Options {
   // how long it took; the report's seconds, stages and launches are explain's own. A failing first call is
   // the gemm stage's failure.
   bool first_call = false;
+  // Where the composition's predictions are computed, when not by emulation::emulate_tree_at on this
+  // host's threads: a GPU's (experiments/device/emulate_gpu.hpp), the same bits. Called before the
+  // scheduling stage, in this thread; where it returns nullopt the host predicts, in the background.
+  emulation::TreeEmulator emulate;
 };
 
 struct TreeStage {
@@ -370,6 +374,7 @@ struct Report {
   long long launches = 0;
   double seconds = 0;
   double first_call_seconds = 0;  // Options::first_call: the call before the clock (0: none made)
+  long long predicted_on_gpu = 0;  // the composition's outputs Options::emulate predicted (the rest: this host)
   // Each stage that ran, in order (gemm, tree, conversion, nodes, composition, scheduling, composition: the
   // composition's kernel runs, then the scheduling stage while its predictions are made on the CPU, then
   // its comparison; a tree that is not one deterministic order goes from tree to scheduling): its wall

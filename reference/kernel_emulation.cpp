@@ -426,6 +426,44 @@ double split_tree_dot(const TreePlan& plan, const double* a_pieces, const double
 
 }  // namespace
 
+FlatTree flatten_tree(const SummationTree& t, const NodeModel& model, const SplitScheme* split) {
+  const TreePlan plan(t, model, split);
+  FlatTree f;
+  f.leaves = t.leaves();
+  f.nodes = t.node_count();
+  f.pieces = split ? np : 1;
+  f.first_child.push_back(0);
+  for (int n = f.leaves; n < f.nodes; ++n) {
+    const std::vector<int>& ch = t.children(n);
+    f.children.insert(f.children.end(), ch.begin(), ch.end());
+    f.first_child.push_back(static_cast<int>(f.children.size()));
+    int m = -1;
+    if (plan.params[n]) {
+      for (std::size_t i = 0; i < f.params.size() && m < 0; ++i)
+        if (f.params[i] == *plan.params[n]) m = static_cast<int>(i);
+      if (m < 0) {
+        m = static_cast<int>(f.params.size());
+        f.params.push_back(*plan.params[n]);
+      }
+    }
+    f.model.push_back(m);
+  }
+  if (!split) return f;
+  f.chain_of.assign(plan.chain_at.begin() + f.leaves, plan.chain_at.end());
+  f.chain_first.push_back(0);
+  for (const std::vector<int>& c : plan.chains) {
+    f.chain_nodes.insert(f.chain_nodes.end(), c.begin(), c.end());
+    f.chain_first.push_back(static_cast<int>(f.chain_nodes.size()));
+  }
+  return f;
+}
+
+void split_line(const SplitScheme& s, const FlatTree& flat, const double* x, int K, std::vector<double>& out) {
+  if (flat.pieces != np || flat.chain_nodes.empty())
+    throw std::invalid_argument("split_line: the tree was flattened without split operands");
+  split_line(s, flat.params[static_cast<std::size_t>(flat.model[flat.chain_nodes[0] - flat.leaves])], x, K, out);
+}
+
 std::vector<std::vector<int>> fused_chains(const SummationTree& t) {
   // A fused node continues the chain of its non-leaf child when that child is fused too.
   auto fused = [&](int n) { return !t.is_leaf(n) && t.children(n).size() > 2; };

@@ -144,6 +144,31 @@ std::vector<double> emulate_tree_at(const SummationTree& tree, const NodeModel& 
                                     const SplitScheme* split = nullptr);
 // One entry: a (K), b (K) in k order. Throws std::invalid_argument where tree_gap is not empty.
 double emulate_tree_dot(const SummationTree& tree, Format input, const double* a, const double* b);
+// emulate_tree_at's work laid out for another processor (explain's composition on the GPU,
+// experiments/device/emulate_gpu.hpp): the tree's internal nodes n = leaves .. nodes - 1 in evaluation
+// order, each node's children (first_child[n - leaves] .. first_child[n - leaves + 1] in `children`, the
+// order emulate_tree_at reads them), its model (`model[n - leaves]` indexes `params`; -1 for a binary node)
+// and, with split operands, the chain each fused node ends (`chain_of`, -1 inside a chain or elsewhere;
+// chain c is chain_nodes[chain_first[c] .. chain_first[c + 1]], from its first node). `pieces`: the values
+// per operand element the fused nodes read (1, or max_split_pieces, split_line's layout). Built by the same
+// checks as emulate_tree_at, which throws what this throws.
+struct FlatTree {
+  int leaves = 0, nodes = 0, pieces = 1;
+  std::vector<int> first_child, children, model;
+  std::vector<tc::TcParams> params;
+  std::vector<int> chain_of, chain_first, chain_nodes;
+};
+FlatTree flatten_tree(const SummationTree& tree, const NodeModel& model, const SplitScheme* split = nullptr);
+// The pieces of K values x as the fused nodes of `flat` read them under `split`: out[max_split_pieces k + piece].
+void split_line(const SplitScheme& split, const FlatTree& flat, const double* x, int K, std::vector<double>& out);
+
+// Another way to compute emulate_tree_at's outputs (same arguments, the same bits): explain's composition
+// takes one (explain::Options::emulate); nullopt where it does not take the tree, its models or the data,
+// which the caller then emulates with emulate_tree_at.
+using TreeEmulator = std::function<std::optional<std::vector<double>>(
+    const SummationTree& tree, const NodeModel& model, const Matrix& A, const Matrix& B,
+    const std::vector<std::pair<int, int>>& entries, int threads, const SplitScheme* split)>;
+
 // Every entry of C = A B summed in `tree` (K leaves); (M, N) row-major.
 std::vector<double> emulate_tree(const SummationTree& tree, Format input, const Matrix& A, const Matrix& B,
                                  int threads = 0);

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 
+#include "experiments/device/emulate_gpu.hpp"
 #include "experiments/device/explain_diff.hpp"
 #include "experiments/device/explain_gpu.hpp"
 #include "experiments/device/runner.hpp"
@@ -146,6 +147,7 @@ int explain_command(const ExplainRequest& req) {
   opt.seed = req.seed;
   opt.compare_outputs = req.compare_outputs;
   opt.first_call = true;  // a kernel compiled on first use (Triton, XLA) compiles before the clock
+  opt.emulate = gpu_tree_emulator();  // the composition's predictions on the GPU (GEMMLAB_EMULATE=cpu: here)
   for (const explain::KnownKernel& kk : known_kernels(all_kernels()))
     if (kk.name != k->name) opt.known.push_back(kk);
   KernelOracle oracle(*k, req.M, req.N, req.K);

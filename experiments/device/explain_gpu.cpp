@@ -334,6 +334,7 @@ nlohmann::json report_to_json(const explain::Report& r) {
   j["launches"] = r.launches;
   j["seconds"] = r.seconds;
   j["first_call_seconds"] = r.first_call_seconds;  // before the clock (Options::first_call)
+  j["predicted_on_gpu"] = r.predicted_on_gpu;  // the composition's outputs predicted on the GPU (Options::emulate)
   j["summary"] = r.summary();
   return j;
 }

@@ -64,9 +64,11 @@ struct Composition::State {
     std::vector<std::uint64_t> got;
     std::vector<double> want;
     double run_seconds = 0, prediction_seconds = 0;
+    bool converted = false;  // the operands converted (by a try of opt.emulate)
   };
   std::vector<Dist> dists;
   std::future<void> predicting;  // the predictions of every distribution (begin's background)
+  long long predicted_on_gpu = 0;  // outputs opt.emulate predicted
 };
 
 Composition::Composition() = default;
@@ -100,20 +102,44 @@ std::string Composition::begin(Oracle& o, const Options& opt, const Report& r, b
     st.dists.push_back(std::move(x));
   }
   // The predictions: the operands converted as the conversion stage found, the tree emulated at the compared
-  // entries. In the background they leave this thread to the scheduling stage's launches.
-  const int threads = background ? std::max(1, resolve_threads(opt.threads) - 1) : opt.threads;
-  auto predict = [&st, threads, conv_a = r.conversion.a, conv_b = r.conversion.b, tree = &r.tree.tree] {
-    const emulation::SplitScheme* sp = st.split ? &*st.split : nullptr;
-    for (State::Dist& x : st.dists) {
-      const auto t0 = Clock::now();
-      parallel_for_range(x.A.v.size(), threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t i = lo; i < hi; ++i) x.A.v[i] = convert(conv_a, x.A.v[i]);
-      });
-      parallel_for_range(x.B.v.size(), threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t i = lo; i < hi; ++i) x.B.v[i] = convert(conv_b, x.B.v[i]);
-      });
-      x.want = emulation::emulate_tree_at(*tree, st.model, x.A, x.B, st.cmp, threads, sp);
+  // entries: first by opt.emulate (a GPU's, here and now), then on this host where it took none; there, in
+  // the background, they leave this thread to the scheduling stage's launches.
+  const auto convert_operands = [conv_a = r.conversion.a, conv_b = r.conversion.b](State::Dist& x, int threads) {
+    if (conv_a == Conversion::as_is && conv_b == Conversion::as_is) return;
+    parallel_for_range(x.A.v.size(), threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) x.A.v[i] = convert(conv_a, x.A.v[i]);
+    });
+    parallel_for_range(x.B.v.size(), threads, std::size_t{1} << 16, [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) x.B.v[i] = convert(conv_b, x.B.v[i]);
+    });
+  };
+  std::vector<State::Dist*> left;  // the distributions the host predicts
+  for (State::Dist& x : st.dists) {
+    if (!opt.emulate) {
+      left.push_back(&x);
+      continue;
+    }
+    const auto t0 = Clock::now();
+    convert_operands(x, opt.threads);
+    if (std::optional<std::vector<double>> want = opt.emulate(r.tree.tree, st.model, x.A, x.B, st.cmp, opt.threads, split)) {
+      x.want = std::move(*want);
       x.prediction_seconds = since(t0);
+      st.predicted_on_gpu += static_cast<long long>(x.want.size());
+    } else {
+      x.prediction_seconds = since(t0);
+      x.converted = true;
+      left.push_back(&x);
+    }
+  }
+  if (left.empty()) return "";
+  const int threads = background ? std::max(1, resolve_threads(opt.threads) - 1) : opt.threads;
+  auto predict = [&st, left, threads, convert_operands, tree = &r.tree.tree] {
+    const emulation::SplitScheme* sp = st.split ? &*st.split : nullptr;
+    for (State::Dist* x : left) {
+      const auto t0 = Clock::now();
+      if (!x->converted) convert_operands(*x, threads);
+      x->want = emulation::emulate_tree_at(*tree, st.model, x->A, x->B, st.cmp, threads, sp);
+      x->prediction_seconds += since(t0);
     }
   };
   if (background) st.predicting = std::async(std::launch::async, predict);
@@ -124,6 +150,7 @@ std::string Composition::begin(Oracle& o, const Options& opt, const Report& r, b
 void Composition::finish(Oracle& o, const Options& opt, Report& r, long long& total_mismatches) {
   State& st = *s_;
   if (st.predicting.valid()) st.predicting.get();  // rethrows what the predictions threw
+  r.predicted_on_gpu = st.predicted_on_gpu;
   const emulation::SplitScheme* split = st.split ? &*st.split : nullptr;
   const emulation::NodeModel& model = st.model;
   const std::vector<Entry>& cmp = st.cmp;
@@ -157,7 +184,10 @@ void Composition::finish(Oracle& o, const Options& opt, Report& r, long long& to
       if (!emulation::tree_gap(v.tree, model, info(o.input()).name, split).empty()) continue;  // nodes not modelled
       std::vector<Entry> at;
       for (std::size_t e : missed) at.push_back(cmp[e]);
-      const std::vector<double> alt = emulation::emulate_tree_at(v.tree, model, A, B, at, opt.threads, split);
+      std::optional<std::vector<double>> on_gpu;
+      if (opt.emulate) on_gpu = opt.emulate(v.tree, model, A, B, at, opt.threads, split);
+      const std::vector<double> alt =
+          on_gpu ? std::move(*on_gpu) : emulation::emulate_tree_at(v.tree, model, A, B, at, opt.threads, split);
       std::vector<std::size_t> still;
       for (std::size_t t = 0; t < missed.size(); ++t)
         if (output_bits(o.output(), alt[t], nan_bits) == got[missed[t]]) {
