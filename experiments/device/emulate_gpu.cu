@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "experiments/device/device_free.hpp"
 #include "kernels/common/cuda_check.cuh"
@@ -212,15 +211,20 @@ std::optional<std::vector<double>> emulate_tree_at_gpu(const SummationTree& tree
       return refuse("a fused node's products do not fall into contiguous blocks");
   }
   // The rows and columns the entries read, and the operands (pieces) as floats.
-  std::unordered_map<int, int> row_of, col_of;
+  std::vector<int> row_of(A.rows, -1), col_of(B.cols, -1);
   std::vector<int> rows, cols, row_slot(entries.size()), col_slot(entries.size());
   for (std::size_t e = 0; e < entries.size(); ++e) {
-    auto [r, inserted_r] = row_of.try_emplace(entries[e].first, static_cast<int>(rows.size()));
-    if (inserted_r) rows.push_back(entries[e].first);
-    auto [c, inserted_c] = col_of.try_emplace(entries[e].second, static_cast<int>(cols.size()));
-    if (inserted_c) cols.push_back(entries[e].second);
-    row_slot[e] = r->second;
-    col_slot[e] = c->second;
+    const auto [i, j] = entries[e];
+    if (row_of[i] < 0) {
+      row_of[i] = static_cast<int>(rows.size());
+      rows.push_back(i);
+    }
+    if (col_of[j] < 0) {
+      col_of[j] = static_cast<int>(cols.size());
+      cols.push_back(j);
+    }
+    row_slot[e] = row_of[i];
+    col_slot[e] = col_of[j];
   }
   if (entries.empty()) return std::vector<double>{};
   const int P = flat.pieces, nc = static_cast<int>(cols.size());
