@@ -63,6 +63,7 @@ struct Fprev {
   // the units in increasing k, p and q skipped, m.group of them to a group. One group: every unit.
   // A group is the k range from its first unit to its last, p and q inside it overwritten by M.
   Item item(int p, int q, int g) const;
+  std::pair<int, int> unit_range(int p, int q, int g) const;  // group g's units' k range [from, to)
   // Units counted for each pair, pair t answered at entry E[t % |E|] (all its groups there, so that
   // a count is one entry's): |E| pairs take one launch per group. Throws when a group's count is not
   // a whole number of its units.

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "reference/explain/internal.hpp"
 #include "reference/fprev.hpp"
@@ -75,24 +77,26 @@ FprevMasks tree_masks(const Oracle& o) {
   return choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), o.K(), FprevUnits::grouped);
 }
 
+// The k range [from, to) of group g's units for pair (p, q) (p < 0: no pair), when there is more than one group.
+std::pair<int, int> Fprev::unit_range(int p, int q, int g) const {
+  const int units = p >= 0 ? o.K() - 2 : o.K();
+  const int lo = std::min(p, q), hi = std::max(p, q);
+  auto k_of_rank = [&](int r) {  // the k of the r-th unit: lo and hi skipped
+    if (lo >= 0 && r >= lo) ++r;
+    if (hi >= 0 && r >= hi) ++r;
+    return r;
+  };
+  return {k_of_rank(g * m.group), k_of_rank(std::min((g + 1) * m.group, units) - 1) + 1};
+}
+
 Item Fprev::item(int p, int q, int g) const {
   const int K = o.K(), units = p >= 0 ? K - 2 : K;
   Item it;
   it.b.fill = m.b_unit();
   it.a.fill = m.a_unit();
-  if (m.groups(units) > 1) {
-    const int lo = std::min(p, q), hi = std::max(p, q);
-    auto k_of_rank = [&](int r) {  // the k of the r-th unit: lo and hi skipped
-      if (lo >= 0 && r >= lo) ++r;
-      if (hi >= 0 && r >= hi) ++r;
-      return r;
-    };
-    it.a.fill_from = k_of_rank(g * m.group);
-    it.a.fill_to = k_of_rank(std::min((g + 1) * m.group, units) - 1) + 1;
-  }
+  if (m.groups(units) > 1) std::tie(it.a.fill_from, it.a.fill_to) = unit_range(p, q, g);
   if (p >= 0) {
-    it.a.at.push_back({p, m.a_big()});
-    it.a.at.push_back({q, m.a_big()});
+    it.a.at = {{p, m.a_big()}, {q, m.a_big()}};
     it.b.at = {{p, m.b_big()}, {q, -m.b_big()}};
   }
   return it;
@@ -104,11 +108,25 @@ std::vector<int> Fprev::counts(const std::vector<Entry>& E, const std::vector<st
   for (std::size_t first = 0; first < pairs.size(); first += E.size()) {
     const std::size_t n = std::min(E.size(), pairs.size() - first);
     const int units = pairs[first].first >= 0 ? K - 2 : K, G = m.groups(units);
+    // One launch per group: the inputs are built once, the groups differ only in their units' k range.
+    SparseInputs in;
+    in.a_rows.reserve(n);
+    in.b_cols.reserve(n);
+    for (std::size_t t = 0; t < n; ++t) {
+      Item it = item(pairs[first + t].first, pairs[first + t].second, 0);
+      it.a.index = E[t].first;
+      it.b.index = E[t].second;
+      in.a_rows.push_back(std::move(it.a));
+      in.b_cols.push_back(std::move(it.b));
+    }
+    const std::vector<Entry> at(E.begin(), E.begin() + static_cast<std::ptrdiff_t>(n));
     for (int g = 0; g < G; ++g) {
-      std::vector<Item> items;
-      items.reserve(n);
-      for (std::size_t t = 0; t < n; ++t) items.push_back(item(pairs[first + t].first, pairs[first + t].second, g));
-      const std::vector<std::uint64_t> bits = run_items(o, E, std::move(items));
+      if (g > 0)
+        for (std::size_t t = 0; t < n; ++t)
+          std::tie(in.a_rows[t].fill_from, in.a_rows[t].fill_to) =
+              unit_range(pairs[first + t].first, pairs[first + t].second, g);
+      const std::vector<std::uint64_t> bits = o.run_sparse(in, at);
+      if (bits.size() != n) throw std::logic_error("explain: the oracle answered the wrong number of entries");
       const int in_group = std::min(m.group, units - g * m.group);
       for (std::size_t t = 0; t < n; ++t) {
         const auto [p, q] = pairs[first + t];
