@@ -1,7 +1,7 @@
 """gemmlab.explain on the GPU, issue 37's parts: the scheduling stage on Triton split-K kernels that add
 their parts with atomics, jnp.matmul (whose tree stage failed before explain waited for its own writes
 of A and B), torch.compile(mode="max-autotune") held to one compiled kernel, and bad input: a callable
-that raises on its third call, one that returns the wrong shape on some calls, and one that hits an
+that raises on its fourth call, one that returns the wrong shape on some calls, and one that hits an
 illegal memory access (in a process of its own: the CUDA context is lost there). The callables are
 examples' (splitk_atomic.py, framework_matmuls.py, bad_callables.py). Each test skips with
 its reason where there is no GPU, GPU engine, PyTorch, Triton or JAX.
@@ -114,15 +114,17 @@ def test_torch_compile_max_autotune_is_explained_on_one_compiled_kernel(tmp_path
         assert (e.rows["mismatches"] == 0).all()
 
 
-def test_callable_raising_on_its_third_call_stops_explain_there(tmp_path):
+def test_callable_raising_on_its_fourth_call_stops_explain_there(tmp_path):
     _torch_triton()
     from bad_callables import RaisesOnCall
 
-    e = gemmlab.explain(RaisesOnCall(3), name="raises_on_call_3", input_format="fp16", size=128,
+    e = gemmlab.explain(RaisesOnCall(4), name="raises_on_call_4", input_format="fp16", size=128,
                         out=tmp_path / "r.csv", judge_rows=False, **SMALL)
     assert not e.identified
-    assert e.report["failed_stage"] == "tree", e.summary  # calls 1 and 2 are the GEMM check's
-    assert "call 3: the callable raised ValueError: raised on purpose on call 3" in e.report["reason"]
+    # call 1 is the first call, before explain's clock; calls 2 and 3 are the GEMM check's
+    assert e.report["failed_stage"] == "tree", e.summary
+    assert "call 4: the callable raised" in e.report["reason"], e.report["reason"]
+    assert "ValueError: raised on purpose on call 4" in e.report["reason"], e.report["reason"]
     assert e.numerics is None
     assert (tmp_path / "r.csv").exists()
 
@@ -138,7 +140,9 @@ def test_judge_keeps_the_rows_before_a_raising_call(tmp_path):
                       distributions=["uniform_0_1", "normal_0_1"], reps=2, warmup=1, out=out)
     rows = e.value.rows
     assert rows["status"].iloc[1] == "error" and rows["status"].iloc[0] != "error", rows[["status", "note"]]
-    assert "call 6: the callable raised ValueError" in rows["note"].iloc[1]
+    # the exception as Python prints it: its traceback, ending in the type and message
+    assert "call 6: the callable raised" in rows["note"].iloc[1], rows["note"].iloc[1]
+    assert "ValueError: raised on purpose on call 6" in rows["note"].iloc[1], rows["note"].iloc[1]
     assert len(gemmlab.load_results(out)) == 2
 
 
