@@ -269,6 +269,19 @@ std::optional<std::vector<double>> emulate_tree_at_gpu(const SummationTree& tree
   std::vector<int> passes;
   if (split)
     for (const auto& [pa, pb] : split->passes) passes.insert(passes.end(), {static_cast<int>(pa), static_cast<int>(pb)});
+  const long long n = static_cast<long long>(entries.size());
+  const long long internal = std::max(1, flat.nodes - flat.leaves);
+  // At most 2^28 floats (1 GiB) of node values at a time.
+  const long long batch = std::max(128LL, std::min(n, (1LL << 28) / internal) / 128 * 128);
+  {  // what the call holds on the GPU, against half of what is free (the kernel under study keeps its own)
+    const std::size_t need = (a.size() + b.size() + static_cast<std::size_t>(std::min(n, batch) * internal)) * 4 +
+                             static_cast<std::size_t>(n) * 17 + (flat.children.size() + 4 * flat.nodes) * 4;
+    std::size_t free_b = 0, total_b = 0;
+    GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    if (need > free_b / 2)
+      return refuse("it needs " + std::to_string(need >> 20) + " MiB of GPU memory, " + std::to_string(free_b >> 20) +
+                    " MiB are free");
+  }
   Stream stream;
   const cudaStream_t s = stream.s;
   DeviceArray<int> d_first(flat.first_child, s), d_children(flat.children, s), d_model(flat.model, s),
@@ -276,10 +289,6 @@ std::optional<std::vector<double>> emulate_tree_at_gpu(const SummationTree& tree
       d_passes(passes, s), d_row(row_slot, s), d_col(col_slot, s);
   DeviceArray<Rule> d_rules(rules, s);
   DeviceArray<float> d_a(a, s), d_b(b, s);
-  const long long n = static_cast<long long>(entries.size());
-  const long long internal = std::max(1, flat.nodes - flat.leaves);
-  // At most 2^28 floats (1 GiB) of node values at a time.
-  const long long batch = std::max(128LL, std::min(n, (1LL << 28) / internal) / 128 * 128);
   DeviceArray<float> d_scratch(static_cast<std::size_t>(std::min(n, batch) * internal));
   DeviceArray<double> d_out(static_cast<std::size_t>(n));
   DeviceArray<unsigned char> d_fault(static_cast<std::size_t>(n));

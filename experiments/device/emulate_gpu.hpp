@@ -29,7 +29,8 @@ struct GpuEmulationCounts {
 };
 
 // emulate_tree_at on the current device: nullopt, with `counts->not_taken` saying why, where the GPU does
-// not take the tree or its models. Throws std::runtime_error on a CUDA error.
+// not take the tree or its models, or would need more than half of the GPU memory free. Throws
+// std::runtime_error on a CUDA error.
 std::optional<std::vector<double>> emulate_tree_at_gpu(const SummationTree& tree, const emulation::NodeModel& model,
                                                        const Matrix& A, const Matrix& B,
                                                        const std::vector<std::pair<int, int>>& entries, int threads,
