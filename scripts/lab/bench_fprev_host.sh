@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# explain's own host time per FPRev launch, two commits side by side on this CPU (one thread, taskset -c 0),
+# explain's own host time in its tree and scheduling stages (FPRev's launches), two commits side by side on this CPU (one thread, taskset -c 0),
 # each run twice, alternately:
 #   scripts/lab/bench_fprev_host.sh OLD_COMMIT [NEW_COMMIT]     (NEW_COMMIT: the working tree)
 # Only reference/explain/tree.cpp (Fprev::counts) is taken from each commit (scripts/lab/bench_commits.sh).
