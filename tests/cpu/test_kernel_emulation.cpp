@@ -613,3 +613,54 @@ TEST(KernelEmulationTree, Fp16AccumulatorNodesChainTheirFp16Outputs) {
   }
   EXPECT_GT(not_fp32_exact, 0);
 }
+
+// flatten_tree: emulate_tree_at's work as arrays (what explain's GPU composition reads): every internal node's
+// children in the tree's order, one model per distinct fused node model, the chains of split operands, and the
+// pieces split_line gives through the flattened tree as through the model that reads them. The GPU's walk of
+// these arrays is held to emulate_tree_at bit for bit in tests/gpu/test_emulate_gpu.cpp.
+TEST(KernelEmulationFlat, ArraysHoldTheTreeItsModelsAndItsChains) {
+  const int K = 64;
+  const SummationTree t = promoted_tree(K, 16, 32);  // chains of 2 fused nodes, their sums added in fp32
+  const FlatTree plain = flatten_tree(t, bf16_model());
+  EXPECT_EQ(plain.leaves, K);
+  EXPECT_EQ(plain.nodes, t.node_count());
+  EXPECT_EQ(plain.pieces, 1);
+  ASSERT_EQ(plain.first_child.size(), static_cast<std::size_t>(t.node_count() - K + 1));
+  ASSERT_EQ(plain.params.size(), 1u);  // one model for every fused node
+  EXPECT_EQ(plain.params[0], *bf16_model()(16));
+  int fused = 0;
+  for (int n = K; n < t.node_count(); ++n) {
+    const int i = n - K;
+    const std::vector<int> ch(plain.children.begin() + plain.first_child[i],
+                              plain.children.begin() + plain.first_child[i + 1]);
+    EXPECT_EQ(ch, t.children(n)) << "node " << n;
+    EXPECT_EQ(plain.model[i], ch.size() == 2 ? -1 : 0) << "node " << n;
+    fused += plain.model[i] == 0;
+  }
+  EXPECT_EQ(fused, K / 16);
+  EXPECT_TRUE(plain.chain_of.empty() && plain.chain_nodes.empty());
+
+  const SplitScheme s = triton_bf16(3);
+  const FlatTree split = flatten_tree(t, bf16_model(), &s);
+  EXPECT_EQ(split.pieces, max_split_pieces);
+  const std::vector<std::vector<int>> chains = fused_chains(t);
+  ASSERT_EQ(split.chain_first.size(), chains.size() + 1);
+  for (std::size_t c = 0; c < chains.size(); ++c) {
+    const std::vector<int> nodes(split.chain_nodes.begin() + split.chain_first[c],
+                                 split.chain_nodes.begin() + split.chain_first[c + 1]);
+    EXPECT_EQ(nodes, chains[c]);
+    EXPECT_EQ(split.chain_of[chains[c].back() - K], static_cast<int>(c));  // the chain runs at its last node
+    for (std::size_t x = 0; x + 1 < chains[c].size(); ++x) EXPECT_EQ(split.chain_of[chains[c][x] - K], -1);
+  }
+  std::vector<double> x(K), via_flat, via_model;
+  for (int k = 0; k < K; ++k) x[k] = 1 + std::ldexp(static_cast<double>(k * 2654435761u % 65536), -20);
+  split_line(s, split, x.data(), K, via_flat);
+  ASSERT_EQ(via_flat.size(), static_cast<std::size_t>(max_split_pieces * K));
+  for (int k = 0; k < K; ++k) {
+    const std::array<double, max_split_pieces> p = split_pieces(s, *bf16_model()(16), x[k]);
+    for (int q = 0; q < max_split_pieces; ++q) EXPECT_EQ(via_flat[static_cast<std::size_t>(max_split_pieces) * k + q], p[q]);
+  }
+  EXPECT_THROW(split_line(s, plain, x.data(), K, via_model), std::invalid_argument);  // flattened without pieces
+  // What emulate_tree_at refuses, flatten_tree refuses the same way.
+  EXPECT_THROW(flatten_tree(blocked_tree(K, 8, true), bf16_model()), std::invalid_argument);
+}
