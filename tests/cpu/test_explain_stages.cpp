@@ -135,3 +135,37 @@ TEST(ExplainStages, AFirstCallThatFailsIsTheGemmStagesFailure) {
   EXPECT_NE(r.reason.find("call 1: the kernel could not be compiled"), std::string::npos) << r.reason;
   EXPECT_EQ(names(r), std::vector<std::string>{"gemm"});
 }
+
+// Options::emulate (a GPU's predictions in gemmlab explain): the distributions it takes are predicted by it, before
+// the scheduling stage, the others by the host as without it; every output is compared either way, and
+// Report::predicted_on_gpu counts the outputs it predicted. Here a stand-in that computes emulate_tree_at's
+// outputs itself (the same bits), after the operands' conversion, for the first distribution only.
+TEST(ExplainStages, AnEmulatorPredictsWhatItTakesAndTheHostTheRest) {
+  SyntheticKernel k(64, 64, 128, Format::fp32, blocked_tree(128, 8, true), model_of(tc::Instruction::mma_m16n8k8_tf32_f32),
+                    Conversion::tf32_rna, Conversion::tf32_rna);
+  Options opt = quick();
+  int calls = 0, taken = 0;
+  bool converted = true;
+  opt.emulate = [&](const SummationTree& t, const emulation::NodeModel& m, const Matrix& A, const Matrix& B,
+                    const std::vector<std::pair<int, int>>& entries, int threads,
+                    const emulation::SplitScheme* split) -> std::optional<std::vector<double>> {
+    for (double v : A.v) converted = converted && convert(Conversion::tf32_rna, v) == v;
+    if (calls++ > 0) return std::nullopt;
+    ++taken;
+    return emulation::emulate_tree_at(t, m, A, B, entries, threads, split);
+  };
+  const Report r = explain_kernel(k, opt);
+  ASSERT_TRUE(r.identified) << r.summary();
+  EXPECT_EQ(r.conversion.a, Conversion::tf32_rna);
+  EXPECT_TRUE(converted) << "the emulator is handed the operands as the multiplier reads them";
+  EXPECT_EQ(calls, 2);  // once per distribution
+  EXPECT_EQ(taken, 1);
+  ASSERT_EQ(r.comparisons.size(), 2u);
+  for (const Comparison& c : r.comparisons) {
+    EXPECT_EQ(c.mismatches, 0) << c.distribution;
+    EXPECT_GT(c.outputs, 0) << c.distribution;
+  }
+  EXPECT_EQ(r.predicted_on_gpu, r.comparisons[0].outputs);
+  EXPECT_EQ(names(r), (std::vector<std::string>{"gemm", "tree", "conversion", "nodes", "composition", "scheduling",
+                                                "composition"}));
+}
