@@ -376,8 +376,8 @@ struct Report {
   double first_call_seconds = 0;  // Options::first_call: the call before the clock (0: none made)
   long long predicted_on_gpu = 0;  // the composition's outputs Options::emulate predicted (the rest: this host)
   // Each stage that ran, in order (gemm, tree, conversion, nodes, composition, scheduling, composition: the
-  // composition's kernel runs, then the scheduling stage while its predictions are made on the CPU, then
-  // its comparison; a tree that is not one deterministic order goes from tree to scheduling): its wall
+  // composition's kernel runs and its predictions by Options::emulate, then the scheduling stage while the
+  // predictions it did not take are made on the CPU, then its comparison; a tree that is not one deterministic order goes from tree to scheduling): its wall
   // time and the kernel's launches in it, where explain's time goes.
   struct StageTime {
     std::string stage;
