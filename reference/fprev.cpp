@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace gemmlab {
 namespace {
@@ -39,7 +40,8 @@ std::string FprevMasks::describe() const {
   return s.str();
 }
 
-FprevMasks choose_fprev_masks(Format input, Format compute, Format accumulator, Format output, int K, FprevUnits units) {
+FprevMasks choose_fprev_masks(Format input, Format compute, Format accumulator, Format output, int K, FprevUnits units,
+                              FprevCarrier carrier) {
   int e_in_max = 1 << 20, e_in_min_norm = -(1 << 20), e_in_min_sub = -(1 << 20);
   for (Format f : {input, compute}) {
     const FormatInfo& ff = info(f);
@@ -61,18 +63,23 @@ FprevMasks choose_fprev_masks(Format input, Format compute, Format accumulator, 
   const int n = std::min(K, 1 << std::min(p_sum, 30));
   FprevMasks m;
   m.K = K;
-  const int e_M = std::min({2 * e_in_max, e_sum_max, 40});
-  m.e_a_big = (e_M + 1) / 2;
+  const bool one = carrier != FprevCarrier::both;  // one operand holds M and u, the other 1
+  const int e_M = std::min({one ? e_in_max : 2 * e_in_max, e_sum_max, 40});
+  m.e_a_big = one ? 0 : (e_M + 1) / 2;
   m.e_b_big = e_M - m.e_a_big;
   const int lk = ceil_log2(n), target = e_M - lk - 48;
   int e_u = std::max({target, e_in_min_norm, e_sum_min});
-  if (e_M - e_u - lk < 30) e_u = std::max({target, 2 * e_in_min_sub, e_sum_min});
+  if (e_M - e_u - lk < 30) e_u = std::max({target, one ? e_in_min_sub : 2 * e_in_min_sub, e_sum_min});
   if (e_u >= e_in_min_sub) {
     m.e_a_unit = 0;
     m.e_b_unit = e_u;
   } else {
     m.e_b_unit = e_in_min_sub;
     m.e_a_unit = e_u - e_in_min_sub;
+  }
+  if (carrier == FprevCarrier::a) {
+    std::swap(m.e_a_big, m.e_b_big);
+    std::swap(m.e_a_unit, m.e_b_unit);
   }
   m.group = K;
   if (units == FprevUnits::grouped) {

@@ -40,6 +40,10 @@ struct FprevMasks {
 // How FPRev may count units: all K in one item (`gemmlab order`: one entry, one launch per pair), or
 // in groups (`gemmlab explain`).
 enum class FprevUnits { one_group, grouped };
+// Which operand carries M and u: both (M = a_big * b_big and u = a_unit * b_unit, each factor in its operand's
+// range), or one of them alone, the other operand then 1 wherever it is not 0 (an operand that can hold 1 but
+// not M or u: the quantized operand of an X x bf16 matmul, whose elements share a scale per block).
+enum class FprevCarrier { both, a, b };
 
 // M as large as the input/compute formats and (a quarter of) the accumulator/output range allow
 // (at most 2^40); u small enough that n units stay 2^48 below M where possible, preferring units
@@ -52,7 +56,9 @@ enum class FprevUnits { one_group, grouped };
 // nearest absorbs x into M = 2^e only when |x| < 2^(e-24); two more bits for tensor cores that keep
 // 25 fraction bits); group = K when G >= K (then nothing differs from one_group). Throws when not
 // even one unit lies 2^26 below M.
+// A carrier a or b takes M and u from that operand's range alone: M at most its largest power of two, u at
+// least its smallest subnormal.
 FprevMasks choose_fprev_masks(Format input, Format compute, Format accumulator, Format output, int K,
-                              FprevUnits units = FprevUnits::one_group);
+                              FprevUnits units = FprevUnits::one_group, FprevCarrier carrier = FprevCarrier::both);
 
 }  // namespace gemmlab

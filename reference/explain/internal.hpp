@@ -73,7 +73,7 @@ struct Fprev {
 };
 // The masks the tree stage asks with, for the oracle's formats and K (choose_fprev_masks, grouped
 // units). Throws std::invalid_argument where no unit can be counted.
-FprevMasks tree_masks(const Oracle& o);
+FprevMasks tree_masks(const Oracle& o, FprevCarrier carrier = FprevCarrier::both);
 
 // Stage 2 (tree.cpp): the tree revealed at the entries E, verified entry by entry and call by call.
 TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt);

@@ -112,7 +112,7 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
     return st;
   }
   const int K = o.K();
-  Fprev f{o, tree_masks(o)};  // the tree stage counted with these masks: they exist
+  Fprev f{o, tree_masks(o, opt.fprev_carrier)};  // the tree stage counted with these masks: they exist
   const Pairs pairs = schedule_pairs(K, opt.schedule_pairs, opt.seed);
   std::vector<std::size_t> in_order(pairs.size());
   for (std::size_t x = 0; x < in_order.size(); ++x) in_order[x] = x;

@@ -73,8 +73,8 @@ int lca_size(const SummationTree& t, int p, int q) {
 
 namespace detail {
 
-FprevMasks tree_masks(const Oracle& o) {
-  return choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), o.K(), FprevUnits::grouped);
+FprevMasks tree_masks(const Oracle& o, FprevCarrier carrier) {
+  return choose_fprev_masks(o.input(), o.input(), Format::fp32, o.output(), o.K(), FprevUnits::grouped, carrier);
 }
 
 // The k range [from, to) of group g's units for pair (p, q) (p < 0: no pair), when there is more than one group.
@@ -184,7 +184,7 @@ TreeStage reveal(Oracle& o, const std::vector<Entry>& E, const Options& opt) {
   }
   Fprev f{o, {}};
   try {
-    f.m = tree_masks(o);
+    f.m = tree_masks(o, opt.fprev_carrier);
   } catch (const std::invalid_argument& e) {
     st.why = e.what();
     return st;

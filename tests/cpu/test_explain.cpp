@@ -1027,3 +1027,106 @@ TEST(ExplainPredictions, FileHoldsTheAccumulatorBeforeTheOutputRounding) {
   std::fclose(f);
   EXPECT_EQ(lines, 2 * 32 * 48);
 }
+
+// ---------------------------------------------------------------------------------------------
+// FPRev with one operand carrying M and u (FprevCarrier, Options::fprev_carrier): the other operand holds
+// only 1 and 0 (-1 at one product when A carries), which a quantized operand of unit scale can hold, and
+// the tree revealed is the one both operands reveal.
+
+namespace {
+
+// The values each operand takes in the tree and scheduling stages' launches.
+class OperandValues : public ForwardingOracle {
+ public:
+  using ForwardingOracle::ForwardingOracle;
+  std::string stage;
+  std::set<double> a, b;
+  std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
+    if (stage == "tree" || stage == "scheduling") {
+      const auto note = [](const SparseVector& v, std::set<double>& to) {
+        if (v.fill_from < v.fill_to) to.insert(v.fill);
+        for (const auto& [k, x] : v.at) to.insert(x);
+      };
+      for (const SparseVector& v : in.a_rows) note(v, a);
+      for (const SparseVector& v : in.b_cols) note(v, b);
+    }
+    return ForwardingOracle::run_sparse(in, entries);
+  }
+
+ protected:
+  void before_launch() override {}
+};
+
+}  // namespace
+
+TEST(FprevCarrier, OneOperandCarriesMAndUWithinItsOwnRange) {
+  for (Format in : {Format::bf16, Format::fp16, Format::fp32}) {
+    SCOPED_TRACE(info(in).name);
+    const FprevMasks both = grouped_masks(in, in, Format::fp32, 4096);
+    const FprevMasks b = choose_fprev_masks(in, in, Format::fp32, Format::fp32, 4096, FprevUnits::grouped,
+                                            FprevCarrier::b);
+    const FprevMasks a = choose_fprev_masks(in, in, Format::fp32, Format::fp32, 4096, FprevUnits::grouped,
+                                            FprevCarrier::a);
+    EXPECT_EQ(b.a_big(), 1.0);
+    EXPECT_EQ(b.a_unit(), 1.0);
+    EXPECT_EQ(a.b_big(), 1.0);
+    EXPECT_EQ(a.b_unit(), 1.0);
+    EXPECT_EQ(a.a_big(), b.b_big());
+    EXPECT_EQ(a.a_unit(), b.b_unit());
+    // M and u in the carrier's own range: at most its largest power of two, at least its smallest subnormal.
+    EXPECT_LE(b.b_big(), info(in).max_finite);
+    EXPECT_GE(b.b_unit(), std::ldexp(1.0, info(in).emin - info(in).precision + 1));
+    EXPECT_GE(b.margin_bits, 26);
+    EXPECT_LE(b.b_big(), both.a_big() * both.b_big());
+  }
+  // e4m3 alone: M = 2^8, u down to 2^-9: M / u = 2^17 leaves groups of 2^-9 units too few to absorb (< 2^26).
+  EXPECT_THROW(choose_fprev_masks(Format::e4m3, Format::e4m3, Format::fp32, Format::fp32, 4096, FprevUnits::grouped,
+                                  FprevCarrier::b),
+               std::invalid_argument);
+}
+
+TEST(FprevCarrier, OneOperandOfOnesRevealsTheSameTree) {
+  const int K = 256;
+  struct Case {
+    const char* name;
+    Format input;
+    SummationTree tree;
+    emulation::NodeModel model;
+  };
+  const emulation::NodeModel none = [](int) -> std::optional<tc::TcParams> { return std::nullopt; };
+  const std::vector<Case> cases{
+      {"bf16 in-mma chain", Format::bf16, blocked_tree(K, 16, true), model_of(tc::Instruction::mma_m16n8k16_bf16_f32)},
+      {"fp16 split-K 2", Format::fp16, split_blocked_tree(K, 16, 2, true), model_of(tc::Instruction::mma_m16n8k16_f16_f32)},
+      {"fp32 FMA chain", Format::fp32, sequential_tree(K), none},
+      {"fp32 pairwise", Format::fp32, pairwise_tree(K), none}};
+  for (const Case& c : cases) {
+    std::string canonical;
+    for (FprevCarrier carrier : {FprevCarrier::both, FprevCarrier::a, FprevCarrier::b}) {
+      SCOPED_TRACE(std::string(c.name) + ", carrier " + std::to_string(static_cast<int>(carrier)));
+      SyntheticKernel k(32, 32, K, c.input, c.tree, c.model);
+      OperandValues o(k);
+      Options opt;
+      opt.distributions = {"uniform_0_1"};
+      opt.verify_pairs = 16;
+      opt.max_probes = 2000;
+      opt.fprev_carrier = carrier;
+      opt.on_stage = [&o](const Report&, const std::string& stage) { o.stage = stage; };
+      const Report r = explain_kernel(o, opt);
+      ASSERT_TRUE(r.tree.ok) << r.summary();
+      EXPECT_TRUE(r.identified) << r.summary();
+      for (const Comparison& cmp : r.comparisons) EXPECT_EQ(cmp.mismatches, 0);
+      if (carrier == FprevCarrier::both) canonical = r.tree.tree.canonical();
+      EXPECT_EQ(r.tree.tree.canonical(), canonical);
+      ASSERT_FALSE(o.a.empty());
+      if (carrier == FprevCarrier::b) {
+        for (double x : o.a) EXPECT_TRUE(x == 0 || x == 1) << x;
+        EXPECT_GT(*o.b.rbegin(), 1.0) << "B holds M";
+        EXPECT_EQ(o.b.count(-*o.b.rbegin()), 1u) << "and -M";
+      }
+      if (carrier == FprevCarrier::a) {
+        for (double x : o.b) EXPECT_TRUE(x == 0 || x == 1 || x == -1) << x;
+        EXPECT_GT(*o.a.rbegin(), 1.0) << "A holds M";
+      }
+    }
+  }
+}
