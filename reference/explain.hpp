@@ -216,8 +216,9 @@ struct Options {
   // host's threads: a GPU's (experiments/device/emulate_gpu.hpp), the same bits. Called before the
   // scheduling stage, in this thread; where it returns nullopt the host predicts, in the background.
   emulation::TreeEmulator emulate;
-  // Which operand carries FPRev's M and u in the tree and scheduling stages (fprev.hpp): both, or one, the other
-  // operand then 1 or 0 (-1 at one product with carrier a) in every launch of those stages.
+  // Which operand carries FPRev's M and u in the tree and scheduling stages (fprev.hpp), and the gemm stage's
+  // power-of-two products: both, or one, the other operand then 1 or 0 (-1 at one product with carrier a) in
+  // every launch of those stages.
   FprevCarrier fprev_carrier = FprevCarrier::both;
 };
 

@@ -71,7 +71,7 @@ namespace {
 template <class Note, class Fail, class Next>
 Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E, Report& r, Note& note, Fail& fail,
                       Next& next, Clock::time_point t0, long long launches0) {
-  if (std::string why = check_gemm(o, E, r.gemm_check); !why.empty()) return fail("gemm", why);
+  if (std::string why = check_gemm(o, E, r.gemm_check, opt.fprev_carrier); !why.empty()) return fail("gemm", why);
   note("gemm checked");
   next("tree");
   r.tree = reveal(o, E, opt);

@@ -2,12 +2,13 @@
 // products come back exact, no NaN from finite inputs (reference/explain.hpp).
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "reference/explain/internal.hpp"
 
 namespace gemmlab::explain::detail {
 
-std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen) {
+std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen, FprevCarrier carrier) {
   const Format in = o.input(), out = o.output();
   const int K = o.K();
   std::vector<Item> zeros(E.size());
@@ -28,13 +29,22 @@ std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen
     int k2 = static_cast<int>((t + 1 + t / K) % K);
     if (k2 == k) k2 = (k + 1) % K;
     const double a = std::ldexp(1.0, static_cast<int>(t % 4) - 1), b = std::ldexp(1.0, -static_cast<int>(t % 3));
+    // Each product's factors; with one operand carrying (Options::fprev_carrier) the other's is 1.
+    const auto factors = [carrier](double x, double y) {
+      return carrier == FprevCarrier::b ? std::pair{1.0, x * y}
+             : carrier == FprevCarrier::a ? std::pair{x * y, 1.0}
+                                          : std::pair{x, y};
+    };
     Item it;
-    it.a.at = {{k, a}};
-    it.b.at = {{k, b}};
+    const auto [a1, b1] = factors(a, b);
+    it.a.at = {{k, a1}};
+    it.b.at = {{k, b1}};
     double e = a * b;
     if (K > 1 && t % 2 == 1) {  // a second product 2^-3 of the first
-      it.a.at.push_back({k2, std::ldexp(1.0, std::min(emax_in, 0))});
-      it.b.at.push_back({k2, a * b / 8 / std::ldexp(1.0, std::min(emax_in, 0))});
+      const double a2 = std::ldexp(1.0, std::min(emax_in, 0));
+      const auto [x2, y2] = factors(a2, a * b / 8 / a2);
+      it.a.at.push_back({k2, x2});
+      it.b.at.push_back({k2, y2});
       e += a * b / 8;
     }
     items.push_back(it);

@@ -51,7 +51,8 @@ std::uint64_t output_bits(Format f, double v, std::uint64_t nan_bits);
 
 // Stage 1 (gemm_check.cpp): "" when the kernel is a GEMM as far as zero inputs and one or two
 // power-of-two products tell; else why not. `seen` says what was checked.
-std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen);
+std::string check_gemm(Oracle& o, const std::vector<Entry>& E, std::string& seen,
+                       FprevCarrier carrier = FprevCarrier::both);
 
 // FPRev's queries (reference/fprev.hpp), each pair's units split into the masks' groups: a pair of
 // groups(K - 2) items, whose counts add up to the pair's count (tree.cpp; the scheduling stage asks

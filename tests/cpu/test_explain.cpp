@@ -1035,14 +1035,14 @@ TEST(ExplainPredictions, FileHoldsTheAccumulatorBeforeTheOutputRounding) {
 
 namespace {
 
-// The values each operand takes in the tree and scheduling stages' launches.
+// The values each operand takes in the gemm, tree and scheduling stages' launches.
 class OperandValues : public ForwardingOracle {
  public:
   using ForwardingOracle::ForwardingOracle;
   std::string stage;
   std::set<double> a, b;
   std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
-    if (stage == "tree" || stage == "scheduling") {
+    if (stage == "gemm" || stage == "tree" || stage == "scheduling") {
       const auto note = [](const SparseVector& v, std::set<double>& to) {
         if (v.fill_from < v.fill_to) to.insert(v.fill);
         for (const auto& [k, x] : v.at) to.insert(x);
