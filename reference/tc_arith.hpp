@@ -320,6 +320,18 @@ GEMMLAB_HD double block_narrow(const P& p, const FI& fa, const FI& fb, const FI&
   return round_exact(fo, total, p.output_rounding, p.subnormal_output, p.result_fraction_bits, p.overflow);
 }
 
+// c_entry final_add: C added to the blocks' result `acc` last, in an addition of its own (an FADD / HADD2):
+// IEEE 754 on infinities and NaN (inf - inf gives NaN), else the exact sum rounded to nearest even in the
+// output format `fo` (no flush).
+template <class FI>
+GEMMLAB_HD double final_add(const FI& fo, double acc, double c, Fault& f) {
+  if (!finite(acc) || !finite(c)) return pfp::add(acc, c);
+  if (c == 0 && acc == 0) return pfp::add(c, acc);  // IEEE sign of a zero sum
+  const Exact s = add(exact_of(acc, f), exact_of(c, f));
+  if (s.v == 0) return 0.0;
+  return round_exact(fo, s, Rounding::nearest_even, true);
+}
+
 // One instruction of a block_fused model on finite operands (a NaN or infinite a_i or b_i is dot()'s
 // special rule; C may be anything): the blocks chained in order from C (or from +0 with c_entry final_add,
 // C then added last), every block narrow (narrow_fits). p.block_size divides k (<= 64 products per block),
@@ -332,13 +344,7 @@ GEMMLAB_HD double chain_blocks(const P& p, const FI& fa, const FI& fb, const FI&
   const int bs = p.block_size, nblocks = k / bs;
   for (int j = 0; j < nblocks && finite(acc); ++j)
     acc = block_narrow(p, fa, fb, fo, F, ea_min, eb_min, a + j * bs, b + j * bs, bs, acc, f);
-  if (!c_last) return acc;
-  // C added last: IEEE 754 on infinities and NaN, else one addition rounded to nearest even (an FADD)
-  if (!finite(acc) || !finite(c)) return pfp::add(acc, c);
-  if (c == 0 && acc == 0) return pfp::add(c, acc);  // IEEE sign of a zero sum
-  const Exact s = add(exact_of(acc, f), exact_of(c, f));
-  if (s.v == 0) return 0.0;
-  return round_exact(fo, s, Rounding::nearest_even, true);
+  return c_last ? final_add(fo, acc, c, f) : acc;
 }
 
 }  // namespace gemmlab::tc::arith

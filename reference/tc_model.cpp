@@ -555,13 +555,9 @@ double dot(const TcParams& p, const double* a, const double* b, int k, double c,
         trace->rule = std::string(blocks_infinite ? "nan_inf: an infinite product makes the blocks' result infinite"
                                                   : "final_add: the blocks' result or C is infinite or NaN") +
                       "; C is added last by IEEE 754 (inf - inf gives NaN)";
-      return acc + c;
     }
-    // one addition C + acc rounded to nearest even in the output format (an FADD: IEEE 754, no flush)
-    if (c == 0 && acc == 0) return c + acc;  // IEEE sign of a zero sum
-    Exact s = add(exact_of(acc), exact_of(c));
-    if (s.v == 0) return 0.0;
-    return round_exact(p.output, s, Rounding::nearest_even, true);
+    arith::Fault f;
+    return arith::final_add(gemmlab::info(p.output), acc, c, f);
   }
   return acc;
 }

@@ -31,6 +31,12 @@ std::string entry_text(const Entry& e) { return "C(" + std::to_string(e.first) +
 
 std::string value_text(double x) { return tc::exact_text(x); }
 
+std::vector<std::uint64_t> run_inputs(Oracle& o, const SparseInputs& in, const std::vector<Entry>& at) {
+  std::vector<std::uint64_t> bits = o.run_sparse(in, at);
+  if (bits.size() != at.size()) throw std::logic_error("explain: the oracle answered the wrong number of entries");
+  return bits;
+}
+
 namespace {
 // run_items' body: Items is const std::vector<Item>& (each item copied into the launch's inputs) or
 // std::vector<Item>& of items the caller gives up (each moved: FPRev's thousands a launch).
@@ -56,8 +62,7 @@ std::vector<std::uint64_t> run_items_of(Oracle& o, const std::vector<Entry>& ent
       in.a_rows.back().index = entries[t].first;
       in.b_cols.back().index = entries[t].second;
     }
-    std::vector<std::uint64_t> bits = o.run_sparse(in, at);
-    if (bits.size() != n) throw std::logic_error("explain: the oracle answered the wrong number of entries");
+    const std::vector<std::uint64_t> bits = run_inputs(o, in, at);
     out.insert(out.end(), bits.begin(), bits.end());
   }
   return out;

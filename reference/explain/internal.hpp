@@ -37,6 +37,9 @@ struct Item {
 };
 
 // Runs the items |entries| at a time, item t of a launch at entries[t]; the output bits per item.
+// One launch of `in` at the entries `at` (one sparse row and column each); throws when the oracle answers
+// another number of entries.
+std::vector<std::uint64_t> run_inputs(Oracle& o, const SparseInputs& in, const std::vector<Entry>& at);
 std::vector<std::uint64_t> run_items(Oracle& o, const std::vector<Entry>& entries, const std::vector<Item>& items);
 // The same with items the caller gives up: moved into the launches, not copied.
 std::vector<std::uint64_t> run_items(Oracle& o, const std::vector<Entry>& entries, std::vector<Item>&& items);

@@ -125,8 +125,7 @@ std::vector<int> Fprev::counts(const std::vector<Entry>& E, const std::vector<st
         for (std::size_t t = 0; t < n; ++t)
           std::tie(in.a_rows[t].fill_from, in.a_rows[t].fill_to) =
               unit_range(pairs[first + t].first, pairs[first + t].second, g);
-      const std::vector<std::uint64_t> bits = o.run_sparse(in, at);
-      if (bits.size() != n) throw std::logic_error("explain: the oracle answered the wrong number of entries");
+      const std::vector<std::uint64_t> bits = run_inputs(o, in, at);
       const int in_group = std::min(m.group, units - g * m.group);
       for (std::size_t t = 0; t < n; ++t) {
         const auto [p, q] = pairs[first + t];
