@@ -655,6 +655,7 @@ std::string explain_isolated(const std::vector<std::string>& worker_argv, const 
                              std::uint64_t seed, int device, const std::string& out_csv, const std::string& caller_json,
                              const std::string& command_line, double grace_seconds) {
   if (!out_csv.empty()) check_writable(out_csv);
+  (void)gpu_tree_emulator();  // GEMMLAB_EMULATE refused here, before the worker starts, as the worker would
   nlohmann::json report;
   std::vector<std::string> row;
   {

@@ -330,7 +330,13 @@ std::optional<std::vector<double>> emulate_tree_at_gpu(const SummationTree& tree
 }
 
 emulation::TreeEmulator gpu_tree_emulator() {
-  if (const char* e = std::getenv("GEMMLAB_EMULATE"); e && std::strcmp(e, "cpu") == 0) return {};
+  if (const char* e = std::getenv("GEMMLAB_EMULATE"); e && *e) {
+    if (std::strcmp(e, "cpu") == 0) return {};
+    if (std::strcmp(e, "gpu") != 0)
+      throw std::invalid_argument(std::string("GEMMLAB_EMULATE is '") + e +
+                                  "': set it to cpu (explain's predictions on this host) or gpu (on the GPU, the "
+                                  "default), or unset it");
+  }
   // GEMMLAB_PROFILE_ORACLE=1 (explain_gpu.hpp): each call's time, as explain's oracle profiles its calls
   const bool profile = std::getenv("GEMMLAB_PROFILE_ORACLE") != nullptr;
   return [profile](const SummationTree& tree, const emulation::NodeModel& model, const Matrix& A, const Matrix& B,

@@ -8,7 +8,7 @@
 // or that meets anything else the host's model raises on, is marked by the GPU and computed on the host
 // with emulate_tree_at: every output is emulate_tree_at's, bit for bit (tests/gpu/test_emulate_gpu.cpp).
 //
-// Set GEMMLAB_EMULATE=cpu to keep the composition on the host.
+// Set GEMMLAB_EMULATE=cpu to keep the composition on the host (gpu, or unset: on the GPU).
 #pragma once
 #include <optional>
 #include <string>
@@ -38,7 +38,8 @@ std::optional<std::vector<double>> emulate_tree_at_gpu(const SummationTree& tree
                                                        GpuEmulationCounts* counts = nullptr);
 
 // For explain::Options::emulate: emulate_tree_at_gpu on the device current when it is called, or nothing
-// (an empty function) under GEMMLAB_EMULATE=cpu.
+// (an empty function) under GEMMLAB_EMULATE=cpu. Throws std::invalid_argument, naming the values it takes, for
+// any other GEMMLAB_EMULATE than cpu, gpu or empty.
 emulation::TreeEmulator gpu_tree_emulator();
 
 }  // namespace gemmlab

@@ -134,9 +134,11 @@ int explain_command(const ExplainRequest& req) {
     std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
   }
+  emulation::TreeEmulator emulate;  // the composition's predictions on the GPU (GEMMLAB_EMULATE=cpu: here)
   try {
     check_writable(req.out_csv);
     if (!req.judge_csv.empty()) check_writable(req.judge_csv);
+    emulate = gpu_tree_emulator();
   } catch (const std::exception& e) {
     std::cerr << "gemmlab explain: " << e.what() << "\n";
     return 2;
@@ -147,7 +149,7 @@ int explain_command(const ExplainRequest& req) {
   opt.seed = req.seed;
   opt.compare_outputs = req.compare_outputs;
   opt.first_call = true;  // a kernel compiled on first use (Triton, XLA) compiles before the clock
-  opt.emulate = gpu_tree_emulator();  // the composition's predictions on the GPU (GEMMLAB_EMULATE=cpu: here)
+  opt.emulate = emulate;
   for (const explain::KnownKernel& kk : known_kernels(all_kernels()))
     if (kk.name != k->name) opt.known.push_back(kk);
   KernelOracle oracle(*k, req.M, req.N, req.K);

@@ -4,6 +4,8 @@
 // chains), Triton's split operands (tf32x3, bf16x3, bf16x6), and data the GPU leaves to the host (NaN,
 // infinity, subnormal operands, overflowing blocks): each such output must come back as the host has it.
 #include <cmath>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -184,6 +186,29 @@ TEST(EmulateGpu, RefusesWhatItDoesNotTakeAndSaysWhy) {
                                    model_of(*tc::measured_hopper_params(tc::Instruction::wgmma_m64n8k16_f16_f32), 16),
                                    wide, B, all_entries(2, 2), 1, nullptr, &c));
   EXPECT_NE(c.not_taken.find("fp32"), std::string::npos) << c.not_taken;
+}
+
+// GEMMLAB_EMULATE: cpu keeps the predictions on the host (no emulator), gpu or unset the GPU's; anything else
+// is refused with the values it takes (no GPU needed).
+TEST(EmulateGpu, GemmlabEmulateTakesCpuOrGpuAndRefusesOthers) {
+  const char* before = std::getenv("GEMMLAB_EMULATE");
+  const std::string saved = before ? before : "";
+  setenv("GEMMLAB_EMULATE", "cpu", 1);
+  EXPECT_FALSE(gpu_tree_emulator());
+  setenv("GEMMLAB_EMULATE", "gpu", 1);
+  EXPECT_TRUE(gpu_tree_emulator());
+  unsetenv("GEMMLAB_EMULATE");
+  EXPECT_TRUE(gpu_tree_emulator());
+  setenv("GEMMLAB_EMULATE", "CPU", 1);
+  try {
+    gpu_tree_emulator();
+    ADD_FAILURE() << "GEMMLAB_EMULATE=CPU was taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("set it to cpu"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'CPU'"), std::string::npos) << e.what();
+  }
+  if (before) setenv("GEMMLAB_EMULATE", saved.c_str(), 1);
+  else unsetenv("GEMMLAB_EMULATE");
 }
 
 }  // namespace
