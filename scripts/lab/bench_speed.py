@@ -18,6 +18,8 @@ unpacked or installed), torch, Triton and JAX. PART (default: main):
   explain-frameworks  examples/explain_frameworks.py at 4096^3: the Triton flavours (split operands among
                   them), split-K with atomics, torch.matmul and torch.mm, torch._scaled_mm
   explain-others  scripts/lab/explain37.py at 4096^3: split-K (atomics), jnp.matmul, torch.compile
+  fastest         the fastest tenth of the main job's rows, fixed count and noise rule in turn, ROUNDS times
+                  (default 3): each noise median against the CI of the fixed run just before it (fastest/)
   explain         the three explain parts
   all             main and explain
 ONLY=NAME,... (environment) keeps the explain parts to those kernels (a CLI baseline, a flavour of
@@ -42,6 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN_COMMITTED = ROOT / "results/engine/h100_20261127_main_job"
+MAIN_NOISE_COMMITTED = ROOT / "results/engine/h200_20261129_main_job/default_noise.csv"
 EXPLAIN_COMMITTED = ROOT / "results/explain/h100_20261127_issue37"
 CLI_KERNELS = ["cublas_gemmex_fp32_pedantic", "cublas_gemmex_fp32_fast_tf32", "cublas_gemmex_fp16_f32",
                "cublas_gemmex_bf16_f32", "cublaslt_fp8_e4m3_f32", "cublaslt_fp8_e4m3_f32_fast_accum",
@@ -196,6 +199,83 @@ def part_main(bin_dir: Path, out: Path) -> list[dict]:
     return rows
 
 
+def part_fastest(bin_dir: Path, out: Path) -> list[dict]:
+    """The fastest tenth of the main job's rows timed by both protocols in turn, in one session: ROUNDS
+    (environment, default 3) rounds of `--reps 20 --warmup 3` then the noise rule, each run seconds after the
+    other, so that the comparison of a noise-stopped median with the fixed count's CI is not one of two runs
+    minutes apart (the GPU's clocks drift between those by more than either CI). The rows: those of this OUT_DIR's
+    main part when it ran, else the committed H200 main job's (MAIN_NOISE_COMMITTED)."""
+    d = out / "fastest"
+    d.mkdir(parents=True, exist_ok=True)
+    gemmlab = bin_dir / "gemmlab"
+    source = out / "main" / "default_noise.csv"
+    if not source.exists():
+        source = MAIN_NOISE_COMMITTED
+    noise = {(r["kernel"], r["distribution"], r["form"]): r for r in read_csv(source)}
+    timed = sorted((k for k in noise if number(noise[k]["time_ms_median"])), key=lambda k: number(noise[k]["time_ms_median"]))
+    picked = timed[: max(1, len(timed) // 10)]
+    kernels = ",".join(sorted({k for k, _, _ in picked}))
+    dists = ",".join(sorted({dist for _, dist, _ in picked}))
+    rounds = int(os.environ.get("ROUNDS", "3"))
+    runs: dict[tuple[str, int], dict] = {}
+    for r in range(rounds):
+        for proto in ("fixed", "noise"):
+            csv_path = d / f"{proto}_{r}.csv"
+            extra = ["--reps", "20", "--warmup", "3"] if proto == "fixed" else []
+            rc, wall = run([gemmlab, "run", "-k", kernels, "-d", dists, "-s", "4096", "--seeds", "20261121", *extra,
+                            "-o", csv_path, "--force"], d / f"{proto}_{r}.log")
+            log(f"round {r} {proto}: rc={rc} wall {wall:.1f} s")
+            runs[(proto, r)] = {(x["kernel"], x["distribution"], x["form"]): x for x in read_csv(csv_path)} if rc == 0 else {}
+
+    def within(a: dict, b: dict) -> bool:
+        """a's median within b's 95% CI of its median."""
+        ma, mb = number(a["time_ms_median"]), number(b["time_ms_median"])
+        return abs(ma - mb) / mb <= (number(b.get("time_ms_ci95_rel")) or 0.0)
+
+    counts = {"noise_in_fixed": 0, "fixed_in_noise": 0, "either": 0, "fixed_in_next_fixed": 0, "pairs": 0, "drift_pairs": 0}
+    with open(d / "fastest_interleaved.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["kernel", "distribution", "form", "round", "median_fixed", "ci95_rel_fixed", "median_noise",
+                    "ci95_rel_noise", "reps_noise", "stopped_by_noise", "rel_diff", "noise_within_fixed_ci",
+                    "fixed_within_noise_ci", "rel_diff_fixed_to_next_round"])
+        for key in picked:
+            for r in range(rounds):
+                a, b = runs[("fixed", r)].get(key), runs[("noise", r)].get(key)
+                if not a or not b or not number(a["time_ms_median"]) or not number(b["time_ms_median"]):
+                    continue
+                ma, mb = number(a["time_ms_median"]), number(b["time_ms_median"])
+                nf, fn = within(b, a), within(a, b)
+                counts["pairs"] += 1
+                counts["noise_in_fixed"] += nf
+                counts["fixed_in_noise"] += fn
+                counts["either"] += nf or fn
+                nxt = runs.get(("fixed", r + 1), {}).get(key)
+                drift = ""
+                if nxt and number(nxt["time_ms_median"]):
+                    counts["drift_pairs"] += 1
+                    counts["fixed_in_next_fixed"] += within(nxt, a)
+                    drift = round((number(nxt["time_ms_median"]) - ma) / ma, 6)
+                w.writerow([*key, r, ma, a.get("time_ms_ci95_rel", ""), mb, b.get("time_ms_ci95_rel", ""), b.get("reps", ""),
+                            b.get("stopped_by", ""), round((mb - ma) / ma, 6), nf, fn, drift])
+    from gemmlab.results import write_summary_meta  # this tree's package (PYTHONPATH, scripts/lab/README.md)
+
+    write_summary_meta(d / "fastest_interleaved.csv", [d / f"{p}_{r}.csv" for r in range(rounds) for p in ("fixed", "noise")],
+                       "scripts/lab/bench_speed.py " + " ".join(sys.argv[1:]) + " (part fastest)")
+    n, nd = counts["pairs"], counts["drift_pairs"]
+    return [
+        dict(part="fastest", item="noise_median_within_fixed_ci", value=counts["noise_in_fixed"], value_committed=n,
+             unit=f"of {n} row-rounds", shows="the noise rule's median within the CI of the fixed count's run just before "
+             "it (fastest/fastest_interleaved.csv; value_committed holds the count)"),
+        dict(part="fastest", item="fixed_median_within_noise_ci", value=counts["fixed_in_noise"], value_committed=n,
+             unit=f"of {n} row-rounds", shows="the same the other way round"),
+        dict(part="fastest", item="within_either_ci", value=counts["either"], value_committed=n, unit=f"of {n} row-rounds",
+             shows="the two medians within one of the two CIs"),
+        dict(part="fastest", item="fixed_median_within_previous_fixed_ci", value=counts["fixed_in_next_fixed"],
+             value_committed=nd, unit=f"of {nd} row-rounds", shows="the drift: the fixed count against itself one round "
+             "later (the same protocol; what no per-run CI covers)"),
+    ]
+
+
 # --- explain -------------------------------------------------------------------------------------------
 
 def committed_explain() -> dict[str, dict]:
@@ -323,11 +403,11 @@ def main() -> int:
     expand = {"explain": ["explain-cli", "explain-frameworks", "explain-others"],
               "all": ["main", "explain-cli", "explain-frameworks", "explain-others"]}
     parts = [q for p in parts for q in expand.get(p, [p])]
-    known = {"main", "explain-cli", "explain-frameworks", "explain-others"}
+    known = {"main", "fastest", "explain-cli", "explain-frameworks", "explain-others"}
     if any(p not in known for p in parts):
         print(f"bench_speed: unknown part among {parts}; known: {', '.join(sorted(known))}, explain, all", file=sys.stderr)
         return 2
-    if {"main", "explain-cli"} & set(parts) and not os.access(bin_dir / "gemmlab", os.X_OK):
+    if {"main", "fastest", "explain-cli"} & set(parts) and not os.access(bin_dir / "gemmlab", os.X_OK):
         print(f"bench_speed: {bin_dir / 'gemmlab'} is not an executable gemmlab: give BIN_DIR, the folder a build of "
               "this tree wrote gemmlab and gemmlab_gpu_tests to", file=sys.stderr)
         return 2
@@ -353,6 +433,8 @@ def main() -> int:
     for p in parts:
         if p == "main":
             rows += part_main(bin_dir, out)
+        elif p == "fastest":
+            rows += part_fastest(bin_dir, out)
         elif p == "explain-cli":
             rows += part_explain_cli(bin_dir, out, committed)
         elif p == "explain-frameworks":

@@ -14,8 +14,10 @@
 #   killprobe  scripts/lab/probes/kill_spin.sh: how long the GPU stays held after a spinning kernel's process
 #              ends (issue 44)
 #   profile    scripts/lab/probes/profile_costs.sh: where explain's launches and the statistics spend their time (issue 42)
+#   fp8prof    scripts/lab/probes/profile_fp8_explain.py: where a Python fp8 kernel's explain spends its time (issue 42)
 #   pytest     tests/python with the GPU (every Python test, the GPU ones included; PYTEST_ARGS="..." instead chooses)
 #   main       scripts/lab/bench_speed.py main (issue 42: the main job stopped on noise, its guard, compare)
+#   fastest    scripts/lab/bench_speed.py fastest (issue 42: the fastest rows, fixed count and noise rule in turn)
 #   explain    scripts/lab/bench_speed.py explain-cli explain-frameworks explain-others (issue 42)
 #   explain-cli, explain-frameworks, explain-others: one of those
 #   quantized  scripts/lab/gpu_quantized.sh (issue 43)
@@ -64,10 +66,12 @@ for part in "$@"; do
     tests) part_run tests "$bin/gemmlab_gpu_tests" --gtest_brief=1 ;;
     corun) part_run corun scripts/lab/probes/corun.sh "$out/corun/files" ;;
     profile) part_run profile scripts/lab/probes/profile_costs.sh "$bin" "$out/profile/files" ;;
+    fp8prof) part_run fp8prof "$py" scripts/lab/probes/profile_fp8_explain.py "$out/fp8prof/files" ;;
     killprobe) part_run killprobe scripts/lab/probes/kill_spin.sh "$out/killprobe/files" ;;
     gen) part_run gen scripts/lab/gpu_generations.sh "$bin" "$out/gen/files" ;;
     pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-tests/python} ;;
     main) part_run main "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" main ;;
+    fastest) part_run fastest "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" fastest ;;
     explain) part_run explain "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" explain ;;
     explain-cli|explain-frameworks|explain-others) part_run "$part" "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" "$part" ;;
     suite-quantized) part_run suite-quantized "$bin/gemmlab" run --suite quantized -o "$out/suite-quantized/quantized.csv" ;;
