@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "reference/explain/internal.hpp"
 #include "reference/rng.hpp"
@@ -53,6 +55,42 @@ std::vector<std::pair<double, double>> carry_pieces(double c, Format fmt, int sl
     shift += p;
   }
   return out;
+}
+
+// The values each operand can hold (Options::values_a, values_b), sorted; empty: any value of the format.
+struct Values {
+  std::vector<double> a, b;
+  bool any() const { return !a.empty() || !b.empty(); }
+};
+
+// The product a b written as x y with x among v.a and y among v.b (either: any value exact in fmt), the
+// same value and, for a zero, the same sign; a and b themselves where they fit. nullopt where no pair does
+// (a NaN or an infinity that a restricted operand cannot hold, a product none of the values divides exactly).
+std::optional<std::pair<double, double>> within(double a, double b, Format fmt, const Values& v) {
+  auto fits = [&](double x, const std::vector<double>& in) {
+    if (!std::isfinite(x)) return in.empty() && tc::round_to_format(fmt, x, Rounding::nearest_even) == x;
+    return tc::round_to_format(fmt, x, Rounding::nearest_even) == x &&
+           (in.empty() || std::binary_search(in.begin(), in.end(), x));  // -0 finds 0: both signs are held
+  };
+  if (fits(a, v.a) && fits(b, v.b)) return std::pair{a, b};
+  const double p = a * b;  // exact: both have at most 24 significand bits
+  if (!std::isfinite(p) || !std::isfinite(a) || !std::isfinite(b)) return std::nullopt;
+  if (p == 0) {
+    for (double x : {0.0, -0.0, 1.0, -1.0})
+      for (double y : {0.0, -0.0, 1.0, -1.0})
+        if (x * y == 0 && std::signbit(x * y) == std::signbit(p) && fits(x, v.a) && fits(y, v.b)) return std::pair{x, y};
+    return std::nullopt;
+  }
+  // One operand's values tried in turn (the restricted one: a short list), the other the quotient.
+  const bool by_a = !v.a.empty();
+  for (double x : by_a ? v.a : v.b) {
+    if (x == 0) continue;
+    const double y = p / x;
+    if (y * x != p) continue;  // not exact
+    if (by_a ? (fits(x, v.a) && fits(y, v.b)) : (fits(y, v.a) && fits(x, v.b)))
+      return by_a ? std::pair{x, y} : std::pair{y, x};
+  }
+  return std::nullopt;
 }
 
 bool same_arithmetic(tc::TcParams a, const tc::TcParams& b) {
@@ -366,7 +404,7 @@ NodeStage infer_split(Oracle& o, const std::vector<Entry>& E, const SummationTre
 // measured instruction of the same arithmetic where there is one (the special rules that only the
 // adversarial corpus settles are not probed here).
 NodeKind infer_kind(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, int node, bool carry, Format compute,
-                    const Options& opt, std::string& why) {
+                    const Options& opt, const Values& values, std::string& why) {
   NodeKind nk;
   nk.carry = carry;
   // The node's own leaves, and the leaves that build its C (the carry child's leaves).
@@ -391,6 +429,7 @@ NodeKind infer_kind(Oracle& o, const std::vector<Entry>& E, const SummationTree&
   struct Set {
     tc::Instruction ins;  // the first candidate of this accumulator (whose probes these are)
     std::vector<tc::Probe> probes;
+    std::vector<tc::Probe> fitted;  // with Options::values_a / values_b: the probes as the operands hold them
     std::vector<const tc::Probe*> used;
     std::vector<std::uint64_t> bits;
     int skipped = 0;
@@ -398,24 +437,47 @@ NodeKind infer_kind(Oracle& o, const std::vector<Entry>& E, const SummationTree&
   std::vector<Set> sets;
   for (tc::Instruction ins : cands)
     if (std::none_of(sets.begin(), sets.end(), [&](const Set& x) { return tc::info(x.ins).output == tc::info(ins).output; }))
-      sets.push_back({ins, tc::make_probes(tc::info(ins)), {}, {}, 0});
+      sets.push_back({ins, tc::make_probes(tc::info(ins)), {}, {}, {}, 0});
   for (Set& set : sets) {
     std::vector<Item> items;
-    for (const tc::Probe& pr : set.probes) {
+    set.fitted.reserve(set.probes.size());  // `used` points into it
+    for (const tc::Probe& original : set.probes) {
       if (static_cast<long long>(set.used.size()) >= opt.max_probes) break;
-      if (pr.raw || (pr.c != 0 && !carry) || (pr.c == 0 && std::signbit(pr.c))) {
+      if (original.raw || (original.c != 0 && !carry) || (original.c == 0 && std::signbit(original.c))) {
         ++set.skipped;
         continue;
       }
+      const tc::Probe* probe = &original;
+      if (values.any()) {  // the same products within the values the operands hold, or the probe left out
+        tc::Probe q = original;
+        bool ok = true;
+        for (int k = 0; k < nk.leaves && ok; ++k) {
+          const auto xy = within(q.a[k], q.b[k], compute, values);
+          if (xy) std::tie(q.a[k], q.b[k]) = *xy;
+          ok = xy.has_value();
+        }
+        if (!ok) {
+          ++set.skipped;
+          continue;
+        }
+        set.fitted.push_back(std::move(q));
+        probe = &set.fitted.back();
+      }
+      const tc::Probe& pr = *probe;
       Item it;
       for (int k = 0; k < nk.leaves; ++k) {
         it.a.at.push_back({L[k], pr.a[k]});
         it.b.at.push_back({L[k], pr.b[k]});
       }
       if (pr.c != 0) {
-        const auto pieces = carry_pieces(pr.c, compute, static_cast<int>(builder.size()));
-        if (pieces.empty() || std::fabs(pr.c) < 0x1p-100 || std::fabs(pr.c) > 0x1p100) {
+        auto pieces = carry_pieces(pr.c, compute, static_cast<int>(builder.size()));
+        bool held = true;
+        for (auto& [a, b] : pieces)
+          if (const auto xy = within(a, b, compute, values)) std::tie(a, b) = *xy;
+          else held = false;
+        if (!held || pieces.empty() || std::fabs(pr.c) < 0x1p-100 || std::fabs(pr.c) > 0x1p100) {
           ++set.skipped;
+          if (values.any()) set.fitted.pop_back();
           continue;
         }
         for (std::size_t x = 0; x < pieces.size(); ++x) {
@@ -424,7 +486,7 @@ NodeKind infer_kind(Oracle& o, const std::vector<Entry>& E, const SummationTree&
         }
       }
       items.push_back(std::move(it));
-      set.used.push_back(&pr);
+      set.used.push_back(probe);
     }
     set.bits = run_items(o, E, items);
   }
@@ -557,12 +619,22 @@ NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTre
     st.why = "A and B reach the multiplier in different formats";
     return st;
   }
+  Values values{opt.values_a, opt.values_b};
+  std::sort(values.a.begin(), values.a.end());
+  std::sort(values.b.begin(), values.b.end());
   // fp32 products exact in single products but fused: operands split into tf32 pieces, or nothing.
-  if (compute == Format::fp32 && !kinds.empty() && (conv.split || instructions_for(Format::fp32, kinds[0].leaves).empty()))
+  if (compute == Format::fp32 && !kinds.empty() && (conv.split || instructions_for(Format::fp32, kinds[0].leaves).empty())) {
+    if (values.any()) {
+      st.why = "split operands: their probes need values that an operand held to a few (Options::values_a, values_b) "
+               "cannot hold";
+      st.seconds = since(t0);
+      return st;
+    }
     return infer_split(o, E, t, opt, t0);
+  }
   for (const Kind& kind : kinds) {
     std::string why;
-    st.kinds.push_back(infer_kind(o, E, t, kind.node, kind.carry, compute, opt, why));
+    st.kinds.push_back(infer_kind(o, E, t, kind.node, kind.carry, compute, opt, values, why));
     if (!why.empty()) {
       st.why = why;
       st.seconds = since(t0);

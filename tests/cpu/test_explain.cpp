@@ -1035,14 +1035,15 @@ TEST(ExplainPredictions, FileHoldsTheAccumulatorBeforeTheOutputRounding) {
 
 namespace {
 
-// The values each operand takes in the gemm, tree and scheduling stages' launches.
+// The values each operand takes in the launches of the stages named (the gemm, tree and scheduling stages').
 class OperandValues : public ForwardingOracle {
  public:
   using ForwardingOracle::ForwardingOracle;
   std::string stage;
+  std::set<std::string> stages{"gemm", "tree", "scheduling"};
   std::set<double> a, b;
   std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) override {
-    if (stage == "gemm" || stage == "tree" || stage == "scheduling") {
+    if (stages.count(stage)) {
       const auto note = [](const SparseVector& v, std::set<double>& to) {
         if (v.fill_from < v.fill_to) to.insert(v.fill);
         for (const auto& [k, x] : v.at) to.insert(x);
@@ -1128,5 +1129,126 @@ TEST(FprevCarrier, OneOperandOfOnesRevealsTheSameTree) {
         EXPECT_GT(*o.a.rbegin(), 1.0) << "A holds M";
       }
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The nodes stage within the values an operand holds (Options::values_a, values_b): a quantized operand of
+// unit scale (MXFP4's e2m1 elements, int4 weights -8..7) against a bf16 or fp16 one. Its probes' products are
+// written within those values, so the instruction and its arithmetic found are those found with every value,
+// every launch of the gemm, tree, nodes and scheduling stages keeps the operand to them, and the outputs are
+// predicted bit for bit.
+
+namespace {
+
+// Every finite value of a format of at most 8 bits, sorted (both zeros as one).
+std::vector<double> values_of(Format f) {
+  std::set<double> v;
+  for (std::uint64_t bits = 0; bits < (1u << info(f).storage_bits); ++bits) {
+    const double x = from_bits(f, bits);
+    if (std::isfinite(x)) v.insert(x == 0 ? 0.0 : x);
+  }
+  return {v.begin(), v.end()};
+}
+
+}  // namespace
+
+TEST(ExplainWithinValues, AQuantizedOperandOfUnitScaleGivesTheSameNodes) {
+  const int K = 256;
+  std::vector<double> int4;
+  for (int q = -8; q <= 7; ++q) int4.push_back(q);
+  struct Case {
+    const char* name;
+    Format input;
+    tc::Instruction ins;
+    FprevCarrier carrier;
+    std::vector<double> values_a, values_b;
+  };
+  const std::vector<Case> cases{
+      {"e2m1 A x bf16 B", Format::bf16, tc::Instruction::mma_m16n8k16_bf16_f32, FprevCarrier::b, values_of(Format::e2m1), {}},
+      {"e4m3 A x bf16 B", Format::bf16, tc::Instruction::mma_m16n8k16_bf16_f32, FprevCarrier::b, values_of(Format::e4m3), {}},
+      {"fp16 A x int4 B", Format::fp16, tc::Instruction::mma_m16n8k16_f16_f32, FprevCarrier::a, {}, int4}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string instruction, arithmetic;
+    std::set<std::string> ruled_out;  // the candidates whose measured models some probe contradicts
+    for (const bool within : {false, true}) {
+      SyntheticKernel k(32, 32, K, c.input, blocked_tree(K, 16, true), model_of(c.ins));
+      OperandValues o(k);
+      o.stages.insert("nodes");
+      Options opt;
+      opt.distributions = {"uniform_0_1"};
+      opt.verify_pairs = 16;
+      opt.max_probes = 2000;
+      opt.fprev_carrier = c.carrier;
+      if (within) opt.values_a = c.values_a, opt.values_b = c.values_b;
+      opt.on_stage = [&o](const Report&, const std::string& stage) { o.stage = stage; };
+      const Report r = explain_kernel(o, opt);
+      ASSERT_TRUE(r.nodes.ok) << r.summary();
+      EXPECT_TRUE(r.identified) << r.summary();
+      for (const Comparison& cmp : r.comparisons) EXPECT_EQ(cmp.mismatches, 0);
+      ASSERT_FALSE(r.nodes.kinds.empty());
+      const NodeKind& nk = r.nodes.kinds.back();
+      std::cout << "[ info ] " << c.name << (within ? " within its values" : " every value") << ": " << nk.instruction
+                << ", " << nk.probes << " probes\n";
+      std::set<std::string> out;
+      for (const auto& cand : nk.candidates)
+        if (cand.mismatching > 0) out.insert(cand.instruction);
+      std::cout << "[ info ]   ruled out: " << out.size() << " of " << nk.candidates.size() << " candidates\n";
+      const std::set<double>& held = c.values_a.empty() ? o.b : o.a;
+      const std::vector<double>& allowed = c.values_a.empty() ? c.values_b : c.values_a;
+      ASSERT_FALSE(held.empty());
+      const auto outside = std::count_if(held.begin(), held.end(), [&](double x) {
+        return !std::binary_search(allowed.begin(), allowed.end(), x);
+      });
+      if (!within) {
+        instruction = nk.instruction;
+        arithmetic = nk.params.describe();
+        ruled_out = out;
+        EXPECT_GT(outside, 0) << "with every value the probes go beyond the quantized operand's";
+        continue;
+      }
+      EXPECT_EQ(nk.instruction, instruction);
+      EXPECT_EQ(nk.params.describe(), arithmetic);
+      EXPECT_EQ(out, ruled_out) << "the same candidates ruled out";
+      EXPECT_EQ(outside, 0);
+      for (double x : held) EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), x)) << x;
+      EXPECT_GT((c.values_a.empty() ? o.a : o.b).size(), held.size()) << "the other operand carries the rest";
+    }
+  }
+}
+
+// An arithmetic no instruction has (bf16 products aligned to fewer bits than the measured models keep), found by
+// the inference from the probes' outcomes: the probes within e2m1's values on A find the same model.
+TEST(ExplainWithinValues, AnArithmeticNoInstructionHasIsInferredTheSame) {
+  const int K = 256;
+  tc::TcParams odd = *tc::measured_hopper_params(tc::Instruction::mma_m16n8k16_bf16_f32);
+  odd.neab = -3;
+  std::string inferred;
+  for (const bool within : {false, true}) {
+    SCOPED_TRACE(within ? "A within e2m1's values" : "every value");
+    SyntheticKernel k(32, 32, K, Format::bf16, blocked_tree(K, 16, true), [odd](int leaves) -> std::optional<tc::TcParams> {
+      if (leaves != 16) return std::nullopt;
+      return odd;
+    });
+    OperandValues o(k);
+    o.stages.insert("nodes");
+    Options opt;
+    opt.distributions = {"normal_0_1"};
+    opt.verify_pairs = 16;
+    opt.max_probes = 4000;  // the inference needs them (2,000 leave it undecided)
+    opt.fprev_carrier = FprevCarrier::b;
+    if (within) opt.values_a = values_of(Format::e2m1);
+    opt.on_stage = [&o](const Report&, const std::string& stage) { o.stage = stage; };
+    const Report r = explain_kernel(o, opt);
+    ASSERT_TRUE(r.identified) << r.summary();
+    for (const Comparison& cmp : r.comparisons) EXPECT_EQ(cmp.mismatches, 0);
+    const NodeKind& nk = r.nodes.kinds.back();
+    EXPECT_FALSE(nk.inferred_from.empty()) << "no measured model has this arithmetic: it is inferred";
+    EXPECT_EQ(nk.params.neab, -3) << nk.params.describe();
+    std::cout << "[ info ] " << (within ? "within e2m1: " : "every value: ") << nk.params.describe() << " ("
+              << nk.probes << " probes, " << nk.skipped << " left out)\n";
+    if (!within) inferred = nk.params.describe();
+    else EXPECT_EQ(nk.params.describe(), inferred);
   }
 }
