@@ -130,7 +130,8 @@ class Oracle {
   virtual std::vector<std::uint64_t> run_sparse(const SparseInputs& in, const std::vector<Entry>& entries) = 0;
   virtual std::vector<std::uint64_t> run_full(const Matrix& A, const Matrix& B, const std::vector<Entry>& entries) = 0;
   // run_full on the operands of distribution d from `seed` in the oracle's input format, generate()'s
-  // bit for bit, made where the kernel reads them; A (M, K) and B (K, N) get their values for the
+  // bit for bit (SOURCE@RECIPE with a quantized recipe: make_quantized_problem's dequantized operands, the
+  // kernel's quantized ones where it reads them), made where the kernel reads them; A (M, K) and B (K, N) get their values for the
   // caller: B whole, A at least in the rows `entries` name (an oracle may leave the others 0). The
   // default generates them on the host with `threads` threads and calls run_full; a GPU oracle makes
   // them on the GPU and copies back only what the caller reads (the composition's inputs, whose host

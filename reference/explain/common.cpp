@@ -6,6 +6,7 @@
 
 #include "reference/distributions.hpp"
 #include "reference/explain/internal.hpp"
+#include "reference/quantized.hpp"
 #include "reference/tc_infer.hpp"
 
 namespace gemmlab::explain {
@@ -18,6 +19,12 @@ double SparseVector::value(int k) const {
 
 std::vector<std::uint64_t> Oracle::run_generated(const Distribution& d, std::uint64_t seed, int threads,
                                                  const std::vector<Entry>& entries, Matrix& A, Matrix& B) {
+  if (d.quant) {  // SOURCE@RECIPE: the kernel computes from the dequantized operands, exact in binary64
+    const QuantizedProblem p = make_quantized_problem(d, M(), N(), K(), seed, threads);
+    A = p.A.dequantized();
+    B = p.B.dequantized();
+    return run_full(A, B, entries);
+  }
   A = generate(d, Operand::A, M(), K(), input(), seed, threads);
   B = generate(d, Operand::B, K(), N(), input(), seed, threads);
   return run_full(A, B, entries);

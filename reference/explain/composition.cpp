@@ -12,6 +12,7 @@
 
 #include "reference/distributions.hpp"
 #include "reference/explain/internal.hpp"
+#include "reference/quantized.hpp"
 #include "reference/parallel.hpp"
 #include "reference/error_stats.hpp"
 #include "reference/rng.hpp"
@@ -99,6 +100,19 @@ std::string Composition::begin(Oracle& o, const Options& opt, const Report& r, b
     const auto t0 = Clock::now();
     x.got = o.run_generated(d, opt.seed, opt.threads, st.cmp, x.A, x.B);
     x.run_seconds = since(t0);
+    // A quantized problem's dequantized operands (every element times its scales) are what the prediction
+    // multiplies; where they are not values of the format the kernel multiplies in, the kernel rounds them
+    // first, in a way no stage has found.
+    if (d.quant)
+      for (const auto& [m, which] : {std::pair<const Matrix*, const char*>{&x.A, "A"}, {&x.B, "B"}})
+        if (!all_representable(*m, o.input())) {
+          refused_at_ = "composition";
+          return std::string("the dequantized operand ") + which + " of " + d.name() +
+                 " (every element times its scales) holds values that are not " + info(o.input()).name +
+                 " values: the kernel rounds them before its " + info(o.input()).name +
+                 " products, which explain does not find (gemmlab.judge judges it, under the bound of that "
+                 "rounding)";
+        }
     st.dists.push_back(std::move(x));
   }
   // The predictions: the operands converted as the conversion stage found, the tree emulated at the compared

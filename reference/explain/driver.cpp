@@ -100,7 +100,8 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
   // tree misses, with the orders the scheduling stage revealed).
   next("composition");
   Composition composition;
-  if (std::string gap = composition.begin(o, opt, r, opt.schedule); !gap.empty()) return fail("nodes", gap);
+  if (std::string gap = composition.begin(o, opt, r, opt.schedule); !gap.empty())
+    return fail(composition.refused_at(), gap);
   next("scheduling");
   r.schedule = check_schedule(o, E, r.tree, opt);
   note("scheduling");

@@ -118,11 +118,15 @@ class Composition {
   Composition(const Composition&) = delete;
   Composition& operator=(const Composition&) = delete;
   std::string begin(Oracle& o, const Options& opt, const Report& r, bool background);
+  // The stage begin's refusal belongs to: "nodes" (a fused node the nodes stage left without a model) or
+  // "composition" (the operands cannot be predicted: a quantized problem's dequantized values the kernel rounds).
+  const std::string& refused_at() const { return refused_at_; }
   void finish(Oracle& o, const Options& opt, Report& r, long long& mismatches);
 
  private:
   struct State;
   std::unique_ptr<State> s_;
+  std::string refused_at_ = "nodes";
 };
 
 }  // namespace gemmlab::explain::detail
