@@ -42,6 +42,11 @@ def _require_matplotlib() -> None:
 
 def _run_columns(path: Path) -> tuple[list[str], list[str]]:
     """The kernels and the families of a run CSV, each in order of first appearance."""
+    if path.is_dir():
+        csvs = sorted(q.name for q in path.glob("*.csv"))
+        some = f" (it holds {', '.join(csvs[:3])}{', ...' if len(csvs) > 3 else ''})" if csvs else " (it holds no CSV)"
+        raise PlotError(f"{path} is a folder{some}: give one run's CSV, e.g. gemmlab plot {path / (csvs[0] if csvs else 'RUN.csv')}")
+    statuses: set[str] = set()
     try:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
@@ -53,10 +58,16 @@ def _run_columns(path: Path) -> tuple[list[str], list[str]]:
             for row in reader:
                 kernels[row["kernel"]] = None
                 families[row["family"]] = None
+                statuses.add(row["status"])
     except FileNotFoundError:
         raise PlotError(f"{path} does not exist: give the CSV of a gemmlab run") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PlotError(f"{path} cannot be read ({getattr(e, 'strerror', None) or e}): give the CSV of a gemmlab run") from None
     if not kernels:
         raise PlotError(f"{path} has no rows: nothing to draw")
+    if statuses == {"planned"}:
+        raise PlotError(f"{path} holds only planned rows, the plan of a --dry-run: nothing was measured, so there is "
+                        "nothing to draw; run it without --dry-run")
     return list(kernels), list(families)
 
 
@@ -96,7 +107,8 @@ def plot(csv_path: str | os.PathLike, out_dir: str | os.PathLike | None = None, 
                 why = (p.stderr.strip().splitlines() or ["no rows for it"])[-1]
                 print(f"gemmlab plot: no {figure} figure for {src}: {why}", file=sys.stderr)
         else:
-            raise PlotError(f"plots/{script} failed on {src} (exit {p.returncode}): {p.stderr.strip()[-2000:]}")
+            why = p.stderr.strip()[-2000:] or f"its script ({script}) ended with exit {p.returncode}"
+            raise PlotError(f"the {figure} figure of {src} cannot be drawn: {why}")
     return written
 
 

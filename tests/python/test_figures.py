@@ -64,6 +64,21 @@ def test_plot_of_what_is_not_a_run_csv_says_so(tmp_path, capsys):
     assert "gemmlab plot: " in capsys.readouterr().err
 
 
+def test_plot_of_a_folder_or_a_dry_run_says_what_to_give(tmp_path, capsys):
+    # A folder (load_results reads one; plot draws one run) names a CSV in it; a --dry-run's plan has nothing
+    # measured. Both before any script runs, exit 2 with the message, no traceback.
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "a.csv").write_bytes((DATA / "sample_run.csv").read_bytes())
+    with pytest.raises(gemmlab.PlotError, match=r"is a folder \(it holds a.csv\): give one run's CSV, e.g. gemmlab plot .*a.csv"):
+        gemmlab.plot(runs)
+    assert figures.main([str(runs)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    with pytest.raises(gemmlab.PlotError, match="holds only planned rows, the plan of a --dry-run: nothing was measured"):
+        gemmlab.plot(DATA / "dry_run.csv", tmp_path)
+    assert not list(tmp_path.glob("*.png"))
+
+
 def test_package_carries_the_plot_scripts_and_the_plugin_header():
     root = Path(__file__).resolve().parents[2]
     carried = sorted(p.name for p in figures.plots_dir().glob("*.py"))
