@@ -54,6 +54,7 @@ def main():
     fig, (ax_b, ax_s) = plt.subplots(1, 2, figsize=(13, h), sharey=True)
     off = {d: (i - (len(dists) - 1) / 2) * 0.7 / max(1, len(dists)) for i, d in enumerate(dists)}
     smallest = []
+    reach = 0.0  # the largest |bias| +- its CI shown
     for r in rows:
         y = kernels.index(r["kernel"]) + off[r["distribution"]]
         c = colors[dists.index(r["distribution"]) % len(colors)]
@@ -66,9 +67,21 @@ def main():
         for v in (abs(mean), std):
             if v > 0 and math.isfinite(v):
                 smallest.append(v)
+        if math.isfinite(mean) and math.isfinite(ci):
+            reach = max(reach, abs(mean) + ci)
     lin = 10 ** math.floor(math.log10(min(smallest))) if smallest else 1e-6
-    ax_b.set_xscale("symlog", linthresh=lin)
-    ax_b.xaxis.set_major_locator(matplotlib.ticker.SymmetricalLogLocator(linthresh=lin, base=100))
+    if reach <= 100 * lin:
+        pass  # the biases span less than two decades: a linear axis reads best (symlog's ticks crowded 0)
+    else:
+        ax_b.set_xscale("symlog", linthresh=lin)
+        # Ticks at 0 and at powers of 100 beyond the linear part; not at +-lin, whose labels ran into 0's.
+        lo, hi = ax_b.get_xlim()
+        ticks = [t for t in matplotlib.ticker.SymmetricalLogLocator(linthresh=lin, base=100).tick_values(lo, hi)
+                 if lo <= t <= hi and (t == 0 or abs(t) > 1.5 * lin)]
+        if len(ticks) >= 2:
+            ax_b.set_xticks(ticks)
+        else:
+            ax_b.xaxis.set_major_locator(matplotlib.ticker.SymmetricalLogLocator(linthresh=lin, base=100))
     ax_b.axvline(0, color="0.6", lw=0.8)
     ax_b.set_xlabel("bias: mean of (Ĉ−C)/|C| in units of u_out  (bars: 95% CI)")
     ax_s.set_xscale("log")
