@@ -78,6 +78,7 @@ Command add_port(CLI::App& app, const std::string& command_line) {
               if (!k->numerics.predictable() || k->numerics.k_chunked || k->scale_a != ScaleGranularity::none)
                 throw UsageError(name + ": its numerics (" + k->numerics.describe() +
                                  ") are not a record gemmlab predicts; explain it first and port the explanation");
+              if (std::string why = check_size(*k, o->p.M, o->p.N, o->p.K); !why.empty()) throw UsageError(why);
               PortKernel pk;
               pk.name = name;
               pk.numerics = k->numerics;

@@ -175,6 +175,15 @@ std::vector<PortRow> port(const std::vector<PortKernel>& kernels, const PortOpti
     if (!k.numerics.predictable() && k.numerics.accumulation != Accumulation::tree)
       throw std::invalid_argument(k.name + ": its numerics (" + k.numerics.describe() +
                                   ") cannot be predicted, so they cannot be ported");
+    // A named order's instruction takes K in steps of k_step products: at another K its order is not the
+    // kernel's, and the predictions would be of no kernel (no kernel runs there either).
+    if (k.numerics.accumulation != Accumulation::tree) {
+      const int step = std::max(1, k.numerics.k_step);
+      if (o.K % step != 0)
+        throw std::invalid_argument(k.name + ": its numerics (" + k.numerics.describe() + ") take K in multiples of " +
+                                    std::to_string(step) + "; K = " + std::to_string(o.K) +
+                                    " is not one: port at a size the kernel runs (e.g. -s 4096)");
+    }
     if (k.numerics.accumulation == Accumulation::tree) {
       if (!k.numerics.instruction)
         throw std::invalid_argument(k.name + ": a revealed tree without fused nodes sums on CUDA cores; nothing moves");

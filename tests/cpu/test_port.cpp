@@ -150,6 +150,15 @@ TEST(Port, RefusesWhatItCannotPort) {
   PortOptions o = small({tc::Generation::ampere});
   o.distributions = {"gaussian_7"};
   EXPECT_THROW(port({kernel(in_mma_fp16())}, o), std::invalid_argument);
+  // A K the instruction's steps do not divide: no kernel's order (its predictions were nonsense, exit 0).
+  PortOptions odd = small({tc::Generation::ampere});
+  odd.M = odd.N = odd.K = 100;
+  try {
+    port({kernel(in_mma_fp16())}, odd);
+    ADD_FAILURE() << "ported at K = 100, which 16-product steps do not divide";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("take K in multiples of 16; K = 100 is not one"), std::string::npos) << e.what();
+  }
 }
 
 // A kernel as explain wrote it on the H100 (committed): its tree, conversion and judged rows come back,
