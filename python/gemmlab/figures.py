@@ -86,7 +86,10 @@ def plot(csv_path: str | os.PathLike, out_dir: str | os.PathLike | None = None, 
         raise PlotError(f"the figure scripts are not in {scripts}: reinstall gemmlab, or set GEMMLAB_PLOTS_DIR to the "
                         "repository's plots/ folder")
     out = Path(out_dir) if out_dir is not None else src.parent
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PlotError(f"the figures' folder {out} cannot be made ({e.strerror or e}): give another with -o") from None
     stem = out / src.stem
     # (figure, script, extra arguments, may the run lack its rows)
     jobs: list[tuple[str, str, list[str], bool]] = []

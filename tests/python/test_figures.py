@@ -77,6 +77,16 @@ def test_plot_of_a_folder_or_a_dry_run_says_what_to_give(tmp_path, capsys):
     with pytest.raises(gemmlab.PlotError, match="holds only planned rows, the plan of a --dry-run: nothing was measured"):
         gemmlab.plot(DATA / "dry_run.csv", tmp_path)
     assert not list(tmp_path.glob("*.png"))
+    # A binary file and a figures' folder that cannot be made: messages, not tracebacks.
+    npy = tmp_path / "A.npy"
+    npy.write_bytes(b"\x93NUMPY\x01\x00" + bytes(range(256)))
+    with pytest.raises(gemmlab.PlotError, match="cannot be read|not a gemmlab run CSV"):
+        gemmlab.plot(npy)
+    if importlib.util.find_spec("matplotlib") is not None:  # checked first, before the folder is made
+        blocker = tmp_path / "file"
+        blocker.write_text("")
+        with pytest.raises(gemmlab.PlotError, match="cannot be made"):
+            gemmlab.plot(runs / "a.csv", blocker / "figs")
 
 
 def test_package_carries_the_plot_scripts_and_the_plugin_header():
