@@ -102,6 +102,10 @@ gemmlab_cli_test(dry_run_gpus 2 "--dry-run runs nothing on a GPU: leave out --gp
   -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --gpus 0 -o ${_out}/gp2.csv)
 gemmlab_cli_test(merge_no_out 2 "--out is required" -
   -- $<TARGET_FILE:gemmlab> merge ${_out}/a.csv)
+gemmlab_cli_test(merge_shard_not_csv 2 "shard '${_data}/bad_suite_key.toml' is not a .csv file" ${_out}/m9.csv
+  -- $<TARGET_FILE:gemmlab> merge ${_data}/dry_run.csv ${_data}/bad_suite_key.toml -o ${_out}/m9.csv)
+gemmlab_cli_test(merge_shard_without_meta 2 "has no '.*base.meta.json' beside it" ${_out}/m10.csv
+  -- $<TARGET_FILE:gemmlab> merge ${_data}/compare/base.csv -o ${_out}/m10.csv)
 # `gemmlab compare` on small CSVs (tests/data/compare/): exit 0, 3, 4 and 2, and the markdown report.
 add_test(NAME cli.compare COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/cli_compare.sh $<TARGET_FILE:gemmlab>
          ${_data}/compare ${_out}/compare)

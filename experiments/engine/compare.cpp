@@ -208,7 +208,7 @@ void check_options(const CompareOptions& opt) {
     if (contains(kIdentity, c))
       throw UsageError("--ignore " + c + ": rows are matched by that column, so it cannot be left out");
     if (!contains(result_columns(), c))
-      throw UsageError("--ignore " + c + ": gemmlab writes no column of that name (results/README.md lists them)");
+      throw UsageError("--ignore " + c + ": gemmlab writes no column of that name (docs/csv.md lists them)");
   }
   if (!(opt.slowdown_threshold >= 0) || !std::isfinite(opt.slowdown_threshold))
     throw UsageError("--slowdown-threshold must be a non-negative fraction (0.02 for 2%)");

@@ -19,7 +19,11 @@ nlohmann::json engine_metadata(const PlanSpec& plan, const std::string& shard) {
   return {{"plan_hash", plan_hash(plan)}, {"resolved_plan", plan_to_json(plan)}, {"shard", shard}};
 }
 
-ShardFiles ShardFiles::for_csv(const std::string& csv) { return {csv, OutputPaths::for_csv(csv).meta}; }
+ShardFiles ShardFiles::for_csv(const std::string& csv) {
+  if (csv.size() < 5 || csv.substr(csv.size() - 4) != ".csv")
+    throw UsageError("shard '" + csv + "' is not a .csv file: give the CSVs `gemmlab run --shard I/N -o X.csv` wrote");
+  return {csv, OutputPaths::for_csv(csv).meta};
+}
 
 namespace {
 
@@ -52,6 +56,10 @@ Merged merge_shards(const std::vector<ShardFiles>& shards) {
   std::vector<nlohmann::json> metas;
   std::string problems;
   for (const auto& s : shards) {
+    std::error_code ec;
+    if (!fs::exists(s.meta, ec))
+      throw UsageError("shard '" + s.csv + "' has no '" + s.meta + "' beside it: merge reads each shard's plan there; keep "
+                       "the .meta.json `gemmlab run` wrote with the CSV, or re-run that shard");
     try {
       metas.push_back(nlohmann::json::parse(read_file(s.meta)));
     } catch (const nlohmann::json::exception& e) {
