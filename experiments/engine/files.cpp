@@ -39,6 +39,8 @@ CsvRecords parse_csv(const std::string& text) {
       quoted = true;
     } else if (c == ',') {
       rec.push_back(std::move(field)), field.clear();
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      // CRLF (RFC 4180, Python's csv module): the \n that follows ends the record; the \r is no field's
     } else if (c == '\n') {
       rec.push_back(std::move(field)), field.clear();
       out.records.push_back(std::move(rec)), rec.clear();

@@ -10,7 +10,7 @@ namespace gemmlab::engine {
 std::string csv_line(const std::vector<std::string>& fields);
 
 // Splits CSV text into records. A field may be quoted and then hold commas, quotes ("") and
-// newlines, so a record is complete only at a newline outside quotes. A final record without one
+// newlines, so a record is complete only at a newline outside quotes (\n or \r\n). A final record without one
 // was cut short by a crash: it is not returned, and complete_bytes ends before it.
 struct CsvRecords {
   std::vector<std::vector<std::string>> records;

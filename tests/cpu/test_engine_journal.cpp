@@ -46,6 +46,19 @@ TEST(EngineFiles, CsvRecordsKeepQuotedNewlinesAndFindTheTornTail) {
   }
 }
 
+// A CSV saved with CRLF line ends (RFC 4180; Python's csv module) reads as the same records: the last
+// field is "note", not "note\r" (compare took the column for another and left it uncompared).
+TEST(EngineFiles, CsvRecordsTakeCrlfLineEnds) {
+  const std::string text = "kernel,note\r\nk1,\"a\r\nb\"\r\nk2,x\r\n";
+  const CsvRecords r = parse_csv(text);
+  ASSERT_EQ(r.records.size(), 3u);
+  EXPECT_EQ(r.records[0], (std::vector<std::string>{"kernel", "note"}));
+  EXPECT_EQ(r.records[1], (std::vector<std::string>{"k1", "a\r\nb"})) << "inside quotes a CR is the field's";
+  EXPECT_EQ(r.records[2], (std::vector<std::string>{"k2", "x"}));
+  EXPECT_FALSE(r.torn_tail);
+  EXPECT_EQ(r.complete_bytes, text.size());
+}
+
 TEST(EngineFiles, WriteDurablyLeavesNoPartialFile) {
   TempDir d("durable");
   write_durably(d / "x.csv", "a,b\n");
