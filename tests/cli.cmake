@@ -228,6 +228,10 @@ gemmlab_evaluate_test(evaluate_tampered 2 "A.npy is not the file `gemmlab inputs
   evaluate ${_ev}/tampered --output ${_ev}/c_ok.npy --name k)
 gemmlab_evaluate_test(evaluate_bad_accumulation 2 "--accumulation 'magic' is not known"
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation magic)
+gemmlab_evaluate_test(evaluate_negative_time 2 "--time-ms must be a positive number of milliseconds"
+  evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --time-ms -1)
+gemmlab_evaluate_test(evaluate_reps_without_time 2 "--reps counts the repetitions behind --time-ms: give --time-ms too"
+  evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --reps 5)
 gemmlab_evaluate_test(evaluate_promoted_needs_interval 2 "promoted needs --promotion-interval-k"
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation promoted)
 # accumulation tree is an explained record's (it holds the tree): never declared by name.

@@ -94,8 +94,8 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--compute-format", o->compute_format, "format the multiplier sees (default: the input format)");
   cmd->add_option("--accumulator-format", o->accumulator_format, "format of the running sum (default fp32; fp64 for fp64 output)");
   cmd->add_option("--promotion-interval-k", o->promotion_interval_k, "promoted: elements of K per fp32 addition");
-  cmd->add_option("--time-ms", o->time_ms, "your kernel's median time in ms (fills time_ms_median and tflops)");
-  cmd->add_option("--reps", o->reps, "repetitions behind --time-ms");
+  auto* time_ms = cmd->add_option("--time-ms", o->time_ms, "your kernel's median time in ms (fills time_ms_median and tflops)");
+  auto* reps = cmd->add_option("--reps", o->reps, "repetitions behind --time-ms");
   cmd->add_option("--note", o->note, "text for the row's note");
   cmd->add_flag("--allow-nonfinite", o->allow_nonfinite,
                 "count NaN/Inf in C in the row (status failed_bound) instead of refusing C");
@@ -103,7 +103,7 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
   cmd->add_option("--spot-checks", o->spot_checks, "entries of the reference checked against MPFR (default 16, as run)");
   auto* threads =
       cmd->add_option("--threads", o->threads, "CPU threads for the reference and statistics, at least 1 (default: all)");
-  return {cmd, [o, threads, command_line] {
+  return {cmd, [o, threads, time_ms, reps, command_line] {
             // Everything is checked before the reference is computed and before anything is written.
             require_threads(threads, o->threads);
             const InputsFolder in = read_inputs(o->dir);
@@ -127,13 +127,15 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
             d.distribution = in.spec.distribution;
             d.seed = in.spec.seed;
             d.note = o->note;
-            if (o->time_ms != -1) {
+            if (time_ms->count() > 0) {  // given: any value but a positive time is refused (-1 too)
               if (!(std::isfinite(o->time_ms) && o->time_ms > 0))
                 throw UsageError("--time-ms must be a positive number of milliseconds");
               d.time_ms = o->time_ms;
             }
-            if (o->reps != -1) {
+            if (reps->count() > 0) {
               if (o->reps < 1) throw UsageError("--reps must be at least 1");
+              if (time_ms->count() == 0)
+                throw UsageError("--reps counts the repetitions behind --time-ms: give --time-ms too (or leave out --reps)");
               d.reps = o->reps;
             }
             if (o->spot_checks < 0) throw UsageError("--spot-checks must be >= 0");
