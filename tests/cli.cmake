@@ -100,6 +100,10 @@ gemmlab_cli_test(gpus_malformed 2 "--gpus '0,x' is not understood: give 'all' or
   -- $<TARGET_FILE:gemmlab> run -k sgemm_01_naive -s 64 --gpus 0,x -o ${_out}/gp1.csv)
 gemmlab_cli_test(dry_run_gpus 2 "--dry-run runs nothing on a GPU: leave out --gpus" ${_out}/gp2.csv
   -- $<TARGET_FILE:gemmlab> run --dry-run -k sgemm_01_naive -s 64 --gpus 0 -o ${_out}/gp2.csv)
+gemmlab_cli_test(bench_reference_nothing 2 "--no-gpu with --cpu none times nothing" ${_out}/br1.csv
+  -- $<TARGET_FILE:gemmlab> bench-reference --no-gpu --cpu none -s 64 -o ${_out}/br1.csv)
+gemmlab_cli_test(bench_reference_no_size 2 "no size given is at most 32\\^3" ${_out}/br2.csv
+  -- $<TARGET_FILE:gemmlab> bench-reference --no-gpu --cpu 32 -s 64 -o ${_out}/br2.csv)
 gemmlab_cli_test(merge_no_out 2 "--out is required" -
   -- $<TARGET_FILE:gemmlab> merge ${_out}/a.csv)
 gemmlab_cli_test(merge_shard_not_csv 2 "shard '${_data}/bad_suite_key.toml' is not a .csv file" ${_out}/m9.csv

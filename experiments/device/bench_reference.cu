@@ -64,6 +64,16 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
       throw UsageError("--cpu must be all, none or a size N (the CPU engine at sizes up to N^3), got '" + opt.cpu + "'");
     }
   }
+  // Without the GPU engine, the CPU's is all there is to time: a plan where it times no size measures nothing.
+  if (!opt.gpu && opt.stats_n <= 0) {
+    bool any = cpu_up_to < 0;
+    for (const Size& z : opt.sizes)
+      any = any || (cpu_up_to > 0 && long(z.M) * z.N * z.K <= cpu_up_to * cpu_up_to * cpu_up_to);
+    if (!any)
+      throw UsageError(cpu_up_to == 0 ? std::string("--no-gpu with --cpu none times nothing: give --cpu all or N")
+                                      : "--no-gpu with --cpu " + opt.cpu + " times nothing: no size given is at most " +
+                                            opt.cpu + "^3; give --cpu all, a larger N, or a smaller -s");
+  }
   std::vector<Distribution> dists;
   for (const std::string& name : opt.distributions) {
     if (name == "all") {
