@@ -132,6 +132,13 @@ def test_promoted_every_k_equals_external_when_k_is_one_step():
     (lambda: tc.emulate(tc.Order.of("in_mma", "mma_m16n8k16_f16_f32"), np.ones((2, 24)), np.ones((24, 2))),
      ValueError, "multiple of the k-step"),
     (lambda: tc.emulate(tc.Order.of("fma"), np.ones((2, 3)), np.ones((4, 2))), ValueError, "K"),
+    # An order that is none (split_k 0 crashed the process with SIGFPE, -1 gave zeros; the names were taken).
+    (lambda: tc.Order.of("in_mma", "mma_m16n8k16_f16_f32", split_k=0), ValueError, "split_k must be a whole number of at least 1"),
+    (lambda: tc.Order.of("fma", split_k=-1), ValueError, "split_k must be a whole number of at least 1"),
+    (lambda: tc.Order.of("banana", "mma_m16n8k16_f16_f32"), ValueError, "'banana' is not an order emulate takes"),
+    (lambda: tc.Order.of("promoted", "mma_m16n8k16_f16_f32"), ValueError, "give promotion_k"),
+    (lambda: tc.Order.of("in_mma"), ValueError, "needs its instruction"),
+    (lambda: tc.Order("in_mma", "mma_m16n8k16_f16_f32", 16, 0, 0), ValueError, "split_k must be"),
 ])
 def test_bad_input_raises(call, exc, match):
     with pytest.raises(exc, match=match):
