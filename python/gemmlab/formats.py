@@ -83,5 +83,11 @@ def from_bits(fmt: str, bits: npt.ArrayLike) -> np.ndarray | float:
     arr = np.asarray(bits)
     if arr.dtype.kind not in "iu":
         raise TypeError(f"bits must be an integer array, got dtype {arr.dtype}")
-    r = np.asarray(_core.from_bits(check_format(fmt, quantized=True), np.ascontiguousarray(arr, dtype=np.uint64).reshape(-1)))
+    fmt = check_format(fmt, quantized=True)
+    width = format_info(fmt).storage_bits
+    if arr.size and (int(arr.min()) < 0 or (width < 64 and int(arr.max()) >= 1 << width)):
+        bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+        raise ValueError(f"bits {bad:#x} is not a bit pattern of {fmt}, whose patterns are the {width}-bit integers "
+                         f"0 .. {(1 << width) - 1:#x}")
+    r = np.asarray(_core.from_bits(fmt, np.ascontiguousarray(arr, dtype=np.uint64).reshape(-1)))
     return r[0].item() if arr.ndim == 0 else r.reshape(arr.shape)

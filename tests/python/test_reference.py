@@ -107,3 +107,8 @@ def test_formats_round_and_encode():
     assert gemmlab.format_info("fp16").unit_roundoff == 2.0**-11
     with pytest.raises(ValueError, match="not representable"):
         gemmlab.to_bits("fp16", 0.1)
+    # A pattern wider than the format, or negative, is none of its patterns (it read as 0 and NaN).
+    with pytest.raises(ValueError, match="0x10000 is not a bit pattern of fp16, whose patterns are the 16-bit integers"):
+        gemmlab.from_bits("fp16", 0x10000)
+    with pytest.raises(ValueError, match="is not a bit pattern of e2m1"):
+        gemmlab.from_bits("e2m1", np.array([3, -1]))
