@@ -95,7 +95,16 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
     for f in files:
         if not f.exists():
             raise FileNotFoundError(f"result CSV {f} does not exist")
-        header = pd.read_csv(f, nrows=0).columns
+        if f.is_dir():
+            raise ValueError(f"{f} is a folder: give it alone (every *.csv in it is read), not in a list of files")
+        try:
+            header = pd.read_csv(f, nrows=0).columns
+        except pd.errors.EmptyDataError:
+            raise ValueError(f"{f} is empty: not a gemmlab result CSV (a run that stopped before its first row "
+                             "writes none; run it again)") from None
+        except (UnicodeDecodeError, pd.errors.ParserError) as e:
+            raise ValueError(f"{f} is not a gemmlab result CSV (it does not read as CSV text: "
+                             f"{type(e).__name__}); give the CSV a gemmlab run, judge or evaluate wrote") from None
         missing = [c for c in ("kernel", "status") if c not in header]
         if missing:
             raise ValueError(f"{f} is not a gemmlab result CSV: it has no {', '.join(missing)} column")
@@ -103,7 +112,10 @@ def load_results(path: str | os.PathLike | Iterable[str | os.PathLike]) -> pd.Da
         df = pd.read_csv(f, dtype=types, keep_default_na=False, na_values={c: ["", "nan", "NaN", "-nan"] for c in header if c not in _TEXT})
         unknown = sorted(set(df["status"]) - set(STATUSES))
         if unknown:
-            raise ValueError(f"{f}: unknown status {unknown}; known: {', '.join(STATUSES)}")
+            present = len(set(COLUMNS) & set(header))
+            other = (f" ({f.name} has {present} of the {len(COLUMNS)} columns of a result CSV: it is another command's "
+                     "table, such as port's or explain's, not one load_results reads)") if 2 * present < len(COLUMNS) else ""
+            raise ValueError(f"{f}: unknown status {unknown}; known: {', '.join(STATUSES)}{other}")
         df["status"] = df["status"].astype(known["status"])
         df = _with_every_column(df, known)
         if len(files) > 1:

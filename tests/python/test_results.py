@@ -70,6 +70,21 @@ def test_errors(tmp_path):
     odd.write_text("kernel,status\nk,exploded\n")
     with pytest.raises(ValueError, match="unknown status"):
         gemmlab.load_results(odd)
+    # Files that are no CSV of a run, each named with what it is (pandas' own errors before).
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.csv is empty: not a gemmlab result CSV"):
+        gemmlab.load_results(empty)
+    binary = tmp_path / "A.npy"
+    binary.write_bytes(b"\x93NUMPY\x01\x00" + bytes(range(128, 256)))
+    with pytest.raises(ValueError, match="A.npy is not a gemmlab result CSV \\(it does not read as CSV text"):
+        gemmlab.load_results(binary)
+    port = tmp_path / "port.csv"
+    port.write_text("kernel,origin,from,gpu,distribution,status\nk,x,hopper,ampere,uniform_0_1,ported\n")
+    with pytest.raises(ValueError, match="it is another command's table, such as port's"):
+        gemmlab.load_results(port)
+    with pytest.raises(ValueError, match="is a folder: give it alone"):
+        gemmlab.load_results([tmp_path])
 
 
 # Columns added since the default run of 2026-11-21: the underflow-aware verdict's three (issue 13),
