@@ -1,9 +1,12 @@
 // `gemmlab inputs` folders (see inputs.hpp).
 #include "experiments/engine/inputs.hpp"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "experiments/engine/plan_rows.hpp"
 #include "experiments/plan/plan.hpp"
@@ -42,6 +45,18 @@ nlohmann::json write_inputs(const InputsSpec& spec, const std::string& dir, bool
                      " (the fp32 source: --format fp32) and quantize it yourself, or judge the kernel with gemmlab run");
   if (spec.M <= 0 || spec.N <= 0 || spec.K <= 0)
     throw UsageError("size " + Size{spec.M, spec.N, spec.K}.str() + " is not positive");
+  {  // A and B are made whole in binary64 before they are written: a size this machine cannot hold is refused here
+    const double need = 8.0 * (static_cast<double>(spec.M) * spec.K + static_cast<double>(spec.K) * spec.N);
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    const double have = pages > 0 && page > 0 ? static_cast<double>(pages) * page : 0;
+    if (have > 0 && need > have) {
+      char line[256];
+      std::snprintf(line, sizeof line, "A (%d x %d) and B (%d x %d) take %.1f GiB as binary64, more than this machine's "
+                    "%.1f GiB of memory: choose a smaller size", spec.M, spec.K, spec.K, spec.N, need / (1 << 30),
+                    have / (1 << 30));
+      throw UsageError(line);
+    }
+  }
   if (std::string why = unusable_reason(d, spec.format); !why.empty()) throw UsageError(why);
   std::error_code ec;
   if (fs::exists(dir, ec)) {

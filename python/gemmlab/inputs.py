@@ -10,6 +10,7 @@ Run your kernel on them and judge its C with ``gemmlab evaluate DIR --output C.n
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import warnings
 from dataclasses import dataclass
@@ -51,6 +52,11 @@ def inputs(distribution: str, M: int, N: int, K: int, *, seed: int = 1, fmt: str
     """``gemmlab inputs -d distribution -s MxNxK --seed seed --format fmt -o out``: writes the folder
     and returns it. ValueError for a non-empty folder (unless ``force``), an unknown distribution,
     or one that cannot be expressed in ``fmt``."""
+    for name, v in (("M", M), ("N", N), ("K", K)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must be a whole number, got {v!r} ({type(v).__name__})")
+        if not 1 <= int(v) < 1 << 31:
+            raise ValueError(f"{name} = {int(v)}: sizes are whole numbers from 1 to 2**31 - 1")
     _core.write_inputs(distribution, int(M), int(N), int(K), _check_seed(seed), check_format(fmt), os.fspath(out),
                        bool(force), int(threads))
     return read_inputs(out)

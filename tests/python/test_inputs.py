@@ -46,6 +46,19 @@ def test_bad_folders(tmp_path):
         gemmlab.read_inputs(tmp_path / "old")
 
 
+def test_impossible_sizes(tmp_path):
+    # A size this machine cannot hold is refused before anything is made (std::bad_alloc as a MemoryError before);
+    # a size that is no whole number is refused, not truncated (64.5 made 64).
+    with pytest.raises(ValueError, match=r"take [0-9.]+ GiB as binary64, more than this machine's"):
+        gemmlab.inputs("uniform_0_1", 10**7, 10**7, 10**7, out=tmp_path / "huge")
+    assert not (tmp_path / "huge" / "A.npy").exists()
+    for bad in (64.5, "64", True):
+        with pytest.raises(TypeError, match="M must be a whole number"):
+            gemmlab.inputs("uniform_0_1", bad, 64, 64, out=tmp_path / "odd")
+    with pytest.raises(ValueError, match="K = 0: sizes are whole numbers from 1"):
+        gemmlab.inputs("uniform_0_1", 4, 4, 0, out=tmp_path / "zero")
+
+
 def test_python_and_cli_evaluate_give_the_same_row(root, tmp_path):
     exe = root / "build/gemmlab"
     if not exe.exists():
