@@ -76,15 +76,20 @@ def dequantize(input_format: str, size: int | Sequence[int], *, group_size: int 
     raw, scales = {}, {}
     for key, spec in layout.items():
         if key not in tensors:
-            raise ValueError(f"{recipe} needs {key} (docs/python.md, quantized forms)")
+            where = (" (a QuantizedInputs keeps it in .tensor_scales: pass **q.tensors, **q.tensor_scales)"
+                     if spec is True else "")
+            raise ValueError(f"{recipe} needs {key}{where} (docs/python.md, quantized forms)")
         if spec is True:
             scales[key] = float(tensors[key])
             continue
         ty, shape = spec
         arr = _as_numpy(tensors[key], key)
         if tuple(arr.shape) != tuple(shape) or arr.dtype.itemsize != _SIZES[ty]:
-            raise ValueError(f"{key} of {recipe} at {M}x{N}x{K} must be {ty} of shape {tuple(shape)}; got "
-                             f"{arr.dtype} of shape {tuple(arr.shape)}")
+            raw_bits = {"bfloat16": "uint16 bits", "float8_e4m3fn": "uint8 bits", "float8_e5m2": "uint8 bits"}.get(ty)
+            want = f"{ty}{f' (or its {raw_bits})' if raw_bits else ''}"
+            wrong = (f"of shape {tuple(arr.shape)}" if arr.dtype.itemsize == _SIZES[ty] else
+                     f"{arr.dtype} of shape {tuple(arr.shape)}, elements of {arr.dtype.itemsize} bytes")
+            raise ValueError(f"{key} of {recipe} at {M}x{N}x{K} must be {want} of shape {tuple(shape)}; got {wrong}")
         raw[key] = arr.view(np.uint8).reshape(-1)
     return _core.dequantize_tensors(recipe, M, N, K, raw, scales.get("a_tensor_scale", 1.0),
                                     scales.get("b_tensor_scale", 1.0))

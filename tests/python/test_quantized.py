@@ -169,8 +169,14 @@ def test_dequantize_checks_user_tensors_before_use():
     zero[1, 2] = 0
     with pytest.raises(ValueError, match=r"b_scale\[1, 2\] is zero"):
         gemmlab.dequantize("nvfp4", (M, N, K), **dict(t, b_scale=zero))
-    with pytest.raises(ValueError, match="needs b_tensor_scale"):
+    with pytest.raises(ValueError, match=r"needs b_tensor_scale \(a QuantizedInputs keeps it in .tensor_scales"):
         gemmlab.dequantize("nvfp4", (M, N, K), **{k: v for k, v in t.items() if k != "b_tensor_scale"})
+    # A bfloat16 tensor given as its uint16 bits (the documented form) of a wrong shape: the shape is named, not
+    # the dtype (the message said "must be bfloat16 ...; got uint16").
+    g = gemmlab.quantized_inputs("uniform_-1_1@bf16_x_uint4_g32", (M, N, K), seed=4)
+    short = g.tensors["b_scale"][:1]
+    with pytest.raises(ValueError, match=r"b_scale of .* must be bfloat16 \(or its uint16 bits\) of shape .*; got of shape \(1,"):
+        gemmlab.dequantize("int4_weight_only", (M, N, K), group_size=32, **dict(g.tensors, b_scale=short))
     mx = gemmlab.quantized_inputs("normal_0_1@mxfp4", (M, N, K), seed=4)
     nan = mx.tensors["a_scale"].copy()
     nan[0, 0] = 0xFF
