@@ -15,10 +15,10 @@ Numerics declared_numerics(Format input, Format output, Accumulation accumulatio
                            std::optional<Format> accumulator, int promotion_interval_k) {
   if (const std::string why = undeclarable(accumulation); !why.empty()) throw UsageError(why);
   if (accumulation == Accumulation::promoted && promotion_interval_k <= 0)
-    throw UsageError("accumulation promoted needs --promotion-interval-k N (elements of K summed in the tensor "
-                     "core before each fp32 addition)");
+    throw UsageError("accumulation promoted needs --promotion-interval-k N (in Python promotion_interval_k=N: elements of K "
+                     "summed in the tensor core before each fp32 addition)");
   if (accumulation != Accumulation::promoted && promotion_interval_k != 0)
-    throw UsageError("--promotion-interval-k is for accumulation promoted only, not " +
+    throw UsageError("--promotion-interval-k (promotion_interval_k) is for accumulation promoted only, not " +
                      std::string(to_string(accumulation)));
   Numerics n;
   n.input = input;

@@ -60,9 +60,9 @@ nlohmann::json write_inputs(const InputsSpec& spec, const std::string& dir, bool
   if (std::string why = unusable_reason(d, spec.format); !why.empty()) throw UsageError(why);
   std::error_code ec;
   if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) throw UsageError("'" + dir + "' exists and is not a folder: choose another -o");
+    if (!fs::is_directory(dir, ec)) throw UsageError("'" + dir + "' exists and is not a folder: choose another -o (in Python, out=)");
     if (!fs::is_empty(dir, ec) && !force)
-      throw UsageError("folder '" + dir + "' exists and is not empty: choose a new folder, or pass --force to "
+      throw UsageError("folder '" + dir + "' exists and is not empty: choose a new folder, or pass --force (in Python, force=True) to "
                        "overwrite its A.npy, B.npy and inputs.json");
   } else if (!fs::create_directories(dir, ec) || ec) {
     throw UsageError("cannot create folder '" + dir + "': " + ec.message());

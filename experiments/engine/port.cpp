@@ -151,7 +151,7 @@ std::vector<std::string> to_fields(const PortRow& r) {
 
 std::vector<PortRow> port(const std::vector<PortKernel>& kernels, const PortOptions& o) {
   if (o.M < 1 || o.N < 1 || o.K < 1) throw std::invalid_argument("port: M, N and K must be positive");
-  if (o.entries < 1) throw std::invalid_argument("port: --entries must be at least 1");
+  if (o.entries < 1) throw std::invalid_argument("port: --entries (entries) must be at least 1");
   std::vector<Distribution> dists;
   for (const std::string& d : o.distributions) dists.push_back(parse_distribution(d));
   const unsigned threads = o.threads > 0 ? static_cast<unsigned>(o.threads) : std::max(1u, std::thread::hardware_concurrency());
