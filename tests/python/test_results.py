@@ -62,27 +62,20 @@ def test_errors(tmp_path):
         gemmlab.load_results(tmp_path / "missing.csv")
     with pytest.raises(FileNotFoundError, match="no .csv files"):
         gemmlab.load_results(tmp_path)
-    bad = tmp_path / "other.csv"
-    bad.write_text("a,b\n1,2\n")
-    with pytest.raises(ValueError, match="not a gemmlab result CSV"):
-        gemmlab.load_results(bad)
-    odd = tmp_path / "odd.csv"
-    odd.write_text("kernel,status\nk,exploded\n")
-    with pytest.raises(ValueError, match="unknown status"):
-        gemmlab.load_results(odd)
-    # Files that are no CSV of a run, each named with what it is (pandas' own errors before).
-    empty = tmp_path / "empty.csv"
-    empty.write_text("")
-    with pytest.raises(ValueError, match="empty.csv is empty: not a gemmlab result CSV"):
-        gemmlab.load_results(empty)
-    binary = tmp_path / "A.npy"
-    binary.write_bytes(b"\x93NUMPY\x01\x00" + bytes(range(128, 256)))
-    with pytest.raises(ValueError, match="A.npy is not a gemmlab result CSV \\(it does not read as CSV text"):
-        gemmlab.load_results(binary)
-    port = tmp_path / "port.csv"
-    port.write_text("kernel,origin,from,gpu,distribution,status\nk,x,hopper,ampere,uniform_0_1,ported\n")
-    with pytest.raises(ValueError, match="it is another command's table, such as port's"):
-        gemmlab.load_results(port)
+    # Files that are no CSV of a run, each named with what it is (pandas' own errors for the empty and the
+    # binary file before, without the file's name).
+    cases = [("other.csv", "a,b\n1,2\n", "not a gemmlab result CSV"),
+             ("odd.csv", "kernel,status\nk,exploded\n", "unknown status"),
+             ("empty.csv", "", "empty.csv is empty: not a gemmlab result CSV"),
+             ("A.npy", b"\x93NUMPY\x01\x00" + bytes(range(128, 256)),
+              "A.npy is not a gemmlab result CSV \\(it does not read as CSV text"),
+             ("port.csv", "kernel,origin,from,gpu,distribution,status\nk,x,hopper,ampere,uniform_0_1,ported\n",
+              "it is another command's table, such as port's")]
+    for name, content, message in cases:
+        f = tmp_path / name
+        f.write_bytes(content) if isinstance(content, bytes) else f.write_text(content)
+        with pytest.raises(ValueError, match=message):
+            gemmlab.load_results(f)
     with pytest.raises(ValueError, match="is a folder: give it alone"):
         gemmlab.load_results([tmp_path])
 
