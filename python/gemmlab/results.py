@@ -178,10 +178,14 @@ def write_summary_meta(table_csv: str | os.PathLike, sources: Iterable[str | os.
     the command that made it, when, and for each source CSV what its own ``.meta.json`` says of it (its
     command, date, GPU, gemmlab version and commit), so the table says where every figure comes from
     as a run CSV does. A source without metadata is named as such. Written atomically; returns the
-    path. ``produced_by``: the command line (e.g. ``"examples/judge_quantized.py --out OUT"``)."""
+    path. ``produced_by``: the command line (e.g. ``"examples/judge_quantized.py --out OUT"``). Raises
+    FileNotFoundError where the table itself is not written yet."""
     import time
 
     table = Path(table_csv)
+    if not table.is_file():
+        raise FileNotFoundError(f"{table}: write the table first; its .meta.json describes it (and would otherwise "
+                                "describe no table)")
     entries = []
     for s in sources:
         src = Path(s)

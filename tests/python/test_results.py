@@ -170,3 +170,6 @@ def test_a_summary_tables_metadata_names_every_sources_run(tmp_path):
     assert refused["meta"].startswith("no such CSV")
     assert c["runs"][0]["meta"] == "c.meta.json" and c["runs"][0]["unreadable"]  # said, not raised
     assert not list(tmp_path.glob("*.tmp"))
+    with pytest.raises(FileNotFoundError, match="write the table first"):
+        write_summary_meta(tmp_path / "nope.csv", [tmp_path / "a.csv"], "make_table")
+    assert not (tmp_path / "nope.meta.json").exists()
