@@ -232,6 +232,14 @@ gemmlab_evaluate_test(evaluate_tampered 2 "A.npy is not the file `gemmlab inputs
   evaluate ${_ev}/tampered --output ${_ev}/c_ok.npy --name k)
 gemmlab_evaluate_test(evaluate_bad_accumulation 2 "--accumulation 'magic' is not known"
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --accumulation magic)
+# An existing result is replaced only with --force (it was overwritten silently): written once (--force, so that a
+# second ctest run in this build folder passes too), then refused.
+gemmlab_cli_test(evaluate_written 0 "bias" - -- $<TARGET_FILE:gemmlab> evaluate ${_ev}/in --output ${_ev}/c_ok.npy
+  --name k --force -o ${_ev}/written.csv)
+set_tests_properties(cli.evaluate_written PROPERTIES FIXTURES_REQUIRED evaluate_inputs FIXTURES_SETUP evaluate_written)
+gemmlab_cli_test(evaluate_exists 2 "written.csv' already exists: choose another -o \\(or --name\\) to keep it, or pass --force" -
+  -- $<TARGET_FILE:gemmlab> evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k -o ${_ev}/written.csv)
+set_tests_properties(cli.evaluate_exists PROPERTIES FIXTURES_REQUIRED evaluate_written)
 gemmlab_evaluate_test(evaluate_negative_time 2 "--time-ms must be a positive number of milliseconds"
   evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k --time-ms -1)
 gemmlab_evaluate_test(evaluate_reps_without_time 2 "--reps counts the repetitions behind --time-ms: give --time-ms too"

@@ -80,7 +80,7 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
     std::string output_format = "fp32", accumulation = "unknown", compute_format, accumulator_format;
     int promotion_interval_k = 0, spot_checks = 16, threads = 0, reps = -1;
     double time_ms = -1;
-    bool allow_nonfinite = false;
+    bool allow_nonfinite = false, force = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("dir", o->dir, "folder written by `gemmlab inputs`")->required();
@@ -100,6 +100,7 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
   cmd->add_flag("--allow-nonfinite", o->allow_nonfinite,
                 "count NaN/Inf in C in the row (status failed_bound) instead of refusing C");
   cmd->add_option("-o,--out", o->out, "output CSV (default DIR/<name>.csv); metadata beside it");
+  cmd->add_flag("--force", o->force, "replace an existing output CSV and its metadata");
   cmd->add_option("--spot-checks", o->spot_checks, "entries of the reference checked against MPFR (default 16, as run)");
   auto* threads =
       cmd->add_option("--threads", o->threads, "CPU threads for the reference and statistics, at least 1 (default: all)");
@@ -152,6 +153,11 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
             const std::string csv = o->out.empty() ? (fs::path(o->dir) / (o->name + ".csv")).string() : o->out;
             require_csv(csv);
             check_writable(csv);
+            if (!o->force)
+              for (const std::string& f : {csv, metadata_path(csv)})
+                if (fs::exists(f))
+                  throw UsageError("'" + f + "' already exists: choose another -o (or --name) to keep it, or pass "
+                                   "--force to replace it");
 
             std::string label;
             const GemmReference ref =
