@@ -26,8 +26,8 @@ class FormatInfo:
 
     name: str
     precision: int  #: significand bits including the implicit one (fp32: 24, fp16: 11)
-    emin: int  #: exponent of the smallest normal number
-    emax: int  #: exponent of the largest finite number
+    emin: int  #: exponent of the smallest normal number; integers: precision - 1 (their grid's step, 1, is 2**(emin - precision + 1))
+    emax: int  #: exponent of the largest finite number (int8: 6, as 127 < 2**7)
     storage_bits: int
     has_infinity: bool  #: False for e4m3 (saturating) and every quantized format
     max_finite: float
