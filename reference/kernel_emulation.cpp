@@ -89,6 +89,9 @@ namespace {
 
 // The checks emulate() makes on an order and one K range of it.
 void check_range(const Numerics& o, int K) {
+  if (o.split_k < 1)  // before any K % (k_step split_k): 0 was a division by zero (SIGFPE), -1 an empty sum
+    throw std::invalid_argument("emulate: split_k is " + std::to_string(o.split_k) +
+                                ": the partial sums number at least 1 (1: no split)");
   if (o.accumulation == Accumulation::fma) return;
   if (o.k_step <= 0 || K % (o.k_step * o.split_k) != 0)
     throw std::invalid_argument("emulate: K = " + std::to_string(K) + " must be a multiple of the k-step (" +
@@ -134,11 +137,6 @@ std::vector<double> emulate(const Numerics& o, const Matrix& A, const Matrix& B,
                             int threads, const KChunkMap* chunks) {
   const int M = A.rows, K = A.cols, N = B.cols;
   if (B.rows != K) throw std::invalid_argument("emulate: A is (M, K) and B must be (K, N)");
-  if (o.split_k < 1)
-    throw std::invalid_argument("emulate: split_k is " + std::to_string(o.split_k) +
-                                ": the partial sums number at least 1 (1: no split)");
-  if (o.k_step < 1 && o.accumulation != Accumulation::fma)
-    throw std::invalid_argument("emulate: k_step is " + std::to_string(o.k_step) + ": an instruction takes at least 1 product");
   if (!o.predictable())
     throw std::invalid_argument("emulate: gemmlab has no bit-exact model of this order (" + o.describe() + ")");
   if (o.k_chunked && !chunks)

@@ -173,6 +173,19 @@ TEST(KernelEmulationOrder, RejectsKThatDoesNotFitTheOrder) {
   Matrix A2(2, 48), B2(48, 2);
   EXPECT_THROW(emulate(tc_order(Accumulation::in_mma, 0, 2), A2, B2, f16_f32(), 1), std::invalid_argument);
   EXPECT_THROW(emulate(tc_order(Accumulation::promoted, 24), A2, B2, f16_f32(), 1), std::invalid_argument);
+  // No partial sums is no order: refused (split_k 0 divided K by zero, SIGFPE; -1 summed nothing); an fma
+  // order with any split is one gemmlab has no model of, refused as such.
+  Numerics fma = *order_of("sgemm_01_naive");
+  for (int split : {0, -1}) {
+    try {
+      emulate(tc_order(Accumulation::in_mma, 0, split), A2, B2, f16_f32(), 1);
+      ADD_FAILURE() << "split_k " << split << " emulated";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("split_k is " + std::to_string(split)), std::string::npos) << e.what();
+    }
+    fma.split_k = split;
+    EXPECT_THROW(emulate(fma, A2, B2, f16_f32(), 1), std::invalid_argument);
+  }
 }
 
 TEST(KernelEmulationNames, NumericsOfRegisteredKernels) {
