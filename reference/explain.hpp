@@ -225,8 +225,9 @@ struct Options {
   // scale holds only its elements' values (MXFP4's e2m1: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives): the
   // nodes stage then writes each probe's products a b as a' b' with a' and b' among them (and exact in the
   // format the multiplier takes), the same products and so the same sums, and leaves out the probes it
-  // cannot (NaN and infinity among them); the split operands' probes are not taken. Groundwork for explaining
-  // the X x bf16 forms (issue 43), with fprev_carrier; not exposed to the CLI or Python.
+  // cannot (a NaN or an infinity on the restricted operand among them); the split operands' probes are not
+  // taken. Groundwork for explaining the X x bf16 forms (issue 43), with fprev_carrier; not exposed to the CLI or
+  // Python.
   std::vector<double> values_a, values_b;
 };
 

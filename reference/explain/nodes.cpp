@@ -64,11 +64,13 @@ struct Values {
 };
 
 // The product a b written as x y with x among v.a and y among v.b (either: any value exact in fmt), the
-// same value and, for a zero, the same sign; a and b themselves where they fit. nullopt where no pair does
-// (a NaN or an infinity that a restricted operand cannot hold, a product none of the values divides exactly).
+// same value and, for a zero, the same sign; a and b themselves where they fit (a NaN or an infinity on the
+// operand that holds any value). nullopt where no pair does (a NaN or an infinity on the restricted operand, a
+// product none of the values divides exactly).
 std::optional<std::pair<double, double>> within(double a, double b, Format fmt, const Values& v) {
   auto fits = [&](double x, const std::vector<double>& in) {
-    if (!std::isfinite(x)) return in.empty() && tc::round_to_format(fmt, x, Rounding::nearest_even) == x;
+    // A NaN or an infinity only where any value of the format is held (and the format has it).
+    if (!std::isfinite(x)) return in.empty() && (std::isnan(x) ? info(fmt).has_nan : info(fmt).has_infinity);
     return tc::round_to_format(fmt, x, Rounding::nearest_even) == x &&
            (in.empty() || std::binary_search(in.begin(), in.end(), x));  // -0 finds 0: both signs are held
   };
