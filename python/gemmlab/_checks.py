@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import numpy.typing as npt
 
@@ -56,3 +58,13 @@ def representable(a: np.ndarray, fmt: str, name: str) -> None:
         raise ValueError(f"{name}{idx} = {float(flat[i])!r} is not a value of {fmt} "
                          f"({int((~ok).sum())} entries are not): round the matrix with gemmlab.round_to({fmt!r}, ...) "
                          "or declare the format it really has")
+
+
+def whole(value, name: str, lowest: int = 1) -> int:
+    """``value`` as an int: a whole number (not a bool, a float or a string, which would be truncated or
+    read) of at least ``lowest``; TypeError or ValueError naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__})")
+    if int(value) < lowest:
+        raise ValueError(f"{name} = {int(value)}: {name} must be a whole number of at least {lowest}")
+    return int(value)

@@ -10,7 +10,6 @@ Run your kernel on them and judge its C with ``gemmlab evaluate DIR --output C.n
 from __future__ import annotations
 
 import json
-import numbers
 import os
 import warnings
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._checks import check_format
+from ._checks import check_format, whole
 from .distributions import _check_seed
 
 #: The layout version of inputs.json this gemmlab writes and reads.
@@ -53,10 +52,8 @@ def inputs(distribution: str, M: int, N: int, K: int, *, seed: int = 1, fmt: str
     and returns it. ValueError for a non-empty folder (unless ``force``), an unknown distribution,
     or one that cannot be expressed in ``fmt``."""
     for name, v in (("M", M), ("N", N), ("K", K)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-            raise TypeError(f"{name} must be a whole number, got {v!r} ({type(v).__name__})")
-        if not 1 <= int(v) < 1 << 31:
-            raise ValueError(f"{name} = {int(v)}: sizes are whole numbers from 1 to 2**31 - 1")
+        if whole(v, name) >= 1 << 31:
+            raise ValueError(f"{name} = {int(v)}: sizes are below 2**31")
     _core.write_inputs(distribution, int(M), int(N), int(K), _check_seed(seed), check_format(fmt), os.fspath(out),
                        bool(force), int(threads))
     return read_inputs(out)

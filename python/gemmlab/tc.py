@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
-from ._checks import check_format, matrix, representable, vector
+from ._checks import check_format, matrix, representable, vector, whole
 
 #: Blackwell's block-scaled tcgen05 kinds (reference/tc_block_scaled.hpp; ``block_scaled_dot``).
 BLOCK_SCALED_KINDS = ("tcgen05_mxf8f6f4", "tcgen05_mxf4", "tcgen05_mxf4nvf4")
@@ -160,6 +160,13 @@ def mma_tile(params: TcParams, instruction_name: str, A: npt.ArrayLike, B: npt.A
 ORDER_ACCUMULATIONS = ("fma", "in_mma", "external", "promoted")
 
 
+def _order_accumulation(accumulation: str) -> str:
+    if accumulation not in ORDER_ACCUMULATIONS:
+        raise ValueError(f"accumulation {accumulation!r} is not an order emulate takes; valid: "
+                         f"{', '.join(ORDER_ACCUMULATIONS)}")
+    return accumulation
+
+
 @dataclass(frozen=True)
 class Order:
     """A kernel's order of accumulation (what its header comment says about its numerics, as data).
@@ -183,15 +190,10 @@ class Order:
     output: str = "fp32"
 
     def __post_init__(self) -> None:
-        if self.accumulation not in ORDER_ACCUMULATIONS:
-            raise ValueError(f"accumulation {self.accumulation!r} is not an order emulate takes; valid: "
-                             f"{', '.join(ORDER_ACCUMULATIONS)}")
-        for name in ("k_step", "split_k"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1, got {v!r}")
-        if isinstance(self.promotion_k, bool) or not isinstance(self.promotion_k, int) or self.promotion_k < 0:
-            raise ValueError(f"promotion_k must be a whole number (0: none), got {self.promotion_k!r}")
+        _order_accumulation(self.accumulation)
+        whole(self.k_step, "k_step")
+        whole(self.split_k, "split_k")
+        whole(self.promotion_k, "promotion_k", 0)  # 0: none
         if self.accumulation == "promoted" and self.promotion_k == 0:
             raise ValueError("a promoted order adds its partial to the fp32 accumulator every promotion_k elements of K: "
                              "give promotion_k (a positive multiple of the instruction's k), e.g. promotion_k=128")
@@ -202,11 +204,8 @@ class Order:
         """An order with k_step and output taken from the instruction (fp32 FMA if ``fma``). Raises ValueError for an
         accumulation that is not one of these, a split_k below 1, a promoted order without promotion_k, or another
         order without its instruction."""
-        if accumulation == "fma":
+        if _order_accumulation(accumulation) == "fma":
             return Order("fma", split_k=split_k)
-        if accumulation not in ORDER_ACCUMULATIONS:
-            raise ValueError(f"accumulation {accumulation!r} is not an order emulate takes; valid: "
-                             f"{', '.join(ORDER_ACCUMULATIONS)}")
         if not instruction_name:
             raise ValueError(f"an {accumulation} order needs its instruction, e.g. Order.of({accumulation!r}, "
                              "'mma_m16n8k16_f16_f32') (gemmlab.tc.instructions() lists them)")

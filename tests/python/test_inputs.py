@@ -55,7 +55,7 @@ def test_impossible_sizes(tmp_path):
     for bad in (64.5, "64", True):
         with pytest.raises(TypeError, match="M must be a whole number"):
             gemmlab.inputs("uniform_0_1", bad, 64, 64, out=tmp_path / "odd")
-    with pytest.raises(ValueError, match="K = 0: sizes are whole numbers from 1"):
+    with pytest.raises(ValueError, match="K = 0: K must be a whole number of at least 1"):
         gemmlab.inputs("uniform_0_1", 4, 4, 0, out=tmp_path / "zero")
 
 
