@@ -237,7 +237,7 @@ gemmlab_evaluate_test(evaluate_bad_accumulation 2 "--accumulation 'magic' is not
 gemmlab_cli_test(evaluate_written 0 "bias" - -- $<TARGET_FILE:gemmlab> evaluate ${_ev}/in --output ${_ev}/c_ok.npy
   --name k --force -o ${_ev}/written.csv)
 set_tests_properties(cli.evaluate_written PROPERTIES FIXTURES_REQUIRED evaluate_inputs FIXTURES_SETUP evaluate_written)
-gemmlab_cli_test(evaluate_exists 2 "written.csv' already exists: choose another -o \\(or --name\\) to keep it, or pass --force" -
+gemmlab_cli_test(evaluate_exists 2 "written.csv' already exists: choose another --out to keep it, or pass --force" -
   -- $<TARGET_FILE:gemmlab> evaluate ${_ev}/in --output ${_ev}/c_ok.npy --name k -o ${_ev}/written.csv)
 set_tests_properties(cli.evaluate_exists PROPERTIES FIXTURES_REQUIRED evaluate_written)
 gemmlab_evaluate_test(evaluate_negative_time 2 "--time-ms must be a positive number of milliseconds"

@@ -14,6 +14,7 @@
 #include "experiments/cli/commands.hpp"
 #include "experiments/engine/evaluate.hpp"
 #include "experiments/engine/inputs.hpp"
+#include "experiments/engine/session.hpp"
 #include "experiments/plan/plan.hpp"
 #include "experiments/report/files.hpp"
 #include "experiments/report/metadata.hpp"
@@ -153,11 +154,7 @@ Command add_evaluate(CLI::App& app, const std::string& command_line) {
             const std::string csv = o->out.empty() ? (fs::path(o->dir) / (o->name + ".csv")).string() : o->out;
             require_csv(csv);
             check_writable(csv);
-            if (!o->force)
-              for (const std::string& f : {csv, metadata_path(csv)})
-                if (fs::exists(f))
-                  throw UsageError("'" + f + "' already exists: choose another -o (or --name) to keep it, or pass "
-                                   "--force to replace it");
+            engine::check_no_overwrite(engine::OutputPaths::for_csv(csv), o->force);  // as run and merge
 
             std::string label;
             const GemmReference ref =

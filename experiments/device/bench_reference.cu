@@ -64,12 +64,13 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
       throw UsageError("--cpu must be all, none or a size N (the CPU engine at sizes up to N^3), got '" + opt.cpu + "'");
     }
   }
+  // Whether the CPU engine times size z (--cpu).
+  const auto cpu_times = [cpu_up_to](const Size& z) {
+    return cpu_up_to < 0 || (cpu_up_to > 0 && long(z.M) * z.N * z.K <= cpu_up_to * cpu_up_to * cpu_up_to);
+  };
   // Without the GPU engine, the CPU's is all there is to time: a plan where it times no size measures nothing.
   if (!opt.gpu && opt.stats_n <= 0) {
-    bool any = cpu_up_to < 0;
-    for (const Size& z : opt.sizes)
-      any = any || (cpu_up_to > 0 && long(z.M) * z.N * z.K <= cpu_up_to * cpu_up_to * cpu_up_to);
-    if (!any)
+    if (std::none_of(opt.sizes.begin(), opt.sizes.end(), cpu_times))
       throw UsageError(cpu_up_to == 0 ? std::string("--no-gpu with --cpu none times nothing: give --cpu all or N")
                                       : "--no-gpu with --cpu " + opt.cpu + " times nothing: no size given is at most " +
                                             opt.cpu + "^3; give --cpu all, a larger N, or a smaller -s");
@@ -118,7 +119,7 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
         if (!unusable_reason(d, in).empty()) continue;
         const Matrix A = generate(d, Operand::A, z.M, z.K, in, 1, opt.threads);
         const Matrix B = generate(d, Operand::B, z.K, z.N, in, 1, opt.threads);
-        const bool cpu = cpu_up_to < 0 || (long(z.M) * z.N * z.K <= cpu_up_to * cpu_up_to * cpu_up_to && cpu_up_to > 0);
+        const bool cpu = cpu_times(z);
         GemmReference c;
         double tc = 0;
         if (cpu) {

@@ -20,9 +20,11 @@ nlohmann::json engine_metadata(const PlanSpec& plan, const std::string& shard) {
 }
 
 ShardFiles ShardFiles::for_csv(const std::string& csv) {
-  if (csv.size() < 5 || csv.substr(csv.size() - 4) != ".csv")
+  try {
+    return {csv, OutputPaths::for_csv(csv).meta};
+  } catch (const UsageError&) {  // its words are --out's: here the file is a shard
     throw UsageError("shard '" + csv + "' is not a .csv file: give the CSVs `gemmlab run --shard I/N -o X.csv` wrote");
-  return {csv, OutputPaths::for_csv(csv).meta};
+  }
 }
 
 namespace {
