@@ -93,6 +93,18 @@ def number(x) -> float | None:
 
 # --- main ----------------------------------------------------------------------------------------------
 
+def fastest_tenth(rows: dict) -> list:
+    """The keys of the fastest tenth of the timed rows (at least one), fastest first."""
+    timed = sorted((k for k in rows if number(rows[k]["time_ms_median"])), key=lambda k: number(rows[k]["time_ms_median"]))
+    return timed[: max(1, len(timed) // 10)]
+
+
+def median_within_ci(a: dict, b: dict) -> bool:
+    """Row a's median within row b's 95% CI of its median (time_ms_ci95_rel; none: only an equal median)."""
+    ma, mb = number(a["time_ms_median"]), number(b["time_ms_median"])
+    return abs(ma - mb) / mb <= (number(b.get("time_ms_ci95_rel")) or 0.0)
+
+
 def part_main(bin_dir: Path, out: Path) -> list[dict]:
     d = out / "main"
     d.mkdir(parents=True, exist_ok=True)
@@ -157,9 +169,7 @@ def part_main(bin_dir: Path, out: Path) -> list[dict]:
     # with it, already holds every row's statistics to the noise run's): their medians against each
     # other's confidence intervals, and their statistics once more.
     noise = {(r["kernel"], r["distribution"], r["form"]): r for r in read_csv(noise_csv)}
-    timed = sorted((k for k in noise if number(noise[k]["time_ms_median"])),
-                   key=lambda k: number(noise[k]["time_ms_median"]))
-    picked = timed[: max(1, len(timed) // 10)]
+    picked = fastest_tenth(noise)
     fixed_csv = d / "fastest_fixed.csv"
     rc, wall_fixed = run([gemmlab, "run", "-k", ",".join(sorted({k for k, _, _ in picked})),
                           "-d", ",".join(sorted({dist for _, dist, _ in picked})), "-s", "4096", "--seeds", "20261121",
@@ -181,7 +191,7 @@ def part_main(bin_dir: Path, out: Path) -> list[dict]:
             ma, mb = number(a["time_ms_median"]), number(b["time_ms_median"])
             ca, cb = number(a.get("time_ms_ci95_rel")) or 0.0, number(b.get("time_ms_ci95_rel")) or 0.0
             diff = (mb - ma) / ma
-            in_a, in_b = abs(diff) <= ca, abs(ma - mb) / mb <= cb
+            in_a, in_b = median_within_ci(b, a), median_within_ci(a, b)
             inside_noise += in_a
             inside_fixed += in_b
             w.writerow([k, dist, form, ma, ca, a.get("reps", ""), mb, cb, round(diff, 6), in_a, in_b])
@@ -212,8 +222,7 @@ def part_fastest(bin_dir: Path, out: Path) -> list[dict]:
     if not source.exists():
         source = MAIN_NOISE_COMMITTED
     noise = {(r["kernel"], r["distribution"], r["form"]): r for r in read_csv(source)}
-    timed = sorted((k for k in noise if number(noise[k]["time_ms_median"])), key=lambda k: number(noise[k]["time_ms_median"]))
-    picked = timed[: max(1, len(timed) // 10)]
+    picked = fastest_tenth(noise)
     kernels = ",".join(sorted({k for k, _, _ in picked}))
     dists = ",".join(sorted({dist for _, dist, _ in picked}))
     rounds = int(os.environ.get("ROUNDS", "3"))
@@ -227,11 +236,6 @@ def part_fastest(bin_dir: Path, out: Path) -> list[dict]:
             log(f"round {r} {proto}: rc={rc} wall {wall:.1f} s")
             runs[(proto, r)] = {(x["kernel"], x["distribution"], x["form"]): x for x in read_csv(csv_path)} if rc == 0 else {}
 
-    def within(a: dict, b: dict) -> bool:
-        """a's median within b's 95% CI of its median."""
-        ma, mb = number(a["time_ms_median"]), number(b["time_ms_median"])
-        return abs(ma - mb) / mb <= (number(b.get("time_ms_ci95_rel")) or 0.0)
-
     counts = {"noise_in_fixed": 0, "fixed_in_noise": 0, "either": 0, "fixed_in_next_fixed": 0, "pairs": 0, "drift_pairs": 0}
     with open(d / "fastest_interleaved.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -244,7 +248,7 @@ def part_fastest(bin_dir: Path, out: Path) -> list[dict]:
                 if not a or not b or not number(a["time_ms_median"]) or not number(b["time_ms_median"]):
                     continue
                 ma, mb = number(a["time_ms_median"]), number(b["time_ms_median"])
-                nf, fn = within(b, a), within(a, b)
+                nf, fn = median_within_ci(b, a), median_within_ci(a, b)
                 counts["pairs"] += 1
                 counts["noise_in_fixed"] += nf
                 counts["fixed_in_noise"] += fn
@@ -253,7 +257,7 @@ def part_fastest(bin_dir: Path, out: Path) -> list[dict]:
                 drift = ""
                 if nxt and number(nxt["time_ms_median"]):
                     counts["drift_pairs"] += 1
-                    counts["fixed_in_next_fixed"] += within(nxt, a)
+                    counts["fixed_in_next_fixed"] += median_within_ci(nxt, a)
                     drift = round((number(nxt["time_ms_median"]) - ma) / ma, 6)
                 w.writerow([*key, r, ma, a.get("time_ms_ci95_rel", ""), mb, b.get("time_ms_ci95_rel", ""), b.get("reps", ""),
                             b.get("stopped_by", ""), round((mb - ma) / ma, 6), nf, fn, drift])
