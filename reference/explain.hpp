@@ -385,6 +385,20 @@ struct Report {
   double path_roundoff = 0, named_bound = std::numeric_limits<double>::quiet_NaN();
   int path_roundings = 0, worst_product = 0;
   std::vector<std::string> behaves_like;
+  // A quantized problem (SOURCE@RECIPE): the composition predicts from the dequantized operands, every
+  // element times its scales (the scales on the operands, before the multiply). Where those are not values
+  // of the input format (a weight-only kernel's (q - 8) s + z against bf16 activations), the kernel rounds
+  // them before it multiplies: each way of rounding in dequantization_candidates() predicts every compared
+  // output of those distributions, and the one that predicts the most is taken (ways that round every value
+  // alike on these inputs tie: the first is taken). Empty `operands`: nothing was rounded (no quantized
+  // problem, or every dequantized value was one of the format's).
+  struct Dequantization {
+    std::string operands;          // "A", "B" or "A and B": the operands rounded
+    std::string chosen;            // the candidate taken (dequantization_candidates()'s name)
+    long long trial_outputs = 0;   // the outputs each candidate predicted
+    std::vector<std::pair<std::string, long long>> tried;  // each candidate and its mismatches among them
+  } dequantization;
+  bool quantized = false;          // the composition compared quantized problems (their scales on the operands)
   long long launches = 0;
   double seconds = 0;
   double first_call_seconds = 0;  // Options::first_call: the call before the clock (0: none made)
@@ -403,6 +417,16 @@ struct Report {
 };
 
 Report explain_kernel(Oracle& oracle, const Options& opt);
+
+// How a kernel may round a dequantized value v (exact in binary64) into `input`, the format it multiplies
+// in: "rn": once, to nearest even (an fma of that format computing (q - 8) s + z, e.g. bf16's); "fp32_then_rn":
+// to fp32 first (fp32 arithmetic: (q - 8) s is exact there, + z rounds), then to `input`.
+struct DequantizationCandidate {
+  const char* name;
+  const char* words;
+};
+const std::vector<DequantizationCandidate>& dequantization_candidates();
+double dequantize_as(const std::string& candidate, double v, Format input);
 
 // Stages, exposed for tests.
 std::vector<Entry> choose_entries(int M, int N, int count, std::uint64_t seed);

@@ -284,6 +284,52 @@ bool all_representable(const Matrix& m, Format f) {
   return true;
 }
 
+std::vector<double> unit_scale_values(const QuantSpec& spec) {
+  if (spec.scheme == QuantScheme::plain) return {};
+  const quant_detail::QuantPlan p = quant_plan(Operand::A, spec, 1, 256);  // any K the blocks divide
+  const FormatInfo& e = info(spec.element);
+  std::vector<double> candidates;
+  if (e.format == Format::int8 || e.format == Format::int4 || e.format == Format::uint4) {
+    for (int v = -(1 << (e.storage_bits)); v <= (1 << e.storage_bits); ++v) candidates.push_back(v);
+  } else {
+    for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << e.storage_bits); ++bits) candidates.push_back(from_bits(spec.element, bits));
+  }
+  std::vector<double> out;
+  for (double v : candidates) {
+    double q = 0;
+    if (quant_detail::unit_scale_element(v, p, &q)) out.push_back(v == 0 ? 0.0 : v);  // -0 as +0
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::optional<Format> explain_input_format(const QuantRecipe& r, std::string* why) {
+  const bool plain_a = r.a.scheme == QuantScheme::plain, plain_b = r.b.scheme == QuantScheme::plain;
+  auto refuse = [&](const std::string& w) -> std::optional<Format> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  if (!plain_a && !plain_b)
+    return refuse("both operands of " + r.name() + " are quantized (A " + r.a.name() + ", B " + r.b.name() +
+                  "): explain's tree stage needs one operand that holds any value of its format (FPRev's large and "
+                  "small values), and a quantized operand of unit scale holds only its elements' values; judge it "
+                  "with gemmlab.judge, which bounds it by where it applies the scales");
+  if (plain_a && plain_b) {
+    if (r.a.element != r.b.element)
+      return refuse(r.name() + " holds two plain formats (" + std::string(info(r.a.element).name) + ", " +
+                    info(r.b.element).name + "): explain takes one input format");
+    return r.a.element;
+  }
+  const Format f = plain_a ? r.a.element : r.b.element;
+  const QuantSpec& q = plain_a ? r.b : r.a;
+  for (double v : unit_scale_values(q))
+    if (pfp::round_format(v, format_params(f)) != v)
+      return refuse(std::string("the ") + info(f).name + " operand of " + r.name() + " cannot hold the value " +
+                    std::to_string(v) + " of the " + q.name() + " operand's elements");
+  return f;
+}
+
 const char* to_string(QuantScales s) {
   switch (s) {
     case QuantScales::operands: return "operands";

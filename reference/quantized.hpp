@@ -73,6 +73,18 @@ QuantizedProblem make_quantized_problem(const Distribution& d, int M, int N, int
 // Whether every value of the matrix is a value of f (the dequantized operands in a kernel's compute format).
 bool all_representable(const Matrix& m, Format f);
 
+// gemmlab explain of a quantized kernel: its probes are written into the recipe's tensors at unit scale
+// (quantized_entry.hpp unit_scale_element), so that the dequantized operands are the probes' values exactly.
+// The values an operand of `spec` holds that way, sorted: every finite element value (MXFP4's e2m1: 0, +-0.5,
+// +-1, ..., +-6; int8 -127 .. 127; int4 -7 .. 7; uint4 with its zero q - 8: -8 .. 7); empty for a plain operand
+// (any value of its format).
+std::vector<double> unit_scale_values(const QuantSpec& spec);
+// The format a recipe's kernel is explained in: the plain operand's (bf16 or fp16) beside a quantized one, which
+// must hold every unit-scale value of the quantized operand. nullopt, with *why saying why and what to do
+// instead, where explain cannot take the recipe: both operands quantized (the tree stage's probes need one
+// operand that holds any value of its format), or a plain operand that cannot hold the other's elements.
+std::optional<Format> explain_input_format(const QuantRecipe& r, std::string* why);
+
 // Where a quantized kernel applies the scales, which decides its bound (against the exact product of the
 // dequantized operands, relative to |A^||B^| of those operands):
 //  operands  the kernel multiplies the dequantized operands (the scales folded in before the multiply, as

@@ -122,6 +122,21 @@ GEMMLAB_HD double dequantize(double q, double s, double z, double t, const Quant
   }
 }
 
+// An operand of unit scale (every scale 1, NVFP4's tensor scale 1, uint4's zero 0): the element that holds v,
+// so that the dequantized value is v exactly (uint4: q = v + 8). Returns false where no element does (v outside
+// the element's values, or not finite): *q is then the element nearest it. A plain operand (bf16, fp16) holds
+// every value of its format, NaN and the infinities among them. gemmlab explain writes its probes into a quantized
+// kernel's tensors this way.
+GEMMLAB_HD bool unit_scale_element(double v, const QuantPlan& p, double* q) {
+  if (p.scheme == 0 && !pfp::is_finite(v)) return *q = v, true;
+  *q = p.scheme == 0 ? pfp::round_format(v, p.element)
+       : p.zero      ? quantize_uint4(v, 1.0, 0.0, p)
+                     : quantize_element(v, 1.0, p);
+  bool inexact = false;
+  const double back = dequantize(*q, 1.0, 0.0, 1.0, p, &inexact);
+  return pfp::is_finite(v) && !inexact && back == v;
+}
+
 // ---- where an int8 kernel applies its scales (QuantScales::output) ----------------------------------------
 
 // The fp32 epilogues an int8 rowwise kernel may compute from its exact int32 sum S (|S| < 2^31: exact in fp32's
@@ -175,11 +190,15 @@ struct Code {
   int bits = 8;  // the code's width
 };
 
-// The code of v, a value of the format (exact; NaN never reaches a kernel's tensor).
+// The code of v, a value of the format (exact). A NaN or an infinity reaches a kernel's tensor only on a plain
+// operand (bf16, fp16: explain's probes, unit_scale_element), as IEEE codes them: the exponent all ones, the
+// fraction's top bit (a quiet NaN) or 0 (an infinity).
 GEMMLAB_HD std::uint32_t encode(double v, const Code& c) {
   if (c.kind == 2) return static_cast<std::uint32_t>(static_cast<long long>(v)) & ((1u << c.bits) - 1);
   if (c.kind == 1) return static_cast<std::uint32_t>(floor_log2(v) + 127);
   const std::uint32_t sign = c.sign_bits && (pfp::bits(v) >> 63) ? 1u << (c.exp_bits + c.frac_bits) : 0u;
+  if (!pfp::is_finite(v))
+    return sign | (((1u << c.exp_bits) - 1) << c.frac_bits) | (pfp::is_nan(v) ? 1u << (c.frac_bits - 1) : 0u);
   const double a = pfp::fabs(v);
   if (a == 0.0) return sign;
   const int emin = 1 - c.bias;

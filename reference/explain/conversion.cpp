@@ -1,6 +1,7 @@
 // Stage 3 of `gemmlab explain`: how an fp32 operand reaches the multiplier (as is, tf32 rounded to
 // nearest even, to nearest away from zero or toward zero, bf16, fp16), from single products; and the
 // Conversion vocabulary (reference/explain.hpp).
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -72,7 +73,37 @@ std::vector<Conversion> candidate_conversions(Format input) {
 
 namespace detail {
 
-ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E) {
+namespace {
+// The probes of a restricted operand (Options::values_a / values_b): its values with the most significant bits
+// (those a narrower conversion would change first), a negative one among them, at most four; none is 0.
+std::vector<double> widest_values(const std::vector<double>& allowed) {
+  auto bits = [](double x) {
+    int e = 0;
+    double m = std::frexp(std::fabs(x), &e);  // m in [0.5, 1)
+    int n = 0;
+    while (m != std::floor(m) && n < 60) m *= 2, ++n;
+    return n;
+  };
+  std::vector<double> v;
+  for (double x : allowed)
+    if (x != 0 && std::isfinite(x)) v.push_back(x);
+  std::stable_sort(v.begin(), v.end(), [&](double x, double y) {
+    return bits(x) != bits(y) ? bits(x) > bits(y) : std::fabs(x) > std::fabs(y);
+  });
+  std::vector<double> out;
+  for (double x : v)
+    if (out.size() < 3 && x > 0) out.push_back(x);
+  for (double x : v)
+    if (x < 0) {
+      out.push_back(x);
+      break;
+    }
+  return out;
+}
+}  // namespace
+
+ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E, const std::vector<double>& values_a,
+                                 const std::vector<double>& values_b) {
   ConversionStage st;
   const Format in = o.input();
   std::vector<double> values;
@@ -86,7 +117,12 @@ ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E) {
     values = {1 + std::ldexp(1.0, 1 - p), -(1 + std::ldexp(1.0, 1 - p)), 1.5, 1 + std::ldexp(3.0, 1 - p)};
   }
   const std::vector<Conversion> cands = candidate_conversions(in);
+  const std::vector<double> all_values = values;
   for (int side = 0; side < 2; ++side) {
+    // An operand held to a few values (a quantized one at unit scale) is probed with its own; the conversions
+    // that leave every one of them unchanged are one for it, as_is.
+    const std::vector<double>& allowed = side == 0 ? values_a : values_b;
+    values = allowed.empty() ? all_values : widest_values(allowed);
     std::vector<Item> items;
     for (std::size_t t = 0; t < values.size(); ++t) {
       const int k = static_cast<int>(t % o.K());
@@ -131,6 +167,11 @@ ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E) {
                "B's are not";
       return st;
     }
+    if (!allowed.empty() && left.size() > 1 && std::find(left.begin(), left.end(), Conversion::as_is) != left.end() &&
+        std::all_of(left.begin(), left.end(), [&](Conversion c) {
+          return std::all_of(allowed.begin(), allowed.end(), [&](double x) { return convert(c, x) == x; });
+        }))
+      left = {Conversion::as_is};
     if (left.size() != 1) {
       std::ostringstream s;
       if (left.empty()) {

@@ -1,5 +1,6 @@
 // The driver of `gemmlab explain`: the stages in order, each stopping the report at its stage with
 // the reason, and the report's summary (reference/explain.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -45,6 +46,16 @@ std::string Report::summary() const {
     s << "  " << c.distribution << ": " << c.mismatches << " of " << c.outputs << " outputs differ from the prediction"
       << (c.by_variant ? " (" + std::to_string(c.by_variant) + " predicted by another order seen)" : std::string())
       << (c.first_mismatch.empty() ? "" : " (first " + c.first_mismatch + ")") << "\n";
+  if (!dequantization.operands.empty()) {
+    s << "  dequantized " << dequantization.operands << " rounded by the kernel: " << dequantization.chosen
+      << " (mismatches of each way in " << dequantization.trial_outputs << " outputs:";
+    long long fewest = -1;
+    for (const auto& [name, miss] : dequantization.tried) {
+      s << " " << name << " " << miss;
+      fewest = fewest < 0 ? miss : std::min(fewest, miss);
+    }
+    s << (fewest > 0 ? "; none of them predicts every output: the kernel rounds them another way" : "") << ")\n";
+  }
   if (!numerics_text.empty()) s << "  numerics: " << numerics_text << "\n";
   if (numerics) {
     s << "  bound: |C^ - C| <= " << bound << " |A||B| + " << underflow_bound << ", from the tree: product "
@@ -88,7 +99,7 @@ Report explain_stages(Oracle& o, const Options& opt, const std::vector<Entry>& E
     return fail("tree", r.tree.why + (r.schedule.verdict == "depends" ? "; " + r.schedule.text : std::string()));
   }
   next("conversion");
-  r.conversion = infer_conversion(o, E);
+  r.conversion = infer_conversion(o, E, opt.values_a, opt.values_b);
   note("conversion");
   if (!r.conversion.ok) return fail("conversion", r.conversion.why);
   next("nodes");

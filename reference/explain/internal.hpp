@@ -90,7 +90,9 @@ ScheduleStage check_schedule(Oracle& o, const std::vector<Entry>& E, const TreeS
 void bound_over_orders(Oracle& o, Report& r);
 
 // Stage 3 (conversion.cpp): how A's and B's operands reach the multiplier, from single products.
-ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E);
+// values_a / values_b: Options' (an operand held to a few values is probed with its own).
+ConversionStage infer_conversion(Oracle& o, const std::vector<Entry>& E, const std::vector<double>& values_a = {},
+                                 const std::vector<double>& values_b = {});
 
 // Stage 4 (nodes.cpp): the model of each kind of fused node of t.
 NodeStage infer_nodes(Oracle& o, const std::vector<Entry>& E, const SummationTree& t, const ConversionStage& conv,
@@ -119,11 +121,15 @@ class Composition {
   Composition& operator=(const Composition&) = delete;
   std::string begin(Oracle& o, const Options& opt, const Report& r, bool background);
   // The stage begin's refusal belongs to: "nodes" (a fused node the nodes stage left without a model) or
-  // "composition" (the operands cannot be predicted: a quantized problem's dequantized values the kernel rounds).
+  // "composition" (the operands cannot be predicted).
   const std::string& refused_at() const { return refused_at_; }
   void finish(Oracle& o, const Options& opt, Report& r, long long& mismatches);
 
  private:
+  // Where a quantized problem's dequantized operand holds values the input format does not: the
+  // Report::Dequantization candidate that predicts the first such distribution's first rows best, applied to
+  // that operand of every distribution. "" or why the operands cannot be predicted.
+  std::string choose_dequantization(Oracle& o, const Options& opt, const Report& r);
   struct State;
   std::unique_ptr<State> s_;
   std::string refused_at_ = "nodes";

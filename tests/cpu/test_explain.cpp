@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 #include "reference/explain.hpp"
 #include "reference/fprev.hpp"
 #include "reference/kernel_emulation.hpp"
+#include "reference/quantized.hpp"
 #include "reference/summation_tree.hpp"
 #include "reference/tc_model.hpp"
 #include "reference/tree_bound.hpp"
@@ -1152,11 +1154,7 @@ std::vector<double> values_of(Format f) {
 }
 
 // A uint4 weight of unit scale and zero 0 dequantized: (q - 8) 1 + 0 for q in 0 .. 15.
-std::vector<double> uint4_unit_values() {
-  std::vector<double> v;
-  for (int q = 0; q <= 15; ++q) v.push_back(q - 8);
-  return v;
-}
+std::vector<double> uint4_unit_values() { return unit_scale_values(parse_quant_spec("uint4_g32")); }
 
 // A kernel of `input` with `ins`'s fused nodes whose quantized operand holds values_a or values_b (at unit
 // scale), FPRev's M and u on `carrier`; explained on `distributions` (quantized problems), where the kernel
@@ -1188,7 +1186,7 @@ TEST(ExplainWithinValues, AQuantizedOperandOfUnitScaleGivesTheSameNodes) {
     for (const bool within : {false, true}) {
       SyntheticKernel k(32, 32, K, c.input, blocked_tree(K, 16, true), model_of(c.ins));
       OperandValues o(k);
-      o.stages.insert("nodes");
+      o.stages.insert({"conversion", "nodes"});
       Options opt;
       opt.distributions = {"uniform_0_1"};
       opt.verify_pairs = 16;
@@ -1245,7 +1243,7 @@ TEST(ExplainWithinValues, AnArithmeticNoInstructionHasIsInferredTheSame) {
       return odd;
     });
     OperandValues o(k);
-    o.stages.insert("nodes");
+    o.stages.insert({"conversion", "nodes"});
     Options opt;
     opt.distributions = {"normal_0_1"};
     opt.verify_pairs = 16;
@@ -1266,13 +1264,36 @@ TEST(ExplainWithinValues, AnArithmeticNoInstructionHasIsInferredTheSame) {
   }
 }
 
+// A kernel that rounds its dequantized B by `how` before it multiplies (a weight-only kernel: (q - 8) s + z
+// computed in some arithmetic, then in the format of its products): the quantized problem as Oracle's default
+// makes it, B rounded for the kernel, the caller given the exact dequantized operands.
+class RoundsDequantizedB : public ForwardingOracle {
+ public:
+  RoundsDequantizedB(Oracle& inner, std::function<double(double)> how) : ForwardingOracle(inner), how_(std::move(how)) {}
+  std::vector<std::uint64_t> run_generated(const Distribution& d, std::uint64_t seed, int threads,
+                                           const std::vector<Entry>& entries, Matrix& A, Matrix& B) override {
+    const QuantizedProblem p = make_quantized_problem(d, M(), N(), K(), seed, threads);
+    A = p.A.dequantized();
+    B = p.B.dequantized();
+    Matrix rounded = B;
+    for (double& v : rounded.v) v = how_(v);
+    return inner_.run_full(A, rounded, entries);
+  }
+
+ protected:
+  void before_launch() override {}
+
+ private:
+  std::function<double(double)> how_;
+};
+
 // The X x bf16 forms end to end on the CPU: a kernel that multiplies the dequantized operands exactly (as
 // tl.dot_scaled's MXFP4 x bf16 does on Hopper: every e2m1 or e4m3 element times its E8M0 scale is a bf16
 // value) is explained with its quantized operand held to its elements' values at unit scale (the gemm, tree,
 // nodes and scheduling stages) and predicted on the real quantized problems (SOURCE@RECIPE: every element times
-// its scales): 0 outputs mispredicted. A weight-only fp16 x uint4 kernel cannot multiply its dequantized weights
-// ((q - 8) s + z) exactly in fp16: it rounds them, in a way explain does not find, and the composition says so
-// instead of predicting.
+// its scales): 0 outputs mispredicted. A weight-only kernel cannot multiply its dequantized weights ((q - 8) s + z)
+// exactly in fp16 or bf16: it rounds them first, and the composition finds how (Report::Dequantization) among
+// dequantization_candidates(), or, for a way that is none of them, says how many outputs each mispredicts.
 TEST(ExplainWithinValues, QuantizedProblemsArePredictedFromTheDequantizedOperands) {
   const int K = 256;
   const std::vector<double> int4 = uint4_unit_values();
@@ -1282,12 +1303,13 @@ TEST(ExplainWithinValues, QuantizedProblemsArePredictedFromTheDequantizedOperand
       {"MXFP8 e4m3 x bf16", Format::bf16, tc::Instruction::mma_m16n8k16_bf16_f32, FprevCarrier::b,
        values_of(Format::e4m3), {}, {"normal_0_1@mxfp8_e4m3_x_bf16"}, Conversion::as_is, true},
       {"fp16 x uint4 g32, the weights rounded to fp16", Format::fp16, tc::Instruction::mma_m16n8k16_f16_f32,
-       FprevCarrier::a, {}, int4, {"uniform_-1_1@fp16_x_uint4_g32"}, Conversion::fp16_rne, false}};
+       FprevCarrier::a, {}, int4, {"uniform_-1_1@fp16_x_uint4_g32", "normal_0_1@fp16_x_uint4_g32"}, Conversion::fp16_rne,
+       true}};
   for (const WithinCase& c : cases) {
     SCOPED_TRACE(c.name);
     SyntheticKernel k(32, 32, K, c.input, blocked_tree(K, 16, true), model_of(c.ins), Conversion::as_is, c.conv_b);
     OperandValues o(k);
-    o.stages.insert("nodes");
+    o.stages.insert({"conversion", "nodes"});
     Options opt;
     opt.distributions = c.distributions;
     opt.verify_pairs = 16;
@@ -1309,11 +1331,68 @@ TEST(ExplainWithinValues, QuantizedProblemsArePredictedFromTheDequantizedOperand
         EXPECT_GT(cmp.outputs, 0);
         EXPECT_EQ(cmp.mismatches, 0) << cmp.distribution;
       }
+    }
+    EXPECT_TRUE(r.quantized);
+    if (c.conv_b == Conversion::fp16_rne) {  // the weights rounded once to fp16: found
+      EXPECT_EQ(r.dequantization.operands, "B");
+      EXPECT_EQ(r.dequantization.chosen, "rn");
+      ASSERT_EQ(r.dequantization.tried.size(), dequantization_candidates().size());
+      EXPECT_EQ(r.dequantization.tried[0].second, 0);
+      EXPECT_EQ(r.dequantization.trial_outputs, 2LL * 32 * 32);
+      EXPECT_NE(r.summary().find("dequantized B rounded by the kernel: rn"), std::string::npos) << r.summary();
+      EXPECT_NE(r.numerics_text.find("the dequantized B rounded once to nearest even into fp16"), std::string::npos)
+          << r.numerics_text;
     } else {
-      EXPECT_FALSE(r.identified) << r.summary();
+      EXPECT_TRUE(r.dequantization.operands.empty()) << "every dequantized value is a bf16 value: nothing rounded";
+    }
+  }
+}
+
+// The ways a weight-only kernel rounds its dequantized weights: bf16 x uint4 kernels rounding (q - 8) s + z once
+// into bf16 (a bf16 fma, as torch's tinygemm dequantizes) or through fp32 first (a W4A16 kernel's fp32 arithmetic):
+// each predicted with 0 mismatches. Rounded toward zero (no candidate's way), no candidate predicts every output:
+// the kernel is not identified, and each candidate's mismatches are reported.
+TEST(ExplainWithinValues, AWeightOnlyKernelsRoundingOfItsWeightsIsFound) {
+  const int K = 256;
+  struct Case {
+    const char* name;
+    std::function<double(double)> how;
+    bool identified;
+  };
+  auto bf16 = [](double v, Rounding m) { return tc::round_to_format(Format::bf16, v, m); };
+  const std::vector<Case> cases{
+      {"once to nearest even", [&](double v) { return bf16(v, Rounding::nearest_even); }, true},
+      {"fp32, then to nearest even",
+       [&](double v) { return bf16(tc::round_to_format(Format::fp32, v, Rounding::nearest_even), Rounding::nearest_even); },
+       true},
+      {"toward zero", [&](double v) { return bf16(v, Rounding::toward_zero); }, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SyntheticKernel k(32, 32, K, Format::bf16, blocked_tree(K, 16, true), model_of(tc::Instruction::mma_m16n8k16_bf16_f32));
+    RoundsDequantizedB rk(k, c.how);
+    Options opt;
+    opt.distributions = {"uniform_-1_1@bf16_x_uint4_g32", "normal_0_1@bf16_x_uint4_g128"};
+    opt.verify_pairs = 16;
+    opt.max_probes = 2000;
+    opt.fprev_carrier = FprevCarrier::a;
+    opt.values_b = uint4_unit_values();
+    const Report r = explain_kernel(rk, opt);
+    ASSERT_TRUE(r.nodes.ok) << r.summary();
+    ASSERT_EQ(r.dequantization.operands, "B") << r.summary();
+    ASSERT_EQ(r.dequantization.tried.size(), dequantization_candidates().size());
+    EXPECT_EQ(r.dequantization.trial_outputs, 2LL * 32 * 32);
+    long long fewest = -1;
+    for (const auto& [name, miss] : r.dequantization.tried) fewest = fewest < 0 ? miss : std::min(fewest, miss);
+    for (const auto& [name, miss] : r.dequantization.tried)
+      if (name == r.dequantization.chosen) EXPECT_EQ(miss, fewest) << "the candidate predicting the most is taken";
+    std::cout << "[ info ] " << c.name << ": " << r.summary().substr(r.summary().find("dequantized B"));
+    EXPECT_EQ(r.identified, c.identified) << r.summary();
+    if (c.identified) {
+      EXPECT_EQ(fewest, 0);
+      for (const Comparison& cmp : r.comparisons) EXPECT_EQ(cmp.mismatches, 0) << cmp.distribution;
+    } else {
+      EXPECT_GT(fewest, 0) << "toward zero is no candidate's way";
       EXPECT_EQ(r.failed_stage, "composition") << r.summary();
-      EXPECT_NE(r.reason.find("the dequantized operand B of uniform_-1_1@fp16_x_uint4_g32"), std::string::npos) << r.reason;
-      EXPECT_NE(r.reason.find("not fp16 values"), std::string::npos) << r.reason;
     }
   }
 }

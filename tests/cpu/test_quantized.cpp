@@ -3,9 +3,11 @@
 // every refusal, and the exact reference of the dequantized operands equal to MPFR's bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <mpfr.h>
 #include <stdexcept>
@@ -468,4 +470,84 @@ TEST(QuantizedEpilogue, CandidatesAreFp32ArithmeticAndOneRounding) {
             std::string::npos);
   EXPECT_NE(epilogue_explanation(some, 100).find("no candidate epilogue predicts every output; the closest is epilogue:"),
             std::string::npos);
+}
+
+// gemmlab explain's probes in a quantized kernel's tensors: every value an operand holds at unit scale, written
+// as its element, dequantizes to itself (the recipe's own dequantization, exact); the sets are the elements'
+// values (counted here from their definitions), and no other value has an element.
+TEST(QuantizedUnitScale, EveryProbeValueIsItsOwnElementAndNoOtherIs) {
+  struct Case {
+    const char* spec;
+    std::vector<double> expected;  // empty: count only
+    std::size_t count;
+  };
+  std::vector<double> int8, int4, uint4;
+  for (int v = -127; v <= 127; ++v) int8.push_back(v);
+  for (int v = -7; v <= 7; ++v) int4.push_back(v);
+  for (int v = -8; v <= 7; ++v) uint4.push_back(v);
+  const std::vector<Case> cases{
+      {"mxfp4", {-6, -4, -3, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3, 4, 6}, 15},
+      {"nvfp4", {-6, -4, -3, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3, 4, 6}, 15},
+      {"mxfp8_e4m3", {}, 253},  // 256 codes: two zeros as one, two NaNs out
+      {"mxfp8_e5m2", {}, 247},  // 256 codes: two zeros as one, 2 infinities and 6 NaNs out
+      {"int8_rowwise", int8, 255},
+      {"int4_g32", int4, 15},
+      {"uint4_g128", uint4, 16}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.spec);
+    const QuantSpec spec = parse_quant_spec(c.spec);
+    const std::vector<double> v = unit_scale_values(spec);
+    EXPECT_EQ(v.size(), c.count);
+    if (!c.expected.empty()) EXPECT_EQ(v, c.expected);
+    EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+    const quant_detail::QuantPlan p = quant_plan(Operand::B, spec, 256, 8);
+    for (double x : v) {
+      double q = 0;
+      ASSERT_TRUE(quant_detail::unit_scale_element(x, p, &q)) << x;
+      bool inexact = false;
+      EXPECT_EQ(quant_detail::dequantize(q, 1.0, 0.0, 1.0, p, &inexact), x);
+      EXPECT_FALSE(inexact);
+      if (spec.has_zero()) EXPECT_EQ(q, x + 8) << "uint4 holds q - 8";
+    }
+    // Between and beyond the values: no element holds them.
+    for (std::size_t t = 0; t + 1 < v.size(); ++t) {
+      double q = 0;
+      EXPECT_FALSE(quant_detail::unit_scale_element((v[t] + v[t + 1]) / 2, p, &q)) << v[t];
+    }
+    double q = 0;
+    EXPECT_FALSE(quant_detail::unit_scale_element(2 * v.back(), p, &q));
+    EXPECT_FALSE(quant_detail::unit_scale_element(std::nan(""), p, &q));
+  }
+  EXPECT_TRUE(unit_scale_values(parse_quant_spec("bf16")).empty()) << "a plain operand holds any value";
+  // ... NaN and the infinities among them (explain's probes put them on the plain operand), coded as IEEE's.
+  const QuantSpec bf16 = parse_quant_spec("bf16");
+  const quant_detail::QuantPlan pb = quant_plan(Operand::A, bf16, 4, 256);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double x : {std::nan(""), inf, -inf, 1.0 + 0x1p-7}) {
+    double q = 0;
+    EXPECT_TRUE(quant_detail::unit_scale_element(x, pb, &q)) << x;
+    EXPECT_EQ(std::isnan(q), std::isnan(x));
+  }
+  double q = 0;
+  EXPECT_FALSE(quant_detail::unit_scale_element(1.0 + 0x1p-9, pb, &q)) << "not a bf16 value";
+  const quant_detail::Code c = element_code(bf16);
+  EXPECT_EQ(quant_detail::encode(std::nan(""), c), 0x7FC0u);
+  EXPECT_EQ(quant_detail::encode(inf, c), 0x7F80u);
+  EXPECT_EQ(quant_detail::encode(-inf, c), 0xFF80u);
+  EXPECT_EQ(quant_detail::encode(-1.5, c), 0xBFC0u);
+}
+
+TEST(QuantizedUnitScale, TheFormatARecipeIsExplainedIn) {
+  std::string why;
+  EXPECT_EQ(explain_input_format(parse_quant_recipe("mxfp4_x_bf16"), &why), Format::bf16);
+  EXPECT_EQ(explain_input_format(parse_quant_recipe("bf16_x_mxfp8_e4m3"), &why), Format::bf16);
+  EXPECT_EQ(explain_input_format(parse_quant_recipe("bf16_x_uint4_g128"), &why), Format::bf16);
+  EXPECT_EQ(explain_input_format(parse_quant_recipe("fp16_x_uint4_g32"), &why), Format::fp16);
+  EXPECT_EQ(explain_input_format(parse_quant_recipe("fp16_x_int8_rowwise"), &why), Format::fp16);
+  EXPECT_FALSE(explain_input_format(parse_quant_recipe("mxfp4"), &why));
+  EXPECT_NE(why.find("both operands of mxfp4 are quantized"), std::string::npos) << why;
+  EXPECT_NE(why.find("gemmlab.judge"), std::string::npos) << why;
+  EXPECT_FALSE(explain_input_format(parse_quant_recipe("int8_rowwise"), &why));
+  // fp16 holds e5m2's largest element (57344) and its smallest (2^-16).
+  EXPECT_EQ(explain_input_format(parse_quant_recipe("fp16_x_mxfp8_e5m2"), &why), Format::fp16);
 }
