@@ -663,6 +663,16 @@ void bind_inputs(nb::module_& m) {
 void bind_quantized(nb::module_& m) {
   m.def("canonical_quant_recipe", [](const std::string& name) { return parse_quant_recipe(name).name(); }, "name"_a,
         "The canonical name of a quantized recipe; ValueError naming what is valid otherwise.");
+  m.def("explain_input_format", [](const std::string& recipe) {
+          std::string why;
+          const std::optional<Format> f = explain_input_format(parse_quant_recipe(recipe), &why);
+          if (!f) throw std::invalid_argument(why);
+          return std::string(info(*f).name);
+        }, "recipe"_a,
+        "The format gemmlab.explain explains a recipe's kernel in (the plain operand's); ValueError saying why "
+        "where explain cannot take the recipe (both operands quantized).");
+  m.def("unit_scale_values", [](const std::string& spec) { return unit_scale_values(parse_quant_spec(spec)); }, "spec"_a,
+        "The values an operand of this spec holds at unit scale (explain's probes), sorted; [] for a plain one.");
   // Each tensor of an (M, N, K) problem: name -> (type, shape); tensor scales as name -> True.
   auto layout = [](const std::string& recipe, int M, int N, int K) {
     const QuantRecipe r = parse_quant_recipe(recipe);

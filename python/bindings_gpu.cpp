@@ -573,15 +573,37 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
                     int verify_entries, int device, std::optional<std::uintptr_t> stream, const std::string& known_json,
                     const std::string& out_csv, const std::string& caller_json, const std::string& command_line,
                     bool schedule, double schedule_seconds, const std::string& predictions_file, double launch_timeout,
-                    bool serve) {
+                    bool serve, const std::string& quantized) {
   const ScopedLaunchLimit limit(callable_limit(launch_timeout));
   const Numerics n = declared_numerics(format_of(input_format), format_of(output_format), Accumulation::unknown);
   if (M < 1 || N < 1 || K < 2) throw std::invalid_argument("explain needs M, N >= 1 and K >= 2");
-  for (const std::string& d : distributions)
-    if (std::string why = unusable_reason(parse_distribution(d), n.input); !why.empty())
+  // A quantized callable (its recipe): explained in the plain operand's format with the quantized operand's
+  // probes at unit scale, compared on SOURCE@RECIPE problems of its recipe.
+  std::optional<QuantRecipe> recipe;
+  if (!quantized.empty()) {
+    recipe = parse_quant_recipe(quantized);
+    std::string why;
+    if (!explain_input_format(*recipe, &why)) throw std::invalid_argument(why);
+    quant_plan(Operand::A, recipe->a, M, K);  // a K the blocks do not divide, refused before any launch
+    quant_plan(Operand::B, recipe->b, K, N);
+  }
+  for (const std::string& d : distributions) {
+    const Distribution dist = parse_distribution(d);
+    if (recipe) {
+      if (!dist.quant || !(*dist.quant == *recipe))
+        throw std::invalid_argument("distribution " + d + ": the callable reads operands quantized under " +
+                                    recipe->name() + "; give SOURCE@" + recipe->name());
+    } else if (std::string why = unusable_reason(dist, n.input); !why.empty()) {
       throw std::invalid_argument("distribution " + d + ": " + why);
+    }
+  }
   if (!out_csv.empty()) check_writable(out_csv);
   explain::Options opt;
+  if (recipe) {
+    opt.values_a = unit_scale_values(recipe->a);
+    opt.values_b = unit_scale_values(recipe->b);
+    opt.fprev_carrier = recipe->a.scheme == QuantScheme::plain ? FprevCarrier::a : FprevCarrier::b;
+  }
   opt.distributions = distributions;
   opt.seed = seed;
   opt.first_call = true;  // a kernel compiled on first use (Triton, XLA) compiles before the clock
@@ -593,7 +615,7 @@ std::string explain(nb::callable launcher, const std::string& framework, const s
   opt.predictions_file = predictions_file;
   if (!known_json.empty()) opt.known = known_kernels_from_json(nlohmann::json::parse(known_json));
   JudgedKernel judged(launcher, framework, name, "user", "explained by gemmlab.explain", n, layout_a, layout_b,
-                      returns_output, device);
+                      returns_output, device, std::nullopt, recipe ? recipe->name() : "", "operands", 0);
   // A worker process of an isolated explain (explain_isolated): the launches' events and, as each stage
   // begins, the report so far go to the parent, which reports those stages if the callable never comes back.
   std::optional<engine::WorkerChannel> channel;
@@ -870,7 +892,7 @@ NB_MODULE(_gpu, m) {
         "layout_b"_a, "returns_output"_a, "M"_a, "N"_a, "K"_a, "distributions"_a, "seed"_a, "compare_outputs"_a,
         "verify_entries"_a, "device"_a, "stream"_a.none(), "known_json"_a, "out_csv"_a, "caller_json"_a, "command_line"_a,
         "schedule"_a = true, "schedule_seconds"_a = 12.0, "predictions_file"_a = "", "launch_timeout"_a = 10.0,
-        "serve"_a = false,
+        "serve"_a = false, "quantized"_a = "",
         "Reveals the callable's tree, operand conversion and node arithmetic and predicts its bits; the report as JSON "
         "(report['oracle_lost']: the GPU context was lost, the files written, nothing more can run)");
 

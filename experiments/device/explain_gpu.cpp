@@ -19,8 +19,18 @@
 
 namespace gemmlab {
 
+namespace {
+Format explained_input(const Kernel& k) {
+  if (!k.quantized) return k.numerics.input;
+  std::string why;
+  const std::optional<Format> f = explain_input_format(parse_quant_recipe(k.quantized), &why);
+  if (!f) throw std::invalid_argument(std::string(k.name) + ": " + why);
+  return *f;
+}
+}  // namespace
+
 KernelOracle::KernelOracle(const Kernel& k, int M, int N, int K, int device, void* stream, bool foreign_streams)
-    : k_(k), M_(M), N_(N), K_(K), device_(device), foreign_streams_(foreign_streams),
+    : k_(k), M_(M), N_(N), K_(K), input_(explained_input(k)), device_(device), foreign_streams_(foreign_streams),
       runner_(std::make_unique<EntryRunner>(k, Matrix(M, K), Matrix(K, N), device, stream, foreign_streams)) {
   profile_.on = std::getenv("GEMMLAB_PROFILE_ORACLE") != nullptr;
 }
@@ -202,6 +212,7 @@ std::string numerics_signature(const explain::Report& r) {
   for (const explain::NodeKind& k : r.nodes.kinds) s << "|" << k.leaves << (k.carry ? "c" : "") << ":" << k.params.describe();
   // Split operands: the scheme in words (every field of it), so that two schemes never share a signature.
   if (r.nodes.split) s << "|split:" << r.nodes.split->describe();
+  if (!r.dequantization.operands.empty()) s << "|dequantized " << r.dequantization.operands << ":" << r.dequantization.chosen;
   // An order that depends on scheduling: the orders seen are part of what decides the bits.
   if (r.schedule.verdict == "depends") {
     s << "|schedule";
@@ -330,6 +341,19 @@ nlohmann::json report_to_json(const explain::Report& r) {
                 {"worst_product", r.worst_product},
                 {"named_order_gamma_k", number(r.named_bound)}};
   j["behaves_like"] = r.behaves_like;
+  // A quantized problem: its scales on the operands in the prediction, and how the kernel rounds dequantized
+  // operands the input format cannot hold (reference/explain.hpp Report::Dequantization; null: none rounded).
+  j["quantized"] = r.quantized;
+  if (r.dequantization.operands.empty()) {
+    j["dequantization"] = nullptr;
+  } else {
+    nlohmann::json tried = nlohmann::json::object();
+    for (const auto& [name, miss] : r.dequantization.tried) tried[name] = miss;
+    j["dequantization"] = {{"operands", r.dequantization.operands},
+                           {"chosen", r.dequantization.chosen},
+                           {"trial_outputs", r.dequantization.trial_outputs},
+                           {"mismatches", tried}};
+  }
   j["signature"] = numerics_signature(r);
   j["launches"] = r.launches;
   j["seconds"] = r.seconds;

@@ -27,13 +27,16 @@ class KernelOracle : public explain::Oracle {
  public:
   // `stream`, `foreign_streams`: as for EntryRunner (a Python callable's framework stream, nullptr:
   // the runner's own; a JAX callable launches on XLA's streams).
+  // Throws std::invalid_argument for a quantized kernel whose recipe explain cannot take (explain_input_format).
   KernelOracle(const Kernel& k, int M, int N, int K, int device = 0, void* stream = nullptr,
                bool foreign_streams = false);
   ~KernelOracle() override;
   int M() const override { return M_; }
   int N() const override { return N_; }
   int K() const override { return K_; }
-  Format input() const override { return k_.numerics.input; }
+  // A quantized kernel's (Kernel::quantized): the format it is explained in (reference/quantized.hpp
+  // explain_input_format), its probes written into the recipe's tensors at unit scale (EntryRunner).
+  Format input() const override { return input_; }
   Format output() const override { return k_.numerics.output; }
   // A launch that fails throws explain::KernelFailed with the reason (explain::OracleLost where the
   // GPU's context is lost), so that no stage takes it for an answer.
@@ -54,6 +57,7 @@ class KernelOracle : public explain::Oracle {
   auto guarded(F&& f) -> decltype(f());
   const Kernel& k_;
   int M_, N_, K_;
+  Format input_;
   int device_;
   bool foreign_streams_;
   std::unique_ptr<EntryRunner> runner_;

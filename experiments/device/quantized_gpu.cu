@@ -189,6 +189,22 @@ __global__ void epilogue_kernel(const double* __restrict__ x, const double* __re
     if (local[k]) atomicAdd(differ + k, local[k]);
 }
 
+__global__ void unit_scale_kernel(const double* __restrict__ v, QuantPlan p, std::size_t n, float* __restrict__ q,
+                                  int* __restrict__ bad) {
+  for (std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    double e = 0;
+    if (!quant_detail::unit_scale_element(v[t], p, &e)) *bad = 1;
+    q[t] = static_cast<float>(e);  // exact: an element value
+  }
+}
+
+__global__ void fill_kernel(float* __restrict__ x, std::size_t n, float value) {
+  for (std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    x[t] = value;
+}
+
 template <class T>
 T* device_alloc(std::size_t n) {
   T* p = nullptr;
@@ -200,19 +216,27 @@ using Scratch = DeviceScratch;  // kernels/common/cuda_check.cuh
 
 }  // namespace
 
-QuantizedDeviceOperand quantize_gpu(const float* device_source, Operand which, const QuantSpec& spec, int rows, int cols,
-                                    void* stream) {
+namespace {
+// An operand's shape and plan (quant_plan refuses a K that is not a multiple of the block), its buffers empty.
+QuantizedDeviceOperand planned_operand(Operand which, const QuantSpec& spec, int rows, int cols) {
   QuantizedDeviceOperand r;
   r.spec = spec;
   r.which = which;
   r.rows = rows, r.cols = cols;
-  r.plan = quant_plan(which, spec, rows, cols);  // refuses a K that is not a multiple of the block
+  r.plan = quant_plan(which, spec, rows, cols);
   r.grid_rows = (rows + r.plan.block_rows - 1) / r.plan.block_rows;
   r.grid_cols = r.plan.grid_cols;
+  r.buffers = std::make_unique<QuantizedDeviceOperand::Buffers>();
+  return r;
+}
+}  // namespace
+
+QuantizedDeviceOperand quantize_gpu(const float* device_source, Operand which, const QuantSpec& spec, int rows, int cols,
+                                    void* stream) {
+  QuantizedDeviceOperand r = planned_operand(which, spec, rows, cols);
   const std::size_t n = static_cast<std::size_t>(rows) * cols;
   const int cells = r.grid_rows * r.grid_cols;
   auto s = static_cast<cudaStream_t>(stream);
-  r.buffers = std::make_unique<QuantizedDeviceOperand::Buffers>();
   auto& b = *r.buffers;
   b.q = device_alloc<float>(n);
   b.dequantized = device_alloc<double>(n);
@@ -297,6 +321,31 @@ void pack_kernel_tensors_gpu(const QuantizedDeviceOperand& op, void* elements, v
   };
   grid(l.scales, op.scales(), scales);
   grid(l.zeros, op.zeros(), zeros);
+}
+
+QuantizedDeviceOperand unit_scale_operand_gpu(Operand which, const QuantSpec& spec, int rows, int cols) {
+  QuantizedDeviceOperand r = planned_operand(which, spec, rows, cols);
+  r.tensor_scale = 1.0;
+  const std::size_t n = static_cast<std::size_t>(rows) * cols, cells = static_cast<std::size_t>(r.grid_rows) * r.grid_cols;
+  auto& b = *r.buffers;
+  b.q = device_alloc<float>(n);
+  b.scales = device_alloc<float>(cells);
+  fill_kernel<<<blocks_for(cells), kThreads>>>(b.scales, cells, 1.0f);
+  GEMMLAB_LAUNCH_CHECK("fill_kernel");
+  if (spec.has_zero()) {
+    b.zeros = device_alloc<float>(cells);
+    GEMMLAB_CUDA_CHECK(cudaMemset(b.zeros, 0, cells * sizeof(float)));
+  }
+  GEMMLAB_CUDA_CHECK(cudaMemset(b.q, 0, n * sizeof(float)));
+  GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  return r;
+}
+
+void set_unit_scale_values_gpu(QuantizedDeviceOperand& op, const double* values, int* bad, void* stream) {
+  const std::size_t n = static_cast<std::size_t>(op.rows) * op.cols;
+  unit_scale_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(values, op.plan, n, op.buffers->q,
+                                                                                      bad);
+  GEMMLAB_LAUNCH_CHECK("unit_scale_kernel");
 }
 
 bool all_representable_gpu(const QuantizedDeviceOperand& op, Format f) {

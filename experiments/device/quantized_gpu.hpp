@@ -65,6 +65,15 @@ void pack_kernel_tensors_gpu(const QuantizedDeviceOperand& op, void* elements, v
 // Whether every dequantized value of the operand is a value of f (synchronises).
 bool all_representable_gpu(const QuantizedDeviceOperand& op, Format f);
 
+// gemmlab explain's probes in a quantized kernel's tensors: an operand of unit scales (every scale 1, NVFP4's
+// tensor scale 1, uint4's zeros 0) whose elements set_unit_scale_values_gpu writes, so that its dequantized
+// operand is the probes' values exactly (quantized_entry.hpp unit_scale_element). No dequantized array is kept
+// (dequantized() is null); pack_kernel_tensors_gpu packs it as any operand.
+QuantizedDeviceOperand unit_scale_operand_gpu(Operand which, const QuantSpec& spec, int rows, int cols);
+// Its elements from `values`, (rows, cols) row-major binary64 on the GPU. A value no element holds at unit scale
+// sets *bad (a device int) to 1 and leaves the nearest element. Asynchronous on the stream.
+void set_unit_scale_values_gpu(QuantizedDeviceOperand& op, const double* values, int* bad, void* stream = nullptr);
+
 // An int8 rowwise kernel whose scales are on the output: how many of its outputs each candidate epilogue of
 // quantized_entry.hpp (epilogue_candidates) predicts wrong, from its fp32 output widened to binary64 (x, (M, N)),
 // the exact reference of the dequantized operands (c = RN64(sa sb S), from which S = rint(c / (sa sb)) is exact for

@@ -831,10 +831,45 @@ __global__ void write_lines_kernel(E* __restrict__ a, E* __restrict__ b, const L
 }
 }  // namespace
 
+// A quantized kernel's operands in the runner (Kernel::quantized): A and B hold the operands' values as
+// binary64, row-major, written by set_lines and set_operands as any kernel's; before each launch they become
+// the recipe's tensors at unit scale (explain's probes: quantized_gpu.hpp unit_scale_operand_gpu), which the
+// kernel reads. After generate_operands the tensors of a quantized problem stand there instead, until the next
+// set_lines or set_operands.
+struct QuantizedOperands {
+  QuantRecipe recipe;
+  struct Tensors {
+    KernelOperandLayout layout;
+    std::unique_ptr<DeviceBuffer> elements, scales, zeros;
+    device::QuantizedDeviceOperand unit;
+  } t[2];
+  QuantizedArgs args;
+  bool generated = false;  // the tensors hold generate_operands' problem
+  Scratch bad;             // set_unit_scale_values_gpu's flag
+  QuantizedOperands(const QuantRecipe& r, int M, int N, int K) : recipe(r) {
+    for (int w : {0, 1}) {
+      const Operand which = w == 0 ? Operand::A : Operand::B;
+      const QuantSpec& spec = w == 0 ? r.a : r.b;
+      Tensors& x = t[w];
+      x.layout = w == 0 ? kernel_layout(spec, which, M, K) : kernel_layout(spec, which, K, N);
+      x.elements = std::make_unique<DeviceBuffer>(x.layout.elements.bytes());
+      x.scales = std::make_unique<DeviceBuffer>(x.layout.scales.bytes());
+      x.zeros = std::make_unique<DeviceBuffer>(x.layout.zeros.bytes());
+      x.unit = w == 0 ? device::unit_scale_operand_gpu(which, spec, M, K) : device::unit_scale_operand_gpu(which, spec, K, N);
+    }
+    args.scale_a = t[0].scales->p, args.scale_b = t[1].scales->p;
+    args.zero_a = t[0].zeros->p, args.zero_b = t[1].zeros->p;
+  }
+};
+
 struct EntryRunner::Impl {
   const Kernel& k;
   const DeviceInfo& dev;
   int M, N, K;
+  std::unique_ptr<QuantizedOperands> quant;  // a quantized kernel's tensors (see above); null otherwise
+  // The format of the values in A and B: the kernel's input, binary64 for a quantized kernel (see above).
+  Format values = Format::fp64;
+  Layout layout_a = Layout::row_major, layout_b = Layout::row_major;
   std::size_t eb_in, eb_out;
   std::size_t a_bytes, b_bytes;  // the packed operands' sizes (no host copy: set_lines writes on the GPU)
   DeviceBuffer A, B, C, W;
@@ -865,10 +900,14 @@ struct EntryRunner::Impl {
   GemmArgs args;
 
   Impl(const Kernel& k_, const Matrix& a, const Matrix& b, int device, void* caller_stream, bool foreign)
-      : k(k_), dev(query_device(device)), M(a.rows), N(b.cols), K(a.cols), eb_in(storage_bytes(k_.numerics.input)),
+      : k(k_), dev(query_device(device)), M(a.rows), N(b.cols), K(a.cols),
+        values(k_.quantized ? Format::fp64 : k_.numerics.input),
+        layout_a(k_.quantized ? Layout::row_major : k_.layout_a), layout_b(k_.quantized ? Layout::row_major : k_.layout_b),
+        eb_in(storage_bytes(values)),
         eb_out(storage_bytes(k_.numerics.output)), a_bytes(static_cast<std::size_t>(a.rows) * a.cols * eb_in),
         b_bytes(static_cast<std::size_t>(b.rows) * b.cols * eb_in), A(a_bytes), B(b_bytes),
         C(static_cast<std::size_t>(a.rows) * b.cols * storage_bytes(k_.numerics.output)), W(k_.workspace_bytes) {
+    if (k.quantized) quant = std::make_unique<QuantizedOperands>(parse_quant_recipe(k.quantized), M, N, K);
     if (caller_stream) {
       stream = caller_stream == reinterpret_cast<void*>(std::uintptr_t{1}) ? cudaStreamLegacy
                                                                              : static_cast<cudaStream_t>(caller_stream);
@@ -880,6 +919,11 @@ struct EntryRunner::Impl {
     base_stream = stream;
     upload(a, b);
     args = gemm_args(k, M, N, K, A.p, B.p, C.p, W.p, stream, dev);
+    if (quant) {  // the kernel reads the recipe's tensors
+      args.A = quant->t[0].elements->p;
+      args.B = quant->t[1].elements->p;
+      args.quantized = &quant->args;
+    }
     if (k.scale_a != ScaleGranularity::none) {
       auto ones = [](std::size_t n) {
         auto d = std::make_unique<DeviceBuffer>(n * sizeof(float));
@@ -904,6 +948,7 @@ struct EntryRunner::Impl {
   // does not end is reported (CudaContextLost) instead of waited for.
   void launch() {
     GEMMLAB_CUDA_CHECK(cudaMemsetAsync(C.p, 0xFF, static_cast<std::size_t>(M) * N * eb_out, stream));
+    if (quant && !quant->generated) pack_unit_scale();
     if (k.prepare) k.prepare(args);  // a host kernel's copies of A and B
     // busy_sms: a launch that waits for the held SMs (a grid sized for the whole GPU) is let go long
     // before the holding blocks' own limit, and the trial says the hold was not kept.
@@ -934,9 +979,28 @@ struct EntryRunner::Impl {
   std::chrono::steady_clock::time_point launched_at;
   std::optional<WatchedLaunches> watch;  // the launch under way
 
+  // A quantized kernel's tensors from the values in A and B at unit scale. A value no element holds is
+  // refused before the launch (the stage that wrote it asked for what the operand cannot hold).
+  void pack_unit_scale() {
+    int* bad = static_cast<int*>(quant->bad.get(sizeof(int)));
+    GEMMLAB_CUDA_CHECK(cudaMemsetAsync(bad, 0, sizeof(int), stream));
+    for (int w : {0, 1}) {
+      QuantizedOperands::Tensors& x = quant->t[w];
+      device::set_unit_scale_values_gpu(x.unit, static_cast<const double*>(w == 0 ? A.p : B.p), bad, stream);
+      device::pack_kernel_tensors_gpu(x.unit, x.elements->p, x.scales->p, x.zeros->p, stream);
+    }
+    quant->args.tensor_scale_a = quant->args.tensor_scale_b = 1.0;
+    int h = 0;
+    GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(&h, bad, sizeof h, cudaMemcpyDeviceToHost, stream));
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (h)
+      throw std::invalid_argument(std::string("a value written into ") + k.name + "'s operands is no element of " +
+                                  quant->recipe.name() + " at unit scale (quantized.hpp unit_scale_values)");
+  }
+
   // Both operands packed in the kernel's format and layouts and uploaded whole.
   void upload(const Matrix& a, const Matrix& b) {
-    const std::vector<unsigned char> ha = pack(a, k.numerics.input, k.layout_a), hb = pack(b, k.numerics.input, k.layout_b);
+    const std::vector<unsigned char> ha = pack(a, values, layout_a), hb = pack(b, values, layout_b);
     if (ha.size() != a_bytes || hb.size() != b_bytes) throw std::logic_error("EntryRunner: packed operands of another size");
     GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(A.p, ha.data(), a_bytes, cudaMemcpyHostToDevice, stream));
     GEMMLAB_CUDA_CHECK(cudaMemcpyAsync(B.p, hb.data(), b_bytes, cudaMemcpyHostToDevice, stream));
@@ -988,8 +1052,9 @@ void EntryRunner::set_lines_once(const std::vector<Line>& a_rows, const std::vec
     GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.A.p, 0, m.a_bytes, m.stream));
     GEMMLAB_CUDA_CHECK(cudaMemsetAsync(m.B.p, 0, m.b_bytes, m.stream));
   }
-  const Format f = m.k.numerics.input;
+  const Format f = m.values;
   const int K = m.K;
+  if (m.quant) m.quant->generated = false;  // the probes' values from now on
   std::vector<LineJob> jobs;
   std::vector<int> at_k;
   std::vector<std::uint64_t> at_bits;
@@ -998,12 +1063,12 @@ void EntryRunner::set_lines_once(const std::vector<Line>& a_rows, const std::vec
   // column-major at j K + t.
   auto a_job = [&](int i) {
     if (i < 0 || i >= m.M) throw std::out_of_range("EntryRunner::set_lines: row " + std::to_string(i) + " of A");
-    return m.k.layout_a == Layout::row_major ? LineJob{static_cast<std::uint64_t>(i) * K, 1, 0, 0, 0, 0, 0, 0}
+    return m.layout_a == Layout::row_major ? LineJob{static_cast<std::uint64_t>(i) * K, 1, 0, 0, 0, 0, 0, 0}
                                              : LineJob{static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(m.M), 0, 0, 0, 0, 0, 0};
   };
   auto b_job = [&](int j) {
     if (j < 0 || j >= m.N) throw std::out_of_range("EntryRunner::set_lines: column " + std::to_string(j) + " of B");
-    return m.k.layout_b == Layout::row_major ? LineJob{static_cast<std::uint64_t>(j), static_cast<std::uint64_t>(m.N), 0, 0, 0, 0, 0, 1}
+    return m.layout_b == Layout::row_major ? LineJob{static_cast<std::uint64_t>(j), static_cast<std::uint64_t>(m.N), 0, 0, 0, 0, 0, 1}
                                              : LineJob{static_cast<std::uint64_t>(j) * K, 1, 0, 0, 0, 0, 0, 1};
   };
   // to_bits of the few distinct values a call lists thousands of times (FPRev's masks), remembered: a
@@ -1129,12 +1194,17 @@ void EntryRunner::set_operands(const Matrix& A, const Matrix& B) {
   guarded(m.dev.device, [&] {
     GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
     m.upload(A, B);
+    if (m.quant) m.quant->generated = false;
   });
 }
 
 void EntryRunner::generate_operands(const Distribution& d, std::uint64_t seed, const std::vector<int>& rows, Matrix& A,
                                     Matrix& B) {
   Impl& m = *impl_;
+  if (m.quant) return generate_quantized(d, seed, rows, A, B);
+  if (d.quant)
+    throw std::invalid_argument("distribution " + d.name() + " is quantized (" + d.quant->name() + "), and " +
+                                m.k.name + " is not a quantized kernel: give its source, " + d.source().name());
   guarded(m.dev.device, [&] {
     GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
     const Format f = m.k.numerics.input;
@@ -1177,6 +1247,38 @@ void EntryRunner::generate_operands(const Distribution& d, std::uint64_t seed, c
                                     row.size(), cudaMemcpyDeviceToHost));
       widen(row.data(), static_cast<std::size_t>(m.K), &A.v[static_cast<std::size_t>(i) * m.K]);
     }
+  });
+}
+
+void EntryRunner::generate_quantized(const Distribution& d, std::uint64_t seed, const std::vector<int>& rows, Matrix& A,
+                                     Matrix& B) {
+  Impl& m = *impl_;
+  QuantizedOperands& q = *m.quant;
+  if (!d.quant || !(*d.quant == q.recipe))
+    throw std::invalid_argument("distribution " + d.name() + ": " + m.k.name + " reads operands quantized under " +
+                                q.recipe.name() + "; give SOURCE@" + q.recipe.name() + " (e.g. " + d.source().name() +
+                                "@" + q.recipe.name() + ")");
+  guarded(m.dev.device, [&] {
+    GEMMLAB_CUDA_CHECK(cudaSetDevice(m.dev.device));
+    GEMMLAB_CUDA_CHECK(cudaStreamSynchronize(m.stream));  // the problem is made on the legacy stream
+    const device::QuantizedDeviceProblem p = device::make_quantized_problem_gpu(d, m.M, m.N, m.K, seed);
+    for (int w : {0, 1}) {
+      QuantizedOperands::Tensors& x = q.t[w];
+      device::pack_kernel_tensors_gpu(w == 0 ? p.A : p.B, x.elements->p, x.scales->p, x.zeros->p, nullptr);
+    }
+    q.args.tensor_scale_a = p.A.tensor_scale;
+    q.args.tensor_scale_b = p.B.tensor_scale;
+    q.generated = true;
+    // What the caller reads: the dequantized B whole, A's rows (exact binary64).
+    B = Matrix(m.K, m.N);
+    GEMMLAB_CUDA_CHECK(cudaMemcpy(B.v.data(), p.B.dequantized(), B.v.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    A = Matrix(m.M, m.K);
+    for (int i : rows) {
+      if (i < 0 || i >= m.M) throw std::out_of_range("EntryRunner::generate_operands: row " + std::to_string(i) + " of A");
+      GEMMLAB_CUDA_CHECK(cudaMemcpy(&A.v[static_cast<std::size_t>(i) * m.K], p.A.dequantized() + static_cast<std::size_t>(i) * m.K,
+                                    static_cast<std::size_t>(m.K) * sizeof(double), cudaMemcpyDeviceToHost));
+    }
+    GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());  // the packing is done before `p` is freed
   });
 }
 

@@ -171,7 +171,10 @@ class EntryRunner {
   // Replaces both operands by those of distribution d from `seed` in the kernel's input format, made
   // and packed on the GPU (device/inputs_gpu.hpp: generate()'s values bit for bit), and copies back
   // what a prediction reads: B whole into B (K, N) and the rows `rows` of A into A (M, K), its other
-  // rows left 0.
+  // rows left 0. A quantized kernel (Kernel::quantized) takes SOURCE@RECIPE of its recipe: the problem
+  // made on the GPU (quantized_gpu.hpp), its tensors where the kernel reads them, the dequantized operands
+  // (exact binary64) copied back. Until then, and after the next set_lines or set_operands, a quantized
+  // kernel reads the values written at unit scale (quantized_gpu.hpp unit_scale_operand_gpu).
   void generate_operands(const Distribution& d, std::uint64_t seed, const std::vector<int>& rows, Matrix& A, Matrix& B);
   // The launches from now on run under `p` through `perturber` (both kept by the caller; nullptr: no
   // perturbation): fewer_sms moves everything the runner enqueues to the green context's stream (after
@@ -182,6 +185,9 @@ class EntryRunner {
   const Kernel& kernel() const;
 
  private:
+  // generate_operands for a quantized kernel: the problem of d (SOURCE@RECIPE, the kernel's recipe) made on the GPU,
+  // its tensors packed where the kernel reads them, the dequantized operands copied back as generate_operands says.
+  void generate_quantized(const Distribution& d, std::uint64_t seed, const std::vector<int>& rows, Matrix& A, Matrix& B);
   void set_lines_once(const std::vector<Line>& a_rows, const std::vector<Line>& b_cols,
                       const std::vector<int>& zero_rows, const std::vector<int>& zero_cols, bool zero_all);
   std::vector<std::uint64_t> run_entries_once(const std::vector<std::pair<int, int>>& entries);

@@ -39,8 +39,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import _worker
-from .gpu import (GpuContextLost, _prepare, _take_torch_state, _worker_argv, form_text, gpu_module, judge,
-                  quantized_recipe)
+from .gpu import (GpuContextLost, _prepare, _quantized_plan, _take_torch_state, _worker_argv, form_text, gpu_module,
+                  judge, quantized_recipe)
 
 DEFAULT_EXPLAIN_DISTRIBUTIONS = ("uniform_0_1", "normal_0_1", "logunif_-8_8")
 
@@ -95,7 +95,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
             bias: str | tuple[str, str] | None = None, batch: int | None = None,
             groups: Sequence[int | str] | None = None, scale: float | None = None, c0_format: str | None = None,
             bias_format: str | None = None, isolate: bool | str = "auto", launch_timeout: float = 10.0,
-            gpu: str | None = None) -> Explanation:
+            gpu: str | None = None, group_size: int | None = None) -> Explanation:
     """Explain ``fn`` (``fn(A, B) -> C`` or ``fn(A, B, out)``, as for ``gemmlab.judge``) at ``size``.
 
     ``compare_outputs``: outputs predicted per distribution, whole rows including the first, middle,
@@ -114,6 +114,17 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     alpha < 1, whether alpha scales the sum or the operands; then the whole form is predicted bit for bit.
     ``report["form"]`` holds it (gemmlab/explain_form.py), ``out`` gets ``<stem>_form.csv`` beside it, and
     the judged rows use the places found.
+
+    A quantized form (``input_format`` ``"mxfp4_x_bf16"``, ``"mxfp8_e4m3_x_bf16"``, ``"int4_weight_only"`` with
+    ``group_size``, or any recipe with one plain operand; docs/python.md): ``fn`` takes the quantized tensors as
+    ``gemmlab.judge`` hands them. It is explained in the plain operand's format, the quantized operand's probes
+    written as its elements at unit scale (every scale 1: its values are the elements'), the plain operand
+    carrying the tree stage's large and small values; each distribution is the source quantized under the recipe
+    (``normal_0_1`` becomes ``normal_0_1@mxfp4_x_bf16``), predicted from the dequantized operands (the scales on
+    the operands, before the multiply). Where those are not values of the plain operand's format (a weight-only
+    kernel's ``(q - 8) s + z`` against bf16), the way the kernel rounds them is found (``report["dequantization"]``).
+    Both operands quantized (``"mxfp4"``, ``"int8"``) is refused: the tree stage needs an operand that holds any
+    value. The judged rows are ``gemmlab.judge``'s of the quantized form (``scales="operands"``).
 
     ``gpu``: the tensor-core models' GPU (a name such as ``"a100"``, ``"sm_89"`` or a generation; see
     ``gemmlab.tc.gpus()``); by default this GPU's own generation. On a GPU gemmlab has no model for,
@@ -137,10 +148,9 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     kw = {k: v for k, v in locals().items() if k != "fn"}
     _worker.stop_if_importing_main()
     from . import _core  # noqa: PLC0415
-    if isinstance(input_format, str) and input_format not in _core.format_names() and quantized_recipe(input_format):
-        raise ValueError(f"gemmlab.explain does not take quantized forms yet ({input_format!r}): judge the callable with "
-                         f"gemmlab.judge(fn, input_format={input_format!r}, scales=...), which bounds it by where it "
-                         "applies the scales")
+    recipe = quantized_recipe(input_format, group_size) if isinstance(input_format, str) else None
+    if recipe:
+        _core.explain_input_format(recipe)  # ValueError: both operands quantized
     engine = gpu_module(device)
     engine.select_model(int(device), gpu or "")  # ValueError on a GPU without a model unless gpu names one
     if isolate not in ("auto", True, False):
@@ -150,14 +160,23 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
     distributions = list(distributions)
+    if recipe:
+        if the_form != "plain":
+            raise ValueError(f"a quantized form ({recipe}) takes no form beyond C = A B")
+        distributions, _ = _quantized_plan(recipe, distributions, [(M, N, K)], "operands", 0)
+        kw["distributions"] = distributions
+    kw["recipe"] = recipe
     if the_form != "plain" and framework != "torch":
         raise ValueError(f"explain of a form ({the_form}) takes torch callables; got framework {framework!r}")
     if the_form == "plain" and (c0_format or bias_format):
         raise ValueError("c0_format and bias_format belong to a form with c0 or bias")
     if the_form != "plain" and isolate is True:
         raise ValueError(f"isolate=True: a form ({the_form}) is explained in this process; pass isolate='auto' or False")
-    p = _prepare(fn, name, framework, style, input_format, output_format, "unknown", device, None, "gemmlab.explain")
+    p = _prepare(fn, name, framework, style, input_format, output_format, "unknown", device, None, "gemmlab.explain",
+                 quantized=recipe)
     kernel, how, caller = p.kernel, p.how, p.caller
+    if recipe:
+        caller["quantized"] = {"recipe": recipe}
     if the_form != "plain":
         caller["form"] = the_form
     with tempfile.TemporaryDirectory(prefix="gemmlab-explain-") as tmp:
@@ -175,7 +194,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
                                q.how == "return", rows, N, K, distributions, int(seed), int(compare_outputs),
                                int(verify_entries), int(device), q.stream, _known_kernels(), str(csv),
                                json.dumps(caller), command_line, bool(schedule), float(schedule_seconds),
-                               predictions_file, launch_timeout=float(launch_timeout))
+                               predictions_file, launch_timeout=float(launch_timeout), quantized=recipe or "")
             return json.loads(text), pd.read_csv(csv, keep_default_na=False)
 
         places: dict = {}
@@ -212,11 +231,19 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     if judge_rows:
         form_kw = {} if the_form == "plain" else dict(form=the_form, c0_format=c0_format, bias_format=bias_format,
                                                      **places)
-        judged = judge(fn, input_format=p.input_format, output_format=p.output_format, sizes=[(M, N, K)],
-                       distributions=distributions, seeds=[seed], name=kernel, framework=framework, style=how,
+        if recipe:
+            # The quantized form on its sources again, judged by where its scales enter (the operands) under the
+            # numerics found, whose input is then the dequantized operands (binary64, exact) as judge takes them.
+            form_kw = dict(scales="operands")
+            judged_as, judged_on = recipe, [d.split("@")[0] for d in distributions]
+            judged_numerics = dict(report["numerics"], input="fp64") if report["identified"] else None
+        else:
+            judged_as, judged_on = p.input_format, distributions
+            judged_numerics = report["numerics"] if report["identified"] else None
+        judged = judge(fn, input_format=judged_as, output_format=p.output_format, sizes=[(M, N, K)],
+                       distributions=judged_on, seeds=[seed], name=kernel, framework=framework, style=how,
                        layout_a=layout_a, layout_b=layout_b, reps=reps, warmup=warmup, device=device,
-                       out=judge_out, force=judge_out is not None, errors="rows",
-                       numerics=report["numerics"] if report["identified"] else None,
+                       out=judge_out, force=judge_out is not None, errors="rows", numerics=judged_numerics,
                        isolate=isolate, launch_timeout=launch_timeout, **form_kw)
     return Explanation(report=report, rows=rows, judged=judged, name=kernel)
 
@@ -228,11 +255,11 @@ def _explain_in_worker(fn: Callable, kw: dict) -> int:
     gpu.select_model(int(kw["device"]), kw.get("gpu") or "")  # the parent's choice of tensor-core model
     _take_torch_state(kw.get("torch_state"))
     p = _prepare(fn, kw["name"], kw["framework"], kw["style"], kw["input_format"], kw["output_format"], "unknown",
-                 kw["device"], None, "gemmlab.explain")
+                 kw["device"], None, "gemmlab.explain", quantized=kw.get("recipe"))
     M, N, K = (kw["size"],) * 3 if isinstance(kw["size"], int) else tuple(int(x) for x in kw["size"])
     gpu.explain(p.launcher, kw["framework"], p.kernel, p.input_format, p.output_format, kw["layout_a"], kw["layout_b"],
                 p.how == "return", M, N, K, list(kw["distributions"]), int(kw["seed"]), int(kw["compare_outputs"]),
                 int(kw["verify_entries"]), int(kw["device"]), p.stream, _known_kernels(), kw["csv"],
                 json.dumps(kw["caller"]), kw["command_line"], bool(kw["schedule"]), float(kw["schedule_seconds"]), "",
-                launch_timeout=float(kw["launch_timeout"]), serve=True)
+                launch_timeout=float(kw["launch_timeout"]), serve=True, quantized=kw.get("recipe") or "")
     return 0

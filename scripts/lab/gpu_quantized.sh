@@ -4,15 +4,17 @@
 # torch, Triton and this tree's gemmlab wheel (with gemmlab._gpu) installed. Run from the repository root. PART: tests (the GPU tests QuantizedGpu*, the Python
 # tests of quantized forms), baselines (examples/judge_quantized.py at 4096^3 on three distributions: tl.dot_scaled
 # MXFP8 x bf16, MXFP4 x bf16, MXFP4 x MXFP4, torch._int_mm with its epilogue, _weight_int4pack_mm g32 and g128, the
-# Triton W4A16 kernel), all (both). Logs and CSVs go to OUT_DIR; a table of every quantized row is printed last
+# Triton W4A16 kernel), explain (examples/explain_quantized.py at 4096^3: the same callables explained, every output
+# of 64 rows of three quantized problems predicted), all (tests and baselines). Logs and CSVs go to OUT_DIR; a
+# table of every quantized row is printed last
 # (kernel, distribution, status, the kernel's bias and spread in units of u, the quantization and total spreads).
 set -uo pipefail
 bin=$1; out=$2; part=${3:-all}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 if [ "$part" = tests ] || [ "$part" = all ]; then
-  "$bin"/gemmlab_gpu_tests --gtest_filter='QuantizedGpu*' > "$out/quantized_gpu_tests.log" 2>&1
-  echo "QuantizedGpu tests rc=$? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/quantized_gpu_tests.log" | tr '\n' ' '))"
+  "$bin"/gemmlab_gpu_tests --gtest_filter='QuantizedGpu*:ExplainQuantizedGpu*' > "$out/quantized_gpu_tests.log" 2>&1
+  echo "QuantizedGpu and ExplainQuantizedGpu tests rc=$? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/quantized_gpu_tests.log" | tr '\n' ' '))"
   GEMMLAB_BIN="$bin/gemmlab" "$py" -m pytest -q tests/python/test_quantized.py > "$out/quantized_pytest.log" 2>&1
   echo "pytest test_quantized.py rc=$? ($(tail -1 "$out/quantized_pytest.log"))"
 fi
@@ -21,6 +23,13 @@ if [ "$part" = baselines ] || [ "$part" = all ]; then
   "$py" examples/judge_quantized.py --out "$out/baselines" > "$out/baselines.log" 2>&1
   echo "examples/judge_quantized.py rc=$? in $(( $(date +%s) - start )) s"
   grep -E "refused" "$out/baselines.log" | cut -c1-300
+fi
+if [ "$part" = explain ]; then
+  start=$(date +%s)
+  "$py" examples/explain_quantized.py --out "$out/explain" ${EXPLAIN_ARGS:-} > "$out/explain.log" 2>&1
+  echo "examples/explain_quantized.py rc=$? in $(( $(date +%s) - start )) s"
+  tail -30 "$out/explain.log"
+  exit 0
 fi
 "$py" - "$out" <<'PY'
 import csv, glob, os, sys

@@ -20,7 +20,8 @@
 #   fastest    scripts/lab/bench_speed.py fastest (issue 42: the fastest rows, fixed count and noise rule in turn)
 #   explain    scripts/lab/bench_speed.py explain-cli explain-frameworks explain-others (issue 42)
 #   explain-cli, explain-frameworks, explain-others: one of those
-#   quantized  scripts/lab/gpu_quantized.sh (issue 43)
+#   quantized  scripts/lab/gpu_quantized.sh (issue 43): its GPU tests and the judged baselines
+#   explain-quantized  scripts/lab/gpu_quantized.sh's explain part: the baselines explained (issue 43)
 #   suite-quantized  `gemmlab run --suite quantized` (the built-in quantized kernels, issue 43)
 #   watchdog   scripts/lab/gpu_watchdog.sh (issue 44)
 # Each part's logs go to OUT_DIR/<part>/; one line per part (its exit code and seconds) is printed at the
@@ -76,6 +77,7 @@ for part in "$@"; do
     explain-cli|explain-frameworks|explain-others) part_run "$part" "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" "$part" ;;
     suite-quantized) part_run suite-quantized "$bin/gemmlab" run --suite quantized -o "$out/suite-quantized/quantized.csv" ;;
     quantized) part_run quantized env PYTHON="$py" scripts/lab/gpu_quantized.sh "$bin" "$out/quantized/files" ;;
+    explain-quantized) part_run explain-quantized env PYTHON="$py" scripts/lab/gpu_quantized.sh "$bin" "$out/explain-quantized/files" explain ;;
     watchdog) part_run watchdog env PYTHON="$host_py" WHEEL="$(ls "$root"/"${WHEEL_DIR:-dist-gpu}"/gemmlab-*.whl | head -1)" \
                 scripts/lab/gpu_watchdog.sh "$bin" "$out/watchdog/files" ;;
     *) echo "gpu_round: unknown part '$part'" >&2; exit 2 ;;
