@@ -7,9 +7,10 @@ dequantized weights, and every output of three quantized problems predicted bit 
 Each callable gets its quantized tensors as gemmlab.judge hands them; explain writes its probes into them at unit
 scale (every scale 1, so the quantized operand holds its elements' values) and compares on the three fp32 sources
 quantized under the recipe (normal_0_1, uniform_-1_1, expspread_1, seed 20261129), every output of 64 rows
-predicted. One explain CSV (+ .meta.json) per callable under OUT, explain_table.csv (+ .meta.json) with a row per
-callable and distribution, and a table on stdout. A recipe explain refuses (both operands quantized: MXFP4 x MXFP4,
-int8 x int8) gets a row saying why, and the run goes on.
+predicted. torch._int_mm's integer sums are exact, so its explanation is the fp32 epilogue that predicts every output
+(judge's candidates). One explain CSV (+ .meta.json) per callable under OUT, explain_table.csv (+ .meta.json) with a
+row per callable and distribution, and a table on stdout. A recipe explain refuses (both operands quantized: MXFP4
+x MXFP4) gets a row saying why, and the run goes on.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ def cases() -> dict[str, dict]:
         "torch_weight_int4pack_mm_g128": dict(fn=jq.weight_int4pack_mm(128),
                                               input_format="int4_weight_only", group_size=128, output_format="bf16"),
         "triton_w4a16_g128": dict(fn=jq.triton_w4a16(128), input_format="int4_weight_only", group_size=128),
+        "torch_int_mm_rowwise": dict(fn=jq.int_mm_rowwise, input_format="int8"),  # exact sums: its epilogue
         # Refused: both operands quantized (the tree stage needs an operand that holds any value).
         "triton_dot_scaled_mxfp4_x_mxfp4": dict(fn=jq.dot_scaled("e2m1", "e2m1"), input_format="mxfp4"),
-        "torch_int_mm_rowwise": dict(fn=jq.int_mm_rowwise, input_format="int8"),
     }
 
 

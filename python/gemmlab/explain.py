@@ -28,8 +28,10 @@ every order seen); otherwise the report names the stage that failed and why.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -123,8 +125,12 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     (``normal_0_1`` becomes ``normal_0_1@mxfp4_x_bf16``), predicted from the dequantized operands (the scales on
     the operands, before the multiply). Where those are not values of the plain operand's format (a weight-only
     kernel's ``(q - 8) s + z`` against bf16), the way the kernel rounds them is found (``report["dequantization"]``).
-    Both operands quantized (``"mxfp4"``, ``"int8"``) is refused: the tree stage needs an operand that holds any
-    value. The judged rows are ``gemmlab.judge``'s of the quantized form (``scales="operands"``).
+    Both operands quantized (``"mxfp4"``, ``"nvfp4"``) is refused: the tree stage needs an operand that holds any
+    value. ``"int8"`` (integer elements, a scale per row of A and column of B, applied after the sum): every sum
+    is exact, so no tree or node shows in the bits; its fp32 epilogue is found among the candidates judge tries
+    (``report["epilogue"]``), every output of every distribution predicted, and ``out`` gets a row per
+    distribution with judge's rows beside (``<stem>_judged.csv``). The judged rows are ``gemmlab.judge``'s of the
+    quantized form (``scales="operands"``; int8's ``"output"``).
 
     ``gpu``: the tensor-core models' GPU (a name such as ``"a100"``, ``"sm_89"`` or a generation; see
     ``gemmlab.tc.gpus()``); by default this GPU's own generation. On a GPU gemmlab has no model for,
@@ -149,6 +155,8 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     _worker.stop_if_importing_main()
     from . import _core  # noqa: PLC0415
     recipe = quantized_recipe(input_format, group_size) if isinstance(input_format, str) else None
+    if recipe in _SCALED_ON_OUTPUT:
+        return _explain_on_output(fn, recipe, kw)
     if recipe:
         _core.explain_input_format(recipe)  # ValueError: both operands quantized
     engine = gpu_module(device)
@@ -246,6 +254,88 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
                        out=judge_out, force=judge_out is not None, errors="rows", numerics=judged_numerics,
                        isolate=isolate, launch_timeout=launch_timeout, **form_kw)
     return Explanation(report=report, rows=rows, judged=judged, name=kernel)
+
+
+#: Recipes of integer elements whose scales are one per row of A and column of B, which a kernel applies after the
+#: exact integer sum (``torch._int_mm`` with a dequantizing epilogue): explained by the epilogue that predicts every
+#: output (below).
+_SCALED_ON_OUTPUT = ("int8_rowwise",)
+_EPILOGUE_NOTE = re.compile(r"(?P<head>explained: the scales enter after the exact sum as|no candidate epilogue "
+                            r"predicts every output; the closest is) (?P<name>\w+): (?P<formula>[^;]*?) from the exact "
+                            r"int32 sum S: (?P<miss>\d+) of (?P<outputs>\d+) outputs differ from its prediction "
+                            r"\(the other candidates: (?P<others>[^)]*)\)")
+
+
+def _explain_on_output(fn: Callable, recipe: str, kw: dict) -> Explanation:
+    """explain of an integer recipe with its scales on the output (int8 rowwise). Every product q_a q_b and every
+    partial sum is an integer below 2^31 (|q| <= 127, K 127^2 < 2^31, which judge checks): any order and any node of
+    the sum gives the same S, so no tree or node shows in the bits. What decides them is the fp32 epilogue from S:
+    judge runs ``fn`` on each distribution's quantized problem with its scales on the output and predicts every
+    output under each candidate epilogue (reference/quantized.hpp epilogue_explanation); the kernel is identified
+    when one candidate predicts every output of every distribution. The report has the keys of explain's, its tree
+    and nodes stages ``None`` (not run: exact sums hide them); ``out`` gets a CSV of a row per distribution."""
+    if kw["form"] or kw["alpha"] is not None or kw["beta"] is not None or kw["c0"] or kw["bias"]:
+        raise ValueError(f"a quantized form ({recipe}) takes no form beyond C = A B")
+    if kw["output_format"] != "fp32":
+        raise ValueError(f"{recipe}: its epilogue is explained from an fp32 output; got output_format "
+                         f"{kw['output_format']!r}")
+    size = kw["size"]
+    M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
+    sources = list(kw["distributions"])
+    name = kw["name"] or getattr(fn, "__name__", None) or "callable"
+    judge_out = kw["judge_out"]
+    if judge_out is None and kw["out"] is not None:  # the rows the explanation is drawn from, beside it
+        judge_out = Path(kw["out"]).with_name(Path(kw["out"]).stem + "_judged.csv")
+    t0 = time.perf_counter()
+    judged = judge(fn, input_format=recipe, output_format="fp32", sizes=[(M, N, K)], distributions=sources,
+                   seeds=[kw["seed"]], name=name, framework=kw["framework"], style=kw["style"],
+                   layout_a=kw["layout_a"], layout_b=kw["layout_b"], reps=kw["reps"] or 2, warmup=kw["warmup"],
+                   device=kw["device"], out=judge_out, force=judge_out is not None, errors="rows",
+                   scales="output", scale_roundings=2, isolate=kw["isolate"], launch_timeout=kw["launch_timeout"])
+    comparisons, chosen, reason = [], set(), ""
+    for r in judged.itertuples():
+        m = _EPILOGUE_NOTE.search(r.note or "")
+        if not m:
+            reason = reason or f"{r.distribution}: no epilogue explained ({r.status}: {(r.note or '')[:200]})"
+            comparisons.append(dict(distribution=r.distribution, outputs=0, mismatches=-1, first_mismatch=""))
+            continue
+        chosen.add((m["name"], m["formula"]))
+        comparisons.append(dict(distribution=r.distribution, outputs=int(m["outputs"]), mismatches=int(m["miss"]),
+                                first_mismatch="", others=m["others"]))
+    missed = sum(c["mismatches"] for c in comparisons if c["mismatches"] > 0)
+    if not reason and missed:
+        reason = f"{missed} compared outputs differ from every candidate epilogue's prediction"
+    if not reason and len(chosen) > 1:
+        reason = "the distributions are predicted by different epilogues: " + ", ".join(sorted(n for n, _ in chosen))
+    identified = not reason and len(chosen) == 1
+    epi, formula = next(iter(chosen)) if len(chosen) == 1 else ("", "")
+    text = (f"exact integer products and sums (int32: any order gives the same S), then the scales on the output "
+            f"as {epi}: {formula}, in fp32" if identified else "")
+    summary = (f"{'identified' if identified else 'UNIDENTIFIED (epilogue: ' + reason + ')'}\n"
+               f"  {recipe}: both operands integers, their scales one per row of A and column of B; the sum is exact, "
+               f"so no tree or node shows in the bits (the tree and nodes stages do not run)\n"
+               + "".join(f"  {c['distribution']}: {c['mismatches']} of {c['outputs']} outputs differ from the "
+                         f"prediction (the other candidates: {c.get('others', '')})\n" for c in comparisons)
+               + (f"  numerics: {text}\n" if text else ""))
+    report = dict(identified=identified, failed_stage="" if identified else "epilogue", reason=reason,
+                  oracle_lost=False, tree=None, conversion=None, nodes=None, schedule={}, comparisons=comparisons,
+                  numerics=None, numerics_text=text, behaves_like=[], quantized=True, dequantization=None,
+                  epilogue=dict(name=epi, formula=formula) if identified else None,
+                  seconds=time.perf_counter() - t0, summary=summary)
+    rows = pd.DataFrame([dict(kernel=name, M=M, N=N, K=K, seed=kw["seed"], distribution=c["distribution"],
+                              identified=identified, failed_stage=report["failed_stage"], reason=reason,
+                              numerics=text, compared_outputs=c["outputs"], mismatches=c["mismatches"])
+                         for c in comparisons])
+    if kw["out"] is not None:
+        csv = Path(kw["out"])
+        if csv.suffix != ".csv":
+            raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        rows.to_csv(csv, index=False)
+        from .results import write_summary_meta  # noqa: PLC0415
+        write_summary_meta(csv, [judge_out], f"gemmlab.explain {name} --input-format={recipe}",
+                           note="an integer recipe with its scales on the output: the epilogue judge explains")
+    return Explanation(report=report, rows=rows, judged=judged if kw["judge_rows"] else None, name=name)
 
 
 def _explain_in_worker(fn: Callable, kw: dict) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import gemmlab
@@ -154,7 +155,7 @@ def test_a_callable_that_misreads_its_scales_fails(root):
 
 def test_explain_refuses_a_recipe_with_both_operands_quantized_before_the_gpu():
     # Checked before the GPU is touched: CI, with none, gets the same message.
-    for form in ("mxfp4", "int8", "nvfp4"):
+    for form in ("mxfp4", "nvfp4", "mxfp8_e4m3"):
         with pytest.raises(ValueError, match=r"both operands of \S+ are quantized.*gemmlab.judge"):
             gemmlab.explain(lambda a, b: a, input_format=form, name="x")
     with pytest.raises(ValueError, match="group_size must be 32, 64, 128 or 256"):
@@ -185,6 +186,29 @@ def test_explain_predicts_the_baselines_with_one_plain_operand(root):
         else:
             assert e.report["dequantization"] is None
         assert len(e.judged) == 2 and (e.judged["status"] == "passed").all(), e.judged[["status", "note"]]
+
+
+def test_explain_of_int8_finds_the_epilogue(root, tmp_path):
+    torch = _gpu()
+    ex = _examples(root)
+    out = tmp_path / "int_mm.csv"
+    e = gemmlab.explain(ex.int_mm_rowwise, input_format="int8", name="int_mm", size=(256, 256, 512),
+                        distributions=["normal_0_1", "uniform_-1_1"], seed=5, reps=2, out=out)
+    assert e.identified, e.summary
+    assert e.report["epilogue"]["name"] == "epilogue_mul_mul", e.summary
+    assert [c["mismatches"] for c in e.report["comparisons"]] == [0, 0]
+    assert [c["outputs"] for c in e.report["comparisons"]] == [256 * 256] * 2
+    assert "exact integer products and sums" in e.report["numerics_text"]
+    rows = pd.read_csv(out, keep_default_na=False)
+    assert list(rows["distribution"]) == ["normal_0_1@int8_rowwise", "uniform_-1_1@int8_rowwise"]
+    assert (tmp_path / "int_mm_judged.csv").is_file() and (tmp_path / "int_mm.meta.json").is_file()
+
+    def one_scale(A, B, a_scale, b_scale):  # row 0's scale on every row: no candidate predicts it
+        return (torch._int_mm(A, B).float() * a_scale[0]) * b_scale[None, :]
+
+    e = gemmlab.explain(one_scale, input_format="int8", name="one_scale", size=(256, 256, 512),
+                        distributions=["normal_0_1"], seed=5, reps=2)
+    assert not e.identified and e.report["failed_stage"] == "epilogue", e.summary
 
 
 def test_dequantize_checks_user_tensors_before_use():
