@@ -155,25 +155,25 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     _worker.stop_if_importing_main()
     from . import _core  # noqa: PLC0415
     recipe = quantized_recipe(input_format, group_size) if isinstance(input_format, str) else None
-    if recipe in _SCALED_ON_OUTPUT:
-        return _explain_on_output(fn, recipe, kw)
-    if recipe:
+    the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
+    M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
+    distributions = list(distributions)
+    if recipe:  # checked before the GPU is touched (it needs none of it)
+        if the_form != "plain":
+            raise ValueError(f"a quantized form ({recipe}) takes no form beyond C = A B")
+        if recipe in _SCALED_ON_OUTPUT:
+            return _explain_on_output(fn, recipe, kw)
         _core.explain_input_format(recipe)  # ValueError: both operands quantized
+        # ValueError for a K the recipe's blocks do not divide, a source that carries a recipe already
+        distributions, _ = _quantized_plan(recipe, distributions, [(M, N, K)], "operands", 0)
+        kw["distributions"] = distributions
+    kw["recipe"] = recipe
     engine = gpu_module(device)
     engine.select_model(int(device), gpu or "")  # ValueError on a GPU without a model unless gpu names one
     if isolate not in ("auto", True, False):
         raise ValueError(f"isolate must be 'auto', True or False, got {isolate!r}")
     if not (float(launch_timeout) >= 0):
         raise ValueError(f"launch_timeout must be >= 0 seconds (0: no limit), got {launch_timeout!r}")
-    the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
-    M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
-    distributions = list(distributions)
-    if recipe:
-        if the_form != "plain":
-            raise ValueError(f"a quantized form ({recipe}) takes no form beyond C = A B")
-        distributions, _ = _quantized_plan(recipe, distributions, [(M, N, K)], "operands", 0)
-        kw["distributions"] = distributions
-    kw["recipe"] = recipe
     if the_form != "plain" and framework != "torch":
         raise ValueError(f"explain of a form ({the_form}) takes torch callables; got framework {framework!r}")
     if the_form == "plain" and (c0_format or bias_format):
@@ -274,8 +274,6 @@ def _explain_on_output(fn: Callable, recipe: str, kw: dict) -> Explanation:
     output under each candidate epilogue (reference/quantized.hpp epilogue_explanation); the kernel is identified
     when one candidate predicts every output of every distribution. The report has the keys of explain's, its tree
     and nodes stages ``None`` (not run: exact sums hide them); ``out`` gets a CSV of a row per distribution."""
-    if kw["form"] or kw["alpha"] is not None or kw["beta"] is not None or kw["c0"] or kw["bias"]:
-        raise ValueError(f"a quantized form ({recipe}) takes no form beyond C = A B")
     if kw["output_format"] != "fp32":
         raise ValueError(f"{recipe}: its epilogue is explained from an fp32 output; got output_format "
                          f"{kw['output_format']!r}")

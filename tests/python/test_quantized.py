@@ -153,13 +153,21 @@ def test_a_callable_that_misreads_its_scales_fails(root):
     assert (rows["status"] == "failed_bound").all()
 
 
-def test_explain_refuses_a_recipe_with_both_operands_quantized_before_the_gpu():
+def test_explain_refuses_bad_quantized_forms_before_the_gpu():
     # Checked before the GPU is touched: CI, with none, gets the same message.
     for form in ("mxfp4", "nvfp4", "mxfp8_e4m3"):
         with pytest.raises(ValueError, match=r"both operands of \S+ are quantized.*gemmlab.judge"):
             gemmlab.explain(lambda a, b: a, input_format=form, name="x")
     with pytest.raises(ValueError, match="group_size must be 32, 64, 128 or 256"):
         gemmlab.explain(lambda a, b: a, input_format="int4_weight_only", group_size=48, name="x")
+    with pytest.raises(ValueError, match="K = 100 is not a multiple of its block of 32"):
+        gemmlab.explain(lambda a, b: a, input_format="mxfp4_x_bf16", size=(64, 64, 100), name="x")
+    with pytest.raises(ValueError, match="carries a recipe already"):
+        gemmlab.explain(lambda a, b: a, input_format="mxfp4_x_bf16", distributions=["normal_0_1@mxfp4"], name="x")
+    with pytest.raises(ValueError, match="takes no form beyond C = A B"):
+        gemmlab.explain(lambda a, b: a, input_format="int8", alpha=0.5, name="x")
+    with pytest.raises(ValueError, match="epilogue is explained from an fp32 output"):
+        gemmlab.explain(lambda a, b: a, input_format="int8", output_format="bf16", name="x")
     assert gemmlab._core.explain_input_format("mxfp4_x_bf16") == "bf16"
     assert gemmlab._core.explain_input_format("fp16_x_uint4_g32") == "fp16"
     assert gemmlab._core.unit_scale_values("mxfp4") == [-6, -4, -3, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3, 4, 6]
