@@ -230,6 +230,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
                 run_core, fn, how, the_form, input_format=p.input_format, output_format=p.output_format,
                 size=(M, N, K), seed=int(seed), device=device, layout_a=layout_a, layout_b=layout_b,
                 c0_format=c0_format, bias_format=bias_format, out=Path(out) if out is not None else None)
+    report.setdefault("epilogue", None)  # an int8 form's (_explain_on_output); None for the engine's reports
     if report.get("oracle_lost") and not argv:
         # Nothing more runs on the GPU in this process: no judging, the report as it stopped.
         e = Explanation(report=report, rows=rows, judged=None, name=kernel)
@@ -272,8 +273,12 @@ def _explain_on_output(fn: Callable, recipe: str, kw: dict) -> Explanation:
     the sum gives the same S, so no tree or node shows in the bits. What decides them is the fp32 epilogue from S:
     judge runs ``fn`` on each distribution's quantized problem with its scales on the output and predicts every
     output under each candidate epilogue (reference/quantized.hpp epilogue_explanation); the kernel is identified
-    when one candidate predicts every output of every distribution. The report has the keys of explain's, its tree
-    and nodes stages ``None`` (not run: exact sums hide them); ``out`` gets a CSV of a row per distribution."""
+    when one candidate predicts every output of every distribution. The report has the keys the engine's reports
+    share (``identified``, ``failed_stage``, ``reason``, ``comparisons``, ``numerics_text``, ``summary``, ...), the
+    stages that do not run (``tree``, ``conversion``, ``nodes``, ``numerics``: exact sums hide them) ``None``, and
+    ``epilogue`` ({name, formula}); ``out`` gets a row per distribution, its ``.meta.json`` holding the report, and
+    judge's rows beside it. The options of the stages that do not run (``compare_outputs``, ``verify_entries``,
+    ``schedule``, ``schedule_seconds``, ``gpu``) have nothing to act on; ``reps`` defaults to 2."""
     if kw["output_format"] != "fp32":
         raise ValueError(f"{recipe}: its epilogue is explained from an fp32 output; got output_format "
                          f"{kw['output_format']!r}")
@@ -281,6 +286,8 @@ def _explain_on_output(fn: Callable, recipe: str, kw: dict) -> Explanation:
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
     sources = list(kw["distributions"])
     name = kw["name"] or getattr(fn, "__name__", None) or "callable"
+    if kw["out"] is not None and Path(kw["out"]).suffix != ".csv":
+        raise ValueError(f"out must name a .csv file, got {str(kw['out'])!r}")
     judge_out = kw["judge_out"]
     if judge_out is None and kw["out"] is not None:  # the rows the explanation is drawn from, beside it
         judge_out = Path(kw["out"]).with_name(Path(kw["out"]).stem + "_judged.csv")
@@ -316,23 +323,26 @@ def _explain_on_output(fn: Callable, recipe: str, kw: dict) -> Explanation:
                          f"prediction (the other candidates: {c.get('others', '')})\n" for c in comparisons)
                + (f"  numerics: {text}\n" if text else ""))
     report = dict(identified=identified, failed_stage="" if identified else "epilogue", reason=reason,
-                  oracle_lost=False, tree=None, conversion=None, nodes=None, schedule={}, comparisons=comparisons,
-                  numerics=None, numerics_text=text, behaves_like=[], quantized=True, dequantization=None,
-                  epilogue=dict(name=epi, formula=formula) if identified else None,
-                  seconds=time.perf_counter() - t0, summary=summary)
+                  oracle_lost=False, gemm_check="", tree=None, conversion=None, nodes=None, schedule={},
+                  comparisons=comparisons, stages=[], numerics=None, numerics_text=text, bound=None, behaves_like=[],
+                  signature=f"{recipe}|exact|{epi}" if identified else "", quantized=True, dequantization=None,
+                  epilogue=dict(name=epi, formula=formula) if identified else None, launches=None,
+                  seconds=time.perf_counter() - t0, first_call_seconds=0.0, predicted_on_gpu=0, summary=summary)
     rows = pd.DataFrame([dict(kernel=name, M=M, N=N, K=K, seed=kw["seed"], distribution=c["distribution"],
                               identified=identified, failed_stage=report["failed_stage"], reason=reason,
                               numerics=text, compared_outputs=c["outputs"], mismatches=c["mismatches"])
                          for c in comparisons])
     if kw["out"] is not None:
         csv = Path(kw["out"])
-        if csv.suffix != ".csv":
-            raise ValueError(f"out must name a .csv file, got {str(csv)!r}")
         csv.parent.mkdir(parents=True, exist_ok=True)
         rows.to_csv(csv, index=False)
         from .results import write_summary_meta  # noqa: PLC0415
-        write_summary_meta(csv, [judge_out], f"gemmlab.explain {name} --input-format={recipe}",
-                           note="an integer recipe with its scales on the output: the epilogue judge explains")
+        meta = write_summary_meta(csv, [judge_out], f"gemmlab.explain {name} --input-format={recipe}",
+                                  note="an integer recipe with its scales on the output: the epilogue judge explains")
+        with_report = dict(json.loads(meta.read_text()), report=report)  # as the engine's explain metadata holds it
+        tmp = meta.with_name(meta.name + ".tmp")
+        tmp.write_text(json.dumps(with_report, indent=2) + "\n")
+        tmp.replace(meta)
     return Explanation(report=report, rows=rows, judged=judged if kw["judge_rows"] else None, name=name)
 
 

@@ -9,6 +9,7 @@ its scales, and a quantized callable that reads its scales wrongly caught.
 from __future__ import annotations
 
 import importlib.util
+import json
 
 import numpy as np
 import pandas as pd
@@ -168,6 +169,8 @@ def test_explain_refuses_bad_quantized_forms_before_the_gpu():
         gemmlab.explain(lambda a, b: a, input_format="int8", alpha=0.5, name="x")
     with pytest.raises(ValueError, match="epilogue is explained from an fp32 output"):
         gemmlab.explain(lambda a, b: a, input_format="int8", output_format="bf16", name="x")
+    with pytest.raises(ValueError, match="out must name a .csv file"):
+        gemmlab.explain(lambda a, b: a, input_format="int8", out="x.txt", name="x")
     assert gemmlab._core.explain_input_format("mxfp4_x_bf16") == "bf16"
     assert gemmlab._core.explain_input_format("fp16_x_uint4_g32") == "fp16"
     assert gemmlab._core.unit_scale_values("mxfp4") == [-6, -4, -3, -2, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3, 4, 6]
@@ -209,7 +212,9 @@ def test_explain_of_int8_finds_the_epilogue(root, tmp_path):
     assert "exact integer products and sums" in e.report["numerics_text"]
     rows = pd.read_csv(out, keep_default_na=False)
     assert list(rows["distribution"]) == ["normal_0_1@int8_rowwise", "uniform_-1_1@int8_rowwise"]
-    assert (tmp_path / "int_mm_judged.csv").is_file() and (tmp_path / "int_mm.meta.json").is_file()
+    assert (tmp_path / "int_mm_judged.csv").is_file()
+    meta = json.loads((tmp_path / "int_mm.meta.json").read_text())
+    assert meta["report"]["epilogue"] == e.report["epilogue"] and meta["sources"][0]["csv"] == "int_mm_judged.csv"
 
     def one_scale(A, B, a_scale, b_scale):  # row 0's scale on every row: no candidate predicts it
         return (torch._int_mm(A, B).float() * a_scale[0]) * b_scale[None, :]
