@@ -314,7 +314,8 @@ std::optional<Format> explain_input_format(const QuantRecipe& r, std::string* wh
     return refuse("both operands of " + r.name() + " are quantized (A " + r.a.name() + ", B " + r.b.name() +
                   "): explain's tree stage needs one operand that holds any value of its format (FPRev's large and "
                   "small values), and a quantized operand of unit scale holds only its elements' values; judge it "
-                  "with gemmlab.judge, which bounds it by where it applies the scales");
+                  "with gemmlab.judge (or `gemmlab run -d SOURCE@" + r.name() + "` for a built-in kernel), which bounds "
+                  "it by where it applies the scales (and finds an int8 kernel's epilogue)");
   if (plain_a && plain_b) {
     if (r.a.element != r.b.element)
       return refuse(r.name() + " holds two plain formats (" + std::string(info(r.a.element).name) + ", " +
