@@ -66,7 +66,8 @@ std::string Report::summary() const {
     s << "\n";
   }
   if (!behaves_like.empty()) {
-    s << "  behaves exactly like:";
+    // A quantized kernel: alike on its dequantized operands (the built-in kernels take plain ones).
+    s << "  behaves exactly like" << (quantized ? " (on the dequantized operands)" : "") << ":";
     for (const std::string& b : behaves_like) s << " " << b;
     s << "\n";
   }

@@ -1326,6 +1326,16 @@ TEST(ExplainWithinValues, QuantizedProblemsArePredictedFromTheDequantizedOperand
     for (double x : held) EXPECT_TRUE(std::binary_search(allowed.begin(), allowed.end(), x)) << x;
     if (c.identified) {
       EXPECT_TRUE(r.identified) << r.summary();
+      ASSERT_TRUE(r.numerics.has_value()) << r.summary();
+      // A known kernel of the same numerics (a plain one, as the built-in kernels are): alike on the dequantized
+      // operands, which the summary says.
+      Options again = opt;
+      again.known = {KnownKernel{"twin", *r.numerics, *tc::measured_hopper_params(c.ins)}};
+      OperandValues o2(k);
+      const Report r2 = explain_kernel(o2, again);
+      EXPECT_EQ(r2.behaves_like, std::vector<std::string>{"twin"}) << r2.summary();
+      EXPECT_NE(r2.summary().find("behaves exactly like (on the dequantized operands): twin"), std::string::npos)
+          << r2.summary();
       ASSERT_EQ(r.comparisons.size(), c.distributions.size()) << r.summary();
       for (const Comparison& cmp : r.comparisons) {
         EXPECT_GT(cmp.outputs, 0);
