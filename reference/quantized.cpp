@@ -3,6 +3,7 @@
 #include "reference/quantized.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <stdexcept>
 
@@ -277,11 +278,14 @@ QuantizedOperand quantize(const Matrix& source, Operand which, const QuantSpec& 
   return r;
 }
 
-bool all_representable(const Matrix& m, Format f) {
+bool all_representable(const Matrix& m, Format f, int threads) {
   const pfp::FormatParams p = format_params(f);
-  for (double x : m.v)
-    if (pfp::round_format(x, p) != x) return false;
-  return true;
+  std::atomic<bool> all{true};
+  parallel_for_range(m.v.size(), threads, std::size_t{1} << 18, [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t t = lo; t < hi && all.load(std::memory_order_relaxed); ++t)
+      if (pfp::round_format(m.v[t], p) != m.v[t]) all.store(false, std::memory_order_relaxed);
+  });
+  return all.load();
 }
 
 std::vector<double> unit_scale_values(const QuantSpec& spec) {

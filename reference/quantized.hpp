@@ -70,8 +70,9 @@ struct QuantizedProblem {
 QuantizedProblem make_quantized_problem(const Distribution& d, int M, int N, int K, std::uint64_t seed,
                                         int threads = 0);
 
-// Whether every value of the matrix is a value of f (the dequantized operands in a kernel's compute format).
-bool all_representable(const Matrix& m, Format f);
+// Whether every value of the matrix is a value of f (the dequantized operands in a kernel's compute format), on
+// `threads` threads (0: all; reference/parallel.hpp).
+bool all_representable(const Matrix& m, Format f, int threads = 0);
 
 // gemmlab explain of a quantized kernel: its probes are written into the recipe's tensors at unit scale
 // (quantized_entry.hpp unit_scale_element), so that the dequantized operands are the probes' values exactly.

@@ -66,6 +66,7 @@ struct Composition::State {
     std::vector<double> want;
     double run_seconds = 0, prediction_seconds = 0;
     bool converted = false;  // the operands converted (by a try of opt.emulate)
+    bool predicted = false;  // `want` made already (choose_dequantization's trial of the chosen way)
     // A quantized problem's dequantized operand that holds values the input format does not: the kernel
     // rounds it before it multiplies (Report::Dequantization).
     bool rounds_a = false, rounds_b = false;
@@ -107,8 +108,8 @@ std::string Composition::begin(Oracle& o, const Options& opt, const Report& r, b
     x.run_seconds = since(t0);
     if (d.quant) {
       st.quantized = true;
-      x.rounds_a = !all_representable(x.A, o.input());
-      x.rounds_b = !all_representable(x.B, o.input());
+      x.rounds_a = !all_representable(x.A, o.input(), opt.threads);
+      x.rounds_b = !all_representable(x.B, o.input(), opt.threads);
     }
     st.dists.push_back(std::move(x));
   }
@@ -130,6 +131,7 @@ std::string Composition::begin(Oracle& o, const Options& opt, const Report& r, b
   };
   std::vector<State::Dist*> left;  // the distributions the host predicts
   for (State::Dist& x : st.dists) {
+    if (x.predicted) continue;
     if (!opt.emulate) {
       left.push_back(&x);
       continue;
@@ -301,31 +303,49 @@ std::string Composition::choose_dequantization(Oracle& o, const Options& opt, co
     });
   };
   // Each candidate predicts every compared output of every distribution whose operands it rounds (the
-  // conversion stage's conversion after it); the one with the fewest mismatches in all is taken. Ways that
-  // round every value alike here tie, and the first is taken: on these inputs they are the same.
+  // conversion stage's conversion after it); the one with the fewest mismatches in all is taken, and its
+  // operands and predictions are those distributions' (begin predicts them no more). Ways that round every
+  // value alike here tie, and the first is taken: on these inputs they are the same.
+  struct Trial {
+    Matrix A{0, 0}, B{0, 0};
+    std::vector<double> want;
+    double seconds = 0;
+    bool on_gpu = false;
+  };
+  std::vector<Trial> chosen;
   long long best = -1;
   for (const DequantizationCandidate& c : dequantization_candidates()) {
+    std::vector<Trial> trials(st.dists.size());
     long long miss = 0, outputs = 0;
-    for (const State::Dist& x : st.dists) {
+    for (std::size_t i = 0; i < st.dists.size(); ++i) {
+      const State::Dist& x = st.dists[i];
       if (!x.rounds_a && !x.rounds_b) continue;
-      Matrix A = x.A, B = x.B;
-      round_all(A, x.rounds_a ? c.name : "exact", r.conversion.a);
-      round_all(B, x.rounds_b ? c.name : "exact", r.conversion.b);
+      Trial& t = trials[i];
+      const auto t0 = Clock::now();
+      t.A = x.A, t.B = x.B;
+      round_all(t.A, x.rounds_a ? c.name : "exact", r.conversion.a);
+      round_all(t.B, x.rounds_b ? c.name : "exact", r.conversion.b);
       std::optional<std::vector<double>> want;
-      if (opt.emulate) want = opt.emulate(r.tree.tree, st.model, A, B, st.cmp, opt.threads, split);
-      if (!want) want = emulation::emulate_tree_at(r.tree.tree, st.model, A, B, st.cmp, opt.threads, split);
-      for (std::size_t e = 0; e < st.cmp.size(); ++e) miss += output_bits(o.output(), (*want)[e], st.nan_bits) != x.got[e];
+      if (opt.emulate) want = opt.emulate(r.tree.tree, st.model, t.A, t.B, st.cmp, opt.threads, split);
+      t.on_gpu = want.has_value();
+      if (!want) want = emulation::emulate_tree_at(r.tree.tree, st.model, t.A, t.B, st.cmp, opt.threads, split);
+      t.want = std::move(*want);
+      t.seconds = since(t0);
+      for (std::size_t e = 0; e < st.cmp.size(); ++e) miss += output_bits(o.output(), t.want[e], st.nan_bits) != x.got[e];
       outputs += static_cast<long long>(st.cmp.size());
     }
     dq.trial_outputs = outputs;
     dq.tried.emplace_back(c.name, miss);
-    if (best < 0 || miss < best) best = miss, dq.chosen = c.name;
+    if (best < 0 || miss < best) best = miss, dq.chosen = c.name, chosen = std::move(trials);
   }
-  // Every distribution's rounded operands as the chosen candidate rounds them (the conversion stage's
-  // conversion after it, in the predictions, as for any operand).
-  for (State::Dist& x : st.dists) {
-    if (x.rounds_a) round_all(x.A, dq.chosen, Conversion::as_is);
-    if (x.rounds_b) round_all(x.B, dq.chosen, Conversion::as_is);
+  for (std::size_t i = 0; i < st.dists.size(); ++i) {
+    State::Dist& x = st.dists[i];
+    if (!x.rounds_a && !x.rounds_b) continue;
+    Trial& t = chosen[i];
+    x.A = std::move(t.A), x.B = std::move(t.B), x.want = std::move(t.want);
+    x.prediction_seconds = t.seconds;
+    x.predicted = x.converted = true;
+    if (t.on_gpu) st.predicted_on_gpu += static_cast<long long>(x.want.size());
   }
   return "";
 }
