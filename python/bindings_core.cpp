@@ -671,6 +671,14 @@ void bind_quantized(nb::module_& m) {
         }, "recipe"_a,
         "The format gemmlab.explain explains a recipe's kernel in (the plain operand's); ValueError saying why "
         "where explain cannot take the recipe (both operands quantized).");
+  m.def("epilogue_explanation", [](const std::vector<long long>& differ, long long entries) {
+          if (differ.size() != static_cast<std::size_t>(quant_detail::kEpilogueCandidates))
+            throw std::invalid_argument("epilogue_explanation: one count per candidate (" +
+                                        std::to_string(quant_detail::kEpilogueCandidates) + ")");
+          return epilogue_explanation(differ.data(), entries);
+        }, "differ"_a, "entries"_a,
+        "The words a judged int8 row's note gives its epilogue (reference/quantized.hpp), from each candidate's "
+        "mispredicted outputs: what gemmlab.explain of int8 reads back.");
   m.def("unit_scale_values", [](const std::string& spec) { return unit_scale_values(parse_quant_spec(spec)); }, "spec"_a,
         "The values an operand of this spec holds at unit scale (explain's probes), sorted; [] for a plain one.");
   // Each tensor of an (M, N, K) problem: name -> (type, shape); tensor scales as name -> True.

@@ -177,6 +177,18 @@ def test_explain_refuses_bad_quantized_forms_before_the_gpu():
     assert gemmlab._core.unit_scale_values("uint4_g128") == list(range(-8, 8))
 
 
+def test_explain_of_int8_reads_the_words_judge_writes():
+    # explain of int8 reads each judged row's epilogue from its note: the words epilogue_explanation writes.
+    from gemmlab.explain import _EPILOGUE_NOTE
+    m = _EPILOGUE_NOTE.search("scales on the output; " + gemmlab._core.epilogue_explanation([0, 5, 6, 7], 100) + "; ")
+    assert m and (m["name"], m["miss"], m["outputs"]) == ("epilogue_mul_mul", "0", "100")
+    assert m["formula"] == "RN(RN(RN(S) a_scale) b_scale)" and m["others"].startswith("epilogue_mul_mul_ba 5")
+    m = _EPILOGUE_NOTE.search(gemmlab._core.epilogue_explanation([9, 5, 3, 7], 100))
+    assert m and m["head"].startswith("no candidate") and (m["name"], m["miss"]) == ("epilogue", "3")
+    with pytest.raises(ValueError, match="one count per candidate"):
+        gemmlab._core.epilogue_explanation([0], 1)
+
+
 def test_explain_predicts_the_baselines_with_one_plain_operand(root):
     _gpu()
     ex = _examples(root)
