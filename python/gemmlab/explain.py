@@ -157,7 +157,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
     recipe = quantized_recipe(input_format, group_size) if isinstance(input_format, str) else None
     the_form = form_text(form, alpha=alpha, beta=beta, c0=c0, bias=bias, batch=batch, groups=groups, scale=scale)
     M, N, K = (size, size, size) if isinstance(size, int) else tuple(int(x) for x in size)
-    distributions = list(distributions)
+    distributions = sources = list(distributions)  # sources: a quantized form's, before its recipe is attached
     if recipe:  # checked before the GPU is touched (it needs none of it)
         if the_form != "plain":
             raise ValueError(f"a quantized form ({recipe}) takes no form beyond C = A B")
@@ -244,7 +244,7 @@ def explain(fn: Callable, *, input_format: str, output_format: str = "fp32",
             # The quantized form on its sources again, judged by where its scales enter (the operands) under the
             # numerics found, whose input is then the dequantized operands (binary64, exact) as judge takes them.
             form_kw = dict(scales="operands")
-            judged_as, judged_on = recipe, [d.split("@")[0] for d in distributions]
+            judged_as, judged_on = recipe, sources
             judged_numerics = dict(report["numerics"], input="fp64") if report["identified"] else None
         else:
             judged_as, judged_on = p.input_format, distributions
