@@ -500,6 +500,9 @@ gemmlab_cli_test(explain_no_gpu 2 "no usable GPU" ${_out}/x3.csv --skip-if-gpu
   -- $<TARGET_FILE:gemmlab> explain -k sgemm_01_naive -s 64 -o ${_out}/x3.csv)
 gemmlab_cli_test(explain_not_csv 2 "--out must name a .csv file" ${_out}/x4.txt
   -- $<TARGET_FILE:gemmlab> explain -k sgemm_01_naive -s 64 -o ${_out}/x4.txt)
+# A built-in quantized kernel with both operands quantized: refused, naming the way to judge it.
+gemmlab_cli_test(explain_quantized_both 2 "both operands of int8_rowwise are quantized" ${_out}/x5.csv
+  -- $<TARGET_FILE:gemmlab> explain -k cublaslt_int8_rowwise -s 256 -o ${_out}/x5.csv)
 # `gemmlab explain --diff A B` on bad input: one name, an unknown kernel, the same kernel twice, kernels
 # of different input formats, --judge with it, neither -k nor --diff, no GPU; nothing written.
 gemmlab_cli_test(explain_diff_one_name 2 "At least 2 required" ${_out}/xd1.csv

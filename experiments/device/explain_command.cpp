@@ -126,6 +126,12 @@ int explain_command(const ExplainRequest& req) {
     std::cerr << "gemmlab explain: unknown kernel '" << req.kernel << "' (gemmlab list shows the names)\n";
     return 2;
   }
+  // A quantized kernel whose recipe explain cannot take (both operands quantized: the built-in int8 one), before
+  // anything else is asked of the machine (KernelOracle would refuse it there).
+  if (std::string why; k->quantized && !explain_input_format(parse_quant_recipe(k->quantized), &why)) {
+    std::cerr << "gemmlab explain: " << k->name << ": " << why << "\n";
+    return 2;
+  }
   if (std::string why = check_size(*k, req.M, req.N, req.K); !why.empty()) {
     std::cerr << "gemmlab explain: " << why << "\n";
     return 2;
