@@ -45,7 +45,8 @@ class CsvWriter {
 };
 
 std::string csv_escape(const std::string& s);
-// Shortest text that reads back as the same double ("nan", "inf", "-inf" for non-finite).
+// Text that reads back as the same double: printf's "%.{p}g" for the smallest p in 6..17 that does
+// ("nan", "inf", "-inf" for non-finite).
 std::string fmt_double(double x);
 
 // A (rows, cols) float64 C-order array in NumPy's .npy format (version 1.0), written atomically.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <utility>
 #include <cstring>
@@ -170,6 +171,69 @@ TEST(Output, DoublesRoundTrip) {
   EXPECT_EQ(fmt_double(0.5), "0.5");
   EXPECT_EQ(fmt_double(NAN), "nan");
   EXPECT_EQ(fmt_double(-INFINITY), "-inf");
+}
+
+// Every number of the CSV, the journal and a worker's row message is printf's "%.{p}g" for the smallest p in
+// 6..17 that reads back as the same double: the definition, printed and read back as written here. fmt_double
+// computes it faster (to_chars, from the shortest round trip's digits); a file written before must not change
+// by a byte. Seed 20261130: bit patterns of every exponent, statistics-like values, decimals of 1 to 17 digits
+// and their neighbours, powers of two (subnormals included) and their neighbours, integers.
+static std::string printf_g_that_reads_back(double x) {
+  char buf[64];
+  for (int p = 6; p <= 17; ++p) {
+    std::snprintf(buf, sizeof buf, "%.*g", p, x);
+    if (std::strtod(buf, nullptr) == x) break;
+  }
+  return buf;
+}
+
+TEST(Output, DoublesArePrintfsShortestGFormOfSixToSeventeenDigitsThatReadsBack) {
+  const std::pair<double, const char*> pinned[] = {
+      {0.0, "0"},
+      {-0.0, "-0"},
+      {0.1, "0.1"},
+      {1.0 / 3, "0.3333333333333333"},
+      {0.1 + 0.2, "0.30000000000000004"},
+      {2.0 / 3 * 1e-7, "6.666666666666665e-08"},
+      {-2.5e-300, "-2.5e-300"},
+      {4.9e-324, "4.94066e-324"},  // six digits at least, where fewer would read back
+      {std::ldexp(1.0, -1022) - std::ldexp(1.0, -1074), "2.225073858507201e-308"},
+      {2.2250738585072014e-308, "2.2250738585072014e-308"},
+      {1.7976931348623157e308, "1.7976931348623157e+308"},
+      {1e308, "1e+308"},
+      {1e16, "1e+16"},
+      {9007199254740993.0, "9007199254740992"},
+      {123456789.0, "123456789"},
+      {123456.5, "123456.5"},
+      {1e-5, "1e-05"},
+      {0.000123456, "0.000123456"},
+  };
+  for (const auto& [x, text] : pinned) EXPECT_EQ(fmt_double(x), text) << std::hexfloat << x;
+
+  std::mt19937_64 g(20261130);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::uniform_int_distribution<int> digits(1, 17), e10(-320, 308);
+  int differ = 0, checked = 0;
+  auto check = [&](double x) {
+    ++checked;
+    if (fmt_double(x) != printf_g_that_reads_back(x) && ++differ <= 10)
+      ADD_FAILURE() << std::hexfloat << x << ": " << fmt_double(x) << ", printf " << printf_g_that_reads_back(x);
+  };
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t bits = g();
+    double x;
+    std::memcpy(&x, &bits, sizeof x);
+    if (std::isfinite(x)) check(x);
+    check(u(g) * std::pow(10.0, e10(g) / 10));
+    char dec[64];
+    std::snprintf(dec, sizeof dec, "%.*e", digits(g) - 1, u(g) * 9.999);
+    const double d = std::strtod(dec, nullptr) * std::pow(10.0, e10(g));
+    check(d), check(std::nextafter(d, INFINITY)), check(std::nextafter(d, -INFINITY));
+    const double p2 = std::ldexp(1.0, static_cast<int>(g() % 2098) - 1074);
+    check(p2), check(std::nextafter(p2, 0.0)), check(std::nextafter(p2, INFINITY));
+    check(static_cast<double>(static_cast<std::int64_t>(g() >> (g() % 64))));
+  }
+  EXPECT_EQ(differ, 0) << "of " << checked << " doubles";
 }
 
 // time_ms_iqr: numpy's default percentiles (np.percentile(t, [25, 75]), method "linear").
