@@ -14,16 +14,22 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <map>
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "kernels/common/cuda_check.cuh"
+#include "reference/crt_split.hpp"
 #include "reference/int8_split.hpp"
 #include "reference/portable_fp.hpp"
 
@@ -38,18 +44,116 @@ constexpr int kMaxLimbs = 12;  // 2 * kMaxDigits * 7 + log2 K + 1 <= 768 bits
 
 long round_up(long x, long m) { return (x + m - 1) / m * m; }
 
-// RAII device allocation.
+// Device memory of the references, kept for reuse (a reference at 4096^3 allocates and frees about a
+// dozen buffers of up to gigabytes: cudaMalloc and cudaFree, which waits for the device, cost it 2 to 4 ms,
+// a quarter of an fp16 reference). A freed block goes to a per-process cache; an allocation takes a cached
+// block of the same device at least as large and at most twice as large, else cudaMalloc (after freeing the
+// cache when the GPU has no room). The cache is capped at pool_cap_bytes().
+// The cache's cap: an eighth of the GPU's memory, at most 12 GiB (room for the kernels under test).
+std::size_t pool_cap_bytes() {
+  static const std::size_t cap = [] {
+    std::size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return std::size_t{0};
+    return std::min(std::size_t{12} << 30, total_b / 8);
+  }();
+  return cap;
+}
+struct Pool {
+  struct Block {
+    void* p;
+    std::size_t bytes;
+    int device;
+  };
+  std::mutex mu;
+  std::vector<Block> cached;
+  std::map<void*, std::pair<std::size_t, int>> live;  // bytes and device of each block handed out
+  std::size_t cached_bytes = 0;
+  void free_cached_locked(int device) {  // device < 0: every device's
+    for (auto it = cached.begin(); it != cached.end();) {
+      if (device >= 0 && it->device != device) {
+        ++it;
+        continue;
+      }
+      device_free(it->p);
+      cached_bytes -= it->bytes;
+      it = cached.erase(it);
+    }
+  }
+};
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: blocks may outlive static destruction
+  return *p;
+}
+void* pool_alloc(std::size_t bytes) {
+  int dev = 0;
+  GEMMLAB_CUDA_CHECK(cudaGetDevice(&dev));
+  Pool& pl = pool();
+  std::lock_guard<std::mutex> lock(pl.mu);
+  auto best = pl.cached.end();
+  for (auto it = pl.cached.begin(); it != pl.cached.end(); ++it)
+    if (it->device == dev && it->bytes >= bytes && it->bytes / 2 <= bytes && (best == pl.cached.end() || it->bytes < best->bytes))
+      best = it;
+  if (best != pl.cached.end()) {
+    void* p = best->p;
+    pl.live[p] = {best->bytes, dev};
+    pl.cached_bytes -= best->bytes;
+    pl.cached.erase(best);
+    return p;
+  }
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    pl.free_cached_locked(dev);
+    e = cudaMalloc(&p, bytes);
+  }
+  GEMMLAB_CUDA_CHECK(e);
+  pl.live[p] = {bytes, dev};
+  return p;
+}
+void pool_release(void* p) noexcept {
+  if (!p) return;
+  Pool& pl = pool();
+  std::lock_guard<std::mutex> lock(pl.mu);
+  const auto it = pl.live.find(p);
+  if (it == pl.live.end()) return;  // not ours (cannot happen)
+  const auto [bytes, dev] = it->second;
+  pl.live.erase(it);
+  const std::size_t cap = pool_cap_bytes();
+  if (bytes > cap) {
+    device_free(p);
+    return;
+  }
+  pl.cached.push_back({p, bytes, dev});
+  pl.cached_bytes += bytes;
+  while (pl.cached_bytes > cap) {  // the oldest first
+    device_free(pl.cached.front().p);
+    pl.cached_bytes -= pl.cached.front().bytes;
+    pl.cached.erase(pl.cached.begin());
+  }
+}
+// Bytes cached for the current device: free for this engine's next buffers though not for cudaMalloc.
+std::size_t pool_cached_bytes() {
+  int dev = 0;
+  GEMMLAB_CUDA_CHECK(cudaGetDevice(&dev));
+  Pool& pl = pool();
+  std::lock_guard<std::mutex> lock(pl.mu);
+  std::size_t b = 0;
+  for (const auto& blk : pl.cached)
+    if (blk.device == dev) b += blk.bytes;
+  return b;
+}
+
+// RAII device allocation (from the pool above).
 template <class T>
 struct DevBuf {
   T* p = nullptr;
   std::size_t n = 0;
   DevBuf() = default;
   explicit DevBuf(std::size_t count) : n(count) {
-    if (count) GEMMLAB_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+    if (count) p = static_cast<T*>(pool_alloc(count * sizeof(T)));
   }
-  ~DevBuf() {
-    if (p) device_free(p);
-  }
+  ~DevBuf() { pool_release(p); }
   DevBuf(DevBuf&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr, o.n = 0; }
   DevBuf& operator=(DevBuf&& o) noexcept {
     std::swap(p, o.p);
@@ -167,6 +271,30 @@ __global__ void digits_kernel(const double* __restrict__ X, int rows, int K, con
 __global__ void accumulate_kernel(const std::int32_t* __restrict__ t, long long* __restrict__ L, std::size_t n) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) L[i] += t[i];
+}
+
+// Residues of row r of X (rows, K) on the row's grid 2^e[r] (reference/crt_split.hpp): slice p of `sig`
+// (and `mag`) is (rows_p, Kp) int8 at offset p * slice; entry (r, k) of slice p is the symmetric residue
+// modulo m_p of the integer m << (lsb - e[r]) (< 2^120), with the entry's sign in sig and without it in
+// mag. Zeros are written too (the padding is zeroed by the caller where there is any).
+__global__ void residues_kernel(const double* __restrict__ X, int rows, int K, const int* __restrict__ e,
+                                crt::Plan plan, int Kp, std::size_t slice, std::int8_t* __restrict__ sig,
+                                std::int8_t* __restrict__ mag) {
+  const std::size_t idx = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= static_cast<std::size_t>(rows) * K) return;
+  const int r = static_cast<int>(idx / K), k = static_cast<int>(idx % K);
+  const Dec d = decompose(X[idx]);
+  const std::size_t at = static_cast<std::size_t>(r) * Kp + k;
+  std::uint64_t hi = 0, lo = 0;
+  crt::shifted(d.m, d.m == 0 ? 0 : d.lsb - e[r], hi, lo);
+#pragma unroll
+  for (int p = 0; p < crt::kMaxModuli; ++p) {
+    if (p < plan.P) {  // plan.m[p] == crt::modulus(p): a constant divisor
+      const int v = crt::residue(hi, lo, false, crt::modulus(p));
+      sig[p * slice + at] = static_cast<std::int8_t>(d.neg ? -v : v);
+      mag[p * slice + at] = static_cast<std::int8_t>(v);
+    }
+  }
 }
 
 template <int NL>
@@ -305,6 +433,28 @@ void compose(int NL, const long long* Ls, const long long* La, int D, std::size_
   throw std::logic_error("exact_gemm_gpu: " + std::to_string(NL) + " limbs exceed the compiled maximum (a bug)");
 }
 
+// Entry (i, j) of the row block: X rebuilt from its residue sums (Gs signed, Ga magnitudes; P int32
+// slices of `level` entries), then c, c_odd, abs_ab of C(i0 + i, j) as compose_kernel rounds them.
+__global__ void crt_compose_kernel(const std::int32_t* __restrict__ Gs, const std::int32_t* __restrict__ Ga,
+                                   crt::Plan plan, std::size_t level, int rows, int Np, int N, int i0,
+                                   const int* __restrict__ ea, const int* __restrict__ eb, double* __restrict__ c,
+                                   double* __restrict__ c_odd, double* __restrict__ abs_ab) {
+  const std::size_t idx = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= static_cast<std::size_t>(rows) * N) return;
+  const int i = static_cast<int>(idx / N), j = static_cast<int>(idx % N);
+  const std::size_t at = static_cast<std::size_t>(i) * Np + j;
+  const int ai = ea[i0 + i], bj = eb[j];
+  const long e0 = (ai == INT_MAX || bj == INT_MAX) ? 0 : static_cast<long>(ai) + bj;
+  const std::size_t out = static_cast<std::size_t>(i0 + i) * N + j;
+  std::uint64_t mag[crt::kLimbs];
+  bool neg = false;
+  crt::reconstruct(plan, [&](int p) { return Gs[p * level + at]; }, mag, neg);
+  c[out] = round_mag<crt::kLimbs>(mag, e0, neg, false);
+  c_odd[out] = round_mag<crt::kLimbs>(mag, e0, neg, true);
+  crt::reconstruct(plan, [&](int p) { return Ga[p * level + at]; }, mag, neg);
+  abs_ab[out] = round_mag<crt::kLimbs>(mag, e0, false, false);
+}
+
 // One cuBLAS handle per GPU (creating one per call costs milliseconds; a handle belongs to the
 // device that was current when it was made, and `gemmlab run --gpus` has one worker thread per GPU).
 struct Cublas {
@@ -344,6 +494,23 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// GEMMLAB_PROFILE_REFERENCE=1: each phase's wall time (after a device synchronisation) on stderr, one
+// line per reference ("[reference] M N K SA SB D pass phase ms ..."), for issue 42's time split.
+struct RefPhases {
+  bool on = std::getenv("GEMMLAB_PROFILE_REFERENCE") != nullptr;
+  std::chrono::steady_clock::time_point t = std::chrono::steady_clock::now();
+  std::string line;
+  void mark(const char* what) {
+    if (!on) return;
+    cudaDeviceSynchronize();
+    const auto now = std::chrono::steady_clock::now();
+    char b[64];
+    std::snprintf(b, sizeof b, " %s %.3f", what, std::chrono::duration<double, std::milli>(now - t).count());
+    line += b;
+    t = now;
+  }
+};
+
 }  // namespace
 
 struct GpuReference::Buffers {
@@ -352,7 +519,11 @@ struct GpuReference::Buffers {
 };
 
 GpuReference::GpuReference() = default;
-GpuReference::~GpuReference() = default;
+// Its buffers go back to the pool, where the next reference's work (on the default stream) may overwrite
+// them: whatever still reads them on another stream ends first (unless a kernel under test holds the GPU).
+GpuReference::~GpuReference() {
+  if (buffers && !gpu_held_by_a_kernel()) (void)cudaDeviceSynchronize();
+}
 GpuReference::GpuReference(GpuReference&&) noexcept = default;
 GpuReference& GpuReference::operator=(GpuReference&&) noexcept = default;
 const double* GpuReference::device_c() const { return buffers ? buffers->c.p : nullptr; }
@@ -387,6 +558,12 @@ GemmReference GpuReference::to_host(Format out) const {
   r.c_out = output_reference(r, out);
   return r;
 }
+
+namespace {
+std::atomic<int> the_split{static_cast<int>(ReferenceSplit::automatic)};
+}
+void set_reference_split(ReferenceSplit s) { the_split = static_cast<int>(s); }
+ReferenceSplit reference_split() { return static_cast<ReferenceSplit>(the_split.load()); }
 
 int worst_case_digits(Format in) {
   const FormatInfo& fi = info(in);
@@ -583,11 +760,78 @@ GpuReference exact_gemm_gpu_device(const double* dA, const double* dB, int M, in
 
 namespace {
 
+// The residue split (reference/crt_split.hpp) of compute(): residues of A's rows and B's columns on their
+// grids (ea, eb on the device), one int8 GEMM per modulus and pass, per block of rows, then the CRT
+// composition and the roundings.
+void compute_residues(GpuReference& ref, const double* dA, const double* dBt, const crt::Plan& plan, const int* ea,
+                      const int* eb, bool nonneg, long Mp, long Np, long Kp, RefPhases& ph) {
+  const int M = ref.M, N = ref.N, K = ref.K, P = plan.P;
+  ref.split = "residues";
+  const int passes = nonneg ? 1 : 2;
+  const std::size_t per_row = static_cast<std::size_t>(passes) * P * Np * sizeof(std::int32_t);
+  const long rows = std::clamp(static_cast<long>(kLevelBudgetBytes / per_row) / 16 * 16, 16L, Mp);
+  const std::size_t level = static_cast<std::size_t>(rows) * Np;
+  const std::size_t slice_a = static_cast<std::size_t>(Mp) * Kp, slice_b = static_cast<std::size_t>(Np) * Kp;
+  {
+    std::size_t free_b = 0, total_b = 0;
+    GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    free_b += pool_cached_bytes();
+    const std::size_t need = 2 * static_cast<std::size_t>(P) * (slice_a + slice_b) +
+                             static_cast<std::size_t>(passes) * P * level * sizeof(std::int32_t) + (64u << 20);
+    if (need > free_b)
+      throw GpuReferenceUnavailable("exact_gemm_gpu: needs " + std::to_string(need >> 20) + " MiB more GPU memory (" +
+                                    std::to_string(P) + " residues), " + std::to_string(free_b >> 20) + " MiB free");
+  }
+  DevBuf<std::int8_t> sa(P * slice_a), ma(P * slice_a), sb(P * slice_b), mb(P * slice_b);
+  if (Mp != M || Kp != K) sa.zero(), ma.zero();
+  if (Np != N || Kp != K) sb.zero(), mb.zero();
+  {
+    const std::size_t na = static_cast<std::size_t>(M) * K, nb = static_cast<std::size_t>(N) * K;
+    residues_kernel<<<static_cast<unsigned>((na + 255) / 256), 256>>>(dA, M, K, ea, plan, static_cast<int>(Kp), slice_a,
+                                                                      sa.p, ma.p);
+    GEMMLAB_LAUNCH_CHECK("residues_kernel");
+    residues_kernel<<<static_cast<unsigned>((nb + 255) / 256), 256>>>(dBt, N, K, eb, plan, static_cast<int>(Kp), slice_b,
+                                                                      sb.p, mb.p);
+    GEMMLAB_LAUNCH_CHECK("residues_kernel");
+  }
+  ph.mark("residues");
+  DevBuf<std::int32_t> Gs(P * level), Ga(nonneg ? 0 : P * level);
+  ph.mark("levels_alloc");
+  cublasHandle_t h = cublas().h;
+  GEMMLAB_CUBLAS_CHECK(cublasSetStream(h, 0));
+  const std::int32_t alpha = 1, beta = 0;
+  for (long i0 = 0; i0 < M; i0 += rows) {
+    const int nrows = static_cast<int>(std::min<long>(rows, Mp - i0));
+    for (int pass = 0; pass < passes; ++pass) {
+      const std::int8_t* da = pass == 0 ? sa.p : ma.p;
+      const std::int8_t* db = pass == 0 ? sb.p : mb.p;
+      std::int32_t* G = pass == 0 ? Gs.p : Ga.p;
+      for (int p = 0; p < P; ++p) {
+        GEMMLAB_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(Np), nrows, static_cast<int>(Kp),
+                                          &alpha, db + p * slice_b, CUDA_R_8I, static_cast<int>(Kp),
+                                          da + p * slice_a + static_cast<std::size_t>(i0) * Kp, CUDA_R_8I,
+                                          static_cast<int>(Kp), &beta, G + p * level, CUDA_R_32I, static_cast<int>(Np),
+                                          CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
+        ++ref.gemms;
+      }
+    }
+    ph.mark("gemms");
+    const int out_rows = static_cast<int>(std::min<long>(nrows, M - i0));
+    const std::size_t n = static_cast<std::size_t>(out_rows) * N;
+    crt_compose_kernel<<<static_cast<unsigned>((n + 255) / 256), 256>>>(
+        Gs.p, nonneg ? Gs.p : Ga.p, plan, level, out_rows, static_cast<int>(Np), N, static_cast<int>(i0), ea, eb,
+        ref.buffers->c.p, ref.buffers->c_odd.p, ref.buffers->abs_ab.p);
+    GEMMLAB_LAUNCH_CHECK("crt_compose_kernel");
+    ph.mark("compose");
+  }
+}
+
 void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono::steady_clock::time_point t0) {
   const int M = ref.M, N = ref.N, K = ref.K;
   const std::size_t mn = static_cast<std::size_t>(M) * N;
   const auto t_compute = std::chrono::steady_clock::now();
-
+  RefPhases ph;
+  {
   // Grids: per row of A and of B^T.
   DevBuf<int> ea(M), ta(M), eb(N), tb(N), flag(1);
   flag.zero();
@@ -604,6 +848,7 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   GEMMLAB_CUDA_CHECK(cudaMemcpy(&flags, flag.p, sizeof(int), cudaMemcpyDeviceToHost));
   if (flags & 1)
     throw GpuReferenceUnavailable("exact_gemm_gpu: A or B holds an infinity or NaN (the CPU engine follows IEEE for those)");
+  ph.mark("scan");
   auto width = [](const std::vector<int>& lo, const std::vector<int>& hi) {
     int w = 0;
     for (std::size_t r = 0; r < lo.size(); ++r)
@@ -622,9 +867,19 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   const int NL = (SA * kDigitBits + SB * kDigitBits + ceil_log2(K) + 1 + 63) / 64;
   if (NL > kMaxLimbs) throw std::logic_error("exact_gemm_gpu: limb count beyond the compiled maximum (a bug)");
   const long Mp = round_up(M, 16), Np = round_up(N, 16), Kp = round_up(K, 16);
+  crt::Plan plan;
+  const ReferenceSplit want = reference_split();
+  const bool residues = want != ReferenceSplit::digits && wa <= crt::kMaxSpread && wb <= crt::kMaxSpread &&
+                        Kp <= crt::kMaxTerms && crt::make_plan(wa + wb + ceil_log2(K) + 1, plan) &&
+                        (want == ReferenceSplit::residues || plan.P < SA * SB);
+  if (residues) {
+    compute_residues(ref, dA, dBt, plan, ea.p, eb.p, (flags & 2) == 0, Mp, Np, Kp, ph);
+  } else {
+  ref.split = "digits";
   {
     std::size_t free_b = 0, total_b = 0;
     GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    free_b += pool_cached_bytes();
     const std::size_t need = gpu_oracle_bytes(M, N, K, SA, SB) -
                              (8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N) + 3 * 8 * mn);
     if (need > free_b)
@@ -644,6 +899,7 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
     digits_kernel<<<static_cast<unsigned>((nb + 255) / 256), 256>>>(dBt, N, K, eb.p, SB, static_cast<int>(Kp), slice_b, sb.p, mb.p);
     GEMMLAB_LAUNCH_CHECK("digits_kernel");
   }
+  ph.mark("digits");
 
   // Int8 GEMMs per digit pair, levels in int64, per block of rows.
   cublasHandle_t h = cublas().h;
@@ -653,6 +909,7 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   DevBuf<long long> Ls(static_cast<std::size_t>(D) * level), La(static_cast<std::size_t>(D) * level);
   // (La is left unused when A and B are non-negative.)
   DevBuf<std::int32_t> tmp(level);
+  ph.mark("levels_alloc");
   const long kchunk = std::min<long>(Kp, kMaxTermsInt32);  // a multiple of 16
   for (long i0 = 0; i0 < M; i0 += rows) {
     const int nrows = static_cast<int>(std::min<long>(rows, Mp - i0));
@@ -683,16 +940,25 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
                 CUDA_R_8I, static_cast<int>(Kp), da + s * slice_a + static_cast<std::size_t>(i0) * Kp + k0, CUDA_R_8I,
                 static_cast<int>(Kp), &beta, tmp.p, CUDA_R_32I, static_cast<int>(Np), CUBLAS_COMPUTE_32I,
                 CUBLAS_GEMM_DEFAULT));
+            ++ref.gemms;
             terms += kc;
           }
         }
         flush();
       }
     }
+    ph.mark("gemms");
     compose(NL, Ls.p, nonneg ? Ls.p : La.p, D, level, static_cast<int>(std::min<long>(nrows, M - i0)), static_cast<int>(Np), N,
             static_cast<int>(i0), ea.p, eb.p, ref.buffers->c.p, ref.buffers->c_odd.p, ref.buffers->abs_ab.p);
+    ph.mark("compose");
   }
+  }  // digits
+  }  // the scratch buffers are freed here
   GEMMLAB_CUDA_CHECK(cudaDeviceSynchronize());
+  ph.mark("free");
+  if (ph.on)
+    std::fprintf(stderr, "[reference] %d %d %d SA %d SB %d %s gemms %d%s total %.3f\n", M, N, K, ref.digits_a,
+                 ref.digits_b, ref.split.c_str(), ref.gemms, ph.line.c_str(), 1e3 * seconds_since(t0));
   ref.timing.compute = seconds_since(t_compute);
   ref.timing.total = seconds_since(t0);
 }

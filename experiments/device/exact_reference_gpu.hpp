@@ -23,6 +23,10 @@
 //    round_bigint. |A||B| is the same computation on the digit magnitudes, rounded to nearest-even.
 //    An exact zero is +0.
 // Cost: S_A S_B int8 GEMMs, twice (signed and magnitudes) unless A and B are non-negative.
+// The same integers can instead be reduced modulo a CRT basis of P odd moduli below 256 (Ozaki scheme II,
+// exact here; reference/crt_split.hpp): P int8 GEMMs a pass, P about (spread_A + spread_B + log2 K) / 7.9
+// (fp32 data at 4096^3: 15 against the digits' 49); the split that takes fewer GEMMs runs
+// (ReferenceSplit), and both give the same bits (tests/gpu/test_gpu_oracle.cpp).
 // Measured digits (H100 run, results/oracle/): fp16 data 4 (at most 6), exactint 1, fp32 U[0,1),
 // U[-1,1), N(0,1), cancel_-10 7-8, logunif_-8_8 6; logunif_-60_60 in fp32 about 21. The limit is
 // kMaxDigits (any fp32, bf16 or tf32 data needs at most 40). fp64 inputs (53-bit significands, the
@@ -80,6 +84,16 @@ std::size_t gpu_oracle_bytes(long M, long N, long K, Format in);
 // estimate above (for messages that say what fits).
 long gpu_oracle_max_square(Format in, std::size_t bytes);
 
+// How the integers of A and B are cut for the int8 GEMMs (both exact, bit for bit the same reference):
+// digits (7-bit digits, S_A S_B GEMMs a pass: int8_split.hpp) or residues (one GEMM per modulus of a CRT
+// basis, reference/crt_split.hpp: where every row of A and column of B spans at most 120 bits, the two
+// spreads and log2 K add up to at most 182 bits and K <= 2^17). automatic: residues where they take fewer GEMMs than digits, else digits.
+enum class ReferenceSplit { automatic, digits, residues };
+// The split of this process's next references (tests force one; residues where they cannot apply
+// fall back to digits). Not thread-safe against references being computed.
+void set_reference_split(ReferenceSplit s);
+ReferenceSplit reference_split();
+
 // Timing of one GPU reference, seconds.
 struct GpuReferenceTiming {
   double upload = 0;   // A and B to the GPU (as binary64)
@@ -98,8 +112,10 @@ class GpuReference {
   GpuReference& operator=(const GpuReference&) = delete;
 
   int M = 0, N = 0, K = 0;
-  int digits_a = 0, digits_b = 0;  // S_A, S_B
+  int digits_a = 0, digits_b = 0;  // S_A, S_B (what the digit split needs, whichever split ran)
   std::string engine = "gpu_int8_ozaki";
+  std::string split = "digits";  // "digits" or "residues" (ReferenceSplit)
+  int gemms = 0;                 // int8 GEMMs it took (per K chunk and row block)
   GpuReferenceTiming timing;
 
   // Device pointers (M*N doubles each), valid while this object lives.

@@ -14,6 +14,8 @@
 #   killprobe  scripts/lab/probes/kill_spin.sh: how long the GPU stays held after a spinning kernel's process
 #              ends (issue 44)
 #   profile    scripts/lab/probes/profile_costs.sh: where explain's launches and the statistics spend their time (issue 42)
+#   profmain   the main job with GEMMLAB_PROFILE_REFERENCE=1 GEMMLAB_PROFILE_STATS=1: each reference's and each
+#              statistics call's phases (each after a device synchronisation, so the run itself is slower; issue 42)
 #   fp8prof    scripts/lab/probes/profile_fp8_explain.py: where a Python fp8 kernel's explain spends its time (issue 42)
 #   pytest     tests/python with the GPU (every Python test, the GPU ones included; PYTEST_ARGS="..." instead chooses)
 #   main       scripts/lab/bench_speed.py main (issue 42: the main job stopped on noise, its guard, compare)
@@ -71,6 +73,8 @@ for part in "$@"; do
     killprobe) part_run killprobe scripts/lab/probes/kill_spin.sh "$out/killprobe/files" ;;
     gen) part_run gen scripts/lab/gpu_generations.sh "$bin" "$out/gen/files" ;;
     pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-tests/python} ;;
+    profmain) part_run profmain env GEMMLAB_PROFILE_REFERENCE=1 GEMMLAB_PROFILE_STATS=1 "$bin/gemmlab" run --suite default \
+                -o "$out/profmain/default.csv" --force ;;
     main) part_run main "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" main ;;
     fastest) part_run fastest "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" fastest ;;
     explain) part_run explain "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" explain ;;

@@ -82,6 +82,69 @@ TEST(GpuOracle, MatchesCpuAt1024Cubed) {
     }
 }
 
+// The two splits of the GPU reference (digits, and residues modulo a CRT basis: exact_reference_gpu.hpp)
+// give the same bits as each other and as the CPU engine, at sizes with and without padding; where the
+// residues cannot apply (a spread beyond 120 bits) the digits run instead; the automatic choice takes the
+// split of fewer GEMMs.
+TEST(GpuOracle, ResidueAndDigitSplitsAgreeBitForBit) {
+  GEMMLAB_REQUIRE_GPU();
+  struct Restore {
+    ~Restore() { device::set_reference_split(device::ReferenceSplit::automatic); }
+  } restore;
+  auto both = [](const Problem& p, device::GpuReference& gd, device::GpuReference& gr) {
+    device::set_reference_split(device::ReferenceSplit::digits);
+    gd = exact_gemm_gpu(p.A, p.B);
+    device::set_reference_split(device::ReferenceSplit::residues);
+    gr = exact_gemm_gpu(p.A, p.B);
+    device::set_reference_split(device::ReferenceSplit::automatic);
+  };
+  int residues = 0, checked = 0;
+  const int sizes[][3] = {{100, 37, 129}, {256, 512, 64}, {33, 65, 1000}, {1024, 1024, 1024}};
+  for (const Distribution& d : default_distributions())
+    for (Format in : {Format::fp32, Format::tf32, Format::fp16, Format::bf16, Format::e4m3}) {
+      if (!unusable_reason(d, in).empty()) continue;
+      for (const auto& z : sizes) {
+        const std::string what = d.name() + " " + info(in).name + " " + std::to_string(z[0]) + "x" +
+                                 std::to_string(z[1]) + "x" + std::to_string(z[2]);
+        const Problem p = make(d.name(), in, z[0], z[1], z[2], 23);
+        device::GpuReference gd, gr;
+        both(p, gd, gr);
+        EXPECT_EQ(gd.split, "digits") << what;
+        residues += gr.split == "residues";
+        const GemmReference hd = gd.to_host(Format::fp32), hr = gr.to_host(Format::fp32);
+        expect_same(hr, hd, what + ": residues against digits");
+        if (z[2] < 1024) expect_same(hd, exact_gemm(p.A, p.B, Format::fp32), what + ": digits against the CPU");
+        ++checked;
+      }
+    }
+  EXPECT_GE(checked, 4 * 15);
+  EXPECT_EQ(residues, checked) << "every default distribution's spread fits the residues";
+  // Beyond 120 bits of spread (logunif_-60_60 in fp32): the residues give way to the digits.
+  {
+    const Problem p = make("logunif_-60_60", Format::fp32, 129, 67, 301, 3);
+    device::GpuReference gd, gr;
+    both(p, gd, gr);
+    EXPECT_EQ(gr.split, "digits");
+    expect_same(gr.to_host(Format::fp32), exact_gemm(p.A, p.B, Format::fp32), "logunif_-60_60 fp32");
+  }
+  // K = 2^17 - 16, the int32 limit of one GEMM (127^2 K < 2^31), in one pass of residues.
+  {
+    Problem p = make("uniform_-1_1", Format::fp32, 24, 20, (1 << 17) - 16, 4);
+    device::GpuReference gd, gr;
+    both(p, gd, gr);
+    EXPECT_EQ(gr.split, "residues");
+    expect_same(gr.to_host(Format::fp32), gd.to_host(Format::fp32), "K = 2^17 - 16");
+  }
+  // The automatic choice: fp32 N(0,1) (7 digits a side, 49 GEMMs a pass) takes residues (15).
+  {
+    const Problem p = make("normal_0_1", Format::fp32, 512, 512, 512, 5);
+    const device::GpuReference g = exact_gemm_gpu(p.A, p.B);
+    EXPECT_EQ(g.split, "residues");
+    EXPECT_LT(g.gemms, 2 * g.digits_a * g.digits_b);
+    RecordProperty("normal_fp32_residue_gemms", g.gemms);
+  }
+}
+
 // The exponent-spread distribution in every input format, at every PHI the format can hold.
 TEST(GpuOracle, MatchesCpuOnExpSpreadInEveryFormat) {
   GEMMLAB_REQUIRE_GPU();
