@@ -288,7 +288,15 @@ __global__ void gather_kernel(const double* __restrict__ keys, std::size_t n, co
     const unsigned p = static_cast<unsigned>(k >> 40);
     bool want = false;
     for (int t = 0; t < np; ++t) want |= prefixes[t] == p;
-    if (want) out[atomicAdd(count, 1ull)] = k;
+    // One atomic a warp (a prefix can hold nearly every key: exact outputs' zero errors).
+    const unsigned active = __activemask();
+    const unsigned mask = __ballot_sync(active, want);
+    if (!mask) continue;
+    const int lane = static_cast<int>(threadIdx.x & 31), leader = __ffs(mask) - 1;
+    unsigned long long base = 0;
+    if (lane == leader) base = atomicAdd(count, static_cast<unsigned long long>(__popc(mask)));
+    base = __shfl_sync(active, base, leader);
+    if (want) out[base + static_cast<unsigned>(__popc(mask & ((1u << lane) - 1u)))] = k;
   }
 }
 
