@@ -48,7 +48,8 @@ long round_up(long x, long m) { return (x + m - 1) / m * m; }
 // dozen buffers of up to gigabytes: cudaMalloc and cudaFree, which waits for the device, cost it 2 to 4 ms,
 // a quarter of an fp16 reference). A freed block goes to a per-process cache; an allocation takes a cached
 // block of the same device at least as large and at most twice as large, else cudaMalloc (after freeing the
-// cache when the GPU has no room). The cache is capped at pool_cap_bytes().
+// cache when the GPU has no room). The cache is capped at pool_cap_bytes(), and a block is kept only while
+// a quarter of the GPU's memory is free besides.
 // The cache's cap: an eighth of the GPU's memory, at most 12 GiB (room for the kernels under test).
 std::size_t pool_cap_bytes() {
   static const std::size_t cap = [] {
@@ -120,7 +121,10 @@ void pool_release(void* p) noexcept {
   const auto [bytes, dev] = it->second;
   pl.live.erase(it);
   const std::size_t cap = pool_cap_bytes();
-  if (bytes > cap) {
+  // Kept only while the GPU has a quarter of its memory free besides: near a size's limit the kernels'
+  // own buffers come first.
+  std::size_t free_b = 0, total_b = 0;
+  if (bytes > cap || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess || free_b < total_b / 4) {
     device_free(p);
     return;
   }
