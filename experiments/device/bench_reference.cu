@@ -109,9 +109,10 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
   int differ = 0;
   auto row = [&](const char* what, const std::string& dist, Format in, const Size& z, const std::string& engine,
                  double s, const std::string& upload, const std::string& compute, const std::string& da,
-                 const std::string& db, const std::string& speedup, const std::string& same) {
+                 const std::string& db, const std::string& speedup, const std::string& same,
+                 const std::string& split = "", const std::string& gemms = "") {
     rows.push_back({what, dist, info(in).name, std::to_string(z.M), std::to_string(z.N), std::to_string(z.K), engine,
-                    fmt_double(s), upload, compute, da, db, speedup, same});
+                    fmt_double(s), upload, compute, da, db, speedup, same, split, gemms});
   };
   for (const Size& z : opt.sizes)
     for (Format in : opt.formats)
@@ -133,14 +134,15 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
           // Two calls, the faster reported (the first may include one-off allocations).
           double best = 1e30;
           device::GpuReferenceTiming tbest;
-          int da = 0, db = 0;
+          int da = 0, db = 0, gemms = 0;
+          std::string split;
           GemmReference g;
           for (int rep = 0; rep < 2; ++rep) {
             const auto t0 = std::chrono::steady_clock::now();
             device::GpuReference r = device::exact_gemm_gpu(A, B);
             const double t = seconds_since(t0);
             if (t < best) best = t, tbest = r.timing;
-            da = r.digits_a, db = r.digits_b;
+            da = r.digits_a, db = r.digits_b, split = r.split, gemms = r.gemms;
             if (rep == 1 && cpu) g = r.to_host(Format::fp32);
           }
           // The resident rows start from fp32 operands on the GPU (what `gemmlab run` has for every format
@@ -162,10 +164,11 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
             differ += same == "NO";
           }
           row("reference", d.name(), in, z, "gpu_int8_ozaki", best, fmt_double(tbest.upload), fmt_double(tbest.compute),
-              std::to_string(da), std::to_string(db), cpu ? fmt_double(tc / best) : "", same);
+              std::to_string(da), std::to_string(db), cpu ? fmt_double(tc / best) : "", same, split,
+              std::to_string(gemms));
           if (within_fp32)
             row("reference", d.name(), in, z, "gpu_int8_ozaki_resident", resident, "0", "", std::to_string(da),
-                std::to_string(db), cpu ? fmt_double(tc / resident) : "", same);
+                std::to_string(db), cpu ? fmt_double(tc / resident) : "", same, split, std::to_string(gemms));
         }
         std::fprintf(stderr, "[bench-reference] %-16s %-5s %s: cpu %s  gpu (operands on the GPU) %s\n",
                      d.name().c_str(), info(in).name, z.str().c_str(), cpu ? (fmt_double(tc) + " s").c_str() : "-",
@@ -211,7 +214,7 @@ int bench_reference(const BenchReferenceOptions& opt, const std::string& command
                   "time includes the upload of the computed output.";
   write_table(opt.out_csv,
               {"what", "distribution", "input", "M", "N", "K", "engine", "seconds", "gpu_upload_s", "gpu_compute_s",
-               "digits_a", "digits_b", "speedup_vs_cpu", "bit_identical_to_cpu"},
+               "digits_a", "digits_b", "speedup_vs_cpu", "bit_identical_to_cpu", "split", "gemms"},
               rows, meta);
   std::printf("%s\n", opt.out_csv.c_str());
   return differ ? 5 : 0;

@@ -1,6 +1,7 @@
 // `gemmlab bench-reference`: the exact reference engines side by side, per distribution, input
 // format and size, in one run: the CPU engine (reference/exact_gemm: fixed_int128 or Kulisch, all
-// host threads) and the GPU engine (device/exact_reference_gpu: int8 Ozaki split), the GPU from host
+// host threads) and the GPU engine (device/exact_reference_gpu: int8 Ozaki splits, digits or residues, the one
+// that ran and its GEMM count in the columns split and gemms), the GPU from host
 // matrices and with the operands already on the GPU (what `gemmlab run` has), each checked bit for
 // bit against the CPU where the CPU runs; and, optionally, the statistics of one output on the CPU
 // and on the GPU. One tidy CSV + metadata.

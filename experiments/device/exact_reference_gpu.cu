@@ -564,7 +564,14 @@ GemmReference GpuReference::to_host(Format out) const {
 }
 
 namespace {
-std::atomic<int> the_split{static_cast<int>(ReferenceSplit::automatic)};
+// GEMMLAB_REFERENCE_SPLIT=digits|residues|auto sets the start value (benchmarks compare the splits in one session).
+int split_from_environment() {
+  const char* e = std::getenv("GEMMLAB_REFERENCE_SPLIT");
+  const std::string v = e ? e : "";
+  return static_cast<int>(v == "digits" ? ReferenceSplit::digits : v == "residues" ? ReferenceSplit::residues
+                                                                                  : ReferenceSplit::automatic);
+}
+std::atomic<int> the_split{split_from_environment()};
 }
 void set_reference_split(ReferenceSplit s) { the_split = static_cast<int>(s); }
 ReferenceSplit reference_split() { return static_cast<ReferenceSplit>(the_split.load()); }

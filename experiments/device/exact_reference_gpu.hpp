@@ -90,7 +90,8 @@ long gpu_oracle_max_square(Format in, std::size_t bytes);
 // spreads and log2 K add up to at most 182 bits and K <= 2^17). automatic: residues where they take fewer GEMMs than digits, else digits.
 enum class ReferenceSplit { automatic, digits, residues };
 // The split of this process's next references (tests force one; residues where they cannot apply
-// fall back to digits). Not thread-safe against references being computed.
+// fall back to digits; GEMMLAB_REFERENCE_SPLIT=digits|residues|auto sets it at the start). Not
+// thread-safe against references being computed.
 void set_reference_split(ReferenceSplit s);
 ReferenceSplit reference_split();
 
