@@ -16,6 +16,8 @@
 #   profile    scripts/lab/probes/profile_costs.sh: where explain's launches and the statistics spend their time (issue 42)
 #   profmain   the main job with GEMMLAB_PROFILE_REFERENCE=1 GEMMLAB_PROFILE_STATS=1: each reference's and each
 #              statistics call's phases (each after a device synchronisation, so the run itself is slower; issue 42)
+#   refsplit   `gemmlab bench-reference` at 4096^3 (fp32, fp16, bf16, fp64; every distribution; GPU only) with the
+#              digit split and with the automatic choice, joined by scripts/lab/reference_splits.py (issue 42)
 #   fp8prof    scripts/lab/probes/profile_fp8_explain.py: where a Python fp8 kernel's explain spends its time (issue 42)
 #   pytest     tests/python with the GPU (every Python test, the GPU ones included; PYTEST_ARGS="..." instead chooses)
 #   main       scripts/lab/bench_speed.py main (issue 42: the main job stopped on noise, its guard, compare)
@@ -50,6 +52,13 @@ part_run() {  # NAME COMMAND...: run, time, remember (LIMITS="tests=240 main=200
   summary+=("$(printf '%-20s rc=%-3s %6.1f s' "$name" "$rc" "$(python3 -c "print($(date +%s.%N) - $t0)")")")
   echo "== $name rc=$rc"; tail -25 "$out/$name/log.txt"
 }
+refsplit() {
+  local d=$out/refsplit
+  GEMMLAB_REFERENCE_SPLIT=digits "$bin/gemmlab" bench-reference -s 4096 --cpu none --formats fp32,fp16,bf16,fp64 \
+    -o "$d/digits.csv" || return 1
+  "$bin/gemmlab" bench-reference -s 4096 --cpu none --formats fp32,fp16,bf16,fp64 -o "$d/auto.csv" || return 1
+  python3 scripts/lab/reference_splits.py "$d/digits.csv" "$d/auto.csv" "$d/reference_splits.csv"
+}
 setup() {
   rm -rf "$venv"
   "$host_py" -m venv --system-site-packages "$venv" || return 1
@@ -75,6 +84,7 @@ for part in "$@"; do
     pytest) part_run pytest env GEMMLAB_BINARY="$bin/gemmlab" "$py" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-tests/python} ;;
     profmain) part_run profmain env GEMMLAB_PROFILE_REFERENCE=1 GEMMLAB_PROFILE_STATS=1 "$bin/gemmlab" run --suite default \
                 -o "$out/profmain/default.csv" --force ;;
+    refsplit) part_run refsplit refsplit ;;
     main) part_run main "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" main ;;
     fastest) part_run fastest "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" fastest ;;
     explain) part_run explain "$py" scripts/lab/bench_speed.py "$bin" "$out/speed" explain ;;
