@@ -265,18 +265,27 @@ __global__ void hist1_kernel(const double* __restrict__ keys, std::size_t n, uns
     if (h[i]) atomicAdd(&hist[i], h[i]);
 }
 
-// Level 2 for up to 8 level-1 bins (targets[t] = bin), hist[t * kBins + next 12 bits].
-__global__ void hist2_kernel(const double* __restrict__ keys, std::size_t n, const int* __restrict__ targets,
-                             int ntargets, unsigned* __restrict__ hist) {
+// Level 2 for the level-1 bins targets[t0 .. t0 + ng) (ng <= kHist2Group), hist[t * kBins + next 12 bits]:
+// counted in the block's shared memory, then added to hist once a bin (a level-1 bin can hold most keys,
+// each of its 4096 sub-bins thousands: one global atomic per warp and key cost 0.5 ms at 4096^2).
+constexpr int kHist2Group = 3;  // 3 x 4096 counts: 48 KiB of shared memory
+__global__ void hist2_kernel(const double* __restrict__ keys, std::size_t n, const int* __restrict__ targets, int t0,
+                             int ng, unsigned* __restrict__ hist) {
+  extern __shared__ unsigned h2[];
+  for (int j = threadIdx.x; j < ng * kBins; j += blockDim.x) h2[j] = 0;
+  __syncthreads();
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::uint64_t k = order_key(keys[i]);
     const int b1 = static_cast<int>(k >> 52);
     int bin = -1;
-    for (int t = 0; t < ntargets; ++t)
-      if (targets[t] == b1) bin = t * kBins + static_cast<int>((k >> 40) & (kBins - 1));
-    if (bin >= 0) warp_count(hist, bin);
+    for (int t = 0; t < ng; ++t)
+      if (targets[t0 + t] == b1) bin = t * kBins + static_cast<int>((k >> 40) & (kBins - 1));
+    if (bin >= 0) warp_count(h2, bin);
   }
+  __syncthreads();
+  for (int j = threadIdx.x; j < ng * kBins; j += blockDim.x)
+    if (h2[j]) atomicAdd(&hist[static_cast<std::size_t>(t0) * kBins + j], h2[j]);
 }
 
 // The keys whose 24-bit prefix is one of prefixes[0..np), packed into out (any order).
@@ -421,8 +430,21 @@ void select_ranks(const double* keys, std::size_t n, const std::vector<long long
   int* dtargets = sc.small.get<int>(64);
   GEMMLAB_CUDA_CHECK(cudaMemcpy(dtargets, targets.data(), nt * sizeof(int), cudaMemcpyHostToDevice));
   GEMMLAB_CUDA_CHECK(cudaMemset(hist, 0, nt * kBins * sizeof(unsigned)));
-  hist2_kernel<<<blocks, 256>>>(keys, n, dtargets, nt, hist);
-  GEMMLAB_LAUNCH_CHECK("hist2_kernel");
+  {
+    // Two blocks an SM: each adds its shared counts to hist once.
+    static const unsigned per_sm = [] {
+      int dev = 0, sms = 0;
+      if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        sms = 64;
+      return static_cast<unsigned>(2 * std::max(sms, 1));
+    }();
+    const unsigned b2 = std::min(blocks, per_sm);
+    for (int t0 = 0; t0 < nt; t0 += kHist2Group) {
+      const int ng = std::min(kHist2Group, nt - t0);
+      hist2_kernel<<<b2, 256, static_cast<std::size_t>(ng) * kBins * sizeof(unsigned)>>>(keys, n, dtargets, t0, ng, hist);
+      GEMMLAB_LAUNCH_CHECK("hist2_kernel");
+    }
+  }
   timer.mark("sel:hist2");
   std::vector<unsigned> h2(static_cast<std::size_t>(nt) * kBins);
   GEMMLAB_CUDA_CHECK(cudaMemcpy(h2.data(), hist, h2.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
