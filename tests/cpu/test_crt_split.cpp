@@ -18,6 +18,7 @@
 #include "reference/distributions.hpp"
 #include "reference/exact_gemm.hpp"
 #include "reference/long_accumulator.hpp"
+#include "tests/row_grids.hpp"
 #include "tests/same_bits.hpp"
 
 namespace gemmlab {
@@ -159,25 +160,10 @@ int widest = 0;
 void emulate(const Matrix& A, const Matrix& B, std::vector<double>& c, std::vector<double>& c_odd,
              std::vector<double>& abs_ab) {
   const int M = A.rows, K = A.cols, N = B.cols;
-  auto grids = [&](int rows, auto at, std::vector<int>& e, int& spread) {
-    e.assign(rows, INT_MAX);
-    spread = 0;
-    for (int r = 0; r < rows; ++r) {
-      int top = INT_MIN;
-      for (int k = 0; k < K; ++k) {
-        const double x = at(r, k);
-        if (x == 0) continue;
-        const detail::Decomposed d = detail::decompose(x);
-        e[r] = std::min(e[r], d.lsb);
-        top = std::max(top, d.lsb + static_cast<int>(std::bit_width(d.m)));
-      }
-      if (e[r] != INT_MAX) spread = std::max(spread, top - e[r]);
-    }
-  };
   std::vector<int> ea, eb;
   int wa = 0, wb = 0;
-  grids(M, [&](int r, int k) { return A(r, k); }, ea, wa);
-  grids(N, [&](int r, int k) { return B(k, r); }, eb, wb);
+  testing::row_grids(M, K, [&](int r, int k) { return A(r, k); }, ea, wa);
+  testing::row_grids(N, K, [&](int r, int k) { return B(k, r); }, eb, wb);
   widest = std::max({widest, wa, wb});
   ASSERT_LE(wa, crt::kMaxSpread);
   ASSERT_LE(wb, crt::kMaxSpread);

@@ -18,6 +18,7 @@
 #include "reference/exact_gemm.hpp"
 #include "reference/int8_split.hpp"
 #include "reference/long_accumulator.hpp"
+#include "tests/row_grids.hpp"
 #include "tests/same_bits.hpp"
 
 namespace gemmlab {
@@ -49,24 +50,6 @@ void add_shifted(Big& acc, std::int64_t v, int sh) {
   }
 }
 
-// Per row of X (rows, cols) read as X(r, k) = at(r, k): the grid (smallest lsb) and the spread.
-template <class At>
-void grids(int rows, int cols, At at, std::vector<int>& e, int& spread) {
-  e.assign(rows, INT_MAX);
-  spread = 0;
-  for (int r = 0; r < rows; ++r) {
-    int top = INT_MIN;
-    for (int k = 0; k < cols; ++k) {
-      const double x = at(r, k);
-      if (x == 0) continue;
-      const detail::Decomposed d = detail::decompose(x);
-      e[r] = std::min(e[r], d.lsb);
-      top = std::max(top, d.lsb + static_cast<int>(std::bit_width(d.m)));
-    }
-    if (e[r] != INT_MAX) spread = std::max(spread, top - e[r]);
-  }
-}
-
 // The GPU algorithm on the host: signed digits of A's rows and B's columns, level sums
 // L_d = sum_{s+t=d} sum_k da_s db_t in int64, C = sum_d L_d 2^(7d) 2^(ea + eb) composed exactly and
 // rounded once (nearest-even and odd), as compose_kernel does.
@@ -74,8 +57,8 @@ void emulate(const Matrix& A, const Matrix& B, std::vector<double>& c, std::vect
   const int M = A.rows, K = A.cols, N = B.cols;
   std::vector<int> ea, eb;
   int wa = 0, wb = 0;
-  grids(M, K, [&](int r, int k) { return A(r, k); }, ea, wa);
-  grids(N, K, [&](int r, int k) { return B(k, r); }, eb, wb);
+  testing::row_grids(M, K, [&](int r, int k) { return A(r, k); }, ea, wa);
+  testing::row_grids(N, K, [&](int r, int k) { return B(k, r); }, eb, wb);
   const int SA = split::digits_for(wa), SB = split::digits_for(wb);
   ASSERT_LE(SA, split::kMaxSplitDigits);
   ASSERT_LE(SB, split::kMaxSplitDigits);
@@ -158,7 +141,7 @@ TEST(Int8Split, FallbackBoundaryIs336BitsOfSpread) {
   auto spread_of = [](std::vector<double> row) {
     std::vector<int> e;
     int w = 0;
-    grids(1, static_cast<int>(row.size()), [&](int, int k) { return row[k]; }, e, w);
+    testing::row_grids(1, static_cast<int>(row.size()), [&](int, int k) { return row[k]; }, e, w);
     return w;
   };
   EXPECT_EQ(split::digits_for(spread_of({1.0, 0x1p-335})), 48);
@@ -180,8 +163,8 @@ TEST(Int8Split, Fp64SuiteDistributionsFitTheGpuAtK4096) {
     const Matrix A = generate(d, Operand::A, 64, K, Format::fp64, 1), B = generate(d, Operand::B, K, 64, Format::fp64, 1);
     std::vector<int> e;
     int wa = 0, wb = 0;
-    grids(64, K, [&](int r, int k) { return A(r, k); }, e, wa);
-    grids(64, K, [&](int r, int k) { return B(k, r); }, e, wb);
+    testing::row_grids(64, K, [&](int r, int k) { return A(r, k); }, e, wa);
+    testing::row_grids(64, K, [&](int r, int k) { return B(k, r); }, e, wb);
     const int S = split::digits_for(std::max(wa, wb));
     EXPECT_LE(S, split::kMaxSplitDigits) << name;
     RecordProperty(std::string(name) + "_digits", S);
