@@ -20,6 +20,7 @@
 //
 // Plain C++ (no CUDA header): under nvcc the functions are __host__ __device__.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "reference/portable_fp.hpp"
@@ -32,10 +33,9 @@ constexpr int kMaxSpread = 120;  // bits of a row's or a column's integers (two 
 constexpr long kMaxTerms = 1L << 17;
 
 // Pairwise coprime odd moduli below 256, largest first (255 = 3 5 17, 253 = 11 23, 247 = 13 19,
-// 217 = 7 31, the rest prime): residues fit int8 symmetrically, [-127, 127].
-constexpr int kModuli[kMaxModuli] = {255, 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211,
-                                     199, 197, 193, 191, 181, 179, 173, 167, 163, 157, 151, 149};
-// kModuli[p] where device code can read it (a constant once p is: the loops over p are unrolled).
+// 217 = 7 31, the rest prime): residues fit int8 symmetrically, [-127, 127]. modulus(p) is the list, a
+// switch so that device code can read it (a constant once p is: the loops over p are unrolled); kModuli,
+// below, the same list as an array for the host.
 GEMMLAB_HD constexpr int modulus(int p) {
   switch (p) {
     case 0: return 255;
@@ -64,6 +64,11 @@ GEMMLAB_HD constexpr int modulus(int p) {
     default: return 149;
   }
 }
+constexpr std::array<int, kMaxModuli> kModuli = [] {
+  std::array<int, kMaxModuli> a{};
+  for (int p = 0; p < kMaxModuli; ++p) a[p] = modulus(p);
+  return a;
+}();
 
 // The moduli of one reference and the constants of its reconstruction.
 struct Plan {
@@ -174,7 +179,7 @@ inline bool make_plan(int bits, Plan& plan) {
 }
 
 // The symmetric residue in [-(m-1)/2, (m-1)/2] of the integer (neg ? -mag : mag) with mag = hi 2^64 + lo,
-// m odd, m < 256. With m a compile-time constant (crt::kModuli[p] in an unrolled loop) every % is a
+// m odd, m < 256. With m a compile-time constant (crt::modulus(p) in an unrolled loop) every % is a
 // multiplication.
 GEMMLAB_HD int residue(std::uint64_t hi, std::uint64_t lo, bool neg, int m) {
   const std::uint32_t um = static_cast<std::uint32_t>(m);
