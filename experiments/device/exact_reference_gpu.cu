@@ -359,6 +359,25 @@ __device__ double round_mag(const std::uint64_t (&mag)[NL], long e0, bool neg, b
   return pfp::from_bits(sign | ((static_cast<std::uint64_t>(q + 1074) << 52) + kept));
 }
 
+// This thread's entry (i, j) of a row block of `rows` rows from row i0: its place in the level buffers (at,
+// rows of Np), in C (out, rows of N), and its grid e0 = ea(i0 + i) + eb(j). False beyond the block.
+struct BlockEntry {
+  std::size_t at, out;
+  long e0;
+};
+__device__ __forceinline__ bool block_entry(int rows, int Np, int N, int i0, const int* __restrict__ ea,
+                                            const int* __restrict__ eb, BlockEntry& e) {
+  const std::size_t idx = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= static_cast<std::size_t>(rows) * N) return false;
+  const int i = static_cast<int>(idx / N), j = static_cast<int>(idx % N);
+  e.at = static_cast<std::size_t>(i) * Np + j;
+  e.out = static_cast<std::size_t>(i0 + i) * N + j;
+  const int ai = ea[i0 + i], bj = eb[j];
+  // All-zero rows or columns have no grid: their sum is an exact +0 whatever e0 is.
+  e.e0 = (ai == INT_MAX || bj == INT_MAX) ? 0 : static_cast<long>(ai) + bj;
+  return true;
+}
+
 // Entry (i, j) of the row block: X = sum_d L[d] 2^(7d) for the signed and the magnitude levels, then
 // c, c_odd, abs_ab of C(i0 + i, j).
 template <int NL>
@@ -366,14 +385,10 @@ __global__ void compose_kernel(const long long* __restrict__ Ls, const long long
                                std::size_t level, int rows, int Np, int N, int i0, const int* __restrict__ ea,
                                const int* __restrict__ eb, double* __restrict__ c, double* __restrict__ c_odd,
                                double* __restrict__ abs_ab) {
-  const std::size_t idx = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= static_cast<std::size_t>(rows) * N) return;
-  const int i = static_cast<int>(idx / N), j = static_cast<int>(idx % N);
-  const std::size_t at = static_cast<std::size_t>(i) * Np + j;
-  const int ai = ea[i0 + i], bj = eb[j];
-  // All-zero rows or columns have no grid: their sum is an exact +0 whatever e0 is.
-  const long e0 = (ai == INT_MAX || bj == INT_MAX) ? 0 : static_cast<long>(ai) + bj;
-  const std::size_t out = static_cast<std::size_t>(i0 + i) * N + j;
+  BlockEntry be;
+  if (!block_entry(rows, Np, N, i0, ea, eb, be)) return;
+  const std::size_t at = be.at, out = be.out;
+  const long e0 = be.e0;
   for (int pass = 0; pass < 2; ++pass) {
     const long long* L = pass == 0 ? Ls : La;
     std::uint64_t acc[NL];
@@ -443,13 +458,10 @@ __global__ void crt_compose_kernel(const std::int32_t* __restrict__ Gs, const st
                                    crt::Plan plan, std::size_t level, int rows, int Np, int N, int i0,
                                    const int* __restrict__ ea, const int* __restrict__ eb, double* __restrict__ c,
                                    double* __restrict__ c_odd, double* __restrict__ abs_ab) {
-  const std::size_t idx = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= static_cast<std::size_t>(rows) * N) return;
-  const int i = static_cast<int>(idx / N), j = static_cast<int>(idx % N);
-  const std::size_t at = static_cast<std::size_t>(i) * Np + j;
-  const int ai = ea[i0 + i], bj = eb[j];
-  const long e0 = (ai == INT_MAX || bj == INT_MAX) ? 0 : static_cast<long>(ai) + bj;
-  const std::size_t out = static_cast<std::size_t>(i0 + i) * N + j;
+  BlockEntry be;
+  if (!block_entry(rows, Np, N, i0, ea, eb, be)) return;
+  const std::size_t at = be.at, out = be.out;
+  const long e0 = be.e0;
   std::uint64_t mag[crt::kLimbs];
   bool neg = false;
   crt::reconstruct(plan, [&](int p) { return Gs[p * level + at]; }, mag, neg);
