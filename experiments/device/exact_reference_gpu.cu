@@ -576,17 +576,21 @@ GemmReference GpuReference::to_host(Format out) const {
 }
 
 namespace {
-// GEMMLAB_REFERENCE_SPLIT=digits|residues|auto sets the start value (benchmarks compare the splits in one session).
-int split_from_environment() {
-  const char* e = std::getenv("GEMMLAB_REFERENCE_SPLIT");
-  const std::string v = e ? e : "";
-  return static_cast<int>(v == "digits" ? ReferenceSplit::digits : v == "residues" ? ReferenceSplit::residues
-                                                                                  : ReferenceSplit::automatic);
-}
-std::atomic<int> the_split{split_from_environment()};
-}
+constexpr int kSplitFromEnvironment = -1;  // not chosen yet: GEMMLAB_REFERENCE_SPLIT's at the first reference
+std::atomic<int> the_split{kSplitFromEnvironment};
+}  // namespace
 void set_reference_split(ReferenceSplit s) { the_split = static_cast<int>(s); }
-ReferenceSplit reference_split() { return static_cast<ReferenceSplit>(the_split.load()); }
+ReferenceSplit reference_split() {
+  int s = the_split.load();
+  if (s == kSplitFromEnvironment) {
+    const char* e = std::getenv("GEMMLAB_REFERENCE_SPLIT");
+    s = static_cast<int>(parse_reference_split(e ? e : ""));  // throws on a bad value, every time it is read
+    int expected = kSplitFromEnvironment;
+    the_split.compare_exchange_strong(expected, s);
+    s = the_split.load();
+  }
+  return static_cast<ReferenceSplit>(s);
+}
 
 int worst_case_digits(Format in) {
   const FormatInfo& fi = info(in);
@@ -853,6 +857,7 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   const int M = ref.M, N = ref.N, K = ref.K;
   const std::size_t mn = static_cast<std::size_t>(M) * N;
   const auto t_compute = std::chrono::steady_clock::now();
+  const ReferenceSplit want = reference_split();  // first: a bad GEMMLAB_REFERENCE_SPLIT stops before any work
   RefPhases ph;
   {
   // Grids: per row of A and of B^T.
@@ -891,7 +896,6 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
   if (NL > kMaxLimbs) throw std::logic_error("exact_gemm_gpu: limb count beyond the compiled maximum (a bug)");
   const long Mp = round_up(M, 16), Np = round_up(N, 16), Kp = round_up(K, 16);
   crt::Plan plan;
-  const ReferenceSplit want = reference_split();
   const bool residues = want != ReferenceSplit::digits && wa <= crt::kMaxSpread && wb <= crt::kMaxSpread &&
                         Kp <= crt::kMaxTerms && crt::make_plan(wa + wb + ceil_log2(K) + 1, plan) &&
                         (want == ReferenceSplit::residues || plan.P < SA * SB);

@@ -90,10 +90,20 @@ long gpu_oracle_max_square(Format in, std::size_t bytes);
 // spreads and log2 K add up to at most 182 bits and K <= 2^17). automatic: residues where they take fewer GEMMs than digits, else digits.
 enum class ReferenceSplit { automatic, digits, residues };
 // The split of this process's next references (tests force one; residues where they cannot apply
-// fall back to digits; GEMMLAB_REFERENCE_SPLIT=digits|residues|auto sets it at the start). Not
-// thread-safe against references being computed.
+// fall back to digits). Until set_reference_split is called, GEMMLAB_REFERENCE_SPLIT chooses it (read at
+// the first reference; unset or empty: automatic); a value parse_reference_split refuses stops that
+// reference with its message. Not thread-safe against references being computed.
 void set_reference_split(ReferenceSplit s);
 ReferenceSplit reference_split();
+// "digits", "residues", "auto" or "" (automatic); anything else: std::invalid_argument naming the variable
+// and its values.
+inline ReferenceSplit parse_reference_split(const std::string& v) {
+  if (v.empty() || v == "auto") return ReferenceSplit::automatic;
+  if (v == "digits") return ReferenceSplit::digits;
+  if (v == "residues") return ReferenceSplit::residues;
+  throw std::invalid_argument("GEMMLAB_REFERENCE_SPLIT='" + v +
+                              "': give digits, residues or auto (or unset it), the exact reference's int8 split");
+}
 
 // Timing of one GPU reference, seconds.
 struct GpuReferenceTiming {

@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "experiments/device/exact_reference_gpu.hpp"
 #include "reference/crt_split.hpp"
 #include "reference/distributions.hpp"
 #include "reference/exact_gemm.hpp"
@@ -236,6 +237,25 @@ TEST(CrtSplit, EmulatedAlgorithmEqualsExactGemm) {
     EXPECT_EQ(c[static_cast<std::size_t>(1) * B.cols + 1], (1 + 0x1p-23) * (1 + 0x1p-23) - (1 + 0x1p-23));
   }
   EXPECT_GT(widest, 64) << "no case used the residues' second word";
+}
+
+// GEMMLAB_REFERENCE_SPLIT's values, and a clear refusal of any other (the GPU reference reads it first).
+TEST(CrtSplit, TheSplitVariableTakesItsThreeValuesAndNamesAnyOther) {
+  using device::parse_reference_split;
+  using device::ReferenceSplit;
+  EXPECT_EQ(parse_reference_split(""), ReferenceSplit::automatic);
+  EXPECT_EQ(parse_reference_split("auto"), ReferenceSplit::automatic);
+  EXPECT_EQ(parse_reference_split("digits"), ReferenceSplit::digits);
+  EXPECT_EQ(parse_reference_split("residues"), ReferenceSplit::residues);
+  for (const char* bad : {"residue", "Digits", "crt", " digits"}) {
+    try {
+      parse_reference_split(bad);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("GEMMLAB_REFERENCE_SPLIT='") + bad + "'"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("digits, residues or auto"), std::string::npos);
+    }
+  }
 }
 
 }  // namespace
