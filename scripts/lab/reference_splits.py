@@ -15,10 +15,18 @@ import sys
 from pathlib import Path
 
 
+NEEDED = ("what", "distribution", "input", "M", "N", "K", "engine", "seconds", "split", "gemms")
+
+
 def rows_of(path: Path) -> dict:
     got: dict = {}
     with open(path, newline="") as f:
-        for r in csv.DictReader(f):
+        reader = csv.DictReader(f)
+        missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: no column {', '.join(missing)}: give a CSV of `gemmlab bench-reference` "
+                             "(one that shows the split: since 2026-11-30)")
+        for r in reader:
             if r["what"] != "reference" or not r["engine"].startswith("gpu_int8_ozaki"):
                 continue
             key = (r["distribution"], r["input"], f'{r["M"]}x{r["N"]}x{r["K"]}')
@@ -37,7 +45,17 @@ def main(argv: list[str]) -> int:
         if not p.is_file():
             print(f"reference_splits: {p}: no such file (give two bench-reference CSVs)", file=sys.stderr)
             return 2
-    d, a = rows_of(digits_csv), rows_of(auto_csv)
+    try:
+        d, a = rows_of(digits_csv), rows_of(auto_csv)
+        for r in [*d.values(), *a.values()]:
+            if not float(r["seconds"]) > 0:
+                raise ValueError(f"a row of {r['distribution']} {r['input']} has seconds {r['seconds']!r}")
+    except (ValueError, csv.Error, UnicodeDecodeError) as e:
+        print(f"reference_splits: {e}", file=sys.stderr)
+        return 2
+    if not d:
+        print(f"reference_splits: {digits_csv} has no GPU reference row (was it run with --no-gpu?)", file=sys.stderr)
+        return 2
     missing = sorted(set(d) ^ set(a))
     if missing:
         print(f"reference_splits: the two runs differ in their problems ({missing[:3]}...): run both with the same "
@@ -55,7 +73,7 @@ def main(argv: list[str]) -> int:
         sd, sa = float(rd["seconds"]), float(ra["seconds"])
         out.append(dict(distribution=key[0], input=key[1], size=key[2], engine=ra["engine"], digits_seconds=sd,
                         digits_gemms=rd["gemms"], auto_split=ra["split"], auto_seconds=sa, auto_gemms=ra["gemms"],
-                        digits_over_auto=round(sd / sa, 3) if sa > 0 else ""))
+                        digits_over_auto=round(sd / sa, 3)))
     with open(out_csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
