@@ -147,6 +147,16 @@ std::size_t pool_cached_bytes() {
     if (blk.device == dev) b += blk.bytes;
   return b;
 }
+// GpuReferenceUnavailable unless `need` bytes are free for this engine (the GPU's free memory and the pool's
+// cache): "exact_gemm_gpu: <what> need(s) N MiB, M MiB free".
+void require_free(std::size_t need, const std::string& what) {
+  std::size_t free_b = 0, total_b = 0;
+  GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  free_b += pool_cached_bytes();
+  if (need > free_b)
+    throw GpuReferenceUnavailable("exact_gemm_gpu: " + what + " " + std::to_string(need >> 20) + " MiB of GPU memory, " +
+                                  std::to_string(free_b >> 20) + " MiB free");
+}
 
 // RAII device allocation (from the pool above).
 template <class T>
@@ -674,12 +684,8 @@ GpuReference new_reference(int M, int N, int K) {
   ref.M = M, ref.N = N, ref.K = K;
   ref.buffers = std::make_unique<GpuReference::Buffers>();
   const std::size_t mn = static_cast<std::size_t>(M) * N;
-  std::size_t free_b = 0, total_b = 0;
-  GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  const std::size_t floor_need = 8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N) + 3 * 8 * mn;
-  if (floor_need > free_b)
-    throw GpuReferenceUnavailable("exact_gemm_gpu: the inputs and outputs alone need " + std::to_string(floor_need >> 20) +
-                                  " MiB, the GPU has " + std::to_string(free_b >> 20) + " MiB free");
+  require_free(8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N) + 3 * 8 * mn,
+               "the inputs and outputs alone need");
   ref.buffers->c = DevBuf<double>(mn);
   ref.buffers->c_odd = DevBuf<double>(mn);
   ref.buffers->abs_ab = DevBuf<double>(mn);
@@ -799,16 +805,9 @@ void compute_residues(GpuReference& ref, const double* dA, const double* dBt, co
   const long rows = std::clamp(static_cast<long>(kLevelBudgetBytes / per_row) / 16 * 16, 16L, Mp);
   const std::size_t level = static_cast<std::size_t>(rows) * Np;
   const std::size_t slice_a = static_cast<std::size_t>(Mp) * Kp, slice_b = static_cast<std::size_t>(Np) * Kp;
-  {
-    std::size_t free_b = 0, total_b = 0;
-    GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    free_b += pool_cached_bytes();
-    const std::size_t need = 2 * static_cast<std::size_t>(P) * (slice_a + slice_b) +
-                             static_cast<std::size_t>(passes) * P * level * sizeof(std::int32_t) + (64u << 20);
-    if (need > free_b)
-      throw GpuReferenceUnavailable("exact_gemm_gpu: needs " + std::to_string(need >> 20) + " MiB more GPU memory (" +
-                                    std::to_string(P) + " residues), " + std::to_string(free_b >> 20) + " MiB free");
-  }
+  require_free(2 * static_cast<std::size_t>(P) * (slice_a + slice_b) +
+                   static_cast<std::size_t>(passes) * P * level * sizeof(std::int32_t) + (64u << 20),
+               std::to_string(P) + " residues need");
   DevBuf<std::int8_t> sa(P * slice_a), ma(P * slice_a), sb(P * slice_b), mb(P * slice_b);
   if (Mp != M || Kp != K) sa.zero(), ma.zero();
   if (Np != N || Kp != K) sb.zero(), mb.zero();
@@ -903,17 +902,9 @@ void compute(GpuReference& ref, const double* dA, const double* dBt, std::chrono
     compute_residues(ref, dA, dBt, plan, ea.p, eb.p, (flags & 2) == 0, Mp, Np, Kp, ph);
   } else {
   ref.split = "digits";
-  {
-    std::size_t free_b = 0, total_b = 0;
-    GEMMLAB_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    free_b += pool_cached_bytes();
-    const std::size_t need = gpu_oracle_bytes(M, N, K, SA, SB) -
-                             (8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N) + 3 * 8 * mn);
-    if (need > free_b)
-      throw GpuReferenceUnavailable("exact_gemm_gpu: needs " + std::to_string(need >> 20) + " MiB more GPU memory (" +
-                                    std::to_string(SA) + " x " + std::to_string(SB) + " digits), " +
-                                    std::to_string(free_b >> 20) + " MiB free");
-  }
+  require_free(gpu_oracle_bytes(M, N, K, SA, SB) -
+                   (8 * (static_cast<std::size_t>(M) * K + 2 * static_cast<std::size_t>(K) * N) + 3 * 8 * mn),
+               std::to_string(SA) + " x " + std::to_string(SB) + " digits need");
 
   // Digits.
   const std::size_t slice_a = static_cast<std::size_t>(Mp) * Kp, slice_b = static_cast<std::size_t>(Np) * Kp;
